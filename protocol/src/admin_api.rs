@@ -1,0 +1,72 @@
+//! Request bodies of the admin API that executors call (`/api/registry`, `/api/registryRemove`,
+//! `/api/callback`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::lenient;
+
+/// Paths of the admin API, relative to the admin's base address (which may end in
+/// `/xxl-job-admin` for Gen A deployments).
+pub mod paths {
+    pub const REGISTRY: &str = "api/registry";
+    pub const REGISTRY_REMOVE: &str = "api/registryRemove";
+    pub const CALLBACK: &str = "api/callback";
+}
+
+/// One job result reported by an executor (`HandleCallbackParam`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandleCallbackParam {
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub log_id: i64,
+    /// Gen A/B spelling; Gen C's `logDateTime` is accepted too.
+    #[serde(rename = "logDateTim", alias = "logDateTime", default, deserialize_with = "lenient::int")]
+    pub log_date_tim: i64,
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub handle_code: i32,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub handle_msg: String,
+}
+
+/// Body of `/api/callback`: a bare array (Gen A/B) or `{"callbackList": [...]}` (Gen C).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CallbackBody {
+    List(Vec<HandleCallbackParam>),
+    Wrapped {
+        #[serde(rename = "callbackList", default)]
+        callback_list: Vec<HandleCallbackParam>,
+    },
+}
+
+impl CallbackBody {
+    pub fn into_items(self) -> Vec<HandleCallbackParam> {
+        match self {
+            Self::List(items) | Self::Wrapped { callback_list: items } => items,
+        }
+    }
+}
+
+/// Body of `/api/registry` and `/api/registryRemove` (`RegistryParam`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistryParam {
+    /// Always `"EXECUTOR"` in practice.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub registry_group: String,
+    /// The executor's app name.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub registry_key: String,
+    /// The executor's address, e.g. `http://10.0.0.5:9999/`.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub registry_value: String,
+}
+
+impl RegistryParam {
+    /// Upstream's validation: every field must be non-blank ("Illegal Argument.").
+    pub fn is_valid(&self) -> bool {
+        [&self.registry_group, &self.registry_key, &self.registry_value]
+            .iter()
+            .all(|f| !f.trim().is_empty())
+    }
+}

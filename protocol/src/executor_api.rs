@@ -1,0 +1,126 @@
+//! Request and response bodies of the executor API (`/run`, `/idleBeat`, `/kill`, `/log`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::lenient;
+
+/// Paths of the executor API, relative to the executor's base address.
+pub mod paths {
+    pub const BEAT: &str = "/beat";
+    pub const IDLE_BEAT: &str = "/idleBeat";
+    pub const RUN: &str = "/run";
+    pub const KILL: &str = "/kill";
+    pub const LOG: &str = "/log";
+}
+
+/// Body of `POST /run` (upstream `TriggerParam`, 3.x `TriggerRequest`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TriggerParam {
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub job_id: i32,
+    /// BEAN handler name.
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub executor_handler: String,
+    /// The job parameter (plural on the wire; the DB column is `executor_param`).
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub executor_params: String,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub executor_block_strategy: String,
+    /// Seconds; > 0 enables the timeout.
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub executor_timeout: i32,
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub log_id: i64,
+    /// Epoch milliseconds of the log's trigger time; picks the log file's date directory.
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub log_date_time: i64,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub glue_type: String,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub glue_source: String,
+    /// Epoch milliseconds of the last GLUE change; the only key for reloading GLUE code.
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub glue_updatetime: i64,
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub broadcast_index: i32,
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub broadcast_total: i32,
+    /// jobwheel extension for `GLUE_WASM`: which module to run and where to fetch it.
+    /// Absent for every other glue type, so upstream peers never see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wasm_module: Option<WasmModuleRef>,
+}
+
+/// Where an executor fetches a `GLUE_WASM` module: the admin serves the bytes at `url` to
+/// requests carrying the access token, and the executor checks them against `digest`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WasmModuleRef {
+    /// Lower-case hex SHA-256 of the module bytes.
+    pub digest: String,
+    /// Absolute URL of the module bytes.
+    pub url: String,
+    /// Size of the module in bytes (lets the executor refuse oversized downloads early).
+    #[serde(default)]
+    pub size: u64,
+}
+
+/// Body of `POST /idleBeat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdleBeatParam {
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub job_id: i32,
+}
+
+/// Body of `POST /kill`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KillParam {
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub job_id: i32,
+}
+
+/// Body of `POST /log`. Gen A/B spell the date field `logDateTim`, Gen C `logDateTime`; both are
+/// accepted and `logDateTim` is what we send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogParam {
+    #[serde(rename = "logDateTim", default, deserialize_with = "lenient::int")]
+    pub log_date_tim: i64,
+    #[serde(rename = "logDateTime", default, skip_serializing, deserialize_with = "lenient::opt_int")]
+    log_date_time_gen_c: Option<i64>,
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub log_id: i64,
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub from_line_num: i32,
+}
+
+impl LogParam {
+    pub fn new(log_date_tim: i64, log_id: i64, from_line_num: i32) -> Self {
+        Self { log_date_tim, log_date_time_gen_c: None, log_id, from_line_num }
+    }
+
+    /// The log's trigger time, from whichever spelling the peer used.
+    pub fn log_date_time(&self) -> i64 {
+        match self.log_date_time_gen_c {
+            Some(t) if self.log_date_tim == 0 => t,
+            _ => self.log_date_tim,
+        }
+    }
+}
+
+/// Payload of a `/log` reply (upstream `LogResult`). The JSON key is literally `isEnd`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogResult {
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub from_line_num: i32,
+    #[serde(default, deserialize_with = "lenient::int")]
+    pub to_line_num: i32,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub log_content: String,
+    #[serde(rename = "isEnd", default, deserialize_with = "lenient::boolean")]
+    pub is_end: bool,
+}

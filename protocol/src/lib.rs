@@ -1,0 +1,30 @@
+//! Wire types that cross process boundaries between the jobwheel admin, executors and tests.
+//!
+//! Everything here speaks xxl-job's JSON protocol: generation A (`{code,msg,content}`, 2.x) and
+//! generation B (`{code,msg,data}`, 3.3+). Deserialization is as lenient as upstream's Gson
+//! (missing or `null` numbers become 0, missing strings become empty) so that any upstream peer
+//! can talk to us; serialization emits exactly the shapes upstream peers read.
+//!
+//! This crate deliberately depends on nothing but serde, so the admin can use it without pulling
+//! in the executor's runtime (wasmtime, process control).
+#![forbid(unsafe_code)]
+
+pub mod admin_api;
+pub mod enums;
+pub mod envelope;
+pub mod executor_api;
+mod lenient;
+
+pub use admin_api::{CallbackBody, HandleCallbackParam, RegistryParam};
+pub use enums::{BlockStrategy, GlueType, HandleCode, REGISTRY_GROUP_EXECUTOR};
+pub use envelope::Envelope;
+pub use executor_api::{IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam, WasmModuleRef};
+
+/// Header carrying the shared access token on every admin↔executor request.
+pub const ACCESS_TOKEN_HEADER: &str = "XXL-JOB-ACCESS-TOKEN";
+
+/// Seconds between executor registry heartbeats (upstream `BEAT_TIMEOUT`).
+pub const BEAT_TIMEOUT_SECS: u64 = 30;
+
+/// Seconds after which the admin considers an executor dead (upstream `DEAD_TIMEOUT`).
+pub const DEAD_TIMEOUT_SECS: u64 = BEAT_TIMEOUT_SECS * 3;
