@@ -65,8 +65,6 @@ pub struct RegistryParam {
 impl RegistryParam {
     /// Upstream's validation: every field must be non-blank ("Illegal Argument.").
     pub fn is_valid(&self) -> bool {
-        [&self.registry_group, &self.registry_key, &self.registry_value]
-            .iter()
-            .all(|f| !f.trim().is_empty())
+        [&self.registry_group, &self.registry_key, &self.registry_value].iter().all(|f| !f.trim().is_empty())
     }
 }

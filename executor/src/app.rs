@@ -1,0 +1,122 @@
+//! Wires the executor together and runs it until shutdown (upstream `XxlJobExecutor.start/stop`).
+//!
+//! Shutdown order: deregister from the admin and stop accepting requests, let running and queued
+//! jobs finish for the grace period, kill what is left (their results are still reported), then
+//! drain the callback queue — delivering or spooling every result — before returning.
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use crate::admin_client::AdminClient;
+use crate::config::ExecutorConfig;
+use crate::glue::GlueFactory;
+use crate::handler::Handlers;
+use crate::joblog::{LogDir, spawn_cleaner};
+use crate::jobs::{JobThreads, WorkerSettings};
+use crate::server::{ApiState, router};
+use crate::{callback, heartbeat};
+
+/// Runs an executor on `listener` until `shutdown` resolves, then shuts down gracefully.
+pub async fn run(
+    config: ExecutorConfig,
+    handlers: Handlers,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let logs = LogDir::new(config.log_path.clone());
+    std::fs::create_dir_all(logs.root())
+        .with_context(|| format!("cannot create log path {}", logs.root().display()))?;
+    let local = listener.local_addr().context("listener has no local address")?;
+    let address = config.address.clone().unwrap_or_else(|| default_address(local, &config.path_prefix));
+    if config.access_token.is_none() {
+        tracing::warn!("running WITHOUT an access token: anyone who can reach {local} can run jobs");
+    }
+    let client =
+        AdminClient::new(&config.admin_addresses, config.access_token.clone(), config.admin_timeout)?;
+
+    let background = TaskTracker::new();
+    let background_stop = CancellationToken::new();
+    let callback_stop = CancellationToken::new();
+    let callbacks = callback::spawn(
+        &background,
+        client.clone(),
+        logs.clone(),
+        config.timings.callback_retry_interval,
+        callback_stop.clone(),
+    );
+    spawn_cleaner(&background, logs.root().to_path_buf(), config.log_retention_days, background_stop.clone());
+    if client.is_configured() {
+        background.spawn(heartbeat::run(
+            client,
+            config.app_name.clone(),
+            address.clone(),
+            config.timings.registry_interval,
+            background_stop.clone(),
+        ));
+    }
+
+    let glue = GlueFactory::new(handlers, config.script_glue.then(|| logs.glue_source_dir()));
+    let jobs = JobThreads::new(
+        glue,
+        WorkerSettings {
+            logs: logs.clone(),
+            callbacks,
+            idle_timeout: config.timings.idle_timeout,
+            stop_grace: config.timings.stop_grace,
+            max_log_bytes: config.max_log_bytes,
+            max_queue: config.max_queue,
+        },
+    );
+    let state = Arc::new(ApiState {
+        jobs: Arc::clone(&jobs),
+        logs,
+        access_token: config.access_token.clone(),
+        path_prefix: config.path_prefix.clone(),
+    });
+
+    let server_stop = CancellationToken::new();
+    let server = tokio::spawn(
+        axum::serve(listener, router(state))
+            .with_graceful_shutdown(server_stop.clone().cancelled_owned())
+            .into_future()
+            .in_current_span(),
+    );
+    tracing::info!(%local, %address, app = %config.app_name, script_glue = config.script_glue, "executor started");
+
+    shutdown.await;
+    tracing::info!("shutting down: deregistering and waiting for running jobs");
+    background_stop.cancel();
+    server_stop.cancel();
+    match server.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::error!(error = %e, "executor API server failed"),
+        Err(e) => tracing::error!(error = %e, "executor API server task failed"),
+    }
+    jobs.shutdown(config.shutdown_grace).await;
+    callback_stop.cancel();
+    background.close();
+    background.wait().await;
+    tracing::info!("executor stopped");
+    Ok(())
+}
+
+/// `http://{ip}:{port}{prefix}/`, using the machine's address when listening on all interfaces.
+fn default_address(local: SocketAddr, prefix: &str) -> String {
+    let ip = if local.ip().is_unspecified() {
+        local_ip_address::local_ip().unwrap_or(IpAddr::from([127, 0, 0, 1]))
+    } else {
+        local.ip()
+    };
+    let host = match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    };
+    format!("http://{host}:{}{prefix}/", local.port())
+}

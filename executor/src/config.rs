@@ -1,0 +1,187 @@
+//! Command line and environment configuration, validated once into [`ExecutorConfig`].
+//!
+//! Every flag can also be set as `JOBWHEEL_<FLAG>`. The mapping from upstream property names
+//! is in `docs/configuration.md`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Upstream's executor default port.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9999";
+
+#[derive(Debug, Clone, clap::Parser)]
+#[command(
+    name = "jobwheel-executor",
+    version,
+    about = "jobwheel executor: runs jobs for a jobwheel or xxl-job admin"
+)]
+pub struct Cli {
+    /// Admin base addresses, comma separated, tried in order (e.g. `http://127.0.0.1:8080`, or
+    /// `http://host:8080/xxl-job-admin` for an upstream 2.x admin). Empty: no registry, no callbacks.
+    #[arg(long, env = "JOBWHEEL_ADMIN_ADDRESSES", value_delimiter = ',')]
+    pub admin_addresses: Vec<String>,
+    /// Name of the executor group this executor registers under.
+    #[arg(long, env = "JOBWHEEL_APP_NAME", default_value = "jobwheel-executor")]
+    pub app_name: String,
+    /// Address the executor API listens on.
+    #[arg(long, env = "JOBWHEEL_LISTEN", default_value = DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+    /// Shared secret the admin sends in `XXL-JOB-ACCESS-TOKEN`; also sent to the admin.
+    #[arg(long, env = "JOBWHEEL_ACCESS_TOKEN", hide_env_values = true)]
+    pub access_token: Option<String>,
+    /// Run without a token: anyone who can reach the port can run jobs. For local experiments only.
+    #[arg(long, env = "JOBWHEEL_INSECURE_NO_TOKEN")]
+    pub insecure_no_token: bool,
+    /// Directory for job logs, script sources and the callback spool.
+    #[arg(long, env = "JOBWHEEL_LOG_PATH", default_value = "data/executor-logs")]
+    pub log_path: PathBuf,
+    /// Address to register with the admin (default: `http://<listen ip>:<port>/`, with the
+    /// machine's IP when listening on all interfaces).
+    #[arg(long, env = "JOBWHEEL_ADDRESS")]
+    pub address: Option<String>,
+    /// Serve the executor API under this path, e.g. `/xxl-job-executor`.
+    #[arg(long, env = "JOBWHEEL_PATH_PREFIX", default_value = "")]
+    pub path_prefix: String,
+    /// Days to keep job logs; below 3 disables cleanup.
+    #[arg(long, env = "JOBWHEEL_LOG_RETENTION_DAYS", default_value_t = 30)]
+    pub log_retention_days: u32,
+    /// Allow script GLUE (shell, python, node, php, powershell): code execution with this
+    /// process's privileges, so it is off unless asked for.
+    #[arg(long, env = "JOBWHEEL_ENABLE_SCRIPT_GLUE")]
+    pub enable_script_glue: bool,
+    /// Seconds to wait for an admin when registering or sending callbacks (1–10).
+    #[arg(long, env = "JOBWHEEL_ADMIN_TIMEOUT", default_value_t = 3)]
+    pub admin_timeout: u64,
+    /// Seconds running jobs get to finish on SIGINT/SIGTERM before they are killed.
+    #[arg(long, env = "JOBWHEEL_SHUTDOWN_GRACE", default_value_t = 10)]
+    pub shutdown_grace: u64,
+    /// Most triggers waiting per job; further triggers are rejected with a clear message.
+    #[arg(long, env = "JOBWHEEL_MAX_QUEUE", default_value_t = 10_000)]
+    pub max_queue: usize,
+    /// Most bytes one run may write to its job log; the rest is dropped with a note.
+    #[arg(long, env = "JOBWHEEL_MAX_LOG_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub max_log_bytes: u64,
+    /// Let the built-in `httpJobHandler` call loopback, private and link-local addresses.
+    #[arg(long, env = "JOBWHEEL_HTTP_HANDLER_ALLOW_PRIVATE")]
+    pub http_handler_allow_private: bool,
+}
+
+/// A configuration error, reported to the operator before anything starts.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "no access token: pass --access-token (or JOBWHEEL_ACCESS_TOKEN) with the token configured in \
+         the admin; --insecure-no-token runs without one, which lets anyone who can reach the port run jobs"
+    )]
+    MissingToken,
+    #[error("--admin-addresses: {0:?} is not an http(s) URL")]
+    BadAdminAddress(String),
+    #[error("--app-name must be non-empty and contain no whitespace, got {0:?}")]
+    BadAppName(String),
+    #[error("--admin-timeout must be between 1 and 10 seconds, got {0}")]
+    BadAdminTimeout(u64),
+    #[error("--max-queue must be at least 1")]
+    BadMaxQueue,
+}
+
+/// Internal intervals; defaults are upstream's, tests shorten them.
+#[derive(Debug, Clone)]
+pub struct Timings {
+    /// Between registry heartbeats (upstream `BEAT_TIMEOUT`, 30 s).
+    pub registry_interval: Duration,
+    /// Between retries of spooled callbacks (30 s).
+    pub callback_retry_interval: Duration,
+    /// An idle job thread ends after this (upstream: 30 empty polls of 3 s).
+    pub idle_timeout: Duration,
+    /// A stopped handler gets this long to wind down before it is aborted.
+    pub stop_grace: Duration,
+}
+
+/// Validated executor configuration.
+#[derive(Debug, Clone)]
+pub struct ExecutorConfig {
+    pub admin_addresses: Vec<String>,
+    pub app_name: String,
+    /// `None` only when explicitly running without authentication.
+    pub access_token: Option<String>,
+    pub log_path: PathBuf,
+    pub address: Option<String>,
+    /// Normalised: empty, or starts with `/` and does not end with one.
+    pub path_prefix: String,
+    pub log_retention_days: u32,
+    pub script_glue: bool,
+    pub admin_timeout: Duration,
+    pub shutdown_grace: Duration,
+    pub max_queue: usize,
+    pub max_log_bytes: u64,
+    pub timings: Timings,
+}
+
+impl ExecutorConfig {
+    /// A configuration with upstream defaults for everything not given.
+    pub fn new(app_name: impl Into<String>, log_path: PathBuf, access_token: Option<String>) -> Self {
+        Self {
+            admin_addresses: Vec::new(),
+            app_name: app_name.into(),
+            access_token,
+            log_path,
+            address: None,
+            path_prefix: String::new(),
+            log_retention_days: 30,
+            script_glue: false,
+            admin_timeout: Duration::from_secs(3),
+            shutdown_grace: Duration::from_secs(10),
+            max_queue: 10_000,
+            max_log_bytes: 64 * 1024 * 1024,
+            timings: Timings {
+                registry_interval: Duration::from_secs(jobwheel_protocol::BEAT_TIMEOUT_SECS),
+                callback_retry_interval: Duration::from_secs(jobwheel_protocol::BEAT_TIMEOUT_SECS),
+                idle_timeout: Duration::from_secs(90),
+                stop_grace: Duration::from_secs(3),
+            },
+        }
+    }
+
+    pub fn from_cli(cli: &Cli) -> Result<Self, ConfigError> {
+        let access_token = match cli.access_token.as_deref().map(str::trim) {
+            Some(t) if !t.is_empty() => Some(t.to_owned()),
+            _ if cli.insecure_no_token => None,
+            _ => return Err(ConfigError::MissingToken),
+        };
+        let admin_addresses: Vec<String> =
+            cli.admin_addresses.iter().map(|a| a.trim().to_owned()).filter(|a| !a.is_empty()).collect();
+        for address in &admin_addresses {
+            let ok = reqwest::Url::parse(address).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+            if !ok {
+                return Err(ConfigError::BadAdminAddress(address.clone()));
+            }
+        }
+        if cli.app_name.trim().is_empty() || cli.app_name.chars().any(char::is_whitespace) {
+            return Err(ConfigError::BadAppName(cli.app_name.clone()));
+        }
+        if !(1..=10).contains(&cli.admin_timeout) {
+            return Err(ConfigError::BadAdminTimeout(cli.admin_timeout));
+        }
+        if cli.max_queue == 0 {
+            return Err(ConfigError::BadMaxQueue);
+        }
+        let mut config = Self::new(cli.app_name.clone(), cli.log_path.clone(), access_token);
+        config.admin_addresses = admin_addresses;
+        config.address = cli.address.clone().filter(|a| !a.trim().is_empty());
+        config.path_prefix = normalize_prefix(&cli.path_prefix);
+        config.log_retention_days = cli.log_retention_days;
+        config.script_glue = cli.enable_script_glue;
+        config.admin_timeout = Duration::from_secs(cli.admin_timeout);
+        config.shutdown_grace = Duration::from_secs(cli.shutdown_grace);
+        config.max_queue = cli.max_queue;
+        config.max_log_bytes = cli.max_log_bytes;
+        Ok(config)
+    }
+}
+
+/// `"x/"`, `"/x"`, `"/x/"` → `"/x"`; `""` and `"/"` → `""`.
+pub fn normalize_prefix(prefix: &str) -> String {
+    let trimmed = prefix.trim().trim_matches('/');
+    if trimmed.is_empty() { String::new() } else { format!("/{trimmed}") }
+}

@@ -1,0 +1,84 @@
+//! Turning a trigger's glue type into a handler: BEAN lookup, script GLUE, and the reload rule.
+//!
+//! A job thread keeps the [`HandlerKey`] it was built for; a trigger whose key differs replaces
+//! the thread (upstream: handler identity for BEAN, `glueUpdatetime` for GLUE — changing the
+//! source without changing the update time does not reload, exactly like upstream).
+
+pub(crate) mod script;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use jobwheel_protocol::{GlueType, TriggerParam};
+
+use crate::handler::{Handlers, JobHandler};
+
+/// Identifies the code a job thread runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HandlerKey {
+    Bean(String),
+    Script { glue_type: GlueType, updatetime: i64 },
+}
+
+/// Builds handlers for triggers.
+pub(crate) struct GlueFactory {
+    handlers: Handlers,
+    /// Where script sources are written; `None` when script GLUE is disabled.
+    script_dir: Option<PathBuf>,
+}
+
+impl GlueFactory {
+    pub(crate) fn new(handlers: Handlers, script_dir: Option<PathBuf>) -> Self {
+        Self { handlers, script_dir }
+    }
+
+    /// The key a trigger needs, or upstream's 500 message explaining why it cannot run here.
+    pub(crate) fn key_for(&self, glue_type: GlueType, param: &TriggerParam) -> Result<HandlerKey, String> {
+        match glue_type {
+            GlueType::Bean => Ok(HandlerKey::Bean(param.executor_handler.clone())),
+            GlueType::GlueGroovy => {
+                Err("glueType[GLUE_GROOVY] is not supported by jobwheel: GLUE(Java) runs unsandboxed code \
+                 inside the executor. Rewrite the job as a GLUE_WASM module (sandboxed) or a BEAN handler."
+                    .to_owned())
+            }
+            GlueType::GlueWasm => Err(format!("glueType[{glue_type}] is not valid.")),
+            script if script.is_script() => {
+                if self.script_dir.is_none() {
+                    return Err(format!(
+                        "glueType[{script}] is disabled on this executor: script GLUE runs code with the \
+                         executor's privileges. Start the executor with --enable-script-glue to allow it, \
+                         or use GLUE_WASM."
+                    ));
+                }
+                Ok(HandlerKey::Script { glue_type: script, updatetime: param.glue_updatetime })
+            }
+            other => Err(format!("glueType[{other}] is not valid.")),
+        }
+    }
+
+    /// Creates the handler for `key`; fails with upstream's message for an unknown BEAN name.
+    pub(crate) fn build(
+        &self,
+        key: &HandlerKey,
+        param: &TriggerParam,
+    ) -> Result<Arc<dyn JobHandler>, String> {
+        match key {
+            HandlerKey::Bean(name) => {
+                self.handlers.get(name).ok_or_else(|| format!("job handler [{name}] not found."))
+            }
+            HandlerKey::Script { glue_type, updatetime } => {
+                let dir =
+                    self.script_dir.clone().ok_or_else(|| format!("glueType[{glue_type}] is disabled"))?;
+                let handler = script::ScriptHandler::new(
+                    dir,
+                    param.job_id,
+                    *glue_type,
+                    *updatetime,
+                    param.glue_source.clone(),
+                )
+                .map_err(|e| format!("cannot prepare {glue_type} script: {e}"))?;
+                Ok(Arc::new(handler))
+            }
+        }
+    }
+}

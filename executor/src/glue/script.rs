@@ -1,0 +1,193 @@
+//! Script GLUE: runs a job's source with its interpreter as a child process (upstream
+//! `ScriptJobHandler`), but stops it for real on timeout or kill.
+//!
+//! argv is `[interpreter, file, param, shardIndex, shardTotal]` with no shell in between, so
+//! the parameter is one argument. The child leads its own process group; stopping the run
+//! sends SIGTERM to the whole group, then SIGKILL after a grace period, so grandchildren
+//! (`sleep` under `bash`) die too — upstream only interrupted the wait (2.x) or signalled the
+//! direct child (3.3+). Processes still in the group when the script exits are killed as well:
+//! a run's processes never outlive the run.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use jobwheel_protocol::GlueType;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::Command;
+
+use crate::handler::{HandlerFuture, JobContext, JobHandler};
+
+/// Time between SIGTERM and SIGKILL when a run is stopped.
+const TERM_GRACE: Duration = Duration::from_millis(1000);
+
+/// Environment variables the executor's own configuration lives in; never handed to scripts
+/// because they include the access token.
+const PRIVATE_ENV_PREFIX: &str = "JOBWHEEL_";
+
+pub(crate) struct ScriptHandler {
+    glue_type: GlueType,
+    interpreter: &'static str,
+    file: PathBuf,
+    source: String,
+}
+
+impl ScriptHandler {
+    /// Prepares a handler for `{dir}/{jobId}_{updatetime}{suffix}`, removing the job's older
+    /// script files first (upstream does the same in its constructor).
+    pub(crate) fn new(
+        dir: PathBuf,
+        job_id: i32,
+        glue_type: GlueType,
+        updatetime: i64,
+        source: String,
+    ) -> std::io::Result<Self> {
+        let (interpreter, suffix) = glue_type
+            .script()
+            .ok_or_else(|| std::io::Error::other(format!("{glue_type} is not a script type")))?;
+        std::fs::create_dir_all(&dir)?;
+        let prefix = format!("{job_id}_");
+        for entry in std::fs::read_dir(&dir)?.flatten() {
+            if entry.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        let file = dir.join(format!("{job_id}_{updatetime}{suffix}"));
+        Ok(Self { glue_type, interpreter, file, source })
+    }
+}
+
+impl JobHandler for ScriptHandler {
+    fn execute(&self, ctx: JobContext) -> HandlerFuture {
+        let file = self.file.clone();
+        let source = self.source.clone();
+        let interpreter = self.interpreter;
+        let glue_type = self.glue_type;
+        Box::pin(async move { run_script(ctx, glue_type, interpreter, file, source).await })
+    }
+}
+
+async fn run_script(
+    ctx: JobContext,
+    glue_type: GlueType,
+    interpreter: &'static str,
+    file: PathBuf,
+    source: String,
+) -> anyhow::Result<()> {
+    write_once(&file, &source)
+        .await
+        .with_context(|| format!("cannot write script file {}", file.display()))?;
+    ctx.log(format!("----------- script file:{} -----------", file.display()));
+
+    let mut command = Command::new(interpreter);
+    command
+        .arg(&file)
+        .arg(ctx.param())
+        .arg(ctx.shard_index().to_string())
+        .arg(ctx.shard_total().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(|n| n.starts_with(PRIVATE_ENV_PREFIX)) {
+            command.env_remove(name);
+        }
+    }
+    let mut child = command.spawn().with_context(|| {
+        format!("cannot start {glue_type} interpreter `{interpreter}`; is it installed and on PATH?")
+    })?;
+    let mut group = ProcessGroup(child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw));
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let output = async {
+        tokio::join!(copy_lines(stdout, &ctx), copy_lines(stderr, &ctx));
+    };
+    tokio::pin!(output);
+
+    let status = tokio::select! {
+        status = child.wait() => status?,
+        () = ctx.stopped() => {
+            group.signal(Signal::SIGTERM);
+            let status = match tokio::time::timeout(TERM_GRACE, child.wait()).await {
+                Ok(status) => status?,
+                Err(_) => {
+                    group.signal(Signal::SIGKILL);
+                    child.wait().await?
+                }
+            };
+            group.signal(Signal::SIGKILL);
+            group.disarm();
+            // Readers end once every writer in the group is gone.
+            let _ = tokio::time::timeout(TERM_GRACE, &mut output).await;
+            anyhow::bail!("script stopped ({status})");
+        }
+    };
+    // The script is done: anything it left running in its group goes too, which also lets
+    // the output readers see end-of-file.
+    group.signal(Signal::SIGKILL);
+    group.disarm();
+    output.await;
+    match status.code() {
+        Some(0) => {}
+        Some(code) => ctx.handle_fail(format!("script exit value({code}) is failed")),
+        None => ctx.handle_fail(format!("script terminated by a signal ({status})")),
+    }
+    Ok(())
+}
+
+/// Writes the script file unless it exists (same update time ⇒ same source), atomically so a
+/// concurrent reader never sees half a file.
+async fn write_once(file: &Path, source: &str) -> std::io::Result<()> {
+    if tokio::fs::try_exists(file).await? {
+        return Ok(());
+    }
+    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    tokio::fs::write(&tmp, source).await?;
+    tokio::fs::rename(&tmp, file).await
+}
+
+/// Copies a child's output into the job log line by line; invalid UTF-8 is replaced.
+async fn copy_lines(pipe: Option<impl AsyncRead + Unpin>, ctx: &JobContext) {
+    let Some(pipe) = pipe else { return };
+    let mut reader = BufReader::new(pipe);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => ctx.log_raw(&String::from_utf8_lossy(&line)),
+        }
+    }
+}
+
+/// A script's process group; signalling a group that is already gone is not an error.
+///
+/// The group id is the leader's pid. Once the leader has been reaped and its group emptied,
+/// that id may be recycled, so the guard is disarmed after the final signal and only fires on
+/// drop while the leader is still unreaped (an aborted run; `child` is dropped after the guard).
+struct ProcessGroup(Option<Pid>);
+
+impl ProcessGroup {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+
+    fn signal(&self, signal: Signal) {
+        if let Some(pgid) = self.0 {
+            let _ = killpg(pgid, signal);
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    /// An aborted run (handler ignored its grace period, or the executor is going down) must
+    /// not leave processes behind.
+    fn drop(&mut self) {
+        self.signal(Signal::SIGKILL);
+    }
+}

@@ -1,0 +1,229 @@
+//! The task behind one job thread: takes triggers from its queue one at a time, runs the
+//! handler with timeout and stop handling, and reports every result as a callback
+//! (upstream `JobThread`).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use jobwheel_protocol::{HandleCallbackParam, HandleCode, TriggerParam};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::{JobThreads, Shared, lock};
+use crate::handler::{JobContext, JobHandler, RunInfo};
+use crate::joblog::JobLog;
+
+/// Upstream truncates handle messages to this many characters before the callback.
+const MAX_HANDLE_MSG_CHARS: usize = 50_000;
+
+pub(super) struct Worker {
+    pub(super) threads: Arc<JobThreads>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) handler: Arc<dyn JobHandler>,
+    pub(super) generation: u64,
+    pub(super) rx: mpsc::Receiver<TriggerParam>,
+}
+
+/// How one execution ended.
+enum Ending {
+    Finished(anyhow::Result<()>),
+    Panicked(String),
+    TimedOut,
+    Stopped,
+}
+
+impl Worker {
+    pub(super) async fn run(mut self) {
+        let span = tracing::info_span!("job_thread", job_id = self.shared.job_id);
+        async move {
+            self.handler.init();
+            self.serve().await;
+            self.drain_queue();
+            self.handler.destroy();
+        }
+        .instrument(span)
+        .await;
+    }
+
+    async fn serve(&mut self) {
+        let idle_timeout = self.threads.settings.idle_timeout;
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = self.shared.stop.cancelled() => return,
+                param = self.rx.recv() => param,
+                () = tokio::time::sleep(idle_timeout) => {
+                    let rx = &self.rx;
+                    if self.threads.reap_if_idle(self.shared.job_id, self.generation, || rx.is_empty()) {
+                        tracing::debug!("job thread idle; removed");
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let Some(param) = next else { return };
+            // Mark running before the log id leaves the queue set, so `is_busy` never sees a gap.
+            self.shared.running.store(true, Ordering::SeqCst);
+            lock(&self.shared.queued).remove(&param.log_id);
+            let span = tracing::info_span!("run", log_id = param.log_id);
+            let (code, msg) = self.execute(&param).instrument(span).await;
+            self.report(&param, code, msg);
+            self.shared.running.store(false, Ordering::SeqCst);
+            if self.shared.stop.is_cancelled() {
+                return;
+            }
+        }
+    }
+
+    /// Runs one trigger to completion, timeout or stop; returns the callback's code and message.
+    async fn execute(&self, param: &TriggerParam) -> (i32, String) {
+        let settings = &self.threads.settings;
+        let log = JobLog::open(
+            settings.logs.file_for(param.log_date_time, param.log_id),
+            format!("JobThread-{}", param.job_id),
+            settings.max_log_bytes,
+        );
+        log.line(&format!(
+            "<br>----------- xxl-job job execute start -----------<br>----------- Param:{}",
+            param.executor_params
+        ));
+        let info = RunInfo {
+            job_id: param.job_id,
+            log_id: param.log_id,
+            log_date_time: param.log_date_time,
+            param: param.executor_params.clone(),
+            shard_index: param.broadcast_index,
+            shard_total: param.broadcast_total,
+        };
+        let run_stop = self.shared.stop.child_token();
+        let ctx = JobContext::new(info, log.clone(), run_stop.clone());
+        let mut task = tokio::spawn(self.handler.execute(ctx.clone()).in_current_span());
+        let timeout = u64::try_from(param.executor_timeout).ok().filter(|s| *s > 0).map(Duration::from_secs);
+
+        let ending = tokio::select! {
+            joined = &mut task => match joined {
+                Ok(result) => Ending::Finished(result),
+                Err(e) => Ending::Panicked(panic_message(e)),
+            },
+            () = sleep_or_forever(timeout) => Ending::TimedOut,
+            () = self.shared.stop.cancelled() => Ending::Stopped,
+        };
+        if matches!(ending, Ending::TimedOut | Ending::Stopped) {
+            wind_down(task, &run_stop, settings.stop_grace).await;
+        }
+
+        let (code, msg) = match ending {
+            Ending::Finished(Ok(())) => match ctx.result() {
+                Some((code, msg)) => (code.code(), msg.unwrap_or_default()),
+                None => (HandleCode::Success.code(), String::new()),
+            },
+            Ending::Finished(Err(e)) => {
+                let msg = format!("{e:#}");
+                log.line(&format!(
+                    "<br>----------- JobThread Exception:{msg}<br>----------- xxl-job job execute end(error) -----------"
+                ));
+                return (HandleCode::Fail.code(), msg);
+            }
+            Ending::Panicked(msg) => {
+                let msg = format!("job handler panicked: {msg}");
+                log.line(&format!(
+                    "<br>----------- JobThread Exception:{msg}<br>----------- xxl-job job execute end(error) -----------"
+                ));
+                return (HandleCode::Fail.code(), msg);
+            }
+            Ending::TimedOut => {
+                log.line("<br>----------- xxl-job job execute timeout");
+                (HandleCode::Timeout.code(), "job execute timeout ".to_owned())
+            }
+            Ending::Stopped => {
+                let reason = self.shared.stop_reason();
+                log.line(&format!("<br>----------- JobThread toStop, stopReason:{reason}"));
+                let msg = format!("{reason} [job running, killed]");
+                log.line(&format!(
+                    "<br>----------- JobThread Exception:{msg}<br>----------- xxl-job job execute end(error) -----------"
+                ));
+                return (HandleCode::Fail.code(), msg);
+            }
+        };
+        let (code, msg) = if code <= 0 {
+            (HandleCode::Fail.code(), "job handle result lost.".to_owned())
+        } else {
+            (code, msg)
+        };
+        let msg = truncate_chars(msg, MAX_HANDLE_MSG_CHARS);
+        let shown = if msg.is_empty() { "null" } else { msg.as_str() };
+        log.line(&format!(
+            "<br>----------- xxl-job job execute end(finish) -----------<br>----------- Result: handleCode={code}, handleMsg = {shown}"
+        ));
+        (code, msg)
+    }
+
+    fn report(&self, param: &TriggerParam, code: i32, msg: String) {
+        self.threads.settings.callbacks.push(HandleCallbackParam {
+            log_id: param.log_id,
+            log_date_tim: param.log_date_time,
+            handle_code: code,
+            handle_msg: msg,
+        });
+    }
+
+    /// Fails every trigger still queued when the thread stops (upstream wording).
+    fn drain_queue(&mut self) {
+        self.rx.close();
+        let reason = self.shared.stop_reason().to_owned();
+        while let Ok(param) = self.rx.try_recv() {
+            lock(&self.shared.queued).remove(&param.log_id);
+            let msg = format!("{reason} [job not executed, in the job queue, killed.]");
+            let log = JobLog::open(
+                self.threads.settings.logs.file_for(param.log_date_time, param.log_id),
+                format!("JobThread-{}", param.job_id),
+                self.threads.settings.max_log_bytes,
+            );
+            log.line(&format!("<br>----------- {msg}"));
+            self.report(&param, HandleCode::Fail.code(), msg);
+        }
+    }
+}
+
+/// Asks the handler to stop, gives it `grace` to finish (a script handler terminates its
+/// process group in that time), then aborts the task. Dropping an aborted handler future drops
+/// everything it owns — child processes are killed on drop, Wasm runs are cancelled.
+async fn wind_down(
+    mut task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    stop: &CancellationToken,
+    grace: Duration,
+) {
+    stop.cancel();
+    if tokio::time::timeout(grace, &mut task).await.is_err() {
+        tracing::warn!(grace_ms = grace.as_millis() as u64, "handler ignored stop; aborting it");
+        task.abort();
+        let _ = task.await;
+    }
+}
+
+async fn sleep_or_forever(duration: Option<Duration>) {
+    match duration {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn panic_message(error: tokio::task::JoinError) -> String {
+    match error.try_into_panic() {
+        Ok(payload) => payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic payload".to_owned()),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn truncate_chars(msg: String, max: usize) -> String {
+    match msg.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}...", &msg[..cut]),
+        None => msg,
+    }
+}

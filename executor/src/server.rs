@@ -1,0 +1,115 @@
+//! The executor HTTP API: `POST /beat`, `/idleBeat`, `/run`, `/kill`, `/log` (upstream
+//! `EmbedServer` + `ExecutorBizImpl`), optionally under a path prefix.
+//!
+//! Dispatch is one handler that validates in upstream's order — method, path, token, route —
+//! because upstream peers expect exactly those messages, and every reply is HTTP 200 with the
+//! outcome in the JSON envelope.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, Request, header};
+use axum::response::{IntoResponse, Response};
+use jobwheel_protocol::envelope::Envelope;
+use jobwheel_protocol::executor_api::paths;
+use jobwheel_protocol::{ACCESS_TOKEN_HEADER, IdleBeatParam, KillParam, LogParam, TriggerParam};
+use serde::de::DeserializeOwned;
+use subtle::ConstantTimeEq;
+
+use crate::joblog::{LogDir, read_log};
+use crate::jobs::JobThreads;
+
+/// Largest request body accepted (upstream's Netty aggregator limit).
+pub(crate) const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
+
+/// What the API handlers share.
+pub(crate) struct ApiState {
+    pub(crate) jobs: Arc<JobThreads>,
+    pub(crate) logs: LogDir,
+    /// `None` only when the operator explicitly disabled authentication.
+    pub(crate) access_token: Option<String>,
+    /// e.g. `/xxl-job-executor`; empty for none. Never ends with `/`.
+    pub(crate) path_prefix: String,
+}
+
+pub(crate) fn router(state: Arc<ApiState>) -> Router {
+    Router::new().fallback(dispatch).with_state(state)
+}
+
+async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) -> Response {
+    let (parts, body) = request.into_parts();
+    if parts.method != Method::POST {
+        return reply(&Envelope::<()>::fail("invalid request, HttpMethod not support."));
+    }
+    let uri_path = parts.uri.path();
+    let Some(path) = uri_path.strip_prefix(state.path_prefix.as_str()).filter(|p| !p.is_empty()) else {
+        return reply(&Envelope::<()>::fail(format!("invalid request, uri-mapping({uri_path}) not found.")));
+    };
+    if !token_matches(state.access_token.as_deref(), &parts.headers) {
+        return reply(&Envelope::<()>::fail("The access token is wrong."));
+    }
+    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(e) => {
+            return reply(&Envelope::<()>::fail(format!(
+                "request error: cannot read request body (limit {MAX_BODY_BYTES} bytes): {e}"
+            )));
+        }
+    };
+    match path {
+        paths::BEAT => reply(&Envelope::<()>::success()),
+        paths::IDLE_BEAT => match parse::<IdleBeatParam>(path, &body) {
+            Ok(p) if state.jobs.is_busy(p.job_id) => {
+                reply(&Envelope::<()>::fail("job thread is running or has trigger queue."))
+            }
+            Ok(_) => reply(&Envelope::<()>::success()),
+            Err(e) => reply(&e),
+        },
+        paths::RUN => match parse::<TriggerParam>(path, &body) {
+            Ok(p) => match state.jobs.run(p) {
+                Ok(()) => reply(&Envelope::<()>::success()),
+                Err(msg) => reply(&Envelope::<()>::fail(msg)),
+            },
+            Err(e) => reply(&e),
+        },
+        paths::KILL => match parse::<KillParam>(path, &body) {
+            Ok(p) if state.jobs.kill(p.job_id) => reply(&Envelope::<()>::success()),
+            Ok(_) => reply(&Envelope::<()>::success_msg("job thread already killed.")),
+            Err(e) => reply(&e),
+        },
+        paths::LOG => match parse::<LogParam>(path, &body) {
+            Ok(p) => {
+                let file = state.logs.file_for(p.log_date_time(), p.log_id);
+                reply(&Envelope::success_with(read_log(&file, p.from_line_num).await))
+            }
+            Err(e) => reply(&e),
+        },
+        _ => reply(&Envelope::<()>::fail(format!("invalid request, uri-mapping({uri_path}) not found."))),
+    }
+}
+
+/// Compares the request's token with ours in constant time. Without a configured token every
+/// request passes (only reachable with `--insecure-no-token`).
+fn token_matches(expected: Option<&str>, headers: &HeaderMap) -> bool {
+    let Some(expected) = expected else { return true };
+    let given = headers.get(ACCESS_TOKEN_HEADER).map_or(&b""[..], HeaderValue::as_bytes);
+    bool::from(given.ct_eq(expected.as_bytes()))
+}
+
+/// Parses a JSON body like Gson would; an unparsable body is upstream's "request error".
+fn parse<T: DeserializeOwned>(path: &str, body: &Bytes) -> Result<T, Envelope<()>> {
+    serde_json::from_slice(body).map_err(|e| {
+        let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+        Envelope::fail(format!("request error: invalid JSON body for {path}: {e} (body: {shown:?})"))
+    })
+}
+
+fn reply<T: serde::Serialize>(envelope: &Envelope<T>) -> Response {
+    let mut response = axum::Json(envelope).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json;charset=UTF-8"));
+    response
+}
