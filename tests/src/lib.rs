@@ -1,1 +1,12 @@
-//! Shared helpers for system tests.
+//! Shared helpers for jobwheel's system tests and benchmarks: a fake admin that records what
+//! executors send, an in-process executor harness on a free port, and condition waits.
+#![forbid(unsafe_code)]
+
+pub mod executor_harness;
+pub mod fake_admin;
+pub mod procs;
+pub mod wait;
+
+pub use executor_harness::{TOKEN, TestExecutor, now_ms, test_config, trigger};
+pub use fake_admin::FakeAdmin;
+pub use wait::{wait_until, wait_until_async};

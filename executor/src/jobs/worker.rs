@@ -97,7 +97,9 @@ impl Worker {
             shard_index: param.broadcast_index,
             shard_total: param.broadcast_total,
         };
-        let run_stop = self.shared.stop.child_token();
+        // Not a child of the thread's token: the handler must learn of a stop only after this
+        // worker has classified the ending, or a fast handler could finish "on its own" first.
+        let run_stop = CancellationToken::new();
         let ctx = JobContext::new(info, log.clone(), run_stop.clone());
         let mut task = tokio::spawn(self.handler.execute(ctx.clone()).in_current_span());
         let timeout = u64::try_from(param.executor_timeout).ok().filter(|s| *s > 0).map(Duration::from_secs);

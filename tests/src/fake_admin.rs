@@ -1,0 +1,184 @@
+//! A fake admin: serves `api/registry`, `api/registryRemove` and `api/callback` (at `/` and under
+//! `/xxl-job-admin`), records every request, and can be switched to failing or stopped and
+//! restarted on the same port to simulate outages.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::post;
+use jobwheel_protocol::{ACCESS_TOKEN_HEADER, CallbackBody, HandleCallbackParam, RegistryParam};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::wait::wait_until;
+
+/// Everything the fake admin received.
+#[derive(Debug, Default, Clone)]
+pub struct Recorded {
+    pub registry: Vec<RegistryParam>,
+    pub registry_remove: Vec<RegistryParam>,
+    pub callbacks: Vec<HandleCallbackParam>,
+    /// Number of callback POSTs (batches) accepted.
+    pub callback_batches: usize,
+    /// Requests refused because of a wrong or missing token.
+    pub rejected_tokens: usize,
+}
+
+struct AdminState {
+    token: Option<String>,
+    failing: AtomicBool,
+    recorded: Mutex<Recorded>,
+}
+
+pub struct FakeAdmin {
+    addr: SocketAddr,
+    state: Arc<AdminState>,
+    stop: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl FakeAdmin {
+    /// Starts on a free loopback port, requiring `token` if given.
+    pub async fn start(token: Option<&str>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind fake admin");
+        let state = Arc::new(AdminState {
+            token: token.map(str::to_owned),
+            failing: AtomicBool::new(false),
+            recorded: Mutex::new(Recorded::default()),
+        });
+        Self::serve(listener, state)
+    }
+
+    fn serve(listener: TcpListener, state: Arc<AdminState>) -> Self {
+        let addr = listener.local_addr().expect("local addr");
+        let (stop, task) = spawn_server(listener, Arc::clone(&state));
+        Self { addr, state, stop, task: Some(task) }
+    }
+
+    /// `http://127.0.0.1:PORT` (no trailing slash, no context path).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Makes every API call answer `{"code":500}` (true) or succeed again (false).
+    pub fn set_failing(&self, failing: bool) {
+        self.state.failing.store(failing, Ordering::SeqCst);
+    }
+
+    /// Stops listening entirely (connections are refused until [`FakeAdmin::restart`]).
+    pub async fn stop(&mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+
+    /// Listens again on the same port, keeping what was recorded.
+    pub async fn restart(&mut self) {
+        let listener = TcpListener::bind(self.addr).await.expect("rebind fake admin on the same port");
+        let (stop, task) = spawn_server(listener, Arc::clone(&self.state));
+        self.stop = stop;
+        self.task = Some(task);
+    }
+
+    pub fn recorded(&self) -> Recorded {
+        self.state.recorded.lock().expect("recorded").clone()
+    }
+
+    /// Waits for the callback of `log_id` and returns it.
+    pub async fn callback_for(&self, log_id: i64, timeout: Duration) -> HandleCallbackParam {
+        let mut found = None;
+        wait_until(timeout, &format!("callback for log {log_id}"), || {
+            found = self.recorded().callbacks.into_iter().find(|c| c.log_id == log_id);
+            found.is_some()
+        })
+        .await;
+        found.expect("found")
+    }
+
+    /// Waits until `condition` holds on what was recorded.
+    pub async fn wait_for(&self, timeout: Duration, what: &str, condition: impl Fn(&Recorded) -> bool) {
+        wait_until(timeout, what, || condition(&self.recorded())).await;
+    }
+}
+
+impl Drop for FakeAdmin {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+fn spawn_server(
+    listener: TcpListener,
+    state: Arc<AdminState>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let api = Router::new()
+        .route("/api/registry", post(registry))
+        .route("/api/registryRemove", post(registry_remove))
+        .route("/api/callback", post(callback));
+    let app = Router::new().nest("/xxl-job-admin", api.clone()).merge(api).with_state(state);
+    let stop = CancellationToken::new();
+    let shutdown = stop.clone().cancelled_owned();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    });
+    (stop, task)
+}
+
+fn check(state: &AdminState, headers: &HeaderMap) -> Result<(), axum::Json<Value>> {
+    if let Some(token) = &state.token {
+        let given = headers.get(ACCESS_TOKEN_HEADER).and_then(|v| v.to_str().ok());
+        if given != Some(token.as_str()) {
+            state.recorded.lock().expect("recorded").rejected_tokens += 1;
+            return Err(axum::Json(json!({"code": 500, "msg": "The access token is wrong."})));
+        }
+    }
+    if state.failing.load(Ordering::SeqCst) {
+        return Err(axum::Json(json!({"code": 500, "msg": "fake admin is failing"})));
+    }
+    Ok(())
+}
+
+async fn registry(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    axum::Json(param): axum::Json<RegistryParam>,
+) -> axum::Json<Value> {
+    if let Err(reply) = check(&state, &headers) {
+        return reply;
+    }
+    state.recorded.lock().expect("recorded").registry.push(param);
+    axum::Json(json!({"code": 200, "msg": null, "content": null}))
+}
+
+async fn registry_remove(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    axum::Json(param): axum::Json<RegistryParam>,
+) -> axum::Json<Value> {
+    if let Err(reply) = check(&state, &headers) {
+        return reply;
+    }
+    state.recorded.lock().expect("recorded").registry_remove.push(param);
+    axum::Json(json!({"code": 200, "msg": null, "content": null}))
+}
+
+async fn callback(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    axum::Json(body): axum::Json<CallbackBody>,
+) -> axum::Json<Value> {
+    if let Err(reply) = check(&state, &headers) {
+        return reply;
+    }
+    let mut recorded = state.recorded.lock().expect("recorded");
+    recorded.callback_batches += 1;
+    recorded.callbacks.extend(body.into_items());
+    axum::Json(json!({"code": 200, "msg": null, "content": null}))
+}

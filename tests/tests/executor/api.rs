@@ -1,0 +1,160 @@
+//! Endpoint validation, envelopes and BEAN results through the executor's HTTP API.
+
+use std::time::Duration;
+
+use jobwheel_executor::{Handlers, JobContext};
+use jobwheel_tests::{TOKEN, trigger, wait_until};
+use serde_json::json;
+
+use crate::support::{SETTLE, rig};
+
+fn bean_handlers() -> Handlers {
+    let mut handlers = Handlers::new();
+    handlers.register("ok", |ctx: JobContext| async move {
+        ctx.log(format!("param={} shard={}/{}", ctx.param(), ctx.shard_index(), ctx.shard_total()));
+        Ok(())
+    });
+    handlers.register("err", |_ctx: JobContext| async move { anyhow::bail!("database unreachable") });
+    handlers.register("fail", |ctx: JobContext| async move {
+        ctx.handle_fail("business rule violated");
+        Ok(())
+    });
+    handlers.register("panics", |_ctx: JobContext| async move {
+        if std::hint::black_box(true) {
+            panic!("handler bug");
+        }
+        Ok(())
+    });
+    handlers
+}
+
+#[tokio::test]
+async fn beat_accepts_java_empty_string_body_and_no_body() {
+    let rig = rig(Handlers::new(), |_| {}).await;
+    assert_eq!(rig.executor.post_raw("/beat", "\"\"", Some(TOKEN)).await, json!({"code": 200}));
+    assert_eq!(rig.executor.post_raw("/beat", "", Some(TOKEN)).await, json!({"code": 200}));
+}
+
+#[tokio::test]
+async fn rejects_wrong_or_missing_token_method_and_path_like_upstream() {
+    let rig = rig(Handlers::new(), |_| {}).await;
+    let wrong = json!({"code": 500, "msg": "The access token is wrong."});
+    assert_eq!(rig.executor.post_raw("/beat", "", Some("nope")).await, wrong);
+    assert_eq!(rig.executor.post_raw("/beat", "", None).await, wrong);
+    assert_eq!(rig.executor.post_raw("/run", "{}", Some(&format!("{TOKEN}x"))).await, wrong);
+
+    let get = reqwest::get(rig.executor.url("/beat")).await.unwrap();
+    assert_eq!(get.status(), 200);
+    assert_eq!(
+        get.json::<serde_json::Value>().await.unwrap(),
+        json!({"code": 500, "msg": "invalid request, HttpMethod not support."})
+    );
+    assert_eq!(
+        rig.executor.post_raw("/nope", "", Some(TOKEN)).await,
+        json!({"code": 500, "msg": "invalid request, uri-mapping(/nope) not found."})
+    );
+}
+
+#[tokio::test]
+async fn malformed_bodies_get_a_clear_request_error() {
+    let rig = rig(Handlers::new(), |_| {}).await;
+    for (path, body) in [("/run", "{not json"), ("/kill", "[1,2"), ("/idleBeat", ""), ("/log", "\"x\"")] {
+        let reply = rig.executor.post_raw(path, body, Some(TOKEN)).await;
+        assert_eq!(reply["code"], 500, "{path} {body}: {reply}");
+        let msg = reply["msg"].as_str().unwrap();
+        assert!(msg.starts_with(&format!("request error: invalid JSON body for {path}")), "{msg}");
+    }
+    let huge = "x".repeat(6 * 1024 * 1024);
+    let reply = rig.executor.post_raw("/run", &huge, Some(TOKEN)).await;
+    assert!(reply["msg"].as_str().unwrap().contains("limit"), "{reply}");
+}
+
+#[tokio::test]
+async fn serves_the_api_under_a_configured_path_prefix() {
+    let rig = rig(Handlers::new(), |c| c.path_prefix = "/xxl-job-executor".into()).await;
+    assert_eq!(rig.executor.post_raw("/xxl-job-executor/beat", "", Some(TOKEN)).await, json!({"code": 200}));
+    assert_eq!(rig.executor.post_raw("/beat", "", Some(TOKEN)).await["code"], 500);
+    // The registered address carries the prefix, so an admin appends `run` to it.
+    rig.admin.wait_for(SETTLE, "registry", |r| !r.registry.is_empty()).await;
+    let value = rig.admin.recorded().registry[0].registry_value.clone();
+    assert_eq!(value, format!("http://{}/xxl-job-executor/", rig.executor.addr));
+}
+
+#[tokio::test]
+async fn run_rejects_what_it_cannot_run_with_upstream_messages() {
+    let rig = rig(bean_handlers(), |_| {}).await;
+    let cases = [
+        (trigger(1, 1, "GLUE_FOO", "", ""), "glueType[GLUE_FOO] is not valid."),
+        (trigger(1, 2, "BEAN", "missing", ""), "job handler [missing] not found."),
+    ];
+    for (body, msg) in cases {
+        assert_eq!(rig.executor.run(body).await, json!({"code": 500, "msg": msg}));
+    }
+    let groovy = rig.executor.run(trigger(1, 3, "GLUE_GROOVY", "", "")).await;
+    assert!(groovy["msg"].as_str().unwrap().contains("GLUE_WASM"), "{groovy}");
+    let shell = rig.executor.run(trigger(1, 4, "GLUE_SHELL", "", "")).await;
+    assert!(shell["msg"].as_str().unwrap().contains("--enable-script-glue"), "{shell}");
+    assert!(rig.admin.recorded().callbacks.is_empty(), "rejected triggers produce no callback");
+}
+
+#[tokio::test]
+async fn bean_results_map_to_handle_codes() {
+    let rig = rig(bean_handlers(), |_| {}).await;
+    let mut ok = trigger(7, 100, "BEAN", "ok", "hello world");
+    ok["broadcastIndex"] = json!(2);
+    ok["broadcastTotal"] = json!(3);
+    for (body, log_id) in [
+        (ok, 100),
+        (trigger(8, 101, "BEAN", "err", ""), 101),
+        (trigger(9, 102, "BEAN", "fail", ""), 102),
+        (trigger(10, 103, "BEAN", "panics", ""), 103),
+    ] {
+        assert_eq!(rig.executor.run(body).await, json!({"code": 200}), "log {log_id} accepted");
+    }
+    let ok = rig.admin.callback_for(100, SETTLE).await;
+    assert_eq!((ok.handle_code, ok.handle_msg.as_str()), (200, ""));
+    let err = rig.admin.callback_for(101, SETTLE).await;
+    assert_eq!((err.handle_code, err.handle_msg.as_str()), (500, "database unreachable"));
+    let fail = rig.admin.callback_for(102, SETTLE).await;
+    assert_eq!((fail.handle_code, fail.handle_msg.as_str()), (500, "business rule violated"));
+    let panicked = rig.admin.callback_for(103, SETTLE).await;
+    assert_eq!(panicked.handle_code, 500);
+    assert!(panicked.handle_msg.contains("handler bug"), "{}", panicked.handle_msg);
+
+    let text = rig.executor.log_text(100, ok.log_date_tim).await;
+    assert!(text.contains("param=hello world shard=2/3"), "{text}");
+    // The executor keeps serving after a handler panic.
+    assert_eq!(rig.executor.post_raw("/beat", "", Some(TOKEN)).await, json!({"code": 200}));
+}
+
+#[tokio::test]
+async fn idle_job_threads_are_reaped_and_destroy_runs() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Counted(Arc<AtomicUsize>, Arc<AtomicUsize>);
+    impl jobwheel_executor::JobHandler for Counted {
+        fn execute(&self, _ctx: JobContext) -> jobwheel_executor::HandlerFuture {
+            Box::pin(async { Ok(()) })
+        }
+        fn init(&self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+        fn destroy(&self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let (inits, destroys) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let mut handlers = Handlers::new();
+    handlers.register("counted", Counted(Arc::clone(&inits), Arc::clone(&destroys)));
+    let rig = rig(handlers, |c| c.timings.idle_timeout = Duration::from_millis(300)).await;
+
+    rig.executor.run(trigger(5, 1, "BEAN", "counted", "")).await;
+    rig.admin.callback_for(1, SETTLE).await;
+    wait_until(SETTLE, "idle job thread to end", || destroys.load(Ordering::SeqCst) == 1).await;
+    assert_eq!(inits.load(Ordering::SeqCst), 1);
+    // The next trigger starts a fresh thread.
+    rig.executor.run(trigger(5, 2, "BEAN", "counted", "")).await;
+    rig.admin.callback_for(2, SETTLE).await;
+    assert_eq!(inits.load(Ordering::SeqCst), 2);
+}

@@ -1,0 +1,85 @@
+//! The `jobwheel-executor` binary as a real process: configuration errors, registration, and a
+//! SIGTERM that drains and deregisters.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use jobwheel_tests::{FakeAdmin, TOKEN, wait_until};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::process::Command;
+
+use crate::support::SETTLE;
+
+/// The daemon binary, built by `cargo test --workspace` next to this test binary's directory.
+fn daemon() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(|deps| deps.parent()).expect("target dir");
+    let path = dir.join("jobwheel-executor");
+    assert!(path.is_file(), "{} missing: run the tests with `cargo test --workspace`", path.display());
+    path
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[tokio::test]
+async fn refuses_to_start_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(daemon())
+        .args(["--listen", "127.0.0.1:0", "--log-path"])
+        .arg(dir.path())
+        .env_remove("JOBWHEEL_ACCESS_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(64), "EX_USAGE for configuration errors");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no access token") && stderr.contains("--access-token"), "{stderr}");
+}
+
+#[tokio::test]
+async fn runs_registers_and_deregisters_on_sigterm() {
+    let admin = FakeAdmin::start(Some(TOKEN)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = Command::new(daemon())
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--app-name", "daemon-test"])
+        .args(["--admin-addresses", &admin.base_url(), "--log-path"])
+        .arg(dir.path())
+        .env("JOBWHEEL_ACCESS_TOKEN", TOKEN)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    admin.wait_for(SETTLE, "daemon registry", |r| !r.registry.is_empty()).await;
+    let registered = admin.recorded().registry[0].clone();
+    assert_eq!(registered.registry_key, "daemon-test");
+    assert_eq!(registered.registry_value, format!("http://127.0.0.1:{port}/"));
+
+    // Built-in handler through the real process.
+    let http = reqwest::Client::new();
+    let reply: serde_json::Value = http
+        .post(format!("http://127.0.0.1:{port}/run"))
+        .header(jobwheel_protocol::ACCESS_TOKEN_HEADER, TOKEN)
+        .json(&jobwheel_tests::trigger(1, 42, "BEAN", "demoJobHandler", "from-test"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(reply["code"], 200, "{reply}");
+    let result = admin.callback_for(42, SETTLE).await;
+    assert_eq!((result.handle_code, result.handle_msg.as_str()), (200, "hello, from-test"));
+
+    let pid = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    kill(pid, Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait()).await.expect("exits").unwrap();
+    assert!(status.success(), "{status}");
+    wait_until(SETTLE, "registryRemove", || !admin.recorded().registry_remove.is_empty()).await;
+    assert_eq!(admin.recorded().registry_remove[0], registered);
+}

@@ -1,0 +1,9 @@
+//! Executor tests through its real HTTP API: one binary, one module per area.
+
+mod api;
+mod blocking;
+mod daemon;
+mod delivery;
+mod logs;
+mod scripts;
+mod support;
