@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The project's test command (README "Run the tests"): installs what the tests need on a fresh
+# machine, checks formatting and lints, then runs every test in the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Rust toolchain pieces: lints, formatting, and the Wasm target the sample jobs are built for.
+rustup component add clippy rustfmt >/dev/null 2>&1 || true
+rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
+
+# Database servers for the storage contract suites; start them if they are down.
+if command -v pg_isready >/dev/null && ! pg_isready -q -h 127.0.0.1 -p 5432; then
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql)" main start || true
+fi
+if command -v mariadb-admin >/dev/null && ! mariadb-admin -h 127.0.0.1 -uroot ping >/dev/null 2>&1; then
+  start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd || true
+fi
+export JOBWHEEL_TEST_POSTGRES_URL="${JOBWHEEL_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
+export JOBWHEEL_TEST_MYSQL_URL="${JOBWHEEL_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/test}"
+
+echo "== cargo fmt --check"
+cargo fmt --all --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+echo "== cargo test"
+cargo test --workspace
