@@ -1,0 +1,154 @@
+//! `bench-executor`: measures `/run` → callback throughput and latency of one executor.
+//!
+//! Starts a callback sink (a minimal admin) and an executor in this process, fires `--triggers`
+//! triggers spread over `--jobs` job ids with at most `--concurrency` requests in flight, and
+//! reports sustained runs per second plus p50/p99/max latency from sending `/run` to receiving
+//! the run's callback. `--kind bean` runs a no-op BEAN handler; `--kind shell` a `exit 0` shell
+//! GLUE script (one process per run). See docs/benchmarks.md.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use axum::Router;
+use axum::extract::State;
+use axum::routing::post;
+use clap::Parser;
+use jobwheel_executor::{Handlers, JobContext};
+use jobwheel_protocol::{ACCESS_TOKEN_HEADER, CallbackBody};
+use jobwheel_tests::{TOKEN, test_config, trigger};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// `bean` (no-op native handler) or `shell` (`exit 0` script).
+    #[arg(long, default_value = "bean")]
+    kind: String,
+    #[arg(long, default_value_t = 20_000)]
+    triggers: usize,
+    /// Distinct job ids (each has its own serial queue).
+    #[arg(long, default_value_t = 200)]
+    jobs: i32,
+    /// Most `/run` requests in flight.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+}
+
+type Arrivals = Arc<Mutex<HashMap<i64, Instant>>>;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let arrivals: Arrivals = Arc::default();
+    let sink = TcpListener::bind("127.0.0.1:0").await?;
+    let sink_url = format!("http://{}", sink.local_addr()?);
+    let app = Router::new().route("/api/callback", post(callback)).with_state(Arc::clone(&arrivals));
+    tokio::spawn(async move { axum::serve(sink, app).await });
+
+    let dir = tempfile::tempdir()?;
+    let mut config = test_config(dir.path());
+    config.admin_addresses = vec![sink_url];
+    config.script_glue = true;
+    config.max_queue = args.triggers;
+    let mut handlers = Handlers::new();
+    handlers.register("noop", |_ctx: JobContext| async { Ok(()) });
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let executor_url = format!("http://{}", listener.local_addr()?);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let executor = tokio::spawn(jobwheel_executor::run(config, handlers, listener, async move {
+        let _ = stop_rx.await;
+    }));
+
+    let body_for = |i: usize| -> Value {
+        let job_id = i32::try_from(i).unwrap_or(0) % args.jobs + 1;
+        let log_id = i64::try_from(i).unwrap_or(0) + 1;
+        match args.kind.as_str() {
+            "shell" => {
+                let mut body = trigger(job_id, log_id, "GLUE_SHELL", "", "");
+                body["glueSource"] = json!("exit 0\n");
+                body["glueUpdatetime"] = json!(1);
+                body
+            }
+            _ => trigger(job_id, log_id, "BEAN", "noop", ""),
+        }
+    };
+    if !matches!(args.kind.as_str(), "bean" | "shell") {
+        bail!("--kind must be bean or shell");
+    }
+
+    let http = reqwest::Client::builder().pool_max_idle_per_host(args.concurrency).build()?;
+    let permits = Arc::new(Semaphore::new(args.concurrency));
+    let sent: Arc<Mutex<HashMap<i64, Instant>>> = Arc::default();
+    let started = Instant::now();
+    let mut requests = tokio::task::JoinSet::new();
+    for i in 0..args.triggers {
+        let permit = Arc::clone(&permits).acquire_owned().await?;
+        let (http, url, body, sent) =
+            (http.clone(), format!("{executor_url}/run"), body_for(i), Arc::clone(&sent));
+        requests.spawn(async move {
+            let log_id = body["logId"].as_i64().unwrap_or_default();
+            sent.lock().expect("sent").insert(log_id, Instant::now());
+            let reply: Value =
+                http.post(url).header(ACCESS_TOKEN_HEADER, TOKEN).json(&body).send().await?.json().await?;
+            drop(permit);
+            anyhow::ensure!(reply["code"] == 200, "trigger {log_id} rejected: {reply}");
+            Ok::<(), anyhow::Error>(())
+        });
+    }
+    while let Some(result) = requests.join_next().await {
+        result??;
+    }
+    let dispatched = started.elapsed();
+
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while arrivals.lock().expect("arrivals").len() < args.triggers {
+        if Instant::now() > deadline {
+            bail!("only {} of {} callbacks arrived", arrivals.lock().expect("arrivals").len(), args.triggers);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let arrivals = arrivals.lock().expect("arrivals").clone();
+    let sent = sent.lock().expect("sent").clone();
+    let last = arrivals.values().max().copied().context("no callbacks")?;
+    let total = last.duration_since(started);
+    let mut latencies: Vec<Duration> =
+        sent.iter().map(|(id, at)| arrivals[id].saturating_duration_since(*at)).collect();
+    latencies.sort_unstable();
+    let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize];
+    let line = format!(
+        "kind={} triggers={} jobs={} concurrency={} dispatch={:.2}s total={:.2}s throughput={:.0} runs/s \
+         latency p50={:.2}ms p99={:.2}ms max={:.2}ms",
+        args.kind,
+        args.triggers,
+        args.jobs,
+        args.concurrency,
+        dispatched.as_secs_f64(),
+        total.as_secs_f64(),
+        args.triggers as f64 / total.as_secs_f64(),
+        pct(0.5).as_secs_f64() * 1e3,
+        pct(0.99).as_secs_f64() * 1e3,
+        latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+    );
+    #[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
+    {
+        println!("{line}");
+    }
+    let _ = stop_tx.send(());
+    executor.await??;
+    Ok(())
+}
+
+async fn callback(
+    State(arrivals): State<Arrivals>,
+    axum::Json(body): axum::Json<CallbackBody>,
+) -> axum::Json<Value> {
+    let now = Instant::now();
+    let mut arrivals = arrivals.lock().expect("arrivals");
+    for item in body.into_items() {
+        arrivals.entry(item.log_id).or_insert(now);
+    }
+    axum::Json(json!({"code": 200}))
+}
