@@ -23,4 +23,10 @@ cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
-cargo test --workspace
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+cargo test --workspace 2>&1 | tee "$log"
+# One closing line for the whole run (cargo prints one per test binary, the last often a
+# doc-test binary with nothing in it).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
