@@ -2,6 +2,7 @@
 
 mod api;
 mod blocking;
+mod builtin;
 mod daemon;
 mod delivery;
 mod logs;
