@@ -1,0 +1,272 @@
+//! Guest stdout/stderr capture: split into lines, forward to the run's [`LogSink`] within a
+//! byte budget, and pick out result-marker lines and the last stderr line for the outcome.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use tokio::io::AsyncWrite;
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
+
+use crate::abi::{HOST_NOTE_PREFIX, RESULT_MARKER};
+
+/// Where a run's log lines go: guest stdout/stderr lines and the runtime's own notes.
+///
+/// Called synchronously from the run's task while the guest is paused in a WASI call, so it
+/// must be quick and must not block (append to a buffer or a file, send on a channel).
+pub trait LogSink: Send + Sync {
+    /// Receives one line without its trailing newline.
+    fn line(&self, line: &str);
+}
+
+impl<F: Fn(&str) + Send + Sync> LogSink for F {
+    fn line(&self, line: &str) {
+        self(line)
+    }
+}
+
+/// Which guest stream a write came from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Limits copied from the runtime configuration.
+#[derive(Clone, Copy)]
+pub(crate) struct OutputLimits {
+    pub(crate) max_output_bytes: usize,
+    pub(crate) max_line_bytes: usize,
+    pub(crate) max_result_message_bytes: usize,
+}
+
+/// What the capture learned, read once the run is over.
+pub(crate) struct CaptureSummary {
+    pub(crate) result_message: Option<String>,
+    pub(crate) last_stderr_line: Option<String>,
+    pub(crate) output_bytes: u64,
+    pub(crate) truncated: bool,
+}
+
+struct CaptureState {
+    sink: Arc<dyn LogSink>,
+    limits: OutputLimits,
+    stdout_partial: Vec<u8>,
+    stderr_partial: Vec<u8>,
+    /// Bytes of guest output seen, including what was dropped after truncation.
+    seen_bytes: u64,
+    /// Bytes forwarded to the sink; forwarding stops once this would exceed the budget.
+    forwarded_bytes: usize,
+    truncated: bool,
+    result_message: Option<String>,
+    last_stderr_line: Option<String>,
+}
+
+/// Shared handle to one run's capture; clones write into the same state.
+#[derive(Clone)]
+pub(crate) struct OutputCapture {
+    state: Arc<Mutex<CaptureState>>,
+}
+
+impl OutputCapture {
+    pub(crate) fn new(sink: Arc<dyn LogSink>, limits: OutputLimits) -> OutputCapture {
+        let state = CaptureState {
+            sink,
+            limits,
+            stdout_partial: Vec::new(),
+            stderr_partial: Vec::new(),
+            seen_bytes: 0,
+            forwarded_bytes: 0,
+            truncated: false,
+            result_message: None,
+            last_stderr_line: None,
+        };
+        OutputCapture { state: Arc::new(Mutex::new(state)) }
+    }
+
+    /// A WASI stdout/stderr implementation writing into this capture.
+    pub(crate) fn stream(&self, stream: Stream) -> CaptureStream {
+        CaptureStream { capture: self.clone(), stream }
+    }
+
+    /// Writes a runtime note (not guest output) to the sink; notes bypass the budget.
+    pub(crate) fn note(&self, text: &str) {
+        let state = self.lock();
+        state.sink.line(&format!("{HOST_NOTE_PREFIX} {text}"));
+    }
+
+    /// Flushes unterminated lines and returns what the run printed.
+    pub(crate) fn finish(&self) -> CaptureSummary {
+        let mut state = self.lock();
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let rest = std::mem::take(state.partial(stream));
+            if !rest.is_empty() {
+                state.line(stream, &rest);
+            }
+        }
+        CaptureSummary {
+            result_message: state.result_message.clone(),
+            last_stderr_line: state.last_stderr_line.clone(),
+            output_bytes: state.seen_bytes,
+            truncated: state.truncated,
+        }
+    }
+
+    fn write(&self, stream: Stream, bytes: &[u8]) {
+        self.lock().write(stream, bytes);
+    }
+
+    fn lock(&self) -> MutexGuard<'_, CaptureState> {
+        // A panicking sink must not turn every later write into a panic too.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl CaptureState {
+    fn partial(&mut self, stream: Stream) -> &mut Vec<u8> {
+        match stream {
+            Stream::Stdout => &mut self.stdout_partial,
+            Stream::Stderr => &mut self.stderr_partial,
+        }
+    }
+
+    fn write(&mut self, stream: Stream, mut bytes: &[u8]) {
+        self.seen_bytes += bytes.len() as u64;
+        let max_line = self.limits.max_line_bytes.max(1);
+        while !bytes.is_empty() {
+            let room = max_line.saturating_sub(self.partial(stream).len()).max(1);
+            let window = &bytes[..bytes.len().min(room)];
+            match window.iter().position(|&b| b == b'\n') {
+                Some(newline) => {
+                    let mut line = std::mem::take(self.partial(stream));
+                    line.extend_from_slice(&window[..newline]);
+                    self.line(stream, &line);
+                    bytes = &bytes[newline + 1..];
+                }
+                None if window.len() == room => {
+                    // The line is longer than allowed: emit what we have as its own line.
+                    let mut line = std::mem::take(self.partial(stream));
+                    line.extend_from_slice(window);
+                    self.line(stream, &line);
+                    bytes = &bytes[window.len()..];
+                }
+                None => {
+                    self.partial(stream).extend_from_slice(window);
+                    bytes = &bytes[window.len()..];
+                }
+            }
+        }
+    }
+
+    fn line(&mut self, stream: Stream, raw: &[u8]) {
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let text = String::from_utf8_lossy(raw);
+        // Markers and the last stderr line are tracked even after truncation, so a job that
+        // floods its log still reports why it failed.
+        if let Some(message) = text.strip_prefix(RESULT_MARKER) {
+            self.add_result_message(message);
+            return;
+        }
+        if stream == Stream::Stderr && !text.trim().is_empty() {
+            self.last_stderr_line =
+                Some(truncate_str(&text, self.limits.max_result_message_bytes).to_owned());
+        }
+        if self.truncated {
+            return;
+        }
+        if self.forwarded_bytes + raw.len() + 1 > self.limits.max_output_bytes {
+            self.truncated = true;
+            let budget = self.limits.max_output_bytes;
+            self.sink.line(&format!(
+                "{HOST_NOTE_PREFIX} output truncated after {budget} bytes; further guest output is discarded"
+            ));
+            return;
+        }
+        self.forwarded_bytes += raw.len() + 1;
+        self.sink.line(&text);
+    }
+
+    fn add_result_message(&mut self, message: &str) {
+        let max = self.limits.max_result_message_bytes;
+        let combined = match self.result_message.take() {
+            Some(previous) => format!("{previous}\n{message}"),
+            None => message.to_owned(),
+        };
+        self.result_message = Some(truncate_str(&combined, max).to_owned());
+    }
+}
+
+/// Longest prefix of `text` within `max` bytes that ends on a character boundary.
+fn truncate_str(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// One guest stream (stdout or stderr) feeding an [`OutputCapture`].
+///
+/// Writes never fail and never block: output past the budget is dropped, not refused, so a
+/// chatty guest keeps running (an error would make e.g. Rust's `println!` panic).
+#[derive(Clone)]
+pub(crate) struct CaptureStream {
+    capture: OutputCapture,
+    stream: Stream,
+}
+
+impl IsTerminal for CaptureStream {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for CaptureStream {
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.clone())
+    }
+
+    fn async_stream(&self) -> Box<dyn AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+impl OutputStream for CaptureStream {
+    fn write(&mut self, bytes: Bytes) -> StreamResult<()> {
+        self.capture.write(self.stream, &bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        Ok(64 << 10)
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for CaptureStream {
+    async fn ready(&mut self) {}
+}
+
+impl AsyncWrite for CaptureStream {
+    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        self.capture.write(self.stream, buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}

@@ -1,0 +1,69 @@
+//! The [`Runtime`]: one wasmtime engine, its WASI linker, and the module caches.
+
+use std::sync::Arc;
+
+use wasmtime::{Config, Engine, Linker};
+
+use crate::config::{Metering, RuntimeConfig};
+use crate::disk_cache::DiskCache;
+use crate::error::WasmError;
+use crate::loader::LoadedModule;
+use crate::memory_cache::MemoryCache;
+use crate::run::RunState;
+use crate::ticker;
+
+/// Sandboxed wasm job runtime. Cheap to clone; clones share the engine and caches. Create one
+/// per process.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<RunState>,
+    pub(crate) config: RuntimeConfig,
+    pub(crate) disk: Option<DiskCache>,
+    pub(crate) modules: MemoryCache<LoadedModule>,
+}
+
+impl Runtime {
+    /// Builds the engine (fuel and/or epoch interruption per `config`), the WASI preview1
+    /// linker, and opens the disk cache directory; starts the epoch ticker thread if enabled.
+    pub fn new(config: RuntimeConfig) -> Result<Runtime, WasmError> {
+        let mut wasmtime_config = Config::new();
+        wasmtime_config
+            .consume_fuel(matches!(config.metering, Metering::Fuel { .. }))
+            .epoch_interruption(config.epoch_tick.is_some())
+            .max_wasm_stack(config.max_wasm_stack)
+            // The wasm stack lives on the async fiber stack, which must be larger (engine
+            // creation fails otherwise); keep room for host frames on top.
+            .async_stack_size(config.max_wasm_stack.max(1 << 20) + (1 << 20));
+        let engine_error = |error: wasmtime::Error| WasmError::Engine { message: format!("{error:#}") };
+        let engine = Engine::new(&wasmtime_config).map_err(engine_error)?;
+
+        let mut linker: Linker<RunState> = Linker::new(&engine);
+        wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut RunState| &mut state.wasi)
+            .map_err(engine_error)?;
+
+        let disk = match &config.cache_dir {
+            Some(root) => Some(DiskCache::open(root, &engine)?),
+            None => None,
+        };
+        if let Some(tick) = config.epoch_tick {
+            ticker::spawn(&engine, tick)?;
+        }
+        let modules = MemoryCache::new(config.memory_cache_capacity);
+        Ok(Runtime { inner: Arc::new(Inner { engine, linker, config, disk, modules }) })
+    }
+
+    /// The configuration this runtime was built with.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    /// Number of modules held by the memory cache (including loads in flight).
+    pub fn cached_modules(&self) -> usize {
+        self.inner.modules.len()
+    }
+}
