@@ -115,7 +115,9 @@ pub(crate) fn classify(result: wasmtime::Result<()>, facts: &RunFacts, output: &
     }
     let Some(trap) = error.downcast_ref::<Trap>() else {
         tracing::debug!(error = format!("{error:?}"), "wasm run failed with a host error");
-        return failed(FailureKind::Host, format!("host error: {error:#}"), output);
+        // The top of the chain is usually wasmtime's backtrace context; the root cause is the
+        // sentence a job author needs (the full error is in the debug log above).
+        return failed(FailureKind::Host, format!("host error: {}", error.root_cause()), output);
     };
     tracing::debug!(error = format!("{error:?}"), "wasm run trapped");
     if let Some(wanted) = facts.denied_memory_bytes {
