@@ -1,0 +1,17 @@
+//! The jobwheel guest ABI names (see `docs/guest-abi.md`), for jobs that want to read the
+//! environment themselves. They match `jobwheel_wasm::abi`; a test in the runtime checks that.
+
+/// `argv[0]` the runtime passes; `argv[1]` is the job parameter.
+pub const ARGV0: &str = "jobwheel-job";
+/// Environment variable holding the job parameter, possibly empty.
+pub const ENV_PARAM: &str = "JOBWHEEL_PARAM";
+/// Environment variable holding the job id (decimal `i32`).
+pub const ENV_JOB_ID: &str = "JOBWHEEL_JOB_ID";
+/// Environment variable holding the log (run) id (decimal `i64`).
+pub const ENV_LOG_ID: &str = "JOBWHEEL_LOG_ID";
+/// Environment variable holding the 0-based shard index (decimal `i32`).
+pub const ENV_SHARD_INDEX: &str = "JOBWHEEL_SHARD_INDEX";
+/// Environment variable holding the shard total, at least 1 (decimal `i32`).
+pub const ENV_SHARD_TOTAL: &str = "JOBWHEEL_SHARD_TOTAL";
+/// Prefix of a stdout/stderr line that sets (appends a line to) the run's result message.
+pub const RESULT_MARKER: &str = "::jobwheel-result::";

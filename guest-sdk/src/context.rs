@@ -1,0 +1,147 @@
+//! [`Context`]: what the runtime tells a job about this run, read from the environment.
+
+use std::fmt;
+use std::ops::Range;
+
+use crate::abi;
+
+/// Which slice of the work this run owns when the job is triggered with sharding
+/// (xxl-job's `SHARDING_BROADCAST` route); `index` 0 of `total` 1 otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// 0-based index of this executor among the shards.
+    pub index: i32,
+    /// Number of shards, at least 1.
+    pub total: i32,
+}
+
+impl Shard {
+    /// Whether `item` belongs to this shard under modulo assignment (`item % total == index`).
+    pub fn owns(&self, item: u64) -> bool {
+        item % self.total as u64 == self.index as u64
+    }
+
+    /// This shard's contiguous block of `0..len`; the blocks of all shards partition `0..len`
+    /// and differ in size by at most one.
+    pub fn slice(&self, len: u64) -> Range<u64> {
+        let (index, total) = (self.index as u64, self.total as u64);
+        let start = len * index / total;
+        let end = len * (index + 1) / total;
+        start..end
+    }
+}
+
+/// The run's inputs: parameter, ids and shard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Context {
+    param: String,
+    job_id: i32,
+    log_id: i64,
+    shard: Shard,
+}
+
+/// An ABI environment variable holds a value the SDK cannot use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextError {
+    variable: &'static str,
+    value: String,
+    expected: &'static str,
+}
+
+impl fmt::Display for ContextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "environment variable {} is {:?}, expected {}", self.variable, self.value, self.expected)
+    }
+}
+
+impl std::error::Error for ContextError {}
+
+impl Context {
+    /// Builds a context directly, e.g. to unit-test a job function on the host.
+    ///
+    /// # Panics
+    /// If `shard` is not `0 <= index < total`.
+    pub fn new(param: impl Into<String>, job_id: i32, log_id: i64, shard: Shard) -> Context {
+        assert!(0 <= shard.index && shard.index < shard.total, "invalid shard {shard:?}");
+        Context { param: param.into(), job_id, log_id, shard }
+    }
+
+    /// Reads the context from the `JOBWHEEL_*` environment variables. Missing variables take
+    /// neutral defaults (empty param, ids 0, shard 0 of 1), so a job also runs under a plain
+    /// `wasmtime run job.wasm`; present but malformed ones are an error.
+    pub fn from_env() -> Result<Context, ContextError> {
+        let param = std::env::var(abi::ENV_PARAM).unwrap_or_default();
+        let job_id = number(abi::ENV_JOB_ID, 0)?;
+        let log_id = number(abi::ENV_LOG_ID, 0)?;
+        let index: i32 = number(abi::ENV_SHARD_INDEX, 0)?;
+        let total: i32 = number(abi::ENV_SHARD_TOTAL, 1)?;
+        if total < 1 {
+            return Err(invalid(abi::ENV_SHARD_TOTAL, total.to_string(), "a shard total of at least 1"));
+        }
+        if !(0..total).contains(&index) {
+            return Err(invalid(
+                abi::ENV_SHARD_INDEX,
+                index.to_string(),
+                "a shard index below the shard total",
+            ));
+        }
+        Ok(Context { param, job_id, log_id, shard: Shard { index, total } })
+    }
+
+    /// The job parameter (xxl-job `executorParams`), empty when none was given.
+    pub fn param(&self) -> &str {
+        &self.param
+    }
+
+    /// This run's shard.
+    pub fn shard(&self) -> Shard {
+        self.shard
+    }
+
+    /// The job's id.
+    pub fn job_id(&self) -> i32 {
+        self.job_id
+    }
+
+    /// The log id of this run (unique per trigger).
+    pub fn log_id(&self) -> i64 {
+        self.log_id
+    }
+}
+
+fn number<T: std::str::FromStr>(variable: &'static str, default: T) -> Result<T, ContextError> {
+    match std::env::var(variable) {
+        Ok(value) => value.trim().parse().map_err(|_| invalid(variable, value, "a decimal integer")),
+        Err(std::env::VarError::NotPresent) => Ok(default),
+        Err(std::env::VarError::NotUnicode(value)) => {
+            Err(invalid(variable, value.to_string_lossy().into_owned(), "a decimal integer"))
+        }
+    }
+}
+
+fn invalid(variable: &'static str, value: String, expected: &'static str) -> ContextError {
+    ContextError { variable, value, expected }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_partition_the_range() {
+        for total in 1..7 {
+            let mut covered = Vec::new();
+            for index in 0..total {
+                covered.extend(Shard { index, total }.slice(20));
+            }
+            assert_eq!(covered, (0..20).collect::<Vec<_>>(), "total {total}");
+        }
+    }
+
+    #[test]
+    fn owns_is_modulo_assignment() {
+        let shard = Shard { index: 1, total: 3 };
+        let owned: Vec<u64> = (0..10).filter(|i| shard.owns(*i)).collect();
+        assert_eq!(owned, vec![1, 4, 7]);
+    }
+}
