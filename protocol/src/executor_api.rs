@@ -83,31 +83,48 @@ pub struct KillParam {
 }
 
 /// Body of `POST /log`. Gen A/B spell the date field `logDateTim`, Gen C `logDateTime`; both are
-/// accepted and `logDateTim` is what we send.
+/// accepted (folded into `log_date_tim` on decoding) and `logDateTim` is what we send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "LogParamWire")]
 pub struct LogParam {
-    #[serde(rename = "logDateTim", default, deserialize_with = "lenient::int")]
+    #[serde(rename = "logDateTim")]
     pub log_date_tim: i64,
-    #[serde(rename = "logDateTime", default, skip_serializing, deserialize_with = "lenient::opt_int")]
-    log_date_time_gen_c: Option<i64>,
-    #[serde(default, deserialize_with = "lenient::int")]
     pub log_id: i64,
-    #[serde(default, deserialize_with = "lenient::int")]
     pub from_line_num: i32,
 }
 
 impl LogParam {
     pub fn new(log_date_tim: i64, log_id: i64, from_line_num: i32) -> Self {
-        Self { log_date_tim, log_date_time_gen_c: None, log_id, from_line_num }
+        Self { log_date_tim, log_id, from_line_num }
     }
 
     /// The log's trigger time, from whichever spelling the peer used.
     pub fn log_date_time(&self) -> i64 {
-        match self.log_date_time_gen_c {
-            Some(t) if self.log_date_tim == 0 => t,
-            _ => self.log_date_tim,
-        }
+        self.log_date_tim
+    }
+}
+
+/// `LogParam` as received: either spelling of the date, decoded leniently.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LogParamWire {
+    #[serde(rename = "logDateTim", default, deserialize_with = "lenient::int")]
+    log_date_tim: i64,
+    #[serde(rename = "logDateTime", default, deserialize_with = "lenient::opt_int")]
+    log_date_time_gen_c: Option<i64>,
+    #[serde(default, deserialize_with = "lenient::int")]
+    log_id: i64,
+    #[serde(default, deserialize_with = "lenient::int")]
+    from_line_num: i32,
+}
+
+impl From<LogParamWire> for LogParam {
+    fn from(wire: LogParamWire) -> Self {
+        let log_date_tim = match wire.log_date_time_gen_c {
+            Some(t) if wire.log_date_tim == 0 => t,
+            _ => wire.log_date_tim,
+        };
+        Self { log_date_tim, log_id: wire.log_id, from_line_num: wire.from_line_num }
     }
 }
 
