@@ -19,6 +19,7 @@
 //! also runs under `wasmtime run` for local testing, and the crate compiles for the host so
 //! job logic can be unit-tested natively.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod abi;
 mod context;

@@ -10,6 +10,7 @@
 //! The guest-facing contract (environment variables, exit codes, the result-marker line) is in
 //! `docs/guest-abi.md` and its names are the constants in [`abi`].
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod abi;
 mod config;
