@@ -270,3 +270,56 @@ impl AsyncWrite for CaptureStream {
         Poll::Ready(Ok(()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn capture(max_output_bytes: usize, max_line_bytes: usize) -> (OutputCapture, Arc<Mutex<Vec<String>>>) {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink_lines = lines.clone();
+        let sink = Arc::new(move |line: &str| sink_lines.lock().expect("lock").push(line.to_owned()));
+        let limits = OutputLimits { max_output_bytes, max_line_bytes, max_result_message_bytes: 32 };
+        (OutputCapture::new(sink, limits), lines)
+    }
+
+    #[test]
+    fn splits_lines_across_writes_and_streams() {
+        let (capture, lines) = capture(1 << 20, 1 << 10);
+        capture.write(Stream::Stdout, b"hel");
+        capture.write(Stream::Stderr, b"err line\r\n");
+        capture.write(Stream::Stdout, b"lo\nworld");
+        let summary = capture.finish();
+        assert_eq!(*lines.lock().expect("lock"), vec!["err line", "hello", "world"]);
+        assert_eq!(summary.last_stderr_line.as_deref(), Some("err line"));
+        assert_eq!(summary.output_bytes, 21);
+    }
+
+    #[test]
+    fn long_lines_are_split() {
+        let (capture, lines) = capture(1 << 20, 4);
+        capture.write(Stream::Stdout, b"abcdefghij\n");
+        capture.finish();
+        assert_eq!(*lines.lock().expect("lock"), vec!["abcd", "efgh", "ij"]);
+    }
+
+    #[test]
+    fn markers_are_collected_joined_bounded_and_kept_after_truncation() {
+        let (capture, lines) = capture(8, 1 << 10);
+        capture.write(Stream::Stdout, b"0123456789\n::jobwheel-result::first\n");
+        capture.write(Stream::Stderr, b"::jobwheel-result::second line that is much too long to keep\n");
+        let summary = capture.finish();
+        assert_eq!(summary.result_message.as_deref(), Some("first\nsecond line that is much t"));
+        assert!(summary.truncated);
+        let lines = lines.lock().expect("lock");
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("[jobwheel] output truncated after 8 bytes"));
+    }
+
+    #[test]
+    fn truncate_str_respects_char_boundaries() {
+        assert_eq!(truncate_str("héllo", 2), "h");
+        assert_eq!(truncate_str("héllo", 3), "hé");
+        assert_eq!(truncate_str("hi", 10), "hi");
+    }
+}

@@ -119,3 +119,19 @@ async fn nul_in_param_is_a_bad_input_failure() {
     };
     assert!(message.contains("NUL"), "{message}");
 }
+
+/// The executor spawns loads and runs on a multi-threaded runtime, so both futures must be
+/// `Send` (checked at compile time; the futures are dropped unpolled).
+#[test]
+fn load_and_run_futures_are_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let runtime = runtime();
+    let loading = runtime.module("00", || async { Ok(Vec::new()) });
+    assert_send(&loading);
+    drop(loading);
+    let module = tokio::runtime::Runtime::new()
+        .expect("tokio")
+        .block_on(load(&runtime, &fixtures::printing("", "", End::Return)));
+    let run = runtime.run(&module, input(""), Log::new().sink(), CancellationToken::new());
+    assert_send(&run);
+}
