@@ -1,7 +1,11 @@
-//! jobwheel admin: scheduler, web UI and JSON API.
+//! jobwheel admin: scheduler, web UI and JSON API (in progress; see README "Status").
 //!
-//! Not implemented yet: this crate only reserves its place in the workspace and proves the admin
-//! can depend on the wire types without the executor's runtime. See ROADMAP in README.md.
+//! Modules landed so far: `store` (schema and queries on SQLite, PostgreSQL and MySQL),
+//! `routing` (the ten upstream routing strategies) and `cron` (Quartz cron and next fire times).
 #![forbid(unsafe_code)]
+
+pub mod cron;
+pub mod routing;
+pub mod store;
 
 pub use jobwheel_protocol as protocol;

@@ -1,0 +1,1 @@
+//! Quartz cron expressions and next-fire-time computation (in progress).

@@ -1,0 +1,1 @@
+//! Executor routing strategies (in progress).

@@ -1,0 +1,1 @@
+//! Storage on SQLite, PostgreSQL and MySQL (in progress).
