@@ -31,6 +31,12 @@ impl Runtime {
     /// Builds the engine (fuel and/or epoch interruption per `config`), the WASI preview1
     /// linker, and opens the disk cache directory; starts the epoch ticker thread if enabled.
     pub fn new(config: RuntimeConfig) -> Result<Runtime, WasmError> {
+        if let Metering::Fuel { yield_interval: 0, .. } = config.metering {
+            // wasmtime rejects a zero interval per store; fail once, here, instead.
+            return Err(WasmError::Engine {
+                message: "the fuel yield interval must be at least 1".to_owned(),
+            });
+        }
         let mut wasmtime_config = Config::new();
         wasmtime_config
             .consume_fuel(matches!(config.metering, Metering::Fuel { .. }))
