@@ -1,0 +1,70 @@
+//! The clock and random source the stateful strategies read, injectable for tests.
+//!
+//! Upstream reads `System.currentTimeMillis()` for the 24 h cache reset and `java.util.Random`
+//! for ROUND/LFU starting counts and RANDOM. Behind these two traits a test can step time past
+//! the reset without sleeping and script every random draw.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use rand::Rng;
+
+/// Wall-clock milliseconds since the Unix epoch.
+pub trait Clock: Send + Sync {
+    /// The current time in epoch milliseconds.
+    fn now_ms(&self) -> i64;
+}
+
+/// Uniform random integers, like `java.util.Random.nextInt(bound)`.
+pub trait RandomSource: Send + Sync {
+    /// A value in `0..bound`. Callers never pass `bound == 0`.
+    fn next_below(&self, bound: u32) -> u32;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        chrono::Utc::now().timestamp_millis()
+    }
+}
+
+/// The thread-local generator of `rand`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ThreadRandom;
+
+impl RandomSource for ThreadRandom {
+    fn next_below(&self, bound: u32) -> u32 {
+        rand::rng().random_range(0..bound.max(1))
+    }
+}
+
+/// A clock that only moves when told to; for tests and simulations.
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    now_ms: AtomicI64,
+}
+
+impl ManualClock {
+    /// A clock reading `now_ms`.
+    pub fn new(now_ms: i64) -> Self {
+        Self { now_ms: AtomicI64::new(now_ms) }
+    }
+
+    /// Sets the reading.
+    pub fn set(&self, now_ms: i64) {
+        self.now_ms.store(now_ms, Ordering::SeqCst);
+    }
+
+    /// Moves the reading forward by `delta_ms`.
+    pub fn advance(&self, delta_ms: i64) {
+        self.now_ms.fetch_add(delta_ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.now_ms.load(Ordering::SeqCst)
+    }
+}
