@@ -17,6 +17,7 @@ use tracing::Instrument;
 use crate::admin_client::AdminClient;
 use crate::config::ExecutorConfig;
 use crate::glue::GlueFactory;
+use crate::glue::wasm::WasmGlue;
 use crate::handler::Handlers;
 use crate::joblog::{LogDir, spawn_cleaner};
 use crate::jobs::{JobThreads, WorkerSettings};
@@ -62,7 +63,16 @@ pub async fn run(
         ));
     }
 
-    let glue = GlueFactory::new(handlers, config.script_glue.then(|| logs.glue_source_dir()));
+    let mut wasm_config = jobwheel_wasm::RuntimeConfig::new(config.wasm.cache_dir.clone());
+    wasm_config.max_memory_bytes = config.wasm.max_memory_bytes;
+    let runtime = jobwheel_wasm::Runtime::new(wasm_config).context("cannot start the Wasm runtime")?;
+    let wasm = WasmGlue::new(
+        runtime,
+        &config.admin_addresses,
+        config.access_token.clone(),
+        config.wasm.max_module_bytes,
+    )?;
+    let glue = GlueFactory::new(handlers, config.script_glue.then(|| logs.glue_source_dir()), Arc::new(wasm));
     let jobs = JobThreads::new(
         glue,
         WorkerSettings {

@@ -62,6 +62,16 @@ pub struct Cli {
     /// Most bytes one run may write to its job log; the rest is dropped with a note.
     #[arg(long, env = "JOBWHEEL_MAX_LOG_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub max_log_bytes: u64,
+    /// Directory for compiled Wasm modules, so restarts do not recompile. Must be private to
+    /// the executor: its files are loaded as native code.
+    #[arg(long, env = "JOBWHEEL_WASM_CACHE_DIR", default_value = "data/wasm-cache")]
+    pub wasm_cache_dir: PathBuf,
+    /// Most linear memory one Wasm run may use, in MiB.
+    #[arg(long, env = "JOBWHEEL_WASM_MAX_MEMORY_MB", default_value_t = 64)]
+    pub wasm_max_memory_mb: usize,
+    /// Largest Wasm module this executor downloads, in MiB.
+    #[arg(long, env = "JOBWHEEL_WASM_MAX_MODULE_MB", default_value_t = 32)]
+    pub wasm_max_module_mb: u64,
     /// Let the built-in `httpJobHandler` call loopback, private and link-local addresses.
     #[arg(long, env = "JOBWHEEL_HTTP_HANDLER_ALLOW_PRIVATE")]
     pub http_handler_allow_private: bool,
@@ -83,6 +93,17 @@ pub enum ConfigError {
     BadAdminTimeout(u64),
     #[error("--max-queue must be at least 1")]
     BadMaxQueue,
+    #[error("--wasm-max-memory-mb and --wasm-max-module-mb must be at least 1")]
+    BadWasmLimit,
+}
+
+/// Limits and storage of the Wasm GLUE runtime.
+#[derive(Debug, Clone)]
+pub struct WasmSettings {
+    /// Where compiled modules are cached across restarts; `None` keeps them in memory only.
+    pub cache_dir: Option<PathBuf>,
+    pub max_memory_bytes: usize,
+    pub max_module_bytes: u64,
 }
 
 /// Internal intervals; defaults are upstream's, tests shorten them.
@@ -115,6 +136,7 @@ pub struct ExecutorConfig {
     pub shutdown_grace: Duration,
     pub max_queue: usize,
     pub max_log_bytes: u64,
+    pub wasm: WasmSettings,
     pub timings: Timings,
 }
 
@@ -134,6 +156,7 @@ impl ExecutorConfig {
             shutdown_grace: Duration::from_secs(10),
             max_queue: 10_000,
             max_log_bytes: 64 * 1024 * 1024,
+            wasm: WasmSettings { cache_dir: None, max_memory_bytes: 64 << 20, max_module_bytes: 32 << 20 },
             timings: Timings {
                 registry_interval: Duration::from_secs(jobwheel_protocol::BEAT_TIMEOUT_SECS),
                 callback_retry_interval: Duration::from_secs(jobwheel_protocol::BEAT_TIMEOUT_SECS),
@@ -166,6 +189,9 @@ impl ExecutorConfig {
         if cli.max_queue == 0 {
             return Err(ConfigError::BadMaxQueue);
         }
+        if cli.wasm_max_memory_mb == 0 || cli.wasm_max_module_mb == 0 {
+            return Err(ConfigError::BadWasmLimit);
+        }
         let mut config = Self::new(cli.app_name.clone(), cli.log_path.clone(), access_token);
         config.admin_addresses = admin_addresses;
         config.address = cli.address.clone().filter(|a| !a.trim().is_empty());
@@ -176,6 +202,11 @@ impl ExecutorConfig {
         config.shutdown_grace = Duration::from_secs(cli.shutdown_grace);
         config.max_queue = cli.max_queue;
         config.max_log_bytes = cli.max_log_bytes;
+        config.wasm = WasmSettings {
+            cache_dir: Some(cli.wasm_cache_dir.clone()),
+            max_memory_bytes: cli.wasm_max_memory_mb.saturating_mul(1 << 20),
+            max_module_bytes: cli.wasm_max_module_mb.saturating_mul(1 << 20),
+        };
         Ok(config)
     }
 }

@@ -170,6 +170,11 @@ impl JobContext {
         self.inner.stop.is_cancelled()
     }
 
+    /// The run's stop token, for runtimes that take one (the Wasm runtime).
+    pub(crate) fn stop_token(&self) -> CancellationToken {
+        self.inner.stop.clone()
+    }
+
     pub(crate) fn set_result(&self, code: HandleCode, message: Option<String>) {
         let mut result = self.inner.result.lock().unwrap_or_else(|e| e.into_inner());
         *result = Some((code, message));

@@ -36,6 +36,6 @@ mod signal;
 
 pub use admin_client::AdminError;
 pub use app::run;
-pub use config::{Cli, ConfigError, ExecutorConfig, Timings};
+pub use config::{Cli, ConfigError, ExecutorConfig, Timings, WasmSettings};
 pub use handler::{HandlerFuture, Handlers, JobContext, JobHandler, JobResult};
 pub use signal::shutdown_signal;

@@ -127,3 +127,10 @@ pub fn now_ms() -> i64 {
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
 }
+
+/// A `GLUE_WASM` `/run` body for the module `digest`, fetched from the admin at `api/wasm/{digest}`.
+pub fn wasm_trigger(job_id: i32, log_id: i64, digest: &str, param: &str) -> Value {
+    let mut body = trigger(job_id, log_id, "GLUE_WASM", "", param);
+    body["wasmModule"] = json!({"digest": digest, "url": format!("api/wasm/{digest}")});
+    body
+}

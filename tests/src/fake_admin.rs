@@ -2,17 +2,22 @@
 //! `/xxl-job-admin`), records every request, and can be switched to failing or stopped and
 //! restarted on the same port to simulate outages.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::Path;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::routing::post;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use jobwheel_protocol::{ACCESS_TOKEN_HEADER, CallbackBody, HandleCallbackParam, RegistryParam};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -28,12 +33,16 @@ pub struct Recorded {
     pub callback_batches: usize,
     /// Requests refused because of a wrong or missing token.
     pub rejected_tokens: usize,
+    /// Module downloads served, by digest.
+    pub module_fetches: Vec<String>,
 }
 
 struct AdminState {
     token: Option<String>,
     failing: AtomicBool,
     recorded: Mutex<Recorded>,
+    /// Wasm modules served at `api/wasm/{digest}`, like a jobwheel admin's module store.
+    modules: Mutex<HashMap<String, Vec<u8>>>,
 }
 
 pub struct FakeAdmin {
@@ -51,6 +60,7 @@ impl FakeAdmin {
             token: token.map(str::to_owned),
             failing: AtomicBool::new(false),
             recorded: Mutex::new(Recorded::default()),
+            modules: Mutex::new(HashMap::new()),
         });
         Self::serve(listener, state)
     }
@@ -87,6 +97,18 @@ impl FakeAdmin {
         self.task = Some(task);
     }
 
+    /// Stores a Wasm module and returns its lower-case hex SHA-256 digest.
+    pub fn add_module(&self, bytes: Vec<u8>) -> String {
+        let digest = hex::encode(Sha256::digest(&bytes));
+        self.state.modules.lock().expect("modules").insert(digest.clone(), bytes);
+        digest
+    }
+
+    /// Serves `bytes` under `digest` even though they do not hash to it (a corrupt store).
+    pub fn add_module_as(&self, digest: &str, bytes: Vec<u8>) {
+        self.state.modules.lock().expect("modules").insert(digest.to_owned(), bytes);
+    }
+
     pub fn recorded(&self) -> Recorded {
         self.state.recorded.lock().expect("recorded").clone()
     }
@@ -121,7 +143,8 @@ fn spawn_server(
     let api = Router::new()
         .route("/api/registry", post(registry))
         .route("/api/registryRemove", post(registry_remove))
-        .route("/api/callback", post(callback));
+        .route("/api/callback", post(callback))
+        .route("/api/wasm/{digest}", get(module));
     let app = Router::new().nest("/xxl-job-admin", api.clone()).merge(api).with_state(state);
     let stop = CancellationToken::new();
     let shutdown = stop.clone().cancelled_owned();
@@ -181,4 +204,22 @@ async fn callback(
     recorded.callback_batches += 1;
     recorded.callbacks.extend(body.into_items());
     axum::Json(json!({"code": 200, "msg": null, "content": null}))
+}
+
+async fn module(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    Path(digest): Path<String>,
+) -> Response {
+    if check(&state, &headers).is_err() {
+        return (StatusCode::UNAUTHORIZED, "wrong token").into_response();
+    }
+    let bytes = state.modules.lock().expect("modules").get(&digest).cloned();
+    match bytes {
+        Some(bytes) => {
+            state.recorded.lock().expect("recorded").module_fetches.push(digest);
+            bytes.into_response()
+        }
+        None => (StatusCode::NOT_FOUND, "no such module").into_response(),
+    }
 }

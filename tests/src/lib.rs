@@ -5,8 +5,9 @@
 pub mod executor_harness;
 pub mod fake_admin;
 pub mod procs;
+pub mod sample_jobs;
 pub mod wait;
 
-pub use executor_harness::{TOKEN, TestExecutor, now_ms, test_config, trigger};
+pub use executor_harness::{TOKEN, TestExecutor, now_ms, test_config, trigger, wasm_trigger};
 pub use fake_admin::FakeAdmin;
 pub use wait::{wait_until, wait_until_async};

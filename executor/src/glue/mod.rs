@@ -5,6 +5,7 @@
 //! source without changing the update time does not reload, exactly like upstream).
 
 pub(crate) mod script;
+pub(crate) mod wasm;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,12 +13,20 @@ use std::sync::Arc;
 use jobwheel_protocol::{GlueType, TriggerParam};
 
 use crate::handler::{Handlers, JobHandler};
+use wasm::{WasmGlue, WasmHandler};
 
 /// Identifies the code a job thread runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum HandlerKey {
     Bean(String),
-    Script { glue_type: GlueType, updatetime: i64 },
+    Script {
+        glue_type: GlueType,
+        updatetime: i64,
+    },
+    /// A module version: a new upload is a new digest, so the digest alone decides reloads.
+    Wasm {
+        digest: String,
+    },
 }
 
 /// Builds handlers for triggers.
@@ -25,11 +34,12 @@ pub(crate) struct GlueFactory {
     handlers: Handlers,
     /// Where script sources are written; `None` when script GLUE is disabled.
     script_dir: Option<PathBuf>,
+    wasm: Arc<WasmGlue>,
 }
 
 impl GlueFactory {
-    pub(crate) fn new(handlers: Handlers, script_dir: Option<PathBuf>) -> Self {
-        Self { handlers, script_dir }
+    pub(crate) fn new(handlers: Handlers, script_dir: Option<PathBuf>, wasm: Arc<WasmGlue>) -> Self {
+        Self { handlers, script_dir, wasm }
     }
 
     /// The key a trigger needs, or upstream's 500 message explaining why it cannot run here.
@@ -41,7 +51,18 @@ impl GlueFactory {
                  inside the executor. Rewrite the job as a GLUE_WASM module (sandboxed) or a BEAN handler."
                     .to_owned())
             }
-            GlueType::GlueWasm => Err(format!("glueType[{glue_type}] is not valid.")),
+            GlueType::GlueWasm => match &param.wasm_module {
+                Some(module) if is_sha256_hex(&module.digest) => {
+                    Ok(HandlerKey::Wasm { digest: module.digest.to_ascii_lowercase() })
+                }
+                Some(module) => Err(format!(
+                    "GLUE_WASM trigger has an invalid module digest {:?}: expected 64 hex characters of SHA-256",
+                    module.digest
+                )),
+                None => Err("GLUE_WASM trigger carries no wasmModule (digest and url): it must come from a \
+                             jobwheel admin with the job's module uploaded"
+                    .to_owned()),
+            },
             script if script.is_script() => {
                 if self.script_dir.is_none() {
                     return Err(format!(
@@ -79,6 +100,14 @@ impl GlueFactory {
                 .map_err(|e| format!("cannot prepare {glue_type} script: {e}"))?;
                 Ok(Arc::new(handler))
             }
+            HandlerKey::Wasm { .. } => {
+                let module = param.wasm_module.clone().ok_or("GLUE_WASM trigger carries no wasmModule")?;
+                Ok(Arc::new(WasmHandler::new(Arc::clone(&self.wasm), module)))
+            }
         }
     }
+}
+
+fn is_sha256_hex(digest: &str) -> bool {
+    digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit())
 }

@@ -8,3 +8,4 @@ mod delivery;
 mod logs;
 mod scripts;
 mod support;
+mod wasm;
