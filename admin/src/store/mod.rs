@@ -1,1 +1,232 @@
-//! Storage on SQLite, PostgreSQL and MySQL (in progress).
+//! The admin's storage layer: upstream's xxl-job schema plus jobwheel's tables, on SQLite,
+//! PostgreSQL or MySQL/MariaDB behind one [`Store`] trait (see `docs/storage.md`).
+//!
+//! Each backend is a hand-written implementation over its concrete sqlx pool with its own SQL
+//! (engineering notes §5): the dialects differ in placeholders, upserts, row locks, `RETURNING`
+//! and time functions, and the contract suite in `admin/tests/store/` holds them to one
+//! behaviour. [`Store`] is the sum of one sub-trait per area so that each backend file
+//! implements one of them; `use crate::store::prelude::*` brings them all into scope.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+mod error;
+// mod mysql;
+mod postgres;
+mod sqlite;
+mod support;
+mod time;
+mod types;
+
+pub use error::StoreError;
+pub use types::*;
+
+/// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
+pub mod prelude {
+    pub use super::{
+        GroupStore, JobStore, LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store, UserStore,
+        WasmStore,
+    };
+}
+
+/// Which database a store talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// One file, one admin process.
+    Sqlite,
+    /// PostgreSQL.
+    Postgres,
+    /// MySQL or MariaDB.
+    MySql,
+}
+
+/// Opens the database named by `url`, creating it if it is a new SQLite file, and applies the
+/// migrations of its backend.
+///
+/// Schemes: `sqlite:` (file created with its parent directory on first start, WAL journal),
+/// `postgres:`/`postgresql:`, `mysql:`/`mariadb:`.
+pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
+    let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase()).unwrap_or_default();
+    match scheme.as_str() {
+        "sqlite" => Ok(Arc::new(sqlite::SqliteStore::connect(url).await?)),
+        "postgres" | "postgresql" => Ok(Arc::new(postgres::PgStore::connect(url).await?)),
+        // The MySQL backend is not wired up yet (next commit).
+        _ => Err(StoreError::UnsupportedScheme(scheme)),
+    }
+}
+
+/// Everything the admin stores. Object-safe: the admin holds an `Arc<dyn Store>`.
+pub trait Store:
+    GroupStore + JobStore + ScheduleStore + LogStore + LogReportStore + UserStore + WasmStore + Send + Sync
+{
+    /// The database behind this store.
+    fn backend(&self) -> Backend;
+}
+
+/// Executor groups (`xxl_job_group`) and executor registrations (`xxl_job_registry`).
+#[async_trait]
+pub trait GroupStore: Send + Sync {
+    /// Inserts a group.
+    async fn add_group(&self, group: &Group) -> Result<GroupId, StoreError>;
+    /// Rewrites every column of a group; false if it does not exist.
+    async fn update_group(&self, id: GroupId, group: &Group) -> Result<bool, StoreError>;
+    /// Deletes a group and (upstream ≥ 3.3.1) the registry rows of its AppName; false if absent.
+    async fn delete_group(&self, id: GroupId) -> Result<bool, StoreError>;
+    /// One group.
+    async fn load_group(&self, id: GroupId) -> Result<Option<GroupRow>, StoreError>;
+    /// All groups, ordered like upstream's `findAll` (app_name, title, id).
+    async fn list_groups(&self) -> Result<Vec<GroupRow>, StoreError>;
+    /// Records a heartbeat: inserts the row or refreshes its `update_time` (unique `i_g_k_v`).
+    async fn registry_upsert(&self, key: &RegistryKey, now: DateTime<Utc>) -> Result<(), StoreError>;
+    /// Removes one registration (`/api/registryRemove`); the number of rows deleted.
+    async fn registry_remove(&self, key: &RegistryKey) -> Result<u64, StoreError>;
+    /// Deletes registrations with `update_time < dead_before` (upstream `findDead` +
+    /// `removeDead`); the number deleted.
+    async fn remove_dead_registry(&self, dead_before: DateTime<Utc>) -> Result<u64, StoreError>;
+    /// Registrations with `update_time > alive_after`, ordered by id (upstream `findAll`).
+    async fn alive_registry(&self, alive_after: DateTime<Utc>) -> Result<Vec<RegistryRow>, StoreError>;
+}
+
+/// Jobs (`xxl_job_info`) and their GLUE history (`xxl_job_logglue`).
+#[async_trait]
+pub trait JobStore: Send + Sync {
+    /// Inserts a job.
+    async fn add_job(&self, job: &Job) -> Result<JobId, StoreError>;
+    /// Rewrites every column of a job except `add_time`; false if it does not exist.
+    async fn update_job(&self, id: JobId, job: &Job) -> Result<bool, StoreError>;
+    /// Deletes a job with all its logs, GLUE history, Wasm versions and ring claims (one
+    /// transaction); false if it did not exist.
+    async fn delete_job(&self, id: JobId) -> Result<bool, StoreError>;
+    /// One job.
+    async fn load_job(&self, id: JobId) -> Result<Option<JobRow>, StoreError>;
+    /// A page of jobs matching `filter`, newest id first.
+    async fn page_jobs(&self, filter: &JobFilter, page: Page) -> Result<Paged<JobRow>, StoreError>;
+    /// Starts a job: status 1, `trigger_last_time = 0`, `trigger_next_time = next_ms`.
+    async fn start_job(&self, id: JobId, next_ms: i64, now: DateTime<Utc>) -> Result<bool, StoreError>;
+    /// Stops a job: status 0, last and next time 0.
+    async fn stop_job(&self, id: JobId, now: DateTime<Utc>) -> Result<bool, StoreError>;
+    /// Adds a GLUE history row and deletes all but the newest [`HISTORY_KEPT_PER_JOB`] of the job.
+    async fn add_glue_history(&self, glue: &NewGlueHistory) -> Result<i32, StoreError>;
+    /// The job's GLUE history, newest first.
+    async fn list_glue_history(&self, job_id: JobId) -> Result<Vec<GlueHistoryRow>, StoreError>;
+}
+
+/// The pre-read transaction and the durable ring (`jobwheel_ring_claim`).
+#[async_trait]
+pub trait ScheduleStore: Send + Sync {
+    /// Begins a pre-read: a transaction holding the schedule lock until
+    /// [`ScheduleTx::commit`] (or until it is dropped, which rolls back). PostgreSQL/MySQL:
+    /// `SELECT … FROM xxl_job_lock WHERE lock_name = 'schedule_lock' FOR UPDATE`, so admins on
+    /// one database take turns; SQLite: `BEGIN IMMEDIATE`.
+    async fn begin_schedule(&self) -> Result<Box<dyn ScheduleTx>, StoreError>;
+    /// Pending claims with `fire_time_ms <= up_to_ms`, by fire time then id.
+    async fn pending_claims(&self, up_to_ms: i64) -> Result<Vec<ClaimRow>, StoreError>;
+    /// Fires a claim: in one transaction, marks it fired **if still pending** and inserts the
+    /// log row. `None` (and no log row) if another trigger or admin consumed or discarded it.
+    async fn consume_claim_and_insert_log(
+        &self,
+        claim: ClaimId,
+        log: &NewLog,
+    ) -> Result<Option<LogId>, StoreError>;
+    /// Marks a pending claim discarded; false if it was no longer pending.
+    async fn discard_claim(&self, claim: ClaimId) -> Result<bool, StoreError>;
+    /// Deletes fired and discarded claims with `fire_time_ms < before_ms`; the number deleted.
+    async fn purge_claims(&self, before_ms: i64) -> Result<u64, StoreError>;
+}
+
+/// One pre-read, holding the schedule lock. Dropping it without `commit` rolls back.
+#[async_trait]
+pub trait ScheduleTx: Send {
+    /// Upstream `scheduleJobQuery`: running jobs with `trigger_next_time <= max_next_time_ms`,
+    /// by id, at most `limit`.
+    async fn due_jobs(&mut self, max_next_time_ms: i64, limit: u32) -> Result<Vec<JobRow>, StoreError>;
+    /// Upstream ≥ 3.4 batch update (`CASE id WHEN …`, 100 jobs per statement) guarded by
+    /// `AND trigger_status = 1`, so a job stopped meanwhile is not resurrected. Returns the
+    /// number of jobs updated.
+    async fn update_trigger_times(&mut self, updates: &[TriggerTimeUpdate]) -> Result<u64, StoreError>;
+    /// Inserts pending claims; their ids in input order.
+    async fn insert_claims(&mut self, claims: &[NewClaim]) -> Result<Vec<ClaimId>, StoreError>;
+    /// Commits and releases the lock.
+    async fn commit(self: Box<Self>) -> Result<(), StoreError>;
+}
+
+/// Trigger logs (`xxl_job_log`): the trigger and callback paths, the fail and lost monitors.
+#[async_trait]
+pub trait LogStore: Send + Sync {
+    /// Inserts a log row with `trigger_code = 0`, `handle_code = 0` (manual, retry and child
+    /// triggers; ring triggers use [`ScheduleStore::consume_claim_and_insert_log`]).
+    async fn insert_log(&self, log: &NewLog) -> Result<LogId, StoreError>;
+    /// Upstream `updateTriggerInfo`; false if the row does not exist.
+    async fn update_log_trigger(&self, update: &LogTriggerUpdate) -> Result<bool, StoreError>;
+    /// One log row.
+    async fn load_log(&self, id: LogId) -> Result<Option<LogRow>, StoreError>;
+    /// Applies a callback (or a lost/kill result) with upstream's repeat guard: only a row with
+    /// `handle_code = 0` changes; its message becomes `old + "<br>" + new`, cut to
+    /// [`MAX_HANDLE_MSG_CHARS`]. Atomic against concurrent results for the same log.
+    async fn apply_handle_result(&self, result: &HandleResult) -> Result<HandleOutcome, StoreError>;
+    /// Upstream `complete()`'s final write: sets handle time, code and message (cut to
+    /// [`MAX_HANDLE_MSG_CHARS`]) without a guard; false if the row does not exist.
+    async fn complete_log(&self, result: &HandleResult) -> Result<bool, StoreError>;
+    /// A page of logs matching `filter`, newest id first.
+    async fn page_logs(&self, filter: &LogFilter, page: Page) -> Result<Paged<LogRow>, StoreError>;
+    /// Upstream `findFailJobLogIds`: failed logs with `alarm_status = 0`, by id, at most `limit`.
+    async fn failed_log_ids(&self, limit: u32) -> Result<Vec<LogId>, StoreError>;
+    /// Takes a failed log for retry/alarm: `alarm_status` 0 → −1. False if another admin won.
+    async fn claim_alarm(&self, id: LogId) -> Result<bool, StoreError>;
+    /// Ends the alarm: `alarm_status` −1 → `new_status` (1, 2 or 3). False if not locked.
+    async fn finish_alarm(&self, id: LogId, new_status: i16) -> Result<bool, StoreError>;
+    /// Upstream `findLostJobIds`: running logs (trigger 200, handle 0) triggered at or before
+    /// `trigger_before` whose executor address has no registry row.
+    async fn lost_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError>;
+}
+
+/// Log housekeeping: the dashboard report (`xxl_job_log_report`) and log deletion.
+#[async_trait]
+pub trait LogReportStore: Send + Sync {
+    /// Deletes logs matching `clear` in batches of 1 000 ids; the number deleted.
+    async fn clear_logs(&self, clear: &LogClear) -> Result<u64, StoreError>;
+    /// Upstream `findLogReport` over `trigger_time` in `[from, to]`.
+    async fn log_counts(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<LogCounts, StoreError>;
+    /// Inserts or updates the report row of `report.trigger_day`.
+    async fn upsert_log_report(&self, report: &LogReport) -> Result<(), StoreError>;
+    /// Report rows with `trigger_day` in `[from, to]`, by day.
+    async fn log_reports(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<LogReportRow>, StoreError>;
+    /// Sums over all report rows.
+    async fn log_report_totals(&self) -> Result<LogReportTotals, StoreError>;
+}
+
+/// Admin users (`xxl_job_user`).
+#[async_trait]
+pub trait UserStore: Send + Sync {
+    /// Inserts a user; a duplicate username is a [`StoreError::Database`] unique violation.
+    async fn add_user(&self, user: &User) -> Result<UserId, StoreError>;
+    /// Rewrites every column of a user; false if absent.
+    async fn update_user(&self, id: UserId, user: &User) -> Result<bool, StoreError>;
+    /// Deletes a user; false if absent.
+    async fn delete_user(&self, id: UserId) -> Result<bool, StoreError>;
+    /// One user by id.
+    async fn load_user(&self, id: UserId) -> Result<Option<UserRow>, StoreError>;
+    /// One user by exact username.
+    async fn find_user(&self, username: &str) -> Result<Option<UserRow>, StoreError>;
+    /// A page of users matching `filter`, by username (upstream order).
+    async fn page_users(&self, filter: &UserFilter, page: Page) -> Result<Paged<UserRow>, StoreError>;
+}
+
+/// Wasm modules by digest and the per-job version history.
+#[async_trait]
+pub trait WasmStore: Send + Sync {
+    /// Stores a module under its SHA-256; storing the same bytes again writes nothing.
+    async fn put_wasm_module(&self, bytes: &[u8], now_ms: i64) -> Result<WasmPut, StoreError>;
+    /// A module by digest (lower-case hex).
+    async fn get_wasm_module(&self, digest: &str) -> Result<Option<WasmModuleRow>, StoreError>;
+    /// Adds a version entry and deletes all but the newest [`HISTORY_KEPT_PER_JOB`] of the job.
+    async fn add_wasm_version(&self, version: &NewWasmVersion) -> Result<i64, StoreError>;
+    /// The job's versions, newest first.
+    async fn list_wasm_versions(&self, job_id: JobId) -> Result<Vec<WasmVersionRow>, StoreError>;
+}

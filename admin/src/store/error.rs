@@ -1,0 +1,32 @@
+//! The one error type callers of the store match on.
+
+use std::path::PathBuf;
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The URL's scheme names no backend. Only the scheme is kept: URLs carry passwords.
+    #[error("unsupported database URL scheme {0:?}: use sqlite:, postgres:, postgresql:, mysql: or mariadb:")]
+    UnsupportedScheme(String),
+    /// The directory for a new SQLite file could not be created.
+    #[error("cannot create the directory {path} for the SQLite database: {source}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Applying the embedded migrations failed.
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The database refused or failed a statement, or the connection broke.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// `xxl_job_lock` has no `schedule_lock` row. Upstream silently schedules without mutual
+    /// exclusion in that case (duplicate triggers on every admin); we refuse instead.
+    #[error(
+        "the 'schedule_lock' row is missing from xxl_job_lock; restore it with: INSERT INTO xxl_job_lock (lock_name) VALUES ('schedule_lock')"
+    )]
+    MissingScheduleLock,
+}
