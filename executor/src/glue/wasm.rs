@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use jobwheel_protocol::{ACCESS_TOKEN_HEADER, WasmModuleRef};
-use jobwheel_wasm::{LoadSource, LogSink, Outcome, RunInput, RunReport, Runtime};
+use jobwheel_wasm::{LoadSource, LogSink, Outcome, RunInput, Runtime};
 
 use crate::handler::{HandlerFuture, JobContext, JobHandler};
 
@@ -162,8 +162,8 @@ async fn run_module(glue: Arc<WasmGlue>, reference: WasmModuleRef, ctx: JobConte
     };
     let sink_ctx = ctx.clone();
     let sink: Arc<dyn LogSink> = Arc::new(move |line: &str| sink_ctx.log_raw(line));
+    // The runtime ends every run's log with a `[jobwheel] fuel used …, peak memory …` line.
     let report = glue.runtime.run(&load.module, input, sink, ctx.stop_token()).await;
-    ctx.log(stats_line(&report));
     match report.outcome {
         Outcome::Succeeded { message } => {
             if let Some(message) = message {
@@ -181,16 +181,4 @@ async fn run_module(glue: Arc<WasmGlue>, reference: WasmModuleRef, ctx: JobConte
         }
         Outcome::Cancelled => bail!("wasm run stopped"),
     }
-}
-
-fn stats_line(report: &RunReport) -> String {
-    let stats = &report.stats;
-    format!(
-        "----------- wasm run: fuel used {}, peak memory {} KiB, wall time {:.3} ms, output {} bytes{}",
-        stats.fuel_used,
-        stats.peak_memory_bytes / 1024,
-        stats.wall_time.as_secs_f64() * 1e3,
-        stats.output_bytes,
-        if stats.output_truncated { " (truncated)" } else { "" }
-    )
 }

@@ -3,8 +3,9 @@
 //! Starts a callback sink (a minimal admin) and an executor in this process, fires `--triggers`
 //! triggers spread over `--jobs` job ids with at most `--concurrency` requests in flight, and
 //! reports sustained runs per second plus p50/p99/max latency from sending `/run` to receiving
-//! the run's callback. `--kind bean` runs a no-op BEAN handler; `--kind shell` a `exit 0` shell
-//! GLUE script (one process per run). See docs/benchmarks.md.
+//! the run's callback. `--kind bean` runs a no-op BEAN handler; `--kind shell` a shell GLUE
+//! script printing a greeting (one process per run); `--kind wasm` the `hello` sample job as
+//! GLUE_WASM (compiled once, then a fresh sandbox per run). See docs/benchmarks.md.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,18 +14,19 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use axum::Router;
 use axum::extract::State;
-use axum::routing::post;
+use axum::routing::{get, post};
 use clap::Parser;
 use jobwheel_executor::{Handlers, JobContext};
 use jobwheel_protocol::{ACCESS_TOKEN_HEADER, CallbackBody};
-use jobwheel_tests::{TOKEN, test_config, trigger};
+use jobwheel_tests::{TOKEN, test_config, trigger, wasm_trigger};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 #[derive(Debug, Parser)]
 struct Args {
-    /// `bean` (no-op native handler) or `shell` (`exit 0` script).
+    /// `bean` (no-op native handler), `shell` (hello script) or `wasm` (hello sample job).
     #[arg(long, default_value = "bean")]
     kind: String,
     #[arg(long, default_value_t = 20_000)]
@@ -45,7 +47,14 @@ async fn main() -> anyhow::Result<()> {
     let arrivals: Arrivals = Arc::default();
     let sink = TcpListener::bind("127.0.0.1:0").await?;
     let sink_url = format!("http://{}", sink.local_addr()?);
-    let app = Router::new().route("/api/callback", post(callback)).with_state(Arc::clone(&arrivals));
+    let hello =
+        if args.kind == "wasm" { jobwheel_tests::sample_jobs::sample_job("hello") } else { Vec::new() };
+    let digest = hex::encode(Sha256::digest(&hello));
+    let module = bytes::Bytes::from(hello);
+    let app = Router::new()
+        .route("/api/callback", post(callback))
+        .with_state(Arc::clone(&arrivals))
+        .route("/api/wasm/{digest}", get(move || async move { module.clone() }));
     tokio::spawn(async move { axum::serve(sink, app).await });
 
     let dir = tempfile::tempdir()?;
@@ -67,16 +76,17 @@ async fn main() -> anyhow::Result<()> {
         let log_id = i64::try_from(i).unwrap_or(0) + 1;
         match args.kind.as_str() {
             "shell" => {
-                let mut body = trigger(job_id, log_id, "GLUE_SHELL", "", "");
-                body["glueSource"] = json!("exit 0\n");
+                let mut body = trigger(job_id, log_id, "GLUE_SHELL", "", "bench");
+                body["glueSource"] = json!("echo \"hello, $1!\"\n");
                 body["glueUpdatetime"] = json!(1);
                 body
             }
+            "wasm" => wasm_trigger(job_id, log_id, &digest, "bench"),
             _ => trigger(job_id, log_id, "BEAN", "noop", ""),
         }
     };
-    if !matches!(args.kind.as_str(), "bean" | "shell") {
-        bail!("--kind must be bean or shell");
+    if !matches!(args.kind.as_str(), "bean" | "shell" | "wasm") {
+        bail!("--kind must be bean, shell or wasm");
     }
 
     let http = reqwest::Client::builder().pool_max_idle_per_host(args.concurrency).build()?;

@@ -25,7 +25,7 @@ async fn hello_logs_its_param_and_reports_a_message() {
     let text = rig.executor.log_text(1, result.log_date_tim).await;
     assert!(text.contains("hello, jobwheel! (job 1, log 1)"), "{text}");
     assert!(text.contains("module fetched from the admin and compiled"), "{text}");
-    assert!(text.contains("wasm run: fuel used"), "stats line: {text}");
+    assert!(text.contains("[jobwheel] fuel used"), "stats line: {text}");
 }
 
 #[tokio::test]
@@ -89,7 +89,7 @@ async fn an_infinite_loop_times_out_with_502_and_the_executor_keeps_serving() {
     assert!(started.elapsed() < Duration::from_millis(2500), "502 after {:?}", started.elapsed());
     let text = rig.executor.log_text(1, result.log_date_tim).await;
     assert!(text.contains("burning CPU until stopped"), "{text}");
-    assert!(text.contains("wasm run: fuel used"), "{text}");
+    assert!(text.contains("[jobwheel] fuel used"), "{text}");
 }
 
 #[tokio::test]
