@@ -1,0 +1,195 @@
+//! Schedule types and upstream's `generateNextTriggerTime`, plus jobwheel's FIX_DELAY.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono_tz::Tz;
+
+use super::expression::{CronError, CronExpression};
+
+/// How a job's next trigger time is computed (DB column `schedule_type`).
+///
+/// Declaration order is the UI's. `FIX_DELAY` is jobwheel's: upstream reserved the name (an
+/// i18n key and a commented-out constant) but never implemented it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScheduleType {
+    /// No automatic trigger; manual, child-job or API triggers only. Cannot be started.
+    None,
+    /// `schedule_conf` is a Quartz cron expression.
+    Cron,
+    /// `schedule_conf` is an interval in whole seconds, measured from the previous fire time.
+    FixRate,
+    /// `schedule_conf` is a delay in whole seconds, measured from the previous run's completion.
+    FixDelay,
+}
+
+impl ScheduleType {
+    /// All types in UI order.
+    pub const ALL: [ScheduleType; 4] = [Self::None, Self::Cron, Self::FixRate, Self::FixDelay];
+
+    /// The upstream name stored in the database.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "NONE",
+            Self::Cron => "CRON",
+            Self::FixRate => "FIX_RATE",
+            Self::FixDelay => "FIX_DELAY",
+        }
+    }
+
+    /// English title (`schedule_type_*` in `message_en.properties`).
+    pub fn title_en(self) -> &'static str {
+        match self {
+            Self::None => "None",
+            Self::Cron => "Cron",
+            Self::FixRate => "Fix rate",
+            Self::FixDelay => "Fix delay",
+        }
+    }
+
+    /// Simplified-Chinese title (`message_zh_CN.properties`).
+    pub fn title_zh(self) -> &'static str {
+        match self {
+            Self::None => "无",
+            Self::Cron => "CRON",
+            Self::FixRate => "固定速度",
+            Self::FixDelay => "固定延迟",
+        }
+    }
+
+    /// Whether the next trigger time comes from the previous run's *completion*
+    /// (FIX_DELAY) rather than from the previous fire time. The scheduler must then not
+    /// refresh the next time when it fires the job, but when the run's callback arrives,
+    /// with [`next_trigger_time`] and `from_ms` = completion time.
+    pub fn waits_for_completion(self) -> bool {
+        self == Self::FixDelay
+    }
+}
+
+impl fmt::Display for ScheduleType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ScheduleType {
+    type Err = ScheduleError;
+
+    /// Exact names, like upstream's `ScheduleTypeEnum.match`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|t| t.name() == s).ok_or_else(|| ScheduleError::UnknownType(s.to_owned()))
+    }
+}
+
+/// Why a schedule is invalid; the messages are meant for the user who typed it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    /// Not one of `NONE`, `CRON`, `FIX_RATE`, `FIX_DELAY`.
+    #[error("unknown schedule type `{0}` (expected NONE, CRON, FIX_RATE or FIX_DELAY)")]
+    UnknownType(String),
+    /// A CRON job's expression does not parse.
+    #[error("invalid cron expression: {0}")]
+    Cron(#[from] CronError),
+    /// A FIX_RATE/FIX_DELAY interval is not a whole number of seconds ≥ 1.
+    #[error("{schedule_type} needs a whole number of seconds >= 1, got `{conf}`")]
+    Interval {
+        /// FIX_RATE or FIX_DELAY.
+        schedule_type: ScheduleType,
+        /// What was configured.
+        conf: String,
+    },
+}
+
+/// What `schedule_conf` means once validated.
+#[derive(Debug, Clone)]
+pub enum Schedule {
+    /// NONE.
+    None,
+    /// CRON.
+    Cron(Box<CronExpression>),
+    /// FIX_RATE, in seconds.
+    FixRate(u32),
+    /// FIX_DELAY, in seconds.
+    FixDelay(u32),
+}
+
+impl Schedule {
+    /// Validates `conf` for `schedule_type`.
+    ///
+    /// Intervals parse like Java's `Integer.valueOf` (optional sign, no spaces) and must be
+    /// ≥ 1, as upstream's job form requires.
+    pub fn parse(schedule_type: ScheduleType, conf: &str) -> Result<Self, ScheduleError> {
+        let interval = || {
+            conf.parse::<i32>()
+                .ok()
+                .and_then(|seconds| u32::try_from(seconds).ok())
+                .filter(|seconds| *seconds >= 1)
+                .ok_or_else(|| ScheduleError::Interval { schedule_type, conf: conf.to_owned() })
+        };
+        Ok(match schedule_type {
+            ScheduleType::None => Self::None,
+            ScheduleType::Cron => Self::Cron(Box::new(CronExpression::parse(conf)?)),
+            ScheduleType::FixRate => Self::FixRate(interval()?),
+            ScheduleType::FixDelay => Self::FixDelay(interval()?),
+        })
+    }
+
+    /// The next trigger time after `from_ms` (epoch ms), or `None` if there is none.
+    ///
+    /// - CRON: the next matching instant strictly after `from_ms`, in `tz`; `None` past
+    ///   year 2999.
+    /// - FIX_RATE / FIX_DELAY: `from_ms + seconds * 1000`, rounded up to a whole second
+    ///   (upstream 3.4.0; the time ring has one-second slots). For FIX_DELAY `from_ms` is
+    ///   the previous run's completion time (or the start time for the first run).
+    /// - NONE: `None`.
+    pub fn next_after(&self, tz: Tz, from_ms: i64) -> Option<i64> {
+        match self {
+            Self::None => None,
+            Self::Cron(expression) => expression.next_after(tz, from_ms).map(|t| t.timestamp_millis()),
+            Self::FixRate(seconds) | Self::FixDelay(seconds) => {
+                let next = from_ms.checked_add(i64::from(*seconds) * 1000)?;
+                let partial = next.rem_euclid(1000);
+                if partial == 0 { Some(next) } else { next.checked_add(1000 - partial) }
+            }
+        }
+    }
+}
+
+/// Validates a job's schedule; the error message names what is wrong (for cron: the field
+/// and why).
+pub fn validate(schedule_type: ScheduleType, conf: &str) -> Result<(), ScheduleError> {
+    Schedule::parse(schedule_type, conf).map(|_| ())
+}
+
+/// Upstream's `generateNextTriggerTime(job, from)`, plus FIX_DELAY (see [`Schedule::next_after`]).
+///
+/// `Ok(None)` means "no next time": the scheduler stops the job, as upstream does on null.
+pub fn next_trigger_time(
+    schedule_type: ScheduleType,
+    schedule_conf: &str,
+    tz: Tz,
+    from_ms: i64,
+) -> Result<Option<i64>, ScheduleError> {
+    Ok(Schedule::parse(schedule_type, schedule_conf)?.next_after(tz, from_ms))
+}
+
+/// The next `count` trigger times after `from_ms`, each computed from the previous one, as
+/// the UI's "next 5 trigger times" preview does. Shorter when the schedule runs out; empty
+/// for NONE. For FIX_DELAY this assumes runs that take no time.
+pub fn next_n(
+    schedule_type: ScheduleType,
+    schedule_conf: &str,
+    tz: Tz,
+    from_ms: i64,
+    count: usize,
+) -> Result<Vec<i64>, ScheduleError> {
+    let schedule = Schedule::parse(schedule_type, schedule_conf)?;
+    let mut times = Vec::with_capacity(count);
+    let mut from = from_ms;
+    while times.len() < count {
+        let Some(next) = schedule.next_after(tz, from) else { break };
+        times.push(next);
+        from = next;
+    }
+    Ok(times)
+}
