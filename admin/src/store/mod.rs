@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 mod error;
-// mod mysql;
+mod mysql;
 mod postgres;
 mod sqlite;
 mod support;
@@ -52,7 +52,12 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
     match scheme.as_str() {
         "sqlite" => Ok(Arc::new(sqlite::SqliteStore::connect(url).await?)),
         "postgres" | "postgresql" => Ok(Arc::new(postgres::PgStore::connect(url).await?)),
-        // The MySQL backend is not wired up yet (next commit).
+        "mysql" => Ok(Arc::new(mysql::MySqlStore::connect(url).await?)),
+        // sqlx's MySQL driver ignores the scheme; spell it the way it documents.
+        "mariadb" => {
+            let url = format!("mysql{}", &url["mariadb".len()..]);
+            Ok(Arc::new(mysql::MySqlStore::connect(&url).await?))
+        }
         _ => Err(StoreError::UnsupportedScheme(scheme)),
     }
 }

@@ -1,0 +1,197 @@
+//! MySQL/MariaDB: jobs and their GLUE history.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{MySql, QueryBuilder};
+
+use super::{MySqlStore, inserted_id};
+use crate::store::support::like;
+use crate::store::time::{opt_secs, secs};
+use crate::store::{
+    GlueHistoryRow, HISTORY_KEPT_PER_JOB, Job, JobFilter, JobId, JobRow, JobStore, NewGlueHistory, Page,
+    Paged, StoreError,
+};
+
+const INSERT_JOB: &str = "INSERT INTO xxl_job_info (job_group, job_desc, add_time, update_time, \
+    author, alarm_email, schedule_type, schedule_conf, misfire_strategy, executor_route_strategy, \
+    executor_handler, executor_param, executor_block_strategy, executor_timeout, \
+    executor_fail_retry_count, glue_type, glue_source, glue_remark, glue_updatetime, child_jobid, \
+    trigger_status, trigger_last_time, trigger_next_time) VALUES (?, ?, FROM_UNIXTIME(?), \
+    FROM_UNIXTIME(?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, FROM_UNIXTIME(?), \
+    ?, ?, ?, ?)";
+const UPDATE_JOB: &str = "UPDATE xxl_job_info SET job_group = ?, job_desc = ?, \
+    update_time = FROM_UNIXTIME(?), author = ?, alarm_email = ?, schedule_type = ?, \
+    schedule_conf = ?, misfire_strategy = ?, executor_route_strategy = ?, executor_handler = ?, \
+    executor_param = ?, executor_block_strategy = ?, executor_timeout = ?, \
+    executor_fail_retry_count = ?, glue_type = ?, glue_source = ?, glue_remark = ?, \
+    glue_updatetime = FROM_UNIXTIME(?), child_jobid = ?, trigger_status = ?, \
+    trigger_last_time = ?, trigger_next_time = ? WHERE id = ?";
+const LOAD_JOB: &str = concat!("SELECT ", job_columns!(), " FROM xxl_job_info WHERE id = ?");
+const START_JOB: &str = "UPDATE xxl_job_info SET trigger_status = 1, trigger_last_time = 0, \
+    trigger_next_time = ?, update_time = FROM_UNIXTIME(?) WHERE id = ?";
+const STOP_JOB: &str = "UPDATE xxl_job_info SET trigger_status = 0, trigger_last_time = 0, \
+    trigger_next_time = 0, update_time = FROM_UNIXTIME(?) WHERE id = ?";
+/// Upstream deletes a job's logs and GLUE history with it; our tables follow.
+const DELETE_JOB: [&str; 5] = [
+    "DELETE FROM xxl_job_log WHERE job_id = ?",
+    "DELETE FROM xxl_job_logglue WHERE job_id = ?",
+    "DELETE FROM jobwheel_wasm_version WHERE job_id = ?",
+    "DELETE FROM jobwheel_ring_claim WHERE job_id = ?",
+    "DELETE FROM xxl_job_info WHERE id = ?",
+];
+
+const INSERT_GLUE: &str = "INSERT INTO xxl_job_logglue \
+    (job_id, glue_type, glue_source, glue_remark, add_time, update_time) \
+    VALUES (?, ?, ?, ?, FROM_UNIXTIME(?), FROM_UNIXTIME(?))";
+const TRIM_GLUE: &str = "DELETE FROM xxl_job_logglue WHERE job_id = ? AND id NOT IN \
+    (SELECT id FROM (SELECT id FROM xxl_job_logglue WHERE job_id = ? \
+    ORDER BY update_time DESC, id DESC LIMIT ?) AS newest)";
+const LIST_GLUE: &str = "SELECT id, job_id, glue_type, glue_source, glue_remark, \
+    CAST(UNIX_TIMESTAMP(add_time) AS SIGNED) AS add_time, CAST(UNIX_TIMESTAMP(update_time) AS SIGNED) AS update_time \
+    FROM xxl_job_logglue WHERE job_id = ? ORDER BY id DESC";
+
+fn push_job_filter(qb: &mut QueryBuilder<'_, MySql>, filter: &JobFilter) {
+    qb.push(" WHERE 1 = 1");
+    if let Some(group) = filter.job_group {
+        qb.push(" AND job_group = ").push_bind(group);
+    }
+    if let Some(status) = filter.trigger_status {
+        qb.push(" AND trigger_status = ").push_bind(status);
+    }
+    // LIKE follows the column collation: case-insensitive with upstream's utf8mb4 defaults.
+    if let Some(desc) = &filter.job_desc {
+        qb.push(" AND job_desc LIKE ").push_bind(like(desc));
+    }
+    if let Some(handler) = &filter.executor_handler {
+        qb.push(" AND executor_handler LIKE ").push_bind(like(handler));
+    }
+    if let Some(author) = &filter.author {
+        qb.push(" AND author LIKE ").push_bind(like(author));
+    }
+}
+
+#[async_trait]
+impl JobStore for MySqlStore {
+    async fn add_job(&self, job: &Job) -> Result<JobId, StoreError> {
+        let done = sqlx::query(INSERT_JOB)
+            .bind(job.job_group)
+            .bind(&job.job_desc)
+            .bind(opt_secs(job.add_time))
+            .bind(opt_secs(job.update_time))
+            .bind(&job.author)
+            .bind(&job.alarm_email)
+            .bind(&job.schedule_type)
+            .bind(&job.schedule_conf)
+            .bind(&job.misfire_strategy)
+            .bind(&job.executor_route_strategy)
+            .bind(&job.executor_handler)
+            .bind(&job.executor_param)
+            .bind(&job.executor_block_strategy)
+            .bind(job.executor_timeout)
+            .bind(job.executor_fail_retry_count)
+            .bind(&job.glue_type)
+            .bind(&job.glue_source)
+            .bind(&job.glue_remark)
+            .bind(opt_secs(job.glue_updatetime))
+            .bind(&job.child_jobid)
+            .bind(job.trigger_status)
+            .bind(job.trigger_last_time)
+            .bind(job.trigger_next_time)
+            .execute(&self.pool)
+            .await?;
+        Ok(JobId(inserted_id(&done)?))
+    }
+
+    async fn update_job(&self, id: JobId, job: &Job) -> Result<bool, StoreError> {
+        let done = sqlx::query(UPDATE_JOB)
+            .bind(job.job_group)
+            .bind(&job.job_desc)
+            .bind(opt_secs(job.update_time))
+            .bind(&job.author)
+            .bind(&job.alarm_email)
+            .bind(&job.schedule_type)
+            .bind(&job.schedule_conf)
+            .bind(&job.misfire_strategy)
+            .bind(&job.executor_route_strategy)
+            .bind(&job.executor_handler)
+            .bind(&job.executor_param)
+            .bind(&job.executor_block_strategy)
+            .bind(job.executor_timeout)
+            .bind(job.executor_fail_retry_count)
+            .bind(&job.glue_type)
+            .bind(&job.glue_source)
+            .bind(&job.glue_remark)
+            .bind(opt_secs(job.glue_updatetime))
+            .bind(&job.child_jobid)
+            .bind(job.trigger_status)
+            .bind(job.trigger_last_time)
+            .bind(job.trigger_next_time)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn delete_job(&self, id: JobId) -> Result<bool, StoreError> {
+        let mut tx = self.begin_tx().await?;
+        let mut deleted = 0;
+        for sql in DELETE_JOB {
+            deleted = sqlx::query(sql).bind(id).execute(&mut *tx).await?.rows_affected();
+        }
+        tx.commit().await?;
+        // The last statement deletes the job itself.
+        Ok(deleted > 0)
+    }
+
+    async fn load_job(&self, id: JobId) -> Result<Option<JobRow>, StoreError> {
+        Ok(sqlx::query_as(LOAD_JOB).bind(id).fetch_optional(&self.pool).await?)
+    }
+
+    async fn page_jobs(&self, filter: &JobFilter, page: Page) -> Result<Paged<JobRow>, StoreError> {
+        let mut count = QueryBuilder::new("SELECT COUNT(*) FROM xxl_job_info");
+        push_job_filter(&mut count, filter);
+        let total: i64 = count.build_query_scalar().fetch_one(&self.pool).await?;
+        let mut rows = QueryBuilder::new(concat!("SELECT ", job_columns!(), " FROM xxl_job_info"));
+        push_job_filter(&mut rows, filter);
+        rows.push(" ORDER BY id DESC LIMIT ").push_bind(i64::from(page.limit));
+        rows.push(" OFFSET ").push_bind(i64::from(page.offset));
+        let rows = rows.build_query_as().fetch_all(&self.pool).await?;
+        Ok(Paged { rows, total: total.try_into().unwrap_or_default() })
+    }
+
+    async fn start_job(&self, id: JobId, next_ms: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        let done = sqlx::query(START_JOB).bind(next_ms).bind(secs(now)).bind(id).execute(&self.pool).await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn stop_job(&self, id: JobId, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        let done = sqlx::query(STOP_JOB).bind(secs(now)).bind(id).execute(&self.pool).await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn add_glue_history(&self, glue: &NewGlueHistory) -> Result<i32, StoreError> {
+        let mut tx = self.begin_tx().await?;
+        let done = sqlx::query(INSERT_GLUE)
+            .bind(glue.job_id)
+            .bind(&glue.glue_type)
+            .bind(&glue.glue_source)
+            .bind(&glue.glue_remark)
+            .bind(secs(glue.now))
+            .bind(secs(glue.now))
+            .execute(&mut *tx)
+            .await?;
+        let id = inserted_id(&done)?;
+        sqlx::query(TRIM_GLUE)
+            .bind(glue.job_id)
+            .bind(glue.job_id)
+            .bind(i64::from(HISTORY_KEPT_PER_JOB))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    async fn list_glue_history(&self, job_id: JobId) -> Result<Vec<GlueHistoryRow>, StoreError> {
+        Ok(sqlx::query_as(LIST_GLUE).bind(job_id).fetch_all(&self.pool).await?)
+    }
+}
