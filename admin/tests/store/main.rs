@@ -11,6 +11,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use jobwheel_admin::store::{self, Store};
 
+mod adopt;
 mod catalog;
 mod logs;
 mod schedule;
@@ -100,6 +101,14 @@ async fn mysql_contract() -> anyhow::Result<()> {
     let result = run_contract(&url).await;
     sqlx::query(&format!("DROP DATABASE {database}")).execute(&admin).await?;
     result
+}
+
+#[tokio::test]
+async fn mysql_adopts_an_existing_xxl_job_database() -> anyhow::Result<()> {
+    let Ok(base) = std::env::var("JOBWHEEL_TEST_MYSQL_URL") else {
+        return Ok(());
+    };
+    adopt::check_mysql(&base).await
 }
 
 /// `mysql://user@host:port/old?x` → `mysql://user@host:port/<database>?x`.
