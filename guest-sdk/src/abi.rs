@@ -1,5 +1,6 @@
 //! The jobwheel guest ABI names (see `docs/guest-abi.md`), for jobs that want to read the
-//! environment themselves. They match `jobwheel_wasm::abi`; a test in the runtime checks that.
+//! environment themselves. The host runtime (`jobwheel_wasm::abi`) re-exports these, so host
+//! and guest share one definition.
 
 /// `argv[0]` the runtime passes; `argv[1]` is the job parameter.
 pub const ARGV0: &str = "jobwheel-job";

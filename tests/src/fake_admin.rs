@@ -173,11 +173,7 @@ async fn registry(
     headers: HeaderMap,
     axum::Json(param): axum::Json<RegistryParam>,
 ) -> axum::Json<Value> {
-    if let Err(reply) = check(&state, &headers) {
-        return reply;
-    }
-    state.recorded.lock().expect("recorded").registry.push(param);
-    axum::Json(json!({"code": 200, "msg": null, "content": null}))
+    record(&state, &headers, |r| r.registry.push(param))
 }
 
 async fn registry_remove(
@@ -185,10 +181,15 @@ async fn registry_remove(
     headers: HeaderMap,
     axum::Json(param): axum::Json<RegistryParam>,
 ) -> axum::Json<Value> {
-    if let Err(reply) = check(&state, &headers) {
+    record(&state, &headers, |r| r.registry_remove.push(param))
+}
+
+/// Checks the token and failure switch, then records the request like upstream's admin answers.
+fn record(state: &AdminState, headers: &HeaderMap, update: impl FnOnce(&mut Recorded)) -> axum::Json<Value> {
+    if let Err(reply) = check(state, headers) {
         return reply;
     }
-    state.recorded.lock().expect("recorded").registry_remove.push(param);
+    update(&mut state.recorded.lock().expect("recorded"));
     axum::Json(json!({"code": 200, "msg": null, "content": null}))
 }
 
@@ -197,13 +198,10 @@ async fn callback(
     headers: HeaderMap,
     axum::Json(body): axum::Json<CallbackBody>,
 ) -> axum::Json<Value> {
-    if let Err(reply) = check(&state, &headers) {
-        return reply;
-    }
-    let mut recorded = state.recorded.lock().expect("recorded");
-    recorded.callback_batches += 1;
-    recorded.callbacks.extend(body.into_items());
-    axum::Json(json!({"code": 200, "msg": null, "content": null}))
+    record(&state, &headers, |r| {
+        r.callback_batches += 1;
+        r.callbacks.extend(body.into_items());
+    })
 }
 
 async fn module(

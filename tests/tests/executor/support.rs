@@ -76,11 +76,12 @@ pub(crate) async fn wait_idle(executor: &TestExecutor, job_id: i32) {
     .await;
 }
 
-/// Waits until the job log of `log_id` (triggered now) contains `needle`.
-pub(crate) async fn wait_log_contains(executor: &TestExecutor, log_id: i64, needle: &str) {
-    let now = jobwheel_tests::now_ms();
+/// Waits until the job log of the trigger `body` (a `/run` body already sent) contains `needle`.
+pub(crate) async fn wait_log_contains(executor: &TestExecutor, body: &serde_json::Value, needle: &str) {
+    let log_id = body["logId"].as_i64().expect("logId");
+    let at = body["logDateTime"].as_i64().expect("logDateTime");
     jobwheel_tests::wait_until_async(SETTLE, &format!("log {log_id} to contain {needle:?}"), || async move {
-        executor.log_text(log_id, now).await.contains(needle).then_some(())
+        executor.log_text(log_id, at).await.contains(needle).then_some(())
     })
     .await;
 }

@@ -71,8 +71,9 @@ async fn an_infinite_loop_times_out_with_502_and_the_executor_keeps_serving() {
     let hello = rig.admin.add_module(sample_job("hello"));
     // Compile both first (a debug build compiles slowly) so the measured time is the run's.
     rig.executor.run(wasm_trigger(9, 9, &hello, "warm")).await;
-    rig.executor.run(wasm_trigger(8, 8, &burner, "")).await;
-    crate::support::wait_log_contains(&rig.executor, 8, "burning CPU").await;
+    let warm = wasm_trigger(8, 8, &burner, "");
+    rig.executor.run(warm.clone()).await;
+    crate::support::wait_log_contains(&rig.executor, &warm, "burning CPU").await;
     rig.executor.post("/kill", json!({"jobId": 8})).await;
     rig.admin.callback_for(9, SETTLE).await;
     rig.admin.callback_for(8, SETTLE).await;
@@ -96,8 +97,9 @@ async fn an_infinite_loop_times_out_with_502_and_the_executor_keeps_serving() {
 async fn kill_stops_an_infinite_loop_at_once() {
     let rig = wasm_rig().await;
     let burner = rig.admin.add_module(sample_job("cpu-burner"));
-    rig.executor.run(wasm_trigger(1, 1, &burner, "")).await;
-    crate::support::wait_log_contains(&rig.executor, 1, "burning CPU").await;
+    let body = wasm_trigger(1, 1, &burner, "");
+    rig.executor.run(body.clone()).await;
+    crate::support::wait_log_contains(&rig.executor, &body, "burning CPU").await;
     let killed_at = Instant::now();
     assert_eq!(rig.executor.post("/kill", json!({"jobId": 1})).await, json!({"code": 200}));
     let result = rig.admin.callback_for(1, SETTLE).await;

@@ -1,7 +1,6 @@
 //! Integration tests for `jobwheel-wasm`: real modules (WAT fixtures and the sample jobs)
 //! through a real runtime, one test binary so the runtime is compiled and linked once.
 
-mod abi;
 mod cancel;
 mod disk_cache;
 mod fixtures;
