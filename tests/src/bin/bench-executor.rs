@@ -37,22 +37,39 @@ struct Args {
     /// Most `/run` requests in flight.
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
+    /// `executorTimeout` of every trigger, in seconds (0 = none). With `--kind burner` (the
+    /// `cpu-burner` sample job, an infinite loop) every run lasts exactly this long, so
+    /// `--jobs` runs are alive at once and the printed peak RSS measures their footprint.
+    #[arg(long, default_value_t = 0)]
+    timeout: i32,
 }
 
-type Arrivals = Arc<Mutex<HashMap<i64, Instant>>>;
+/// When each log id's callback arrived, and with which handle code.
+type Arrivals = Arc<Mutex<HashMap<i64, (Instant, i32)>>>;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let args = Args::parse();
     let arrivals: Arrivals = Arc::default();
     let sink = TcpListener::bind("127.0.0.1:0").await?;
     let sink_url = format!("http://{}", sink.local_addr()?);
-    let hello =
-        if args.kind == "wasm" { jobwheel_tests::sample_jobs::sample_job("hello") } else { Vec::new() };
-    let digest = hex::encode(Sha256::digest(&hello));
-    let module = bytes::Bytes::from(hello);
+    let module = match args.kind.as_str() {
+        "wasm" => jobwheel_tests::sample_jobs::sample_job("hello"),
+        "burner" => jobwheel_tests::sample_jobs::sample_job("cpu-burner"),
+        _ => Vec::new(),
+    };
+    let digest = hex::encode(Sha256::digest(&module));
+    let module = bytes::Bytes::from(module);
     let app = Router::new()
         .route("/api/callback", post(callback))
+        .route("/api/registry", post(|| async { axum::Json(json!({"code": 200})) }))
+        .route("/api/registryRemove", post(|| async { axum::Json(json!({"code": 200})) }))
         .with_state(Arc::clone(&arrivals))
         .route("/api/wasm/{digest}", get(move || async move { module.clone() }));
     tokio::spawn(async move { axum::serve(sink, app).await });
@@ -74,19 +91,21 @@ async fn main() -> anyhow::Result<()> {
     let body_for = |i: usize| -> Value {
         let job_id = i32::try_from(i).unwrap_or(0) % args.jobs + 1;
         let log_id = i64::try_from(i).unwrap_or(0) + 1;
-        match args.kind.as_str() {
+        let mut body = match args.kind.as_str() {
             "shell" => {
                 let mut body = trigger(job_id, log_id, "GLUE_SHELL", "", "bench");
                 body["glueSource"] = json!("echo \"hello, $1!\"\n");
                 body["glueUpdatetime"] = json!(1);
                 body
             }
-            "wasm" => wasm_trigger(job_id, log_id, &digest, "bench"),
+            "wasm" | "burner" => wasm_trigger(job_id, log_id, &digest, "bench"),
             _ => trigger(job_id, log_id, "BEAN", "noop", ""),
-        }
+        };
+        body["executorTimeout"] = json!(args.timeout);
+        body
     };
-    if !matches!(args.kind.as_str(), "bean" | "shell" | "wasm") {
-        bail!("--kind must be bean, shell or wasm");
+    if !matches!(args.kind.as_str(), "bean" | "shell" | "wasm" | "burner") {
+        bail!("--kind must be bean, shell, wasm or burner");
     }
 
     let http = reqwest::Client::builder().pool_max_idle_per_host(args.concurrency).build()?;
@@ -122,15 +141,24 @@ async fn main() -> anyhow::Result<()> {
     }
     let arrivals = arrivals.lock().expect("arrivals").clone();
     let sent = sent.lock().expect("sent").clone();
-    let last = arrivals.values().max().copied().context("no callbacks")?;
+    let last = arrivals.values().map(|(at, _)| *at).max().context("no callbacks")?;
+    let mut codes: Vec<(i32, usize)> = Vec::new();
+    for (_, code) in arrivals.values() {
+        match codes.iter_mut().find(|(c, _)| c == code) {
+            Some((_, n)) => *n += 1,
+            None => codes.push((*code, 1)),
+        }
+    }
+    codes.sort_unstable();
+    let codes: Vec<String> = codes.iter().map(|(c, n)| format!("{c}:{n}")).collect();
     let total = last.duration_since(started);
     let mut latencies: Vec<Duration> =
-        sent.iter().map(|(id, at)| arrivals[id].saturating_duration_since(*at)).collect();
+        sent.iter().map(|(id, at)| arrivals[id].0.saturating_duration_since(*at)).collect();
     latencies.sort_unstable();
     let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize];
     let line = format!(
         "kind={} triggers={} jobs={} concurrency={} dispatch={:.2}s total={:.2}s throughput={:.0} runs/s \
-         latency p50={:.2}ms p99={:.2}ms max={:.2}ms",
+         latency p50={:.2}ms p99={:.2}ms max={:.2}ms handle_codes={} peak_rss={}",
         args.kind,
         args.triggers,
         args.jobs,
@@ -141,6 +169,8 @@ async fn main() -> anyhow::Result<()> {
         pct(0.5).as_secs_f64() * 1e3,
         pct(0.99).as_secs_f64() * 1e3,
         latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+        codes.join(","),
+        peak_rss(),
     );
     #[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
     {
@@ -158,7 +188,18 @@ async fn callback(
     let now = Instant::now();
     let mut arrivals = arrivals.lock().expect("arrivals");
     for item in body.into_items() {
-        arrivals.entry(item.log_id).or_insert(now);
+        if item.handle_code != 200 && arrivals.is_empty() {
+            tracing::warn!(log_id = item.log_id, code = item.handle_code, msg = %item.handle_msg, "first callback failed");
+        }
+        arrivals.entry(item.log_id).or_insert((now, item.handle_code));
     }
     axum::Json(json!({"code": 200}))
+}
+
+/// This process's peak resident set (`VmHWM`), executor and load generator together.
+fn peak_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| status.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l[6..].trim().to_owned()))
+        .unwrap_or_else(|| "unknown".to_owned())
 }
