@@ -117,3 +117,35 @@ async fn spooled_callbacks_survive_an_executor_restart() {
         .await;
     second.stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn shutdown_lets_running_jobs_finish_within_the_grace_period_and_kills_the_rest() {
+    let mut handlers = quick();
+    handlers.register("short", |ctx: JobContext| async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        ctx.log("finished during shutdown");
+        Ok(())
+    });
+    handlers.register("endless", |ctx: JobContext| async move {
+        ctx.stopped().await;
+        anyhow::bail!("stopped")
+    });
+    let rig = rig(handlers, |c| c.shutdown_grace = Duration::from_secs(1)).await;
+    rig.executor.run(trigger(1, 1, "BEAN", "short", "")).await;
+    rig.executor.run(trigger(2, 2, "BEAN", "endless", "")).await;
+    rig.executor.run(trigger(2, 3, "BEAN", "endless", "")).await;
+    rig.executor.stop().await.unwrap();
+    // `stop` returns only after every result was delivered (or spooled).
+    let recorded = rig.admin.recorded();
+    let result = |id: i64| recorded.callbacks.iter().find(|c| c.log_id == id).cloned().expect("callback");
+    assert_eq!(result(1).handle_code, 200, "a job shorter than the grace period completes");
+    assert_eq!(
+        (result(2).handle_code, result(2).handle_msg.as_str()),
+        (500, "web container destroy and kill the job. [job running, killed]")
+    );
+    assert_eq!(
+        (result(3).handle_code, result(3).handle_msg.as_str()),
+        (500, "web container destroy and kill the job. [job not executed, in the job queue, killed.]")
+    );
+    assert_eq!(recorded.registry_remove.len(), 1);
+}
