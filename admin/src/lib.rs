@@ -4,7 +4,10 @@
 //! `routing` (the ten upstream routing strategies) and `cron` (Quartz cron and next fire times).
 #![forbid(unsafe_code)]
 
+pub mod alarm;
 pub mod cron;
+pub mod engine;
+pub mod executor_client;
 pub mod routing;
 pub mod store;
 

@@ -1,0 +1,216 @@
+//! [`EmailAlarm`]: upstream's `EmailJobAlarm` over SMTP with lettre — one HTML mail per distinct
+//! address in the job's `alarm_email`, with upstream's subject and table.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lettre::message::Mailbox;
+use lettre::message::header::ContentType;
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+
+use super::{AlarmChannel, AlarmError, AlarmEvent};
+use crate::routing::MessageLang;
+
+/// How the SMTP connection is secured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmtpTls {
+    /// Plain SMTP (a local relay or a test sink).
+    None,
+    /// Plain connection upgraded with `STARTTLS` (required), usually port 587.
+    StartTls,
+    /// TLS from the first byte ("SMTPS"), usually port 465.
+    Tls,
+}
+
+/// Where and how to send mail (upstream `spring.mail.*`).
+#[derive(Clone)]
+pub struct SmtpConfig {
+    /// SMTP server host.
+    pub host: String,
+    /// SMTP server port.
+    pub port: u16,
+    /// Login, if the server wants one.
+    pub username: Option<String>,
+    /// Password for `username`.
+    pub password: Option<String>,
+    /// Sender address (`spring.mail.from`).
+    pub from: String,
+    /// Transport security.
+    pub tls: SmtpTls,
+    /// Per-connection timeout.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for SmtpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The password stays out of logs.
+        f.debug_struct("SmtpConfig")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("username", &self.username)
+            .field("from", &self.from)
+            .field("tls", &self.tls)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Upstream's e-mail alarm.
+pub struct EmailAlarm {
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+    from: Mailbox,
+    lang: MessageLang,
+}
+
+impl std::fmt::Debug for EmailAlarm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmailAlarm").field("from", &self.from).finish_non_exhaustive()
+    }
+}
+
+impl EmailAlarm {
+    /// An alarm sending through `config`, writing labels in `lang`.
+    pub fn new(config: &SmtpConfig, lang: MessageLang) -> Result<Self, AlarmError> {
+        let builder = match config.tls {
+            SmtpTls::None => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(config.host.clone()),
+            SmtpTls::StartTls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&config.host)
+                .map_err(|e| AlarmError::Email(e.to_string()))?,
+            SmtpTls::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(&config.host)
+                .map_err(|e| AlarmError::Email(e.to_string()))?,
+        };
+        let mut builder = builder.port(config.port).timeout(Some(config.timeout));
+        if let Some(username) = &config.username {
+            builder = builder
+                .credentials(Credentials::new(username.clone(), config.password.clone().unwrap_or_default()));
+        }
+        let from_address =
+            config.from.parse().map_err(|e| AlarmError::Email(format!("from {:?}: {e}", config.from)))?;
+        Ok(Self {
+            transport: builder.build(),
+            from: Mailbox::new(Some("jobwheel".to_owned()), from_address),
+            lang,
+        })
+    }
+}
+
+#[async_trait]
+impl AlarmChannel for EmailAlarm {
+    fn name(&self) -> &'static str {
+        "email"
+    }
+
+    async fn alarm(&self, event: &AlarmEvent) -> Result<(), AlarmError> {
+        let recipients: BTreeSet<&str> = event
+            .job
+            .job
+            .alarm_email
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .collect();
+        let labels = Labels::of(self.lang);
+        let body = mail_body(event, &labels);
+        let mut failure = None;
+        for to in recipients {
+            let sent = async {
+                let to = to.parse().map_err(|e| AlarmError::Email(format!("to {to:?}: {e}")))?;
+                let message = Message::builder()
+                    .from(self.from.clone())
+                    .to(to)
+                    .subject(labels.subject)
+                    .header(ContentType::TEXT_HTML)
+                    .body(body.clone())
+                    .map_err(|e| AlarmError::Email(e.to_string()))?;
+                self.transport.send(message).await.map_err(|e| AlarmError::Email(e.to_string()))?;
+                Ok::<(), AlarmError>(())
+            }
+            .await;
+            if let Err(e) = sent {
+                // Upstream tries every address and reports failure if any failed.
+                tracing::error!(job_id = event.job.id.0, log_id = event.log.id.0, to, error = %e, "alarm mail not sent");
+                failure = Some(e);
+            }
+        }
+        failure.map_or(Ok(()), Err)
+    }
+}
+
+/// The i18n labels of the mail.
+struct Labels {
+    subject: &'static str,
+    detail: &'static str,
+    group: &'static str,
+    id: &'static str,
+    desc: &'static str,
+    alarm_title: &'static str,
+    alarm_content: &'static str,
+    alarm_type: &'static str,
+}
+
+impl Labels {
+    fn of(lang: MessageLang) -> Self {
+        match lang {
+            MessageLang::Zh => Self {
+                subject: "任务调度中心监控报警",
+                detail: "监控告警明细",
+                group: "执行器",
+                id: "任务ID",
+                desc: "任务描述",
+                alarm_title: "告警类型",
+                alarm_content: "告警内容",
+                alarm_type: "调度失败",
+            },
+            MessageLang::En => Self {
+                subject: "Task Scheduling Center monitor alarm",
+                detail: "Monitor alarm details",
+                group: "Executor",
+                id: "Job ID",
+                desc: "Job description",
+                alarm_title: "Alarm type",
+                alarm_content: "Alarm content",
+                alarm_type: "Trigger fail",
+            },
+        }
+    }
+}
+
+/// Upstream's `alarmContent` and HTML table.
+fn mail_body(event: &AlarmEvent, l: &Labels) -> String {
+    let log = &event.log;
+    let mut content = format!("Alarm Job LogId={}", log.id);
+    if log.trigger_code != 200 {
+        content.push_str(&format!("<br>TriggerMsg=<br>{}", log.trigger_msg.as_deref().unwrap_or("null")));
+    }
+    if log.handle_code > 0 && log.handle_code != 200 {
+        content.push_str(&format!("<br>HandleCode={}", log.handle_msg.as_deref().unwrap_or("null")));
+    }
+    let group = event.group.as_ref().map_or("null", |g| g.group.title.as_str());
+    format!(
+        "<h5>{detail}：</span><table border=\"1\" cellpadding=\"3\" style=\"border-collapse:collapse; width:80%;\" >\n\
+         \x20  <thead style=\"font-weight: bold;color: #ffffff;background-color: #ff8c00;\" >      <tr>\n\
+         \x20        <td width=\"20%\" >{group_l}</td>\n\
+         \x20        <td width=\"10%\" >{id_l}</td>\n\
+         \x20        <td width=\"20%\" >{desc_l}</td>\n\
+         \x20        <td width=\"10%\" >{title_l}</td>\n\
+         \x20        <td width=\"40%\" >{content_l}</td>\n\
+         \x20     </tr>\n   </thead>\n   <tbody>\n      <tr>\n\
+         \x20        <td>{group}</td>\n\
+         \x20        <td>{id}</td>\n\
+         \x20        <td>{desc}</td>\n\
+         \x20        <td>{alarm_type}</td>\n\
+         \x20        <td>{content}</td>\n\
+         \x20     </tr>\n   </tbody>\n</table>",
+        detail = l.detail,
+        group_l = l.group,
+        id_l = l.id,
+        desc_l = l.desc,
+        title_l = l.alarm_title,
+        content_l = l.alarm_content,
+        id = event.job.id,
+        desc = event.job.job.job_desc,
+        alarm_type = l.alarm_type,
+    )
+}

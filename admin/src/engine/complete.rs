@@ -1,0 +1,169 @@
+//! Results of runs (upstream `JobCompleteHelper` and `XxlJobCompleter`, upstream-xxl-job.md
+//! §5.6): executor callbacks, the lost-job monitor and manual kills all store a handle result
+//! under the repeat guard and then "complete" the log — trigger child jobs on success, write
+//! the final message, and reschedule a FIX_DELAY job.
+
+use std::sync::Arc;
+
+use jobwheel_protocol::HandleCallbackParam;
+use tracing::Instrument;
+
+use super::i18n::{TriggerType, separator, texts};
+use super::trigger::{TriggerRequest, to_datetime};
+use super::{Engine, EngineError};
+use crate::store::{HandleOutcome, HandleResult, JobId, LogId, LogRow};
+
+/// Upstream: a running log older than this whose executor is no longer registered is lost.
+pub const LOST_AFTER_MS: i64 = 10 * 60 * 1000;
+
+const SUCCESS: i32 = 200;
+const FAIL: i32 = 500;
+
+impl Engine {
+    /// Applies executor callbacks: each result is stored unless the log already has one
+    /// (upstream "log repeate callback.", only logged), then the log is completed.
+    ///
+    /// Errors are storage failures; the caller should then answer the executor with a
+    /// failure so it spools and retries the batch (repeats are harmless).
+    pub async fn on_callbacks(self: &Arc<Self>, items: Vec<HandleCallbackParam>) -> Result<(), EngineError> {
+        let mut first_error = None;
+        for item in items {
+            let span = tracing::info_span!("callback", log_id = item.log_id, code = item.handle_code);
+            let result = HandleResult {
+                log_id: LogId(item.log_id),
+                handle_time: to_datetime(self.config.now_ms()),
+                handle_code: item.handle_code,
+                handle_msg: Some(item.handle_msg),
+            };
+            if let Err(e) = self.apply_and_complete(result).instrument(span).await {
+                tracing::error!(log_id = item.log_id, error = %e, "callback not applied");
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Stores `result` under the repeat guard and completes the log. `Ok(false)` if the log
+    /// does not exist or already had a result.
+    pub(crate) async fn apply_and_complete(
+        self: &Arc<Self>,
+        result: HandleResult,
+    ) -> Result<bool, EngineError> {
+        match self.store.apply_handle_result(&result).await? {
+            HandleOutcome::Applied(row) => {
+                self.complete(*row).await?;
+                Ok(true)
+            }
+            HandleOutcome::NotFound => {
+                tracing::warn!(log_id = result.log_id.0, "log item not found.");
+                Ok(false)
+            }
+            HandleOutcome::Repeated => {
+                tracing::debug!(log_id = result.log_id.0, "log repeate callback.");
+                Ok(false)
+            }
+        }
+    }
+
+    /// Upstream `complete(log)`: on success trigger the child jobs and append upstream's
+    /// report of them to `handle_msg`; write the final result; then (jobwheel) reschedule a
+    /// parked FIX_DELAY job from the completion time.
+    async fn complete(self: &Arc<Self>, log: LogRow) -> Result<(), EngineError> {
+        let job = self.store.load_job(log.job_id).await?;
+        let mut handle_msg = log.handle_msg.clone();
+        if log.handle_code == SUCCESS
+            && let Some(children) = job.as_ref().and_then(|j| j.job.child_jobid.clone())
+            && !children.trim().is_empty()
+        {
+            let report = self.trigger_children(log.job_id, &children);
+            handle_msg = Some(format!("{}{report}", handle_msg.unwrap_or_else(|| "null".to_owned())));
+            let completed = HandleResult {
+                log_id: log.id,
+                handle_time: log.handle_time.unwrap_or_else(|| to_datetime(self.config.now_ms())),
+                handle_code: log.handle_code,
+                handle_msg,
+            };
+            self.store.complete_log(&completed).await?;
+        }
+        if job.is_some() {
+            self.unpark_fix_delay(log.job_id, self.config.now_ms()).await?;
+        }
+        Ok(())
+    }
+
+    /// Triggers each child of `parent` as PARENT and returns upstream's message block.
+    fn trigger_children(self: &Arc<Self>, parent: JobId, children: &str) -> String {
+        let t = texts(self.config.lang);
+        let mut msg = separator(t.child_run);
+        let ids: Vec<&str> = children.split(',').collect();
+        let total = ids.len();
+        for (position, raw) in ids.iter().enumerate() {
+            let child = raw.trim().parse::<i32>().ok().filter(|id| *id > 0);
+            let line = match child {
+                // Upstream ≥ 2.5.0 skips a job listed as its own child, without a message.
+                Some(id) if id == parent.0 => {
+                    tracing::info!(job_id = id, "child job is the job itself, skipped");
+                    continue;
+                }
+                Some(id) => {
+                    // Asynchronous, so upstream always reports success with a null message.
+                    self.submit_trigger(TriggerRequest::new(JobId(id), TriggerType::Parent));
+                    t.child_msg_ok.replace("{result}", t.success).replace("{msg}", "null")
+                }
+                None => t.child_msg_bad_id.to_owned(),
+            };
+            msg.push_str(
+                &line
+                    .replace("{i}", &(position + 1).to_string())
+                    .replace("{n}", &total.to_string())
+                    .replace("{id}", raw),
+            );
+        }
+        msg
+    }
+
+    /// The lost-job monitor's pass: running logs older than 10 min whose executor address is
+    /// not registered any more are failed with upstream's "job result lost" and completed.
+    /// Returns the logs it failed.
+    pub async fn mark_lost_jobs(self: &Arc<Self>, now_ms: i64) -> Result<Vec<LogId>, EngineError> {
+        let lost = self.store.lost_log_ids(to_datetime(now_ms - LOST_AFTER_MS)).await?;
+        let mut marked = Vec::new();
+        for log_id in lost {
+            let result = HandleResult {
+                log_id,
+                handle_time: to_datetime(now_ms),
+                handle_code: FAIL,
+                handle_msg: Some(texts(self.config.lang).lost_fail.to_owned()),
+            };
+            if self.apply_and_complete(result).await? {
+                tracing::warn!(log_id = log_id.0, "job result lost, marked as failure");
+                marked.push(log_id);
+            }
+        }
+        Ok(marked)
+    }
+
+    /// Manual kill (upstream `/joblog/logKill`): only for a log whose trigger succeeded;
+    /// POSTs `/kill` to its executor, and on 200 fails the log with upstream's "killed by
+    /// operator" text and completes it. Returns the executor's message.
+    pub async fn kill(self: &Arc<Self>, log_id: LogId) -> Result<Option<String>, EngineError> {
+        let log = self.store.load_log(log_id).await?.ok_or(EngineError::LogNotFound(log_id))?;
+        let t = texts(self.config.lang);
+        let address = match (&log.executor_address, log.trigger_code) {
+            (Some(address), SUCCESS) => address.clone(),
+            _ => return Err(EngineError::Refused(t.kill_refused.to_owned())),
+        };
+        let reply = self.client.kill(&address, log.job_id.0).await;
+        if reply.code != SUCCESS {
+            return Err(EngineError::Executor { code: reply.code, msg: reply.msg });
+        }
+        let result = HandleResult {
+            log_id,
+            handle_time: to_datetime(self.config.now_ms()),
+            handle_code: FAIL,
+            handle_msg: Some(format!("{}:{}", t.killed_by_man, reply.msg.as_deref().unwrap_or(""))),
+        };
+        self.apply_and_complete(result).await?;
+        Ok(reply.msg)
+    }
+}

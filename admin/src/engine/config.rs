@@ -1,0 +1,119 @@
+//! [`EngineConfig`]: the engine's settings, with upstream's defaults (upstream-xxl-job.md §5,
+//! §8.1) and jobwheel's extensions (retry backoff, injectable clock).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono_tz::Tz;
+
+use crate::routing::{Clock, MessageLang, SystemClock};
+
+/// Upstream's floor of `xxl.job.triggerpool.fast.max`.
+pub const FAST_POOL_FLOOR: usize = 200;
+/// Upstream's floor of `xxl.job.triggerpool.slow.max`.
+pub const SLOW_POOL_FLOOR: usize = 100;
+/// Upstream's smallest accepted `xxl.job.logretentiondays` (≥ 3.1.0); below it retention is off.
+pub const MIN_LOG_RETENTION_DAYS: u32 = 3;
+
+/// How often the monitors run; upstream's values by default, shortened by tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MonitorIntervals {
+    /// Registry monitor (§5.4): 30 s.
+    pub registry: Duration,
+    /// Fail monitor (§5.5): 10 s.
+    pub fail: Duration,
+    /// Lost-job monitor (§5.6): 60 s.
+    pub lost: Duration,
+    /// Report and log retention (§5.7): 60 s.
+    pub report: Duration,
+}
+
+impl Default for MonitorIntervals {
+    fn default() -> Self {
+        Self {
+            registry: Duration::from_secs(30),
+            fail: Duration::from_secs(10),
+            lost: Duration::from_secs(60),
+            report: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Everything the engine needs besides its collaborators.
+#[derive(Clone)]
+pub struct EngineConfig {
+    /// Language of trigger and handle messages (`xxl.job.i18n`; upstream defaults to zh_CN).
+    pub lang: MessageLang,
+    /// This admin's address as shown in `trigger_msg` ("调度机器"; upstream: its IP).
+    pub admin_address: String,
+    /// Fast trigger pool concurrency (`xxl.job.triggerpool.fast.max`, default 300, floor 200).
+    pub fast_pool_max: usize,
+    /// Slow trigger pool concurrency (`xxl.job.triggerpool.slow.max`, default 200, floor 100).
+    pub slow_pool_max: usize,
+    /// Triggers waiting for the fast pool before new ones are dropped (upstream ≥ 2.5: 2000).
+    pub fast_queue: usize,
+    /// Triggers waiting for the slow pool before new ones are dropped (upstream ≥ 2.5: 5000).
+    pub slow_queue: usize,
+    /// The zone cron expressions and report days are evaluated in (upstream: the JVM's).
+    pub time_zone: Tz,
+    /// `xxl.job.logretentiondays`: logs older than this many days are deleted once a day;
+    /// below [`MIN_LOG_RETENTION_DAYS`] nothing is deleted.
+    pub log_retention_days: u32,
+    /// jobwheel extension: the fail monitor leaves a failed log alone (no retry, no alarm) until
+    /// this long after its result; zero is upstream's immediate retry.
+    pub retry_backoff: Duration,
+    /// Monitor periods.
+    pub intervals: MonitorIntervals,
+    /// The time source of every decision the engine makes (tests use a `ManualClock`).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("lang", &self.lang)
+            .field("admin_address", &self.admin_address)
+            .field("fast_pool_max", &self.fast_pool_max)
+            .field("slow_pool_max", &self.slow_pool_max)
+            .field("time_zone", &self.time_zone)
+            .field("log_retention_days", &self.log_retention_days)
+            .field("retry_backoff", &self.retry_backoff)
+            .field("intervals", &self.intervals)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EngineConfig {
+    /// Upstream ≥ 3.3 defaults, the system clock and the process's time zone.
+    pub fn new(admin_address: impl Into<String>) -> Self {
+        Self {
+            lang: MessageLang::Zh,
+            admin_address: admin_address.into(),
+            fast_pool_max: 300,
+            slow_pool_max: 200,
+            fast_queue: 2000,
+            slow_queue: 5000,
+            time_zone: crate::cron::local_time_zone(),
+            log_retention_days: 30,
+            retry_backoff: Duration::ZERO,
+            intervals: MonitorIntervals::default(),
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// Pool sizes with upstream's floors applied.
+    pub(crate) fn pool_sizes(&self) -> (usize, usize) {
+        (self.fast_pool_max.max(FAST_POOL_FLOOR), self.slow_pool_max.max(SLOW_POOL_FLOOR))
+    }
+
+    /// Upstream ≥ 3.3's `preReadCount = (fastMax + slowMax) * 10`.
+    pub(crate) fn pre_read_count(&self) -> u32 {
+        let (fast, slow) = self.pool_sizes();
+        u32::try_from((fast + slow) * 10).unwrap_or(u32::MAX)
+    }
+
+    /// The clock's time in epoch ms.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+}

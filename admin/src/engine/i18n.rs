@@ -1,0 +1,152 @@
+//! The user-visible texts the engine writes into `trigger_msg` and `handle_msg`, in upstream's
+//! two main bundles (`message_zh_CN.properties`, upstream's default, and `message_en.properties`).
+//!
+//! These strings end up in log rows that users and upstream-trained operators read, so they
+//! follow upstream's wording; the HTML around them (`<br>`, the cyan separators) is upstream's
+//! byte for byte.
+
+use crate::routing::MessageLang;
+
+/// Why a trigger happened (upstream `TriggerTypeEnum`); only used in message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TriggerType {
+    /// From the UI's "trigger once" or the API.
+    Manual,
+    /// From the scheduler (CRON, FIX_RATE and FIX_DELAY alike, as upstream).
+    Cron,
+    /// From the fail monitor.
+    Retry,
+    /// A child job of a job that succeeded.
+    Parent,
+    /// Defined upstream but never used; kept for completeness.
+    Api,
+    /// A misfired trigger fired once now (`FIRE_ONCE_NOW`).
+    Misfire,
+}
+
+impl TriggerType {
+    /// Upstream's title in `lang`.
+    pub fn title(self, lang: MessageLang) -> &'static str {
+        match (self, lang) {
+            (Self::Manual, MessageLang::Zh) => "手动触发",
+            (Self::Manual, MessageLang::En) => "Manual trigger",
+            (Self::Cron, MessageLang::Zh) => "Cron触发",
+            (Self::Cron, MessageLang::En) => "Cron trigger",
+            (Self::Retry, MessageLang::Zh) => "失败重试触发",
+            (Self::Retry, MessageLang::En) => "Fail retry trigger",
+            (Self::Parent, MessageLang::Zh) => "父任务触发",
+            (Self::Parent, MessageLang::En) => "Parent job trigger",
+            (Self::Api, MessageLang::Zh) => "API触发",
+            (Self::Api, MessageLang::En) => "Api trigger",
+            (Self::Misfire, MessageLang::Zh) => "调度过期补偿",
+            (Self::Misfire, MessageLang::En) => "Misfire compensation trigger",
+        }
+    }
+}
+
+/// The labels of one language.
+#[derive(Debug)]
+pub(crate) struct Texts {
+    pub(crate) trigger_type: &'static str,
+    pub(crate) admin_address: &'static str,
+    pub(crate) registry_type: &'static str,
+    pub(crate) address_type_auto: &'static str,
+    pub(crate) address_type_manual: &'static str,
+    pub(crate) registry_address: &'static str,
+    pub(crate) route_strategy: &'static str,
+    pub(crate) block_strategy: &'static str,
+    pub(crate) timeout: &'static str,
+    pub(crate) fail_retry_count: &'static str,
+    /// `jobconf_trigger_run`: the separator title and the `/run` result label.
+    pub(crate) trigger_run: &'static str,
+    /// `jobconf_trigger_address_empty`.
+    pub(crate) address_empty: &'static str,
+    /// `jobconf_trigger_child_run`.
+    pub(crate) child_run: &'static str,
+    /// `jobconf_callback_child_msg1` with `{i}`, `{n}`, `{id}`, `{result}`, `{msg}`.
+    pub(crate) child_msg_ok: &'static str,
+    /// `jobconf_callback_child_msg2` with `{i}`, `{n}`, `{id}`.
+    pub(crate) child_msg_bad_id: &'static str,
+    /// `system_success`.
+    pub(crate) success: &'static str,
+    /// `jobconf_trigger_type_retry` used as the retry separator's title.
+    pub(crate) retry_run: &'static str,
+    /// `joblog_lost_fail`.
+    pub(crate) lost_fail: &'static str,
+    /// `joblog_kill_log_byman`.
+    pub(crate) killed_by_man: &'static str,
+    /// `joblog_kill_log_limit`.
+    pub(crate) kill_refused: &'static str,
+}
+
+const ZH: Texts = Texts {
+    trigger_type: "触发类型",
+    admin_address: "调度机器",
+    registry_type: "执行器-注册方式",
+    address_type_auto: "自动注册",
+    address_type_manual: "手动录入",
+    registry_address: "执行器-地址列表",
+    route_strategy: "路由策略",
+    block_strategy: "阻塞处理策略",
+    timeout: "任务超时时间",
+    fail_retry_count: "失败重试次数",
+    trigger_run: "触发调度",
+    address_empty: "调度失败：执行器地址为空",
+    child_run: "触发子任务",
+    child_msg_ok: "{i}/{n} [任务ID={id}], 触发{result}, 触发备注: {msg} <br>",
+    child_msg_bad_id: "{i}/{n} [任务ID={id}], 触发失败, 触发备注: 任务ID格式错误 <br>",
+    success: "成功",
+    retry_run: "失败重试触发",
+    lost_fail: "任务结果丢失，标记失败",
+    killed_by_man: "人为操作，主动终止",
+    kill_refused: "调度失败，无法终止日志",
+};
+
+const EN: Texts = Texts {
+    trigger_type: "Trigger type",
+    admin_address: "Trigger admin address",
+    registry_type: "Executor registry type",
+    address_type_auto: "Automatic registration",
+    address_type_manual: "Manual registration",
+    registry_address: "Executor registry address",
+    route_strategy: "Route Strategy",
+    block_strategy: "Block Strategy",
+    timeout: "Job timeout period",
+    fail_retry_count: "Fail Retry Count",
+    trigger_run: "Trigger Job",
+    address_empty: "Trigger Fail: executor address is empty",
+    child_run: "Trigger child job",
+    child_msg_ok: "{i}/{n} [Job ID={id}], Trigger {result}, Trigger msg: {msg} <br>",
+    child_msg_bad_id: "{i}/{n} [Job ID={id}], Trigger Fail, Trigger msg: Job ID format error <br>",
+    success: "Success",
+    retry_run: "Fail retry trigger",
+    lost_fail: "Job result lost, marked as failure",
+    killed_by_man: "Manual operation, active termination",
+    kill_refused: "Trigger fail, can not kill the job log",
+};
+
+/// The texts of `lang`.
+pub(crate) fn texts(lang: MessageLang) -> &'static Texts {
+    match lang {
+        MessageLang::Zh => &ZH,
+        MessageLang::En => &EN,
+    }
+}
+
+/// Upstream's cyan section separator: `<br><br><span style="color:#00c0ef;" > >>>>>>>>>>>{title}<<<<<<<<<<< </span><br>`.
+pub(crate) fn separator(title: &str) -> String {
+    format!("<br><br><span style=\"color:#00c0ef;\" > >>>>>>>>>>>{title}<<<<<<<<<<< </span><br>")
+}
+
+/// The block strategy's admin-side title (`jobconf_block_*`); unknown names are serial, as
+/// upstream's `ExecutorBlockStrategyEnum.match(…, SERIAL_EXECUTION)`.
+pub(crate) fn block_title(name: Option<&str>, lang: MessageLang) -> &'static str {
+    match (name.unwrap_or_default(), lang) {
+        ("DISCARD_LATER", MessageLang::Zh) => "丢弃后续调度",
+        ("DISCARD_LATER", MessageLang::En) => "Discard Later",
+        ("COVER_EARLY", MessageLang::Zh) => "覆盖之前调度",
+        ("COVER_EARLY", MessageLang::En) => "Cover Early",
+        (_, MessageLang::Zh) => "单机串行",
+        (_, MessageLang::En) => "Serial execution",
+    }
+}

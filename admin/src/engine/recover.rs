@@ -1,0 +1,109 @@
+//! Recovery of ring claims that no live admin is going to fire: the durable half of the time
+//! ring (see `docs/engine.md`, "Crash recovery").
+//!
+//! A pending claim whose fire time is more than [`RECOVERY_GRACE_MS`] in the past, and that
+//! this process does not hold in its ring or pools, was taken by an admin that died (or that is
+//! hopelessly behind). Such a claim is treated like a trigger the schedule thread found late:
+//!
+//! - at most 5 s late → fired now, as a CRON trigger;
+//! - more than 5 s late → upstream's misfire rules per job: `FIRE_ONCE_NOW` fires the newest of
+//!   the job's late claims once, as MISFIRE, and discards the rest; `DO_NOTHING` discards them.
+//!
+//! The job's `trigger_next_time` was already advanced when the claim was taken, so nothing is
+//! refreshed — except a FIX_DELAY job parked for a run that is now discarded, which is
+//! rescheduled from now. Firing goes through `consume_claim_and_insert_log`, so even if the
+//! original admin is alive after all, each claim fires exactly once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::i18n::TriggerType;
+use super::schedule::PRE_READ_MS;
+use super::trigger::TriggerRequest;
+use super::{Engine, EngineError};
+use crate::store::{ClaimId, ClaimRow, JobId};
+
+/// How late a claim must be before another admin's ring is presumed dead. A live ring fires a
+/// claim in its second or one of the two after it.
+pub const RECOVERY_GRACE_MS: i64 = 3000;
+
+/// What recovery did with one claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// Fired late as CRON (at most 5 s late).
+    FiredLate,
+    /// Fired once as MISFIRE (`FIRE_ONCE_NOW`).
+    FiredMisfire,
+    /// Discarded (misfire `DO_NOTHING`, a duplicate under `FIRE_ONCE_NOW`, or a deleted job).
+    Discarded,
+}
+
+impl Engine {
+    /// Picks up pending claims left by a crashed admin (see the module docs); returns what
+    /// was done with each, by claim id.
+    pub async fn recover_claims(
+        self: &Arc<Self>,
+        now_ms: i64,
+    ) -> Result<Vec<(ClaimId, Recovery)>, EngineError> {
+        let stale: Vec<ClaimRow> = self
+            .store
+            .pending_claims(now_ms - RECOVERY_GRACE_MS)
+            .await?
+            .into_iter()
+            .filter(|claim| !self.holds_claim(claim.id))
+            .collect();
+        let mut done = Vec::new();
+        let mut misfired: BTreeMap<JobId, Vec<ClaimRow>> = BTreeMap::new();
+        for claim in stale {
+            if now_ms - claim.fire_time_ms <= PRE_READ_MS {
+                tracing::warn!(job_id = claim.job_id.0, claim = claim.id.0, "firing a recovered claim late");
+                self.fire_recovered(&claim, TriggerType::Cron);
+                done.push((claim.id, Recovery::FiredLate));
+            } else {
+                misfired.entry(claim.job_id).or_default().push(claim);
+            }
+        }
+        for (job_id, claims) in misfired {
+            done.extend(self.recover_misfired(job_id, claims, now_ms).await?);
+        }
+        Ok(done)
+    }
+
+    async fn recover_misfired(
+        self: &Arc<Self>,
+        job_id: JobId,
+        mut claims: Vec<ClaimRow>,
+        now_ms: i64,
+    ) -> Result<Vec<(ClaimId, Recovery)>, EngineError> {
+        tracing::warn!(job_id = job_id.0, claims = claims.len(), "schedule misfire of recovered claims");
+        let fire_once = match self.store.load_job(job_id).await? {
+            Some(job) => job.job.misfire_strategy == "FIRE_ONCE_NOW",
+            None => false,
+        };
+        // pending_claims orders by fire time: the newest is last.
+        let newest = if fire_once { claims.pop() } else { None };
+        let mut done = Vec::new();
+        for claim in claims {
+            if self.store.discard_claim(claim.id).await? {
+                done.push((claim.id, Recovery::Discarded));
+            }
+        }
+        match newest {
+            Some(claim) => {
+                self.fire_recovered(&claim, TriggerType::Misfire);
+                done.push((claim.id, Recovery::FiredMisfire));
+            }
+            // Nothing of this job fires: a FIX_DELAY job parked for it must not wait forever.
+            None => self.unpark_fix_delay(job_id, now_ms).await?,
+        }
+        Ok(done)
+    }
+
+    fn fire_recovered(self: &Arc<Self>, claim: &ClaimRow, trigger_type: TriggerType) {
+        self.hold_claim(claim.id);
+        self.submit_trigger(TriggerRequest {
+            claim: Some(claim.id),
+            ..TriggerRequest::new(claim.job_id, trigger_type)
+        });
+    }
+}

@@ -1,0 +1,90 @@
+//! The registry monitor (upstream `JobRegistryHelper`, upstream-xxl-job.md §5.4): drop
+//! registrations without a heartbeat for 90 s and rewrite every automatic group's address list
+//! from the live ones, sorted like Java's `Collections.sort`.
+//!
+//! jobwheel addition: [`Engine::refresh_group`] rebuilds one AppName's groups at once, so a
+//! newly registered executor is routable immediately instead of after up to 30 s.
+
+use std::collections::{BTreeSet, HashMap};
+
+use jobwheel_protocol::REGISTRY_GROUP_EXECUTOR;
+
+use super::trigger::to_datetime;
+use super::{Engine, EngineError};
+use crate::routing::sort_addresses;
+use crate::store::{Group, GroupRow};
+
+/// Upstream `DEAD_TIMEOUT`: a registration without heartbeat for this long is dead.
+pub const DEAD_TIMEOUT_MS: i64 = 90_000;
+
+/// Group `address_type` of automatic registration.
+const AUTO: i16 = 0;
+
+impl Engine {
+    /// One registry monitor pass at `now_ms`. Like upstream, it does nothing unless at least
+    /// one group registers automatically.
+    pub async fn refresh_registry(&self, now_ms: i64) -> Result<(), EngineError> {
+        let groups = self.store.list_groups().await?;
+        if !groups.iter().any(|g| g.group.address_type == AUTO) {
+            return Ok(());
+        }
+        let dead_before = to_datetime(now_ms - DEAD_TIMEOUT_MS);
+        let removed = self.store.remove_dead_registry(dead_before).await?;
+        if removed > 0 {
+            tracing::info!(removed, "removed dead executor registrations");
+        }
+        let live = self.live_addresses(now_ms, None).await?;
+        for group in groups.iter().filter(|g| g.group.address_type == AUTO) {
+            self.write_addresses(group, live.get(&group.group.app_name), now_ms).await?;
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the address lists of the automatic groups of `app_name` from the live
+    /// registry now (call after a registration or removal for that AppName).
+    pub async fn refresh_group(&self, app_name: &str) -> Result<(), EngineError> {
+        let now_ms = self.config.now_ms();
+        let live = self.live_addresses(now_ms, Some(app_name)).await?;
+        let groups = self.store.list_groups().await?;
+        for group in groups.iter().filter(|g| g.group.address_type == AUTO && g.group.app_name == app_name) {
+            self.write_addresses(group, live.get(app_name), now_ms).await?;
+        }
+        Ok(())
+    }
+
+    /// AppName → distinct live executor addresses (optionally of one AppName only).
+    async fn live_addresses(
+        &self,
+        now_ms: i64,
+        only: Option<&str>,
+    ) -> Result<HashMap<String, BTreeSet<String>>, EngineError> {
+        let alive_after = to_datetime(now_ms - DEAD_TIMEOUT_MS);
+        let mut live: HashMap<String, BTreeSet<String>> = HashMap::new();
+        for row in self.store.alive_registry(alive_after).await? {
+            if row.registry_group != REGISTRY_GROUP_EXECUTOR
+                || only.is_some_and(|app| app != row.registry_key)
+            {
+                continue;
+            }
+            live.entry(row.registry_key).or_default().insert(row.registry_value);
+        }
+        Ok(live)
+    }
+
+    /// Upstream's full-row group update with the sorted, comma-joined list (NULL when empty).
+    async fn write_addresses(
+        &self,
+        group: &GroupRow,
+        addresses: Option<&BTreeSet<String>>,
+        now_ms: i64,
+    ) -> Result<(), EngineError> {
+        let address_list = addresses.filter(|set| !set.is_empty()).map(|set| {
+            let mut list: Vec<String> = set.iter().cloned().collect();
+            sort_addresses(&mut list);
+            list.join(",")
+        });
+        let updated = Group { address_list, update_time: Some(to_datetime(now_ms)), ..group.group.clone() };
+        self.store.update_group(group.id, &updated).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,77 @@
+//! The log report and retention (upstream `JobLogReportHelper`, upstream-xxl-job.md §5.7):
+//! every minute, recount today and the two days before into `xxl_job_log_report`; once a day,
+//! delete logs older than the retention. jobwheel also purges fired/discarded ring claims here.
+
+use chrono::{DateTime, Days, NaiveTime, TimeZone, Utc};
+
+use super::config::MIN_LOG_RETENTION_DAYS;
+use super::trigger::to_datetime;
+use super::{Engine, EngineError};
+use crate::store::{LogClear, LogReport};
+
+/// Fired and discarded claims are kept this long (for diagnosis), then purged.
+pub const CLAIM_KEEP_MS: i64 = 60 * 60 * 1000;
+/// Retention runs at most once per this period (upstream: 24 h).
+const CLEAN_EVERY_MS: i64 = 24 * 60 * 60 * 1000;
+
+impl Engine {
+    /// One report pass at `now_ms`: the three day reports, the daily log clean-up (when due)
+    /// and the claim purge. Returns the number of logs deleted.
+    pub async fn report_and_clean(&self, now_ms: i64) -> Result<u64, EngineError> {
+        let tz = self.config.time_zone;
+        let now = to_datetime(now_ms);
+        let today = now.with_timezone(&tz).date_naive();
+        for back in 0..3u64 {
+            let Some(day) = today.checked_sub_days(Days::new(back)) else { continue };
+            let (Some(from), Some(next_day)) =
+                (local_midnight(tz, day), day.succ_opt().and_then(|d| local_midnight(tz, d)))
+            else {
+                continue;
+            };
+            // Upstream's day end is 23:59:59.999; the store keeps whole seconds.
+            let to = next_day - chrono::Duration::seconds(1);
+            let counts = self.store.log_counts(from, to).await?;
+            let clamp = |n: i64| i32::try_from(n).unwrap_or(i32::MAX);
+            self.store
+                .upsert_log_report(&LogReport {
+                    trigger_day: from,
+                    running_count: clamp(counts.running),
+                    suc_count: clamp(counts.success),
+                    fail_count: clamp(counts.failed()),
+                    update_time: now,
+                })
+                .await?;
+        }
+
+        let mut deleted = 0;
+        let retention = self.config.log_retention_days;
+        let clean_due = {
+            let mut last = self.last_clean_ms.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let due = retention >= MIN_LOG_RETENTION_DAYS && now_ms - *last > CLEAN_EVERY_MS;
+            if due {
+                *last = now_ms;
+            }
+            due
+        };
+        if clean_due
+            && let Some(before_day) = today.checked_sub_days(Days::new(u64::from(retention)))
+            && let Some(before) = local_midnight(tz, before_day)
+        {
+            deleted = self
+                .store
+                .clear_logs(&LogClear { trigger_before: Some(before), ..LogClear::default() })
+                .await?;
+            tracing::info!(deleted, retention_days = retention, "old logs deleted");
+        }
+        self.store.purge_claims(now_ms - CLAIM_KEEP_MS).await?;
+        Ok(deleted)
+    }
+}
+
+/// 00:00 of `day` in `tz` (the first instant of the day when midnight falls into a DST gap).
+fn local_midnight<Tz: TimeZone>(tz: Tz, day: chrono::NaiveDate) -> Option<DateTime<Utc>> {
+    (0..3)
+        .filter_map(|hour| NaiveTime::from_hms_opt(hour, 0, 0))
+        .find_map(|time| tz.from_local_datetime(&day.and_time(time)).earliest())
+        .map(|t| t.with_timezone(&Utc))
+}

@@ -1,0 +1,254 @@
+//! One pre-read cycle of the schedule thread (upstream `JobScheduleHelper`, upstream-xxl-job.md
+//! §5.1), made durable: every trigger the cycle takes from `xxl_job_info` is inserted as a ring
+//! claim in the same transaction that advances `trigger_next_time`.
+//!
+//! [`Engine::schedule_cycle`] takes `now_ms` so tests drive it with controlled time; the spawned
+//! loop in `tasks.rs` only adds the clock and upstream's aligned sleeps.
+
+use std::sync::Arc;
+
+use chrono_tz::Tz;
+
+use super::i18n::TriggerType;
+use super::ring::{RingEntry, ring_second};
+use super::trigger::TriggerRequest;
+use super::{Engine, EngineError};
+use crate::cron::{ScheduleType, next_trigger_time};
+use crate::store::{ClaimId, JobId, JobRow, NewClaim, TriggerTimeUpdate};
+
+/// Upstream `PRE_READ_MS`: the window the pre-read looks ahead, and the lateness beyond which
+/// a trigger is a misfire.
+pub const PRE_READ_MS: i64 = 5000;
+
+/// `trigger_next_time` of a running FIX_DELAY job whose run has fired and not completed yet:
+/// the pre-read never reaches it, and completion replaces it with `completion + delay`.
+pub const FIX_DELAY_PARKED: i64 = i64::MAX;
+
+/// Where a planned trigger goes after the pre-read commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Fired immediately through the trigger pool.
+    Now,
+    /// Pushed into the ring slot of this second.
+    Ring(u32),
+}
+
+/// One trigger a cycle planned (and claimed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlannedFire {
+    /// The job.
+    pub job_id: JobId,
+    /// The claim inserted for it.
+    pub claim: ClaimId,
+    /// The fire time the claim records, epoch ms.
+    pub fire_time_ms: i64,
+    /// CRON for due and ring triggers, MISFIRE for `FIRE_ONCE_NOW`.
+    pub trigger_type: TriggerType,
+    /// Fired now or pushed into the ring.
+    pub placement: Placement,
+}
+
+/// What one cycle did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CycleReport {
+    /// Jobs the pre-read returned (upstream's `preReadSuc` is `pre_read > 0`).
+    pub pre_read: usize,
+    /// Triggers claimed, in job order.
+    pub fires: Vec<PlannedFire>,
+    /// Jobs whose trigger was more than 5 s late.
+    pub misfired: Vec<JobId>,
+    /// The trigger-time updates written (stops included).
+    pub updates: Vec<TriggerTimeUpdate>,
+}
+
+/// The decisions for one job, before claims exist.
+struct JobPlan {
+    fires: Vec<(i64, TriggerType, Placement)>,
+    misfired: bool,
+    update: TriggerTimeUpdate,
+}
+
+/// The job's trigger times while its rules are applied (upstream mutates the job object).
+struct Times {
+    last: i64,
+    next: i64,
+    stopped: bool,
+}
+
+impl Times {
+    /// Upstream `refreshNextValidTime(job, from)`: success → last = old next, next = new;
+    /// no next time or an invalid schedule → the job is stopped (status 0, last 0, next 0).
+    fn refresh(&mut self, job: &JobRow, schedule_type: Option<ScheduleType>, tz: Tz, from_ms: i64) {
+        let conf = job.job.schedule_conf.as_deref().unwrap_or_default();
+        match schedule_type.map(|t| next_trigger_time(t, conf, tz, from_ms)) {
+            Some(Ok(Some(next))) => {
+                self.last = self.next;
+                self.next = next;
+            }
+            outcome => {
+                tracing::error!(job_id = job.id.0, ?outcome, "refresh next trigger time failed, job stopped");
+                *self = Self { last: 0, next: 0, stopped: true };
+            }
+        }
+    }
+
+    /// FIX_DELAY after firing: remember the fire time, wait for completion.
+    fn park(&mut self) {
+        self.last = self.next;
+        self.next = FIX_DELAY_PARKED;
+    }
+}
+
+/// Upstream's three cases for one pre-read job.
+fn plan_job(job: &JobRow, now_ms: i64, tz: Tz) -> JobPlan {
+    let schedule_type = job.job.schedule_type.parse::<ScheduleType>().ok();
+    let waits = schedule_type.is_some_and(ScheduleType::waits_for_completion);
+    let next = job.job.trigger_next_time;
+    let mut times = Times { last: job.job.trigger_last_time, next, stopped: false };
+    let mut fires = Vec::new();
+    let mut misfired = false;
+    if now_ms > next + PRE_READ_MS {
+        misfired = true;
+        tracing::warn!(job_id = job.id.0, next, "schedule misfire");
+        // Unknown strategies mean DO_NOTHING, as upstream's `MisfireStrategyEnum.match`.
+        let fire_once = job.job.misfire_strategy == "FIRE_ONCE_NOW";
+        if fire_once {
+            fires.push((now_ms, TriggerType::Misfire, Placement::Now));
+        }
+        if fire_once && waits {
+            times.park();
+        } else {
+            times.refresh(job, schedule_type, tz, now_ms);
+        }
+    } else if now_ms >= next {
+        fires.push((next, TriggerType::Cron, Placement::Now));
+        if waits {
+            times.park();
+        } else {
+            times.refresh(job, schedule_type, tz, now_ms);
+            if !times.stopped && now_ms + PRE_READ_MS > times.next {
+                let ring_time = times.next;
+                fires.push((ring_time, TriggerType::Cron, Placement::Ring(ring_second(ring_time))));
+                times.refresh(job, schedule_type, tz, ring_time);
+            }
+        }
+    } else {
+        fires.push((next, TriggerType::Cron, Placement::Ring(ring_second(next))));
+        if waits {
+            times.park();
+        } else {
+            times.refresh(job, schedule_type, tz, next);
+        }
+    }
+    let update = TriggerTimeUpdate {
+        job_id: job.id,
+        trigger_last_time: times.last,
+        trigger_next_time: times.next,
+        stop: times.stopped,
+    };
+    JobPlan { fires, misfired, update }
+}
+
+impl Engine {
+    /// One pre-read at `now_ms`: under the schedule lock, read the jobs due within 5 s, decide
+    /// misfire / fire now / ring for each, write their new trigger times and a claim per
+    /// trigger, commit; then fire the "now" triggers on the pools and push the rest into the
+    /// ring.
+    pub async fn schedule_cycle(self: &Arc<Self>, now_ms: i64) -> Result<CycleReport, EngineError> {
+        let tz = self.config.time_zone;
+        let mut tx = self.store.begin_schedule().await?;
+        let jobs = tx.due_jobs(now_ms + PRE_READ_MS, self.config.pre_read_count()).await?;
+        let mut report = CycleReport { pre_read: jobs.len(), ..CycleReport::default() };
+        let mut planned = Vec::new();
+        let mut claims = Vec::new();
+        for job in &jobs {
+            let plan = plan_job(job, now_ms, tz);
+            if plan.misfired {
+                report.misfired.push(job.id);
+            }
+            for (fire_time_ms, trigger_type, placement) in plan.fires {
+                claims.push(NewClaim { job_id: job.id, fire_time_ms, claimed_at_ms: now_ms });
+                planned.push((job.id, fire_time_ms, trigger_type, placement));
+            }
+            report.updates.push(plan.update);
+        }
+        if !report.updates.is_empty() {
+            tx.update_trigger_times(&report.updates).await?;
+        }
+        let claim_ids = if claims.is_empty() { Vec::new() } else { tx.insert_claims(&claims).await? };
+        tx.commit().await?;
+
+        for ((job_id, fire_time_ms, trigger_type, placement), claim) in planned.into_iter().zip(claim_ids) {
+            report.fires.push(PlannedFire { job_id, claim, fire_time_ms, trigger_type, placement });
+            self.hold_claim(claim);
+            match placement {
+                Placement::Now => {
+                    let request =
+                        TriggerRequest { claim: Some(claim), ..TriggerRequest::new(job_id, trigger_type) };
+                    self.submit_trigger(request);
+                }
+                Placement::Ring(second) => self.ring.push(second, RingEntry { claim, job_id, fire_time_ms }),
+            }
+        }
+        if !report.fires.is_empty() {
+            tracing::debug!(pre_read = report.pre_read, fires = report.fires.len(), "schedule cycle");
+        }
+        Ok(report)
+    }
+
+    /// The ring thread's work for one wake-up at `second` (0–59): take the due slots and fire
+    /// their claims through the pools. Returns what was fired.
+    pub fn drain_ring(self: &Arc<Self>, second: u32) -> Vec<RingEntry> {
+        let due = self.ring.take_due(second);
+        for entry in &due {
+            let request = TriggerRequest {
+                claim: Some(entry.claim),
+                ..TriggerRequest::new(entry.job_id, TriggerType::Cron)
+            };
+            self.submit_trigger(request);
+        }
+        due
+    }
+
+    /// Marks a claim as owned by this process (in the ring or queued), so recovery leaves it.
+    pub(crate) fn hold_claim(&self, claim: ClaimId) {
+        self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(claim);
+    }
+
+    /// The claim's trigger has run (or was dropped): recovery may look at it again.
+    pub(crate) fn release_claim(&self, claim: ClaimId) {
+        self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&claim);
+    }
+
+    /// Whether this process holds `claim`.
+    pub(crate) fn holds_claim(&self, claim: ClaimId) -> bool {
+        self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&claim)
+    }
+
+    /// FIX_DELAY: the run that parked `job_id` is over at `completed_ms`; schedule the next one
+    /// `delay` after it. Does nothing unless the job is running and parked.
+    pub(crate) async fn unpark_fix_delay(&self, job_id: JobId, completed_ms: i64) -> Result<(), EngineError> {
+        let Some(job) = self.store.load_job(job_id).await? else { return Ok(()) };
+        let parked = job.job.trigger_status == 1 && job.job.trigger_next_time == FIX_DELAY_PARKED;
+        if !parked {
+            return Ok(());
+        }
+        let schedule_type = job.job.schedule_type.parse::<ScheduleType>().ok();
+        let mut times =
+            Times { last: job.job.trigger_last_time, next: job.job.trigger_next_time, stopped: false };
+        times.refresh(&job, schedule_type, self.config.time_zone, completed_ms);
+        let update = TriggerTimeUpdate {
+            job_id,
+            // Keep the fire time recorded when parking as the last trigger time.
+            trigger_last_time: if times.stopped { 0 } else { job.job.trigger_last_time },
+            trigger_next_time: times.next,
+            stop: times.stopped,
+        };
+        // The update goes through the schedule lock so it never interleaves with a pre-read.
+        let mut tx = self.store.begin_schedule().await?;
+        tx.update_trigger_times(&[update]).await?;
+        tx.commit().await?;
+        tracing::debug!(job_id = job_id.0, next = times.next, "FIX_DELAY job rescheduled after completion");
+        Ok(())
+    }
+}

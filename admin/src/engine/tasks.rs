@@ -1,0 +1,150 @@
+//! The engine's background tasks: thin loops around the testable passes (`schedule_cycle`,
+//! `drain_ring`, `recover_claims`, the monitors), with upstream's sleeps and the shutdown order.
+//!
+//! Every task is spawned on the engine's `TaskTracker`. On shutdown the schedule thread stops
+//! taking jobs, the monitors stop, and the ring keeps firing for at most 10 s until it is
+//! empty (upstream 3.3.2+); anything left in it stays a pending claim for the next start.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::Engine;
+use super::ring::ring_second;
+
+/// Upstream waits this long for the ring to drain on shutdown.
+const RING_DRAIN_ON_STOP: Duration = Duration::from_secs(10);
+
+impl Engine {
+    /// Starts the scheduler, the ring and the monitors. They run until `shutdown` is
+    /// cancelled; [`Engine::stopped`] then waits for them and for in-flight triggers.
+    pub fn start(self: &Arc<Self>, shutdown: CancellationToken) {
+        let i = self.config.intervals;
+        self.spawn_periodic("registry_monitor", i.registry, &shutdown, |e, now| async move {
+            e.refresh_registry(now).await.map(|_| ())
+        });
+        self.spawn_periodic("fail_monitor", i.fail, &shutdown, |e, now| async move {
+            e.handle_failures(now).await.map(|_| ())
+        });
+        self.spawn_periodic("lost_monitor", i.lost, &shutdown, |e, now| async move {
+            e.mark_lost_jobs(now).await.map(|_| ())
+        });
+        self.spawn_periodic("report_monitor", i.report, &shutdown, |e, now| async move {
+            e.report_and_clean(now).await.map(|_| ())
+        });
+        let engine = Arc::clone(self);
+        let stop = shutdown.clone();
+        self.tracker
+            .spawn(async move { engine.ring_loop(stop).await }.instrument(tracing::info_span!("ring")));
+        let engine = Arc::clone(self);
+        self.tracker.spawn(
+            async move { engine.schedule_loop(shutdown).await }.instrument(tracing::info_span!("schedule")),
+        );
+    }
+
+    /// Waits until every task and trigger has finished (after `shutdown` was cancelled).
+    pub async fn stopped(&self) {
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+
+    /// Upstream's schedule thread: a pre-read per cycle (plus claim recovery), then sleep to
+    /// the next whole second — or five seconds ahead when nothing was due.
+    async fn schedule_loop(self: Arc<Self>, shutdown: CancellationToken) {
+        let first = 5000 - self.config.now_ms().rem_euclid(1000);
+        if sleep_or_stop(ms(first), &shutdown).await {
+            return;
+        }
+        while !shutdown.is_cancelled() {
+            let started = Instant::now();
+            let now_ms = self.config.now_ms();
+            let found = match self.schedule_cycle(now_ms).await {
+                Ok(report) => report.pre_read > 0,
+                Err(e) => {
+                    tracing::error!(error = %e, "schedule cycle failed");
+                    false
+                }
+            };
+            if let Err(e) = self.recover_claims(now_ms).await {
+                tracing::error!(error = %e, "claim recovery failed");
+            }
+            if started.elapsed() < Duration::from_secs(1) {
+                let window = if found { 1000 } else { 5000 };
+                let pause = window - self.config.now_ms().rem_euclid(1000);
+                if sleep_or_stop(ms(pause), &shutdown).await {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Upstream's ring thread: wake at each whole second and fire the due slots.
+    async fn ring_loop(self: Arc<Self>, shutdown: CancellationToken) {
+        let mut drain_deadline = None;
+        loop {
+            let pause = ms(1000 - self.config.now_ms().rem_euclid(1000));
+            match drain_deadline {
+                None => {
+                    if sleep_or_stop(pause, &shutdown).await {
+                        drain_deadline = Some(Instant::now() + RING_DRAIN_ON_STOP);
+                        continue;
+                    }
+                }
+                Some(deadline) => {
+                    if self.ring.is_empty() || Instant::now() >= deadline {
+                        if !self.ring.is_empty() {
+                            tracing::warn!(
+                                left = self.ring.len(),
+                                "ring not empty at shutdown; claims stay pending"
+                            );
+                        }
+                        return;
+                    }
+                    tokio::time::sleep(pause).await;
+                }
+            }
+            self.drain_ring(ring_second(self.config.now_ms()));
+        }
+    }
+
+    fn spawn_periodic<F, Fut>(
+        self: &Arc<Self>,
+        name: &'static str,
+        period: Duration,
+        shutdown: &CancellationToken,
+        pass: F,
+    ) where
+        F: Fn(Arc<Engine>, i64) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), super::EngineError>> + Send + 'static,
+    {
+        let engine = Arc::clone(self);
+        let shutdown = shutdown.clone();
+        let task = async move {
+            loop {
+                let now_ms = engine.config.now_ms();
+                if let Err(e) = pass(Arc::clone(&engine), now_ms).await {
+                    tracing::error!(error = %e, "monitor pass failed");
+                }
+                if sleep_or_stop(period, &shutdown).await {
+                    return;
+                }
+            }
+        };
+        self.tracker.spawn(task.instrument(tracing::info_span!("monitor", name)));
+    }
+}
+
+fn ms(millis: i64) -> Duration {
+    Duration::from_millis(u64::try_from(millis).unwrap_or(0))
+}
+
+/// Sleeps for `pause`; true if `shutdown` was cancelled first (or already).
+async fn sleep_or_stop(pause: Duration, shutdown: &CancellationToken) -> bool {
+    tokio::select! {
+        () = shutdown.cancelled() => true,
+        () = tokio::time::sleep(pause) => false,
+    }
+}

@@ -1,0 +1,298 @@
+//! The trigger path (upstream `JobTriggerPoolHelper.trigger` → `XxlJobTrigger.trigger` →
+//! `processTrigger`, upstream-xxl-job.md §5.2–5.3): load job and group, fan out broadcast
+//! shards, insert the log row first, build the `TriggerParam`, route, POST `/run`, and write
+//! the outcome and upstream's `trigger_msg` back to the log row.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use jobwheel_protocol::{GlueType, TriggerParam, WasmModuleRef};
+use tracing::Instrument;
+
+use super::i18n::{TriggerType, texts};
+use super::trigger_msg::{TriggerMsg, run_result_msg};
+use super::{Engine, EngineError};
+use crate::executor_client::ExecutorReply;
+use crate::routing::{
+    ExecutorRouteStrategy, RouteError, Shard, plan_shards, shard_address, split_address_list,
+};
+use crate::store::{ClaimId, GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, NewLog};
+
+/// One request to trigger a job (upstream's `trigger(jobId, triggerType, failRetryCount,
+/// executorShardingParam, executorParam, addressList)`), plus the ring claim it consumes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TriggerRequest {
+    /// The job.
+    pub job_id: JobId,
+    /// Why (only shown in `trigger_msg`).
+    pub trigger_type: TriggerType,
+    /// Remaining retries to record; `None` means the job's `executor_fail_retry_count`.
+    pub fail_retry_count: Option<i32>,
+    /// `"i/total"` of a retried broadcast shard: only that shard is re-run.
+    pub sharding_param: Option<String>,
+    /// Overrides the job's parameter when `Some` (manual triggers always pass one).
+    pub executor_param: Option<String>,
+    /// Overrides the group's addresses for this trigger when non-empty (manual trigger).
+    pub address_list: Option<Vec<String>>,
+    /// The durable ring claim this trigger fires (scheduled triggers only). Its log row is
+    /// inserted by consuming the claim, so a claim fires at most once across admins.
+    pub claim: Option<ClaimId>,
+}
+
+impl TriggerRequest {
+    /// A trigger of `job_id` with every optional part left to the job's configuration.
+    pub fn new(job_id: JobId, trigger_type: TriggerType) -> Self {
+        Self {
+            job_id,
+            trigger_type,
+            fail_retry_count: None,
+            sharding_param: None,
+            executor_param: None,
+            address_list: None,
+            claim: None,
+        }
+    }
+}
+
+/// What one trigger call did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TriggerOutcome {
+    /// Log rows written, one per shard, with their trigger codes.
+    Fired(Vec<(LogId, i32)>),
+    /// The claim had already been fired or discarded (by another admin or a duplicate).
+    ClaimGone,
+    /// The job no longer exists (its claim, if any, was discarded).
+    JobMissing,
+}
+
+/// The addresses of one trigger and where they came from.
+struct Targets {
+    address_type: i16,
+    addresses: Vec<String>,
+}
+
+impl Engine {
+    /// Queues `request` on the fast or slow pool (upstream `JobTriggerPoolHelper.trigger`).
+    /// Returns false if the pool's backlog is full and the trigger was dropped.
+    pub(crate) fn submit_trigger(self: &Arc<Self>, request: TriggerRequest) -> bool {
+        let engine = Arc::clone(self);
+        let job_id = request.job_id;
+        let claim = request.claim;
+        let accepted = self.pools.submit(job_id, async move {
+            if let Err(e) = engine.trigger(request).await {
+                tracing::error!(job_id = job_id.0, error = %e, "trigger failed");
+            }
+            if let Some(claim) = claim {
+                engine.release_claim(claim);
+            }
+        });
+        if !accepted && let Some(claim) = claim {
+            // The claim stays pending in the database; recovery fires it (late) or applies
+            // the misfire rules.
+            self.release_claim(claim);
+        }
+        accepted
+    }
+
+    /// Triggers a job now and waits for the `/run` calls. The pools call this; so do tests.
+    pub async fn trigger(&self, request: TriggerRequest) -> Result<TriggerOutcome, EngineError> {
+        let span =
+            tracing::info_span!("trigger", job_id = request.job_id.0, trigger_type = ?request.trigger_type);
+        self.trigger_inner(request).instrument(span).await
+    }
+
+    async fn trigger_inner(&self, request: TriggerRequest) -> Result<TriggerOutcome, EngineError> {
+        let Some(job) = self.store.load_job(request.job_id).await? else {
+            tracing::warn!("trigger fail, job not found");
+            if let Some(claim) = request.claim {
+                self.store.discard_claim(claim).await?;
+            }
+            return Ok(TriggerOutcome::JobMissing);
+        };
+        let group = self.store.load_group(job.job.job_group).await?;
+        let targets = targets(group.as_ref(), request.address_list.as_deref());
+        let strategy = job.job.executor_route_strategy.as_deref().and_then(|s| s.parse().ok());
+        let is_broadcast = strategy == Some(ExecutorRouteStrategy::ShardingBroadcast);
+        let shards = plan_shards(is_broadcast, targets.addresses.len(), request.sharding_param.as_deref());
+        // Upstream ≥ 3.3.2: every shard of one trigger shares one trigger time.
+        let trigger_time_ms = self.config.now_ms();
+        let new_log = NewLog {
+            job_group: job.job.job_group,
+            job_id: job.id,
+            trigger_time: to_datetime(trigger_time_ms),
+        };
+
+        let mut fired = Vec::with_capacity(shards.len());
+        for (position, shard) in shards.into_iter().enumerate() {
+            let log_id = match (position, request.claim) {
+                (0, Some(claim)) => match self.store.consume_claim_and_insert_log(claim, &new_log).await? {
+                    Some(log_id) => log_id,
+                    None => return Ok(TriggerOutcome::ClaimGone),
+                },
+                _ => self.store.insert_log(&new_log).await?,
+            };
+            let code = self
+                .process_trigger(
+                    &job,
+                    &targets,
+                    strategy,
+                    is_broadcast.then_some(shard),
+                    shard,
+                    log_id,
+                    trigger_time_ms,
+                    &request,
+                )
+                .await?;
+            fired.push((log_id, code));
+        }
+        if request.claim.is_some()
+            && fired.first().is_some_and(|(_, code)| *code != ExecutorReply::SUCCESS_CODE)
+        {
+            // A FIX_DELAY job parked for this run will get no callback: its run is over.
+            self.unpark_fix_delay(job.id, trigger_time_ms).await?;
+        }
+        Ok(TriggerOutcome::Fired(fired))
+    }
+
+    /// Upstream `processTrigger` for one shard whose log row `log_id` exists already.
+    #[allow(clippy::too_many_arguments, reason = "mirrors upstream's processTrigger parameters")]
+    async fn process_trigger(
+        &self,
+        job: &JobRow,
+        targets: &Targets,
+        strategy: Option<ExecutorRouteStrategy>,
+        broadcast_shard: Option<Shard>,
+        shard: Shard,
+        log_id: LogId,
+        trigger_time_ms: i64,
+        request: &TriggerRequest,
+    ) -> Result<i32, EngineError> {
+        let lang = self.config.lang;
+        let j = &job.job;
+        let fail_retry_count = request.fail_retry_count.unwrap_or(j.executor_fail_retry_count);
+        let executor_param =
+            request.executor_param.clone().or_else(|| j.executor_param.clone()).unwrap_or_default();
+        let wasm_module = match j.glue_type.parse::<GlueType>() {
+            Ok(GlueType::GlueWasm) => self.wasm_module_ref(job.id).await?,
+            _ => None,
+        };
+        let param = TriggerParam {
+            job_id: job.id.0,
+            executor_handler: j.executor_handler.clone().unwrap_or_default(),
+            executor_params: executor_param.clone(),
+            executor_block_strategy: j.executor_block_strategy.clone().unwrap_or_default(),
+            executor_timeout: j.executor_timeout,
+            log_id: log_id.0,
+            log_date_time: trigger_time_ms,
+            glue_type: j.glue_type.clone(),
+            glue_source: j.glue_source.clone().unwrap_or_default(),
+            glue_updatetime: j.glue_updatetime.map_or(0, |t| t.timestamp_millis()),
+            broadcast_index: shard.index,
+            broadcast_total: shard.total,
+            wasm_module: wasm_module.clone(),
+        };
+
+        let (address, route_msg) = self.pick_address(job.id, targets, strategy, broadcast_shard).await;
+        let wasm_missing = j.glue_type == GlueType::GlueWasm.name() && wasm_module.is_none();
+        let (code, run_msg) = match (&address, wasm_missing) {
+            (Some(_), true) => {
+                (ExecutorReply::FAIL_CODE, Some("GLUE_WASM job has no module uploaded".to_owned()))
+            }
+            (Some(address), false) => {
+                let reply = self.client.run(address, &param).await;
+                (reply.code, Some(run_result_msg(lang, address, reply.code, reply.msg.as_deref())))
+            }
+            (None, _) => (ExecutorReply::FAIL_CODE, None),
+        };
+        tracing::debug!(log_id = log_id.0, address = ?address, code, "trigger sent");
+
+        let trigger_msg = TriggerMsg {
+            lang,
+            trigger_type: request.trigger_type,
+            admin_address: &self.config.admin_address,
+            address_type: targets.address_type,
+            addresses: &targets.addresses,
+            route_strategy: j.executor_route_strategy.as_deref(),
+            shard: broadcast_shard,
+            block_strategy: j.executor_block_strategy.as_deref(),
+            timeout: j.executor_timeout,
+            fail_retry_count,
+            route_msg: route_msg.as_deref(),
+            run_msg: run_msg.as_deref(),
+        }
+        .render();
+        self.store
+            .update_log_trigger(&LogTriggerUpdate {
+                log_id,
+                trigger_time: to_datetime(trigger_time_ms),
+                trigger_code: code,
+                trigger_msg: Some(trigger_msg),
+                executor_address: address,
+                executor_handler: j.executor_handler.clone(),
+                executor_param: Some(executor_param),
+                executor_sharding_param: broadcast_shard.map(Shard::log_param),
+                executor_fail_retry_count: fail_retry_count,
+            })
+            .await?;
+        Ok(code)
+    }
+
+    /// The executor address of one shard and the routing message for `trigger_msg`.
+    async fn pick_address(
+        &self,
+        job_id: JobId,
+        targets: &Targets,
+        strategy: Option<ExecutorRouteStrategy>,
+        broadcast_shard: Option<Shard>,
+    ) -> (Option<String>, Option<String>) {
+        if targets.addresses.is_empty() {
+            return (None, Some(texts(self.config.lang).address_empty.to_owned()));
+        }
+        if let Some(shard) = broadcast_shard {
+            return (shard_address(&targets.addresses, shard.index).map(str::to_owned), None);
+        }
+        let Some(strategy) = strategy else {
+            return (None, Some("executor route strategy is not valid.".to_owned()));
+        };
+        match self.router.route(strategy, job_id.0, &targets.addresses, &*self.client).await {
+            Ok(route) => (Some(route.address), route.msg),
+            Err(RouteError::AllProbesFailed { msg }) => (None, Some(msg)),
+            Err(e) => (None, Some(e.to_string())),
+        }
+    }
+
+    /// `wasmModule` for a GLUE_WASM job: its newest uploaded version. The URL is relative;
+    /// executors resolve it against the admin address they are configured with.
+    async fn wasm_module_ref(&self, job_id: JobId) -> Result<Option<WasmModuleRef>, EngineError> {
+        let Some(version) = self.store.list_wasm_versions(job_id).await?.into_iter().next() else {
+            return Ok(None);
+        };
+        let size = self.store.get_wasm_module(&version.digest).await?.map_or(0, |m| m.size);
+        Ok(Some(WasmModuleRef {
+            url: format!("api/wasm/{}", version.digest),
+            digest: version.digest,
+            size: u64::try_from(size).unwrap_or(0),
+        }))
+    }
+}
+
+/// The group's addresses, or the caller's override (which makes the group "manual" for this
+/// trigger, as upstream does). A missing group has no addresses.
+fn targets(group: Option<&GroupRow>, override_list: Option<&[String]>) -> Targets {
+    match override_list.filter(|list| !list.is_empty()) {
+        Some(list) => Targets { address_type: 1, addresses: list.to_vec() },
+        None => Targets {
+            address_type: group.map_or(0, |g| g.group.address_type),
+            addresses: group
+                .and_then(|g| g.group.address_list.as_deref())
+                .filter(|list| !list.trim().is_empty())
+                .map(split_address_list)
+                .unwrap_or_default(),
+        },
+    }
+}
+
+/// Epoch ms → `DateTime<Utc>` (the store keeps whole seconds of it).
+pub(crate) fn to_datetime(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}

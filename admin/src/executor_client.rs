@@ -1,0 +1,167 @@
+//! The admin's client for the executor API (`/run`, `/kill`, `/log`, `/beat`, `/idleBeat`),
+//! upstream-xxl-job.md §1.4: JSON over HTTP with the `XXL-JOB-ACCESS-TOKEN` header, a per-call
+//! timeout, and every failure folded into a `code 500` reply with upstream's message.
+//!
+//! The engine talks to executors only through [`ExecutorApi`], so its tests can script replies
+//! with a fake; [`HttpExecutorClient`] is the real implementation and also the router's
+//! [`Probe`] for FAILOVER/BUSYOVER.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use jobwheel_protocol::envelope::{AckEnvelope, Envelope};
+use jobwheel_protocol::executor_api::{IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::routing::{Probe, ProbeResult};
+
+pub use jobwheel_protocol::ACCESS_TOKEN_HEADER;
+
+/// Upstream's default `xxl.job.timeout`: 3 s for connect and read.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The `code`/`msg` of an executor's reply. Transport and decoding failures are replies too
+/// (`code 500` with upstream's message), as in upstream's `XxlJobRemotingUtil`.
+pub type ExecutorReply = ProbeResult;
+
+/// A `/log` reply: the envelope's code and message, and the page if one came back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogReply {
+    /// `code` (500 for transport failures).
+    pub code: i32,
+    /// `msg`.
+    pub msg: Option<String>,
+    /// The page, from `content` (Gen A) or `data` (Gen B).
+    pub result: Option<LogResult>,
+}
+
+/// What the engine asks of executors. `Probe` (`/beat`, `/idleBeat`) is a supertrait so the
+/// same object routes FAILOVER and BUSYOVER.
+#[async_trait]
+pub trait ExecutorApi: Probe + Send + Sync {
+    /// `POST {address}/run`.
+    async fn run(&self, address: &str, param: &TriggerParam) -> ExecutorReply;
+    /// `POST {address}/kill` with `{"jobId": job_id}`.
+    async fn kill(&self, address: &str, job_id: i32) -> ExecutorReply;
+    /// `POST {address}/log`.
+    async fn log(&self, address: &str, param: &LogParam) -> LogReply;
+}
+
+/// Why the HTTP client could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the executor HTTP client: {0}")]
+pub struct ClientBuildError(#[from] reqwest::Error);
+
+/// [`ExecutorApi`] over HTTP with reqwest.
+#[derive(Debug, Clone)]
+pub struct HttpExecutorClient {
+    http: reqwest::Client,
+    access_token: Option<String>,
+}
+
+impl HttpExecutorClient {
+    /// A client sending `access_token` (when set) with every call; `timeout` bounds connecting
+    /// and the whole exchange, like upstream's `xxl.job.timeout`.
+    pub fn new(access_token: Option<String>, timeout: Duration) -> Result<Self, ClientBuildError> {
+        // One pooled client for all executors: reqwest keeps connections per host, which is
+        // what upstream's per-address client cache achieves.
+        let http = reqwest::Client::builder().connect_timeout(timeout).timeout(timeout).build()?;
+        Ok(Self { http, access_token })
+    }
+
+    /// POSTs `body` as JSON to `{address}/{method}` and decodes the envelope.
+    async fn call<B, T>(&self, address: &str, method: &str, body: Option<&B>) -> Envelope<T>
+    where
+        B: Serialize + Sync + ?Sized,
+        T: DeserializeOwned,
+    {
+        let url = endpoint(address, method);
+        let mut request = self.http.post(&url).header("Content-Type", "application/json;charset=UTF-8");
+        if let Some(token) = &self.access_token {
+            request = request.header(ACCESS_TOKEN_HEADER, token);
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(e) => return Envelope::fail(format!("xxl-job remoting error({e}), for url : {url}")),
+        };
+        let status = response.status();
+        if status != reqwest::StatusCode::OK {
+            return Envelope::fail(format!(
+                "xxl-job remoting fail, StatusCode({}) invalid. for url : {url}",
+                status.as_u16()
+            ));
+        }
+        let text = match response.text().await {
+            Ok(text) => text,
+            Err(e) => return Envelope::fail(format!("xxl-job remoting error({e}), for url : {url}")),
+        };
+        match serde_json::from_str::<Envelope<T>>(&text) {
+            Ok(envelope) => envelope,
+            Err(_) => {
+                Envelope::fail(format!("xxl-job remoting (url={url}) response content invalid({text})."))
+            }
+        }
+    }
+
+    async fn ack<B: Serialize + Sync + ?Sized>(
+        &self,
+        address: &str,
+        method: &str,
+        body: Option<&B>,
+    ) -> ExecutorReply {
+        let envelope: AckEnvelope = self.call(address, method, body).await;
+        ProbeResult { code: envelope.code, msg: envelope.msg }
+    }
+}
+
+/// `{address}/{method}` with exactly one `/` between them, so registered addresses with or
+/// without a trailing slash, and with a path (`http://host/prefix/`), all work.
+pub fn endpoint(address: &str, method: &str) -> String {
+    format!("{}/{method}", address.trim_end_matches('/'))
+}
+
+#[async_trait]
+impl Probe for HttpExecutorClient {
+    async fn beat(&self, address: &str) -> ProbeResult {
+        // Upstream ≥ 3.3 sends no body; executors ignore it either way.
+        self.ack::<()>(address, "beat", None).await
+    }
+
+    async fn idle_beat(&self, address: &str, job_id: i32) -> ProbeResult {
+        self.ack(address, "idleBeat", Some(&IdleBeatParam { job_id })).await
+    }
+}
+
+#[async_trait]
+impl ExecutorApi for HttpExecutorClient {
+    async fn run(&self, address: &str, param: &TriggerParam) -> ExecutorReply {
+        self.ack(address, "run", Some(param)).await
+    }
+
+    async fn kill(&self, address: &str, job_id: i32) -> ExecutorReply {
+        self.ack(address, "kill", Some(&KillParam { job_id })).await
+    }
+
+    async fn log(&self, address: &str, param: &LogParam) -> LogReply {
+        let envelope: Envelope<LogResult> = self.call(address, "log", Some(param)).await;
+        let (code, msg) = (envelope.code, envelope.msg.clone());
+        LogReply { code, msg, result: envelope.into_payload() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::endpoint;
+
+    #[test]
+    fn endpoint_normalises_the_trailing_slash_and_keeps_paths() {
+        assert_eq!(endpoint("http://10.0.0.5:9999/", "run"), "http://10.0.0.5:9999/run");
+        assert_eq!(endpoint("http://10.0.0.5:9999", "run"), "http://10.0.0.5:9999/run");
+        assert_eq!(endpoint("http://h/prefix/", "idleBeat"), "http://h/prefix/idleBeat");
+        assert_eq!(endpoint("http://h/prefix", "log"), "http://h/prefix/log");
+    }
+}

@@ -1,0 +1,10 @@
+//! Engine tests: the scheduler with controlled time (and its claim recovery on every backend),
+//! the trigger path and the monitors against a fake executor, alarms to local SMTP and webhook
+//! receivers, and one end-to-end run on a real in-process executor.
+
+mod client;
+mod completion;
+mod real_executor;
+mod scheduler;
+mod support;
+mod trigger;
