@@ -5,10 +5,14 @@
 #![forbid(unsafe_code)]
 
 pub mod alarm;
+pub mod app;
+pub mod config;
 pub mod cron;
 pub mod engine;
 pub mod executor_client;
+pub mod http;
 pub mod routing;
+pub mod secrets;
 pub mod store;
 
 pub use jobwheel_protocol as protocol;

@@ -1,0 +1,150 @@
+//! Wires the admin together and runs it until shutdown.
+//!
+//! Start: open the database (migrations), settle the first-start secrets, build the core, serve.
+//! Shutdown: stop accepting connections and let in-flight requests finish, then apply every
+//! queued callback — each bounded by the configured grace period, with what was abandoned
+//! logged — because executors never resend a callback the admin acknowledged.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use jobwheel_protocol::DEAD_TIMEOUT_SECS;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
+
+use crate::config::AdminConfig;
+use crate::http::{self, AccessToken, AdminCore, CallbackQueue, HttpState, RecentRegistrations};
+use crate::secrets::{self, TokenSource};
+use crate::store::{self, Store};
+
+/// Runs the admin on `listener` until `shutdown` resolves, then shuts down gracefully.
+///
+/// `make_core` receives the connected store and returns the [`AdminCore`] the HTTP edge calls:
+/// `jobwheel-admin` passes [`StoreOnlyCore`](crate::http::StoreOnlyCore) until the scheduling
+/// engine is wired in; tests pass a recording fake.
+pub async fn run<F>(
+    config: AdminConfig,
+    make_core: F,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()>
+where
+    F: FnOnce(Arc<dyn Store>) -> Arc<dyn AdminCore> + Send,
+{
+    let local = listener.local_addr().context("listener has no local address")?;
+    let store = store::connect(&config.database_url).await.context("cannot open the database")?;
+    let secrets = secrets::prepare(store.as_ref(), config.access_token.as_deref(), &config.data_dir)
+        .await
+        .context("cannot prepare the access token and the first admin user")?;
+    if let Some(notice) = secrets.first_start_notice(&admin_url(local)) {
+        show_once(&notice);
+    }
+    match &secrets.token_source {
+        TokenSource::Configured => tracing::info!("using the configured access token"),
+        TokenSource::Stored(path) | TokenSource::Generated(path) => {
+            tracing::info!(file = %path.display(), "using the access token stored in a file");
+        }
+    }
+
+    let core = make_core(Arc::clone(&store));
+    let tasks = TaskTracker::new();
+    let callbacks = CallbackQueue::spawn(Arc::clone(&core), &tasks);
+    let state = Arc::new(HttpState {
+        store,
+        core,
+        token: AccessToken::new(&secrets.access_token),
+        callbacks: callbacks.clone(),
+        registrations: RecentRegistrations::new(Duration::from_secs(DEAD_TIMEOUT_SECS)),
+    });
+    drop(secrets);
+
+    let server_stop = CancellationToken::new();
+    let mut server = tokio::spawn(
+        axum::serve(listener, http::router(state))
+            .with_graceful_shutdown(server_stop.clone().cancelled_owned())
+            .into_future()
+            .in_current_span(),
+    );
+    tracing::info!(%local, "jobwheel admin started");
+
+    tokio::select! {
+        () = shutdown => {}
+        result = &mut server => {
+            // The server never ends on its own; if it did, report why instead of idling.
+            callbacks.close();
+            return match result {
+                Ok(Ok(())) => Err(anyhow::anyhow!("the HTTP server stopped unexpectedly")),
+                Ok(Err(e)) => Err(anyhow::Error::new(e).context("the HTTP server failed")),
+                Err(e) => Err(anyhow::Error::new(e).context("the HTTP server task failed")),
+            };
+        }
+    }
+    tracing::info!("shutting down: finishing requests and queued callbacks");
+    server_stop.cancel();
+    match tokio::time::timeout(config.shutdown_grace, &mut server).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => tracing::error!(error = %e, "the HTTP server failed"),
+        Ok(Err(e)) => tracing::error!(error = %e, "the HTTP server task failed"),
+        Err(_) => {
+            tracing::warn!("requests still open after the shutdown grace period; closing them");
+            server.abort();
+        }
+    }
+    callbacks.close();
+    tasks.close();
+    if tokio::time::timeout(config.shutdown_grace, tasks.wait()).await.is_err() {
+        tracing::error!(
+            batches = callbacks.pending(),
+            "callback batches not applied within the shutdown grace period; their results are lost"
+        );
+    }
+    tracing::info!("jobwheel admin stopped");
+    Ok(())
+}
+
+/// The base URL executors should be given, for the first-start notice.
+fn admin_url(local: SocketAddr) -> String {
+    if local.ip().is_unspecified() {
+        format!("http://<this host>:{}", local.port())
+    } else {
+        format!("http://{local}")
+    }
+}
+
+/// Writes the first-start notice to stderr, outside the log stream: it must reach the operator
+/// once and in full, whatever `RUST_LOG` says, and log collectors should not index secrets
+/// under a log level.
+#[allow(clippy::print_stderr, reason = "the generated secrets are shown to the operator exactly once")]
+fn show_once(notice: &str) {
+    eprintln!("{notice}");
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => tracing::info!("SIGINT received"),
+        () = terminate => tracing::info!("SIGTERM received"),
+    }
+}

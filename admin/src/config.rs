@@ -1,0 +1,323 @@
+//! Command line and environment configuration of `jobwheel-admin`, validated once into
+//! [`AdminConfig`].
+//!
+//! Every flag can also be set as `JOBWHEEL_<FLAG>`. The mapping from upstream's `xxl.job.*`
+//! properties is in `docs/admin.md`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The admin's default listen address (upstream `server.port=8080`, but loopback only).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// The embedded default database.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/jobwheel.db";
+/// Where the generated access token is kept when the database is not a SQLite file.
+pub const DEFAULT_DATA_DIR: &str = "data";
+
+#[derive(Debug, Clone, clap::Parser)]
+#[command(
+    name = "jobwheel-admin",
+    version,
+    about = "jobwheel admin: schedules jobs on jobwheel and xxl-job executors"
+)]
+pub struct Cli {
+    /// Address the admin (UI, JSON API and executor API) listens on.
+    #[arg(long, env = "JOBWHEEL_LISTEN", default_value = DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+    /// Database: `sqlite://FILE`, `postgres://…` or `mysql://…` (`mariadb://…`).
+    #[arg(long, env = "JOBWHEEL_DATABASE_URL", default_value = DEFAULT_DATABASE_URL, hide_env_values = true)]
+    pub database_url: String,
+    /// Shared secret executors send in `XXL-JOB-ACCESS-TOKEN` (and the admin sends to them).
+    /// Unset: a token is generated on first start and kept in `{data-dir}/access-token`.
+    #[arg(long, env = "JOBWHEEL_ACCESS_TOKEN", hide_env_values = true)]
+    pub access_token: Option<String>,
+    /// Directory for the generated access token (default: the SQLite database's directory, or
+    /// `data` for PostgreSQL/MySQL).
+    #[arg(long, env = "JOBWHEEL_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Language of UI texts and trigger/alarm messages.
+    #[arg(long, env = "JOBWHEEL_I18N", value_enum, default_value = "zh_CN")]
+    pub i18n: I18n,
+    /// Most concurrent triggers of the fast trigger pool.
+    #[arg(long, env = "JOBWHEEL_TRIGGER_POOL_FAST_MAX", default_value_t = 300)]
+    pub trigger_pool_fast_max: usize,
+    /// Most concurrent triggers of the slow pool (jobs whose trigger took > 500 ms more than
+    /// 10 times in the current minute).
+    #[arg(long, env = "JOBWHEEL_TRIGGER_POOL_SLOW_MAX", default_value_t = 200)]
+    pub trigger_pool_slow_max: usize,
+    /// Days to keep trigger logs; below 3 disables cleanup.
+    #[arg(long, env = "JOBWHEEL_LOG_RETENTION_DAYS", default_value_t = 30)]
+    pub log_retention_days: u32,
+    /// Seconds to wait for an executor on `/run`, `/beat`, `/idleBeat`, `/kill`, `/log`.
+    #[arg(long, env = "JOBWHEEL_EXECUTOR_TIMEOUT", default_value_t = 3)]
+    pub executor_timeout: u64,
+    /// SMTP server for alarm mails; unset disables mail alarms.
+    #[arg(long, env = "JOBWHEEL_SMTP_HOST")]
+    pub smtp_host: Option<String>,
+    /// SMTP port (default: 465 with `--smtp-tls tls`, 587 with `starttls`, 25 with `none`).
+    #[arg(long, env = "JOBWHEEL_SMTP_PORT")]
+    pub smtp_port: Option<u16>,
+    /// SMTP user name.
+    #[arg(long, env = "JOBWHEEL_SMTP_USERNAME")]
+    pub smtp_username: Option<String>,
+    /// SMTP password.
+    #[arg(long, env = "JOBWHEEL_SMTP_PASSWORD", hide_env_values = true)]
+    pub smtp_password: Option<String>,
+    /// Sender address of alarm mails.
+    #[arg(long, env = "JOBWHEEL_SMTP_FROM")]
+    pub smtp_from: Option<String>,
+    /// Transport security to the SMTP server.
+    #[arg(long, env = "JOBWHEEL_SMTP_TLS", value_enum, default_value = "starttls")]
+    pub smtp_tls: SmtpTls,
+    /// URL that receives a JSON POST for every alarm; unset disables webhook alarms.
+    #[arg(long, env = "JOBWHEEL_ALARM_WEBHOOK_URL")]
+    pub alarm_webhook_url: Option<String>,
+    /// Seconds to finish in-flight requests and queued callbacks on SIGINT/SIGTERM.
+    #[arg(long, env = "JOBWHEEL_SHUTDOWN_GRACE", default_value_t = 10)]
+    pub shutdown_grace: u64,
+}
+
+/// Language of texts the admin produces (upstream `xxl.job.i18n`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum I18n {
+    /// Simplified Chinese, upstream's default.
+    #[value(name = "zh_CN")]
+    ZhCn,
+    /// English.
+    #[value(name = "en")]
+    En,
+}
+
+/// How the admin talks to its SMTP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SmtpTls {
+    /// Plain text (only for a relay on the same host).
+    None,
+    /// Plain connection upgraded with STARTTLS (required, not opportunistic).
+    Starttls,
+    /// TLS from the first byte (SMTPS).
+    Tls,
+}
+
+impl SmtpTls {
+    fn default_port(self) -> u16 {
+        match self {
+            Self::None => 25,
+            Self::Starttls => 587,
+            Self::Tls => 465,
+        }
+    }
+}
+
+/// A configuration error, reported before anything starts (exit code 64).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "--access-token is set but blank; a blank token would let anyone call the executor API. \
+         Pass a real token, or unset it to use the generated one"
+    )]
+    BlankToken,
+    #[error("--database-url is blank")]
+    BlankDatabaseUrl,
+    #[error("--trigger-pool-fast-max and --trigger-pool-slow-max must be at least 1")]
+    BadTriggerPool,
+    #[error("--executor-timeout must be between 1 and 300 seconds, got {0}")]
+    BadExecutorTimeout(u64),
+    #[error("--smtp-{0} is set but --smtp-host is not")]
+    SmtpWithoutHost(&'static str),
+    #[error("--smtp-from is required with --smtp-host (the sender address of alarm mails)")]
+    MissingSmtpFrom,
+    #[error("--smtp-from {0:?} is not a mail address")]
+    BadSmtpFrom(String),
+    #[error("--smtp-username and --smtp-password must be given together")]
+    HalfSmtpCredentials,
+    #[error("--alarm-webhook-url {0:?} is not an http(s) URL")]
+    BadWebhookUrl(String),
+}
+
+/// SMTP settings for mail alarms.
+#[derive(Clone)]
+pub struct SmtpConfig {
+    pub host: String,
+    pub port: u16,
+    pub tls: SmtpTls,
+    /// User name and password, if the server wants a login.
+    pub credentials: Option<(String, String)>,
+    pub from: String,
+}
+
+// The password must not reach logs through `{:?}` of the whole configuration.
+impl std::fmt::Debug for SmtpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmtpConfig")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("tls", &self.tls)
+            .field("username", &self.credentials.as_ref().map(|(user, _)| user))
+            .field("from", &self.from)
+            .finish()
+    }
+}
+
+/// Concurrency of the two trigger pools (upstream `xxl.job.triggerpool.{fast,slow}.max`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TriggerPools {
+    pub fast_max: usize,
+    pub slow_max: usize,
+}
+
+/// Validated admin configuration.
+#[derive(Clone)]
+pub struct AdminConfig {
+    pub database_url: String,
+    /// `None`: use the token stored in `data_dir`, or generate one on first start.
+    pub access_token: Option<String>,
+    /// Where a generated access token is kept (`{data_dir}/access-token`).
+    pub data_dir: PathBuf,
+    pub i18n: I18n,
+    pub trigger_pools: TriggerPools,
+    /// `None`: keep logs forever (upstream: a value below 3 disables cleanup).
+    pub log_retention_days: Option<u32>,
+    pub executor_timeout: Duration,
+    /// `None`: no mail alarms.
+    pub smtp: Option<SmtpConfig>,
+    /// `None`: no webhook alarms.
+    pub alarm_webhook_url: Option<String>,
+    /// How long shutdown waits for in-flight requests and queued callbacks.
+    pub shutdown_grace: Duration,
+}
+
+// Database URLs and tokens carry secrets; `{:?}` shows neither.
+impl std::fmt::Debug for AdminConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scheme = self.database_url.split_once(':').map_or("?", |(s, _)| s);
+        f.debug_struct("AdminConfig")
+            .field("database", &scheme)
+            .field("access_token", &self.access_token.as_ref().map(|_| "<set>"))
+            .field("data_dir", &self.data_dir)
+            .field("i18n", &self.i18n)
+            .field("trigger_pools", &self.trigger_pools)
+            .field("log_retention_days", &self.log_retention_days)
+            .field("executor_timeout", &self.executor_timeout)
+            .field("smtp", &self.smtp)
+            .field("alarm_webhook_url", &self.alarm_webhook_url)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish()
+    }
+}
+
+impl AdminConfig {
+    /// A configuration with upstream defaults for everything but the database and the token.
+    pub fn new(database_url: impl Into<String>, access_token: Option<String>) -> Self {
+        let database_url = database_url.into();
+        Self {
+            data_dir: default_data_dir(&database_url),
+            database_url,
+            access_token,
+            i18n: I18n::ZhCn,
+            trigger_pools: TriggerPools { fast_max: 300, slow_max: 200 },
+            log_retention_days: Some(30),
+            executor_timeout: Duration::from_secs(3),
+            smtp: None,
+            alarm_webhook_url: None,
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+
+    pub fn from_cli(cli: &Cli) -> Result<Self, ConfigError> {
+        let access_token = match cli.access_token.as_deref().map(str::trim) {
+            Some("") => return Err(ConfigError::BlankToken),
+            Some(token) => Some(token.to_owned()),
+            None => None,
+        };
+        let database_url = cli.database_url.trim();
+        if database_url.is_empty() {
+            return Err(ConfigError::BlankDatabaseUrl);
+        }
+        if cli.trigger_pool_fast_max == 0 || cli.trigger_pool_slow_max == 0 {
+            return Err(ConfigError::BadTriggerPool);
+        }
+        if !(1..=300).contains(&cli.executor_timeout) {
+            return Err(ConfigError::BadExecutorTimeout(cli.executor_timeout));
+        }
+        let alarm_webhook_url = match cli.alarm_webhook_url.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(url) if is_http_url(url) => Some(url.to_owned()),
+            Some(url) => return Err(ConfigError::BadWebhookUrl(url.to_owned())),
+        };
+        let mut config = Self::new(database_url, access_token);
+        if let Some(dir) = &cli.data_dir {
+            config.data_dir = dir.clone();
+        }
+        config.i18n = cli.i18n;
+        config.trigger_pools =
+            TriggerPools { fast_max: cli.trigger_pool_fast_max, slow_max: cli.trigger_pool_slow_max };
+        config.log_retention_days = (cli.log_retention_days >= 3).then_some(cli.log_retention_days);
+        config.executor_timeout = Duration::from_secs(cli.executor_timeout);
+        config.smtp = smtp_from_cli(cli)?;
+        config.alarm_webhook_url = alarm_webhook_url;
+        config.shutdown_grace = Duration::from_secs(cli.shutdown_grace);
+        Ok(config)
+    }
+}
+
+fn smtp_from_cli(cli: &Cli) -> Result<Option<SmtpConfig>, ConfigError> {
+    let blank_to_none =
+        |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
+    let username = blank_to_none(&cli.smtp_username);
+    // Passwords may legitimately start or end with spaces: only an empty one counts as unset.
+    let password = cli.smtp_password.clone().filter(|p| !p.is_empty());
+    let from = blank_to_none(&cli.smtp_from);
+    let Some(host) = blank_to_none(&cli.smtp_host) else {
+        let given =
+            [("port", cli.smtp_port.is_some()), ("username", username.is_some()), ("from", from.is_some())];
+        return match given.iter().find(|(_, set)| *set) {
+            Some((name, _)) => Err(ConfigError::SmtpWithoutHost(name)),
+            None if password.is_some() => Err(ConfigError::SmtpWithoutHost("password")),
+            None => Ok(None),
+        };
+    };
+    let from = from.ok_or(ConfigError::MissingSmtpFrom)?;
+    if !from.contains('@') {
+        return Err(ConfigError::BadSmtpFrom(from));
+    }
+    let credentials = match (username, password) {
+        (Some(user), Some(password)) => Some((user, password)),
+        (None, None) => None,
+        _ => return Err(ConfigError::HalfSmtpCredentials),
+    };
+    Ok(Some(SmtpConfig {
+        host,
+        port: cli.smtp_port.unwrap_or_else(|| cli.smtp_tls.default_port()),
+        tls: cli.smtp_tls,
+        credentials,
+        from,
+    }))
+}
+
+fn is_http_url(url: &str) -> bool {
+    url.parse::<axum::http::Uri>().is_ok_and(|uri| {
+        matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some_and(|h| !h.is_empty())
+    })
+}
+
+/// The directory of a `sqlite:` database file, so a generated token lives beside the data it
+/// protects; [`DEFAULT_DATA_DIR`] for server databases and in-memory SQLite.
+pub fn default_data_dir(database_url: &str) -> PathBuf {
+    match sqlite_file(database_url) {
+        Some(file) => match file.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        },
+        None => PathBuf::from(DEFAULT_DATA_DIR),
+    }
+}
+
+/// `sqlite://data/x.db?mode=rwc` → `data/x.db`; `None` for other schemes and `sqlite::memory:`.
+fn sqlite_file(database_url: &str) -> Option<PathBuf> {
+    let rest = database_url.strip_prefix("sqlite:")?;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let path = rest.split('?').next().unwrap_or_default();
+    (!path.is_empty() && !path.starts_with(":memory:")).then(|| PathBuf::from(path))
+}

@@ -1,0 +1,61 @@
+//! The admin's HTTP edge: routes, shared state and the error type.
+//!
+//! Implemented so far: the executor-facing API ([`api`], [`wasm`]) at `/` and under
+//! `/xxl-job-admin` (upstream's context path up to 3.4.0, still configured in many executors).
+//! The web UI and the management API will be routed here too, answering with [`ApiError`].
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request};
+use axum::routing::{any, get};
+use tower_http::trace::TraceLayer;
+
+use crate::store::Store;
+
+pub mod api;
+mod callback_queue;
+pub mod core;
+pub mod error;
+mod registrations;
+pub mod store_only_core;
+mod token;
+pub mod wasm;
+
+pub(crate) use callback_queue::CallbackQueue;
+pub use core::AdminCore;
+pub use error::ApiError;
+pub(crate) use registrations::RecentRegistrations;
+pub use store_only_core::StoreOnlyCore;
+pub(crate) use token::AccessToken;
+
+/// Upstream's admin context path before 3.4.1.
+pub const LEGACY_CONTEXT_PATH: &str = "/xxl-job-admin";
+
+/// What every handler shares.
+pub(crate) struct HttpState {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) core: Arc<dyn AdminCore>,
+    pub(crate) token: AccessToken,
+    pub(crate) callbacks: CallbackQueue,
+    pub(crate) registrations: RecentRegistrations,
+}
+
+/// All routes of the admin.
+pub(crate) fn router(state: Arc<HttpState>) -> Router {
+    let executor_api = Router::new()
+        .route("/api/", any(api::unnamed))
+        .route("/api/{uri}", any(api::named))
+        .route("/api/wasm/{digest}", get(wasm::module).fallback(wasm::method_not_allowed));
+    Router::new()
+        .merge(executor_api.clone())
+        .nest(LEGACY_CONTEXT_PATH, executor_api)
+        .fallback(error::no_route)
+        .layer(axum::middleware::from_fn(error::log_internal_errors))
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
+            // The route pattern, not the path: digests and ids would make every span unique.
+            let route = request.extensions().get::<MatchedPath>().map_or("<no route>", MatchedPath::as_str);
+            tracing::debug_span!("http", method = %request.method(), route)
+        }))
+        .with_state(state)
+}

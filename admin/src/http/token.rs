@@ -1,0 +1,35 @@
+//! The access-token check shared by every executor-facing endpoint.
+
+use axum::http::HeaderMap;
+use jobwheel_protocol::ACCESS_TOKEN_HEADER;
+use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq as _;
+
+/// The admin's access token, kept only as its SHA-256.
+///
+/// Comparing digests in constant time hides both the token's bytes and its length from timing:
+/// a plain `==`, as upstream uses, returns at the first differing byte.
+#[derive(Clone)]
+pub(crate) struct AccessToken {
+    digest: [u8; 32],
+}
+
+impl AccessToken {
+    pub(crate) fn new(token: &str) -> Self {
+        Self { digest: Sha256::digest(token.as_bytes()).into() }
+    }
+
+    /// Whether the request's `XXL-JOB-ACCESS-TOKEN` header carries the token. A missing header
+    /// never matches: the admin always has a token.
+    pub(crate) fn matches(&self, headers: &HeaderMap) -> bool {
+        let Some(given) = headers.get(ACCESS_TOKEN_HEADER) else { return false };
+        let given: [u8; 32] = Sha256::digest(given.as_bytes()).into();
+        bool::from(given.ct_eq(&self.digest))
+    }
+}
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccessToken(<redacted>)")
+    }
+}

@@ -1,0 +1,52 @@
+//! `GET /api/wasm/{digest}`: the bytes of a stored Wasm module, for executors running
+//! `GLUE_WASM` jobs (the trigger's `wasmModule.url` points here).
+//!
+//! Executor-facing like `/api/registry`, so it takes the same access token; unlike the
+//! upstream endpoints it answers with HTTP statuses (`ApiError`), because its success body is
+//! the module itself, not an envelope.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+
+use super::HttpState;
+use super::error::ApiError;
+
+/// The response's `Content-Type` (the Wasm spec's media type).
+pub const WASM_CONTENT_TYPE: &str = "application/wasm";
+
+pub(crate) async fn module(
+    State(state): State<Arc<HttpState>>,
+    Path(digest): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    if !state.token.matches(&headers) {
+        return Err(ApiError::Unauthorized);
+    }
+    if !is_digest(&digest) {
+        return Err(ApiError::BadRequest(format!(
+            "invalid module digest {digest:?}: expected 64 lower-case hex characters (SHA-256)"
+        )));
+    }
+    let module = state
+        .store
+        .get_wasm_module(&digest)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no wasm module with digest {digest}")))?;
+    let headers = [
+        (header::CONTENT_TYPE, HeaderValue::from_static(WASM_CONTENT_TYPE)),
+        // Content-addressed: the bytes behind a digest never change.
+        (header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=31536000, immutable")),
+    ];
+    Ok((headers, module.bytes).into_response())
+}
+
+pub(crate) async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+fn is_digest(digest: &str) -> bool {
+    digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}

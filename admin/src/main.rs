@@ -1,0 +1,50 @@
+//! `jobwheel-admin`: parses configuration, installs logging, and runs the admin.
+
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser as _;
+use jobwheel_admin::app::{run, shutdown_signal};
+use jobwheel_admin::config::{AdminConfig, Cli};
+use jobwheel_admin::http::{AdminCore, StoreOnlyCore};
+use tracing_subscriber::EnvFilter;
+
+/// Exit code for a configuration error (sysexits `EX_USAGE`).
+const EX_USAGE: u8 = 64;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let cli = Cli::parse();
+    let config = match AdminConfig::from_cli(&cli) {
+        Ok(config) => config,
+        Err(e) => {
+            tracing::error!("configuration error: {e}");
+            return ExitCode::from(EX_USAGE);
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(cli.listen).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            tracing::error!("cannot listen on {}: {e}", cli.listen);
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::warn!(
+        "the scheduler is not part of this build yet: executors can register and report results, \
+         but no job is triggered"
+    );
+    let make_core = |store| Arc::new(StoreOnlyCore::new(store)) as Arc<dyn AdminCore>;
+    match run(config, make_core, listener, shutdown_signal()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("admin failed: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
