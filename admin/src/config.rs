@@ -12,6 +12,10 @@ use std::time::Duration;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// The embedded default database.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/jobwheel.db";
+/// Upstream's floor of `xxl.job.triggerpool.fast.max`.
+pub const TRIGGER_POOL_FAST_FLOOR: usize = 200;
+/// Upstream's floor of `xxl.job.triggerpool.slow.max`.
+pub const TRIGGER_POOL_SLOW_FLOOR: usize = 100;
 /// Where the generated access token is kept when the database is not a SQLite file.
 pub const DEFAULT_DATA_DIR: &str = "data";
 
@@ -39,11 +43,11 @@ pub struct Cli {
     /// Language of UI texts and trigger/alarm messages.
     #[arg(long, env = "JOBWHEEL_I18N", value_enum, default_value = "zh_CN")]
     pub i18n: I18n,
-    /// Most concurrent triggers of the fast trigger pool.
+    /// Most concurrent triggers of the fast trigger pool (values below 200 are raised to 200).
     #[arg(long, env = "JOBWHEEL_TRIGGER_POOL_FAST_MAX", default_value_t = 300)]
     pub trigger_pool_fast_max: usize,
     /// Most concurrent triggers of the slow pool (jobs whose trigger took > 500 ms more than
-    /// 10 times in the current minute).
+    /// 10 times in the current minute; values below 100 are raised to 100).
     #[arg(long, env = "JOBWHEEL_TRIGGER_POOL_SLOW_MAX", default_value_t = 200)]
     pub trigger_pool_slow_max: usize,
     /// Days to keep trigger logs; below 3 disables cleanup.
@@ -120,8 +124,6 @@ pub enum ConfigError {
     BlankToken,
     #[error("--database-url is blank")]
     BlankDatabaseUrl,
-    #[error("--trigger-pool-fast-max and --trigger-pool-slow-max must be at least 1")]
-    BadTriggerPool,
     #[error("--executor-timeout must be between 1 and 300 seconds, got {0}")]
     BadExecutorTimeout(u64),
     #[error("--smtp-{0} is set but --smtp-host is not")]
@@ -235,9 +237,6 @@ impl AdminConfig {
         if database_url.is_empty() {
             return Err(ConfigError::BlankDatabaseUrl);
         }
-        if cli.trigger_pool_fast_max == 0 || cli.trigger_pool_slow_max == 0 {
-            return Err(ConfigError::BadTriggerPool);
-        }
         if !(1..=300).contains(&cli.executor_timeout) {
             return Err(ConfigError::BadExecutorTimeout(cli.executor_timeout));
         }
@@ -251,8 +250,11 @@ impl AdminConfig {
             config.data_dir = dir.clone();
         }
         config.i18n = cli.i18n;
-        config.trigger_pools =
-            TriggerPools { fast_max: cli.trigger_pool_fast_max, slow_max: cli.trigger_pool_slow_max };
+        // Upstream raises smaller values to its floors rather than refusing them.
+        config.trigger_pools = TriggerPools {
+            fast_max: cli.trigger_pool_fast_max.max(TRIGGER_POOL_FAST_FLOOR),
+            slow_max: cli.trigger_pool_slow_max.max(TRIGGER_POOL_SLOW_FLOOR),
+        };
         config.log_retention_days = (cli.log_retention_days >= 3).then_some(cli.log_retention_days);
         config.executor_timeout = Duration::from_secs(cli.executor_timeout);
         config.smtp = smtp_from_cli(cli)?;

@@ -17,6 +17,7 @@ use tokio::sync::{Notify, oneshot};
 
 mod api;
 mod binary;
+mod config;
 mod executor;
 mod first_start;
 mod servers;

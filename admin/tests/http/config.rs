@@ -1,0 +1,107 @@
+//! `jobwheel-admin` flags → `AdminConfig`: defaults, derived data directory, upstream rules,
+//! and the errors that exit with 64.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser as _;
+use jobwheel_admin::config::{AdminConfig, Cli, ConfigError, SmtpTls};
+
+fn parse(args: &[&str]) -> Result<AdminConfig, ConfigError> {
+    let cli = Cli::try_parse_from(std::iter::once("jobwheel-admin").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("{args:?} should parse: {e}"));
+    AdminConfig::from_cli(&cli)
+}
+
+#[test]
+fn defaults_follow_upstream() -> anyhow::Result<()> {
+    let cli = Cli::try_parse_from(["jobwheel-admin"])?;
+    assert_eq!(cli.listen.to_string(), "127.0.0.1:8080");
+    let config = AdminConfig::from_cli(&cli)?;
+    assert_eq!(config.database_url, "sqlite://data/jobwheel.db");
+    assert_eq!(config.data_dir, PathBuf::from("data"), "the SQLite file's directory");
+    assert_eq!(config.access_token, None, "no built-in token");
+    assert_eq!((config.trigger_pools.fast_max, config.trigger_pools.slow_max), (300, 200));
+    assert_eq!(config.log_retention_days, Some(30));
+    assert_eq!(config.executor_timeout, Duration::from_secs(3));
+    assert!(config.smtp.is_none() && config.alarm_webhook_url.is_none());
+    Ok(())
+}
+
+#[test]
+fn the_data_directory_follows_the_sqlite_file() -> anyhow::Result<()> {
+    for (url, dir) in [
+        ("sqlite:///var/lib/jobwheel/jobwheel.db?mode=rwc", "/var/lib/jobwheel"),
+        ("sqlite:jobwheel.db", "."),
+        ("sqlite::memory:", "data"),
+        ("postgres://u:p@db/jobwheel", "data"),
+    ] {
+        assert_eq!(parse(&["--database-url", url])?.data_dir, PathBuf::from(dir), "{url}");
+    }
+    let explicit = parse(&["--database-url", "mysql://db/x", "--data-dir", "/etc/jobwheel"])?;
+    assert_eq!(explicit.data_dir, PathBuf::from("/etc/jobwheel"));
+    Ok(())
+}
+
+#[test]
+fn upstream_rules_for_retention_and_pools() -> anyhow::Result<()> {
+    assert_eq!(parse(&["--log-retention-days", "2"])?.log_retention_days, None, "below 3 disables");
+    assert_eq!(parse(&["--log-retention-days", "3"])?.log_retention_days, Some(3));
+    let pools = parse(&["--trigger-pool-fast-max", "10", "--trigger-pool-slow-max", "0"])?.trigger_pools;
+    assert_eq!((pools.fast_max, pools.slow_max), (200, 100), "raised to upstream's floors");
+    assert_eq!(parse(&["--access-token", " tok "])?.access_token.as_deref(), Some("tok"));
+    Ok(())
+}
+
+#[test]
+fn smtp_settings_are_complete_or_absent() -> anyhow::Result<()> {
+    let smtp = parse(&["--smtp-host", "mail", "--smtp-from", "jobs@example.invalid", "--smtp-tls", "tls"])?
+        .smtp
+        .expect("smtp configured");
+    assert_eq!((smtp.port, smtp.tls, smtp.credentials.is_none()), (465, SmtpTls::Tls, true));
+    let with_login = parse(&[
+        "--smtp-host",
+        "mail",
+        "--smtp-from",
+        "a@b",
+        "--smtp-username",
+        "u",
+        "--smtp-password",
+        "secret pw",
+    ])?;
+    let smtp = with_login.smtp.clone().expect("smtp configured");
+    assert_eq!((smtp.port, smtp.credentials), (587, Some(("u".to_owned(), "secret pw".to_owned()))));
+    assert!(!format!("{with_login:?}").contains("secret pw"), "Debug hides the SMTP password");
+    Ok(())
+}
+
+#[test]
+fn invalid_settings_are_errors() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--access-token", "  "], "--access-token is set but blank"),
+        (&["--database-url", " "], "--database-url is blank"),
+        (&["--executor-timeout", "0"], "--executor-timeout must be between 1 and 300"),
+        (&["--smtp-from", "a@b"], "--smtp-from is set but --smtp-host is not"),
+        (&["--smtp-password", "x"], "--smtp-password is set but --smtp-host is not"),
+        (&["--smtp-host", "mail"], "--smtp-from is required"),
+        (&["--smtp-host", "mail", "--smtp-from", "nobody"], "is not a mail address"),
+        (&["--smtp-host", "mail", "--smtp-from", "a@b", "--smtp-username", "u"], "must be given together"),
+        (&["--alarm-webhook-url", "ftp://hooks"], "is not an http(s) URL"),
+        (&["--alarm-webhook-url", "http://"], "is not an http(s) URL"),
+    ];
+    for (args, expected) in cases {
+        match parse(args) {
+            Ok(config) => panic!("{args:?} should be refused, got {config:?}"),
+            Err(e) => assert!(e.to_string().contains(expected), "{args:?}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn debug_output_hides_secrets() -> anyhow::Result<()> {
+    let config = parse(&["--access-token", "tok-123", "--database-url", "postgres://u:hunter2@db/x"])?;
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("tok-123") && !shown.contains("hunter2"), "{shown}");
+    assert!(shown.contains("postgres"), "{shown}");
+    Ok(())
+}
