@@ -21,6 +21,7 @@ mod config;
 mod executor;
 mod first_start;
 mod servers;
+mod shutdown;
 mod wasm;
 
 /// The token of admins started with [`test_config`].
