@@ -22,11 +22,20 @@ use crate::http::{self, AccessToken, AdminCore, CallbackQueue, HttpState, Recent
 use crate::secrets::{self, TokenSource};
 use crate::store::{self, Store};
 
+/// What an [`AdminCore`] is built from, once the store is open and the secrets are settled.
+pub struct CoreContext {
+    pub store: Arc<dyn Store>,
+    /// The access token executors share with this admin (configured, stored or generated).
+    pub access_token: String,
+    /// This admin's base URL, as shown in trigger messages.
+    pub admin_address: String,
+}
+
 /// Runs the admin on `listener` until `shutdown` resolves, then shuts down gracefully.
 ///
-/// `make_core` receives the connected store and returns the [`AdminCore`] the HTTP edge calls:
-/// `jobwheel-admin` passes [`StoreOnlyCore`](crate::http::StoreOnlyCore) until the scheduling
-/// engine is wired in; tests pass a recording fake.
+/// `make_core` builds the [`AdminCore`] the HTTP edge calls: `jobwheel-admin` passes the
+/// scheduling engine ([`EngineCore`](crate::engine_core::EngineCore)); tests pass fakes or the
+/// store-only core.
 pub async fn run<F>(
     config: AdminConfig,
     make_core: F,
@@ -34,7 +43,7 @@ pub async fn run<F>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()>
 where
-    F: FnOnce(Arc<dyn Store>) -> Arc<dyn AdminCore> + Send,
+    F: FnOnce(CoreContext) -> anyhow::Result<Arc<dyn AdminCore>> + Send,
 {
     let local = listener.local_addr().context("listener has no local address")?;
     let store = store::connect(&config.database_url).await.context("cannot open the database")?;
@@ -51,12 +60,17 @@ where
         }
     }
 
-    let core = make_core(Arc::clone(&store));
+    let core = make_core(CoreContext {
+        store: Arc::clone(&store),
+        access_token: secrets.access_token.clone(),
+        admin_address: admin_url(local),
+    })
+    .context("cannot start the admin core")?;
     let tasks = TaskTracker::new();
     let callbacks = CallbackQueue::spawn(Arc::clone(&core), &tasks);
     let state = Arc::new(HttpState {
         store,
-        core,
+        core: Arc::clone(&core),
         token: AccessToken::new(&secrets.access_token),
         callbacks: callbacks.clone(),
         registrations: RecentRegistrations::new(Duration::from_secs(DEAD_TIMEOUT_SECS)),
@@ -103,6 +117,7 @@ where
             "callback batches not applied within the shutdown grace period; their results are lost"
         );
     }
+    core.shutdown().await;
     tracing::info!("jobwheel admin stopped");
     Ok(())
 }

@@ -9,6 +9,7 @@ pub mod app;
 pub mod config;
 pub mod cron;
 pub mod engine;
+pub mod engine_core;
 pub mod executor_client;
 pub mod http;
 pub mod routing;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use clap::Parser as _;
 use jobwheel_admin::app::{run, shutdown_signal};
 use jobwheel_admin::config::{AdminConfig, Cli};
-use jobwheel_admin::http::{AdminCore, StoreOnlyCore};
+use jobwheel_admin::engine_core::EngineCore;
+use jobwheel_admin::http::AdminCore;
 use tracing_subscriber::EnvFilter;
 
 /// Exit code for a configuration error (sysexits `EX_USAGE`).
@@ -35,11 +36,9 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    tracing::warn!(
-        "the scheduler is not part of this build yet: executors can register and report results, \
-         but no job is triggered"
-    );
-    let make_core = |store| Arc::new(StoreOnlyCore::new(store)) as Arc<dyn AdminCore>;
+    let engine_config = config.clone();
+    let make_core =
+        move |context| EngineCore::start(context, &engine_config).map(|core| core as Arc<dyn AdminCore>);
     match run(config, make_core, listener, shutdown_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

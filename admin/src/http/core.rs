@@ -28,4 +28,8 @@ pub trait AdminCore: Send + Sync + 'static {
     /// Called after the registry row was written and before the executor gets its reply.
     /// Heartbeats from an executor this admin has seen within the last 90 s do not call it.
     async fn refresh_group(&self, app_name: &str);
+
+    /// Stops whatever the core runs in the background. Called once at shutdown, after every
+    /// acknowledged callback was handed to [`AdminCore::on_callbacks`].
+    async fn shutdown(&self) {}
 }

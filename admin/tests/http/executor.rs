@@ -15,7 +15,7 @@ use crate::{Admin, TOKEN, eventually, sqlite_url, test_config};
 
 const APP: &str = "e2e-executor";
 
-fn job(group: GroupId) -> Job {
+pub(crate) fn job(group: GroupId) -> Job {
     let now = Utc::now();
     Job {
         job_group: group,

@@ -18,6 +18,7 @@ use tokio::sync::{Notify, oneshot};
 mod api;
 mod binary;
 mod config;
+mod engine;
 mod executor;
 mod first_start;
 mod servers;
@@ -108,12 +109,20 @@ impl Admin {
         config: AdminConfig,
         make_core: impl FnOnce(Arc<dyn Store>) -> Arc<dyn AdminCore> + Send + 'static,
     ) -> anyhow::Result<Self> {
+        Self::start_core(config, move |context: app::CoreContext| Ok(make_core(context.store))).await
+    }
+
+    /// Like [`start`](Self::start), with the core built the way `jobwheel-admin` builds it.
+    pub(crate) async fn start_core(
+        config: AdminConfig,
+        make_core: impl FnOnce(app::CoreContext) -> anyhow::Result<Arc<dyn AdminCore>> + Send + 'static,
+    ) -> anyhow::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
         let (store_tx, store_rx) = oneshot::channel();
-        let make_core = move |store: Arc<dyn Store>| {
-            let _ = store_tx.send(Arc::clone(&store));
-            make_core(store)
+        let make_core = move |context: app::CoreContext| {
+            let _ = store_tx.send(Arc::clone(&context.store));
+            make_core(context)
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let shutdown = async move {

@@ -1,0 +1,116 @@
+//! [`EngineCore`]: the scheduling engine behind the HTTP edge's [`AdminCore`] seam.
+//!
+//! Built once the store is open and the access token is settled (both come in the
+//! [`CoreContext`]); maps the admin's flags onto the engine's configuration, starts the
+//! scheduler, ring and monitors, and stops them after the edge has applied every acknowledged
+//! callback.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use async_trait::async_trait;
+use jobwheel_protocol::HandleCallbackParam;
+use tokio_util::sync::CancellationToken;
+
+use crate::alarm::{self, AlarmChannel, Alarmer, EmailAlarm, WebhookAlarm};
+use crate::app::CoreContext;
+use crate::config::{self, AdminConfig, I18n};
+use crate::engine::{Engine, EngineConfig};
+use crate::executor_client::HttpExecutorClient;
+use crate::http::AdminCore;
+use crate::routing::{MessageLang, Router, SystemClock, ThreadRandom};
+
+/// How long an alarm webhook may take before the alarm counts as failed.
+const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long one SMTP connection may take.
+const SMTP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The validated `--smtp-*` flags as the mail channel's transport settings.
+fn mail_settings(flags: &config::SmtpConfig) -> alarm::SmtpConfig {
+    let (username, password) = match &flags.credentials {
+        Some((user, password)) => (Some(user.clone()), Some(password.clone())),
+        None => (None, None),
+    };
+    alarm::SmtpConfig {
+        host: flags.host.clone(),
+        port: flags.port,
+        username,
+        password,
+        from: flags.from.clone(),
+        tls: match flags.tls {
+            config::SmtpTls::None => alarm::SmtpTls::None,
+            config::SmtpTls::Starttls => alarm::SmtpTls::StartTls,
+            config::SmtpTls::Tls => alarm::SmtpTls::Tls,
+        },
+        timeout: SMTP_TIMEOUT,
+    }
+}
+
+/// The engine, running, as seen by the HTTP edge.
+pub struct EngineCore {
+    engine: Arc<Engine>,
+    stop: CancellationToken,
+}
+
+impl EngineCore {
+    /// Builds the engine from the admin's configuration and starts its background tasks.
+    pub fn start(context: CoreContext, config: &AdminConfig) -> anyhow::Result<Arc<Self>> {
+        let lang = match config.i18n {
+            I18n::ZhCn => MessageLang::Zh,
+            I18n::En => MessageLang::En,
+        };
+        let client = HttpExecutorClient::new(Some(context.access_token), config.executor_timeout)
+            .context("cannot build the executor client")?;
+        let router = Router::new(Arc::new(SystemClock), Arc::new(ThreadRandom), lang);
+        let mut channels: Vec<Arc<dyn AlarmChannel>> = Vec::new();
+        if let Some(smtp) = &config.smtp {
+            let smtp = mail_settings(smtp);
+            channels.push(Arc::new(EmailAlarm::new(&smtp, lang).context("invalid SMTP settings")?));
+        }
+        if let Some(url) = &config.alarm_webhook_url {
+            let webhook = WebhookAlarm::new(url.clone(), WEBHOOK_TIMEOUT).context("invalid alarm webhook")?;
+            channels.push(Arc::new(webhook));
+        }
+        let mut engine_config = EngineConfig::new(context.admin_address);
+        engine_config.lang = lang;
+        engine_config.fast_pool_max = config.trigger_pools.fast_max;
+        engine_config.slow_pool_max = config.trigger_pools.slow_max;
+        // Below the engine's minimum nothing is deleted, which is what `None` means here.
+        engine_config.log_retention_days = config.log_retention_days.unwrap_or(0);
+        let engine =
+            Engine::new(context.store, Arc::new(client), router, Alarmer::new(channels), engine_config);
+        let stop = CancellationToken::new();
+        engine.start(stop.clone());
+        Ok(Arc::new(Self { engine, stop }))
+    }
+
+    /// The engine, for manual triggers, kills and log reads.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+}
+
+#[async_trait]
+impl AdminCore for EngineCore {
+    async fn on_callbacks(&self, items: Vec<HandleCallbackParam>) {
+        let count = items.len();
+        if let Err(e) = self.engine.on_callbacks(items).await {
+            // The executor already got its 200; the results stay "running" until the lost-job
+            // monitor, so say loudly what happened.
+            tracing::error!(count, error = %e, "cannot apply executor callbacks");
+        }
+    }
+
+    async fn refresh_group(&self, app_name: &str) {
+        if let Err(e) = self.engine.refresh_group(app_name).await {
+            tracing::warn!(app_name, error = %e, "cannot refresh the group's address list");
+        }
+    }
+
+    async fn shutdown(&self) {
+        self.stop.cancel();
+        self.engine.stopped().await;
+    }
+}
