@@ -15,6 +15,14 @@ fi
 if command -v mariadb-admin >/dev/null && ! mariadb-admin -h 127.0.0.1 -uroot ping >/dev/null 2>&1; then
   start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd || true
 fi
+# A third-party executor for the interop tests: pyxxl from PyPI, in a venv kept beside the build.
+venv="${CARGO_TARGET_DIR:-target}/pyxxl-venv"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyxxl' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'pyxxl==0.4.8'
+fi
+export JOBWHEEL_PYXXL_PYTHON="$venv/bin/python"
+
 export JOBWHEEL_TEST_POSTGRES_URL="${JOBWHEEL_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export JOBWHEEL_TEST_MYSQL_URL="${JOBWHEEL_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/test}"
 

@@ -21,6 +21,7 @@ mod config;
 mod engine;
 mod executor;
 mod first_start;
+mod interop;
 mod servers;
 mod shutdown;
 mod wasm;
