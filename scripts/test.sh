@@ -16,7 +16,7 @@ if command -v mariadb-admin >/dev/null && ! mariadb-admin -h 127.0.0.1 -uroot pi
   start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd || true
 fi
 # A third-party executor for the interop tests: pyxxl from PyPI, in a venv kept beside the build.
-venv="${CARGO_TARGET_DIR:-target}/pyxxl-venv"
+venv="$(realpath -m "${CARGO_TARGET_DIR:-target}")/pyxxl-venv"
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyxxl' 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check 'pyxxl==0.4.8'
