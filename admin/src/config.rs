@@ -8,6 +8,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::alarm::{SmtpConfig, SmtpTls};
+
 /// The admin's default listen address (upstream `server.port=8080`, but loopback only).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// The embedded default database.
@@ -93,27 +95,6 @@ pub enum I18n {
     En,
 }
 
-/// How the admin talks to its SMTP server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SmtpTls {
-    /// Plain text (only for a relay on the same host).
-    None,
-    /// Plain connection upgraded with STARTTLS (required, not opportunistic).
-    Starttls,
-    /// TLS from the first byte (SMTPS).
-    Tls,
-}
-
-impl SmtpTls {
-    fn default_port(self) -> u16 {
-        match self {
-            Self::None => 25,
-            Self::Starttls => 587,
-            Self::Tls => 465,
-        }
-    }
-}
-
 /// A configuration error, reported before anything starts (exit code 64).
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -136,30 +117,6 @@ pub enum ConfigError {
     HalfSmtpCredentials,
     #[error("--alarm-webhook-url {0:?} is not an http(s) URL")]
     BadWebhookUrl(String),
-}
-
-/// SMTP settings for mail alarms.
-#[derive(Clone)]
-pub struct SmtpConfig {
-    pub host: String,
-    pub port: u16,
-    pub tls: SmtpTls,
-    /// User name and password, if the server wants a login.
-    pub credentials: Option<(String, String)>,
-    pub from: String,
-}
-
-// The password must not reach logs through `{:?}` of the whole configuration.
-impl std::fmt::Debug for SmtpConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SmtpConfig")
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("tls", &self.tls)
-            .field("username", &self.credentials.as_ref().map(|(user, _)| user))
-            .field("from", &self.from)
-            .finish()
-    }
 }
 
 /// Concurrency of the two trigger pools (upstream `xxl.job.triggerpool.{fast,slow}.max`).
@@ -264,6 +221,9 @@ impl AdminConfig {
     }
 }
 
+/// How long one SMTP connection may take.
+const SMTP_TIMEOUT: Duration = Duration::from_secs(10);
+
 fn smtp_from_cli(cli: &Cli) -> Result<Option<SmtpConfig>, ConfigError> {
     let blank_to_none =
         |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
@@ -284,17 +244,17 @@ fn smtp_from_cli(cli: &Cli) -> Result<Option<SmtpConfig>, ConfigError> {
     if !from.contains('@') {
         return Err(ConfigError::BadSmtpFrom(from));
     }
-    let credentials = match (username, password) {
-        (Some(user), Some(password)) => Some((user, password)),
-        (None, None) => None,
-        _ => return Err(ConfigError::HalfSmtpCredentials),
-    };
+    if username.is_some() != password.is_some() {
+        return Err(ConfigError::HalfSmtpCredentials);
+    }
     Ok(Some(SmtpConfig {
         host,
         port: cli.smtp_port.unwrap_or_else(|| cli.smtp_tls.default_port()),
-        tls: cli.smtp_tls,
-        credentials,
+        username,
+        password,
         from,
+        tls: cli.smtp_tls,
+        timeout: SMTP_TIMEOUT,
     }))
 }
 

@@ -13,9 +13,9 @@ use async_trait::async_trait;
 use jobwheel_protocol::HandleCallbackParam;
 use tokio_util::sync::CancellationToken;
 
-use crate::alarm::{self, AlarmChannel, Alarmer, EmailAlarm, WebhookAlarm};
+use crate::alarm::{AlarmChannel, Alarmer, EmailAlarm, WebhookAlarm};
 use crate::app::CoreContext;
-use crate::config::{self, AdminConfig, I18n};
+use crate::config::{AdminConfig, I18n};
 use crate::engine::{Engine, EngineConfig};
 use crate::executor_client::HttpExecutorClient;
 use crate::http::AdminCore;
@@ -23,30 +23,6 @@ use crate::routing::{MessageLang, Router, SystemClock, ThreadRandom};
 
 /// How long an alarm webhook may take before the alarm counts as failed.
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How long one SMTP connection may take.
-const SMTP_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The validated `--smtp-*` flags as the mail channel's transport settings.
-fn mail_settings(flags: &config::SmtpConfig) -> alarm::SmtpConfig {
-    let (username, password) = match &flags.credentials {
-        Some((user, password)) => (Some(user.clone()), Some(password.clone())),
-        None => (None, None),
-    };
-    alarm::SmtpConfig {
-        host: flags.host.clone(),
-        port: flags.port,
-        username,
-        password,
-        from: flags.from.clone(),
-        tls: match flags.tls {
-            config::SmtpTls::None => alarm::SmtpTls::None,
-            config::SmtpTls::Starttls => alarm::SmtpTls::StartTls,
-            config::SmtpTls::Tls => alarm::SmtpTls::Tls,
-        },
-        timeout: SMTP_TIMEOUT,
-    }
-}
 
 /// The engine, running, as seen by the HTTP edge.
 pub struct EngineCore {
@@ -66,8 +42,7 @@ impl EngineCore {
         let router = Router::new(Arc::new(SystemClock), Arc::new(ThreadRandom), lang);
         let mut channels: Vec<Arc<dyn AlarmChannel>> = Vec::new();
         if let Some(smtp) = &config.smtp {
-            let smtp = mail_settings(smtp);
-            channels.push(Arc::new(EmailAlarm::new(&smtp, lang).context("invalid SMTP settings")?));
+            channels.push(Arc::new(EmailAlarm::new(smtp, lang).context("invalid SMTP settings")?));
         }
         if let Some(url) = &config.alarm_webhook_url {
             let webhook = WebhookAlarm::new(url.clone(), WEBHOOK_TIMEOUT).context("invalid alarm webhook")?;

@@ -13,15 +13,27 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use super::{AlarmChannel, AlarmError, AlarmEvent};
 use crate::routing::MessageLang;
 
-/// How the SMTP connection is secured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the SMTP connection is secured (also the `--smtp-tls` flag's values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SmtpTls {
     /// Plain SMTP (a local relay or a test sink).
     None,
     /// Plain connection upgraded with `STARTTLS` (required), usually port 587.
+    #[value(name = "starttls")]
     StartTls,
     /// TLS from the first byte ("SMTPS"), usually port 465.
     Tls,
+}
+
+impl SmtpTls {
+    /// The usual port for this kind of connection.
+    pub fn default_port(self) -> u16 {
+        match self {
+            Self::None => 25,
+            Self::StartTls => 587,
+            Self::Tls => 465,
+        }
+    }
 }
 
 /// Where and how to send mail (upstream `spring.mail.*`).

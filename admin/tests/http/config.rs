@@ -58,7 +58,7 @@ fn smtp_settings_are_complete_or_absent() -> anyhow::Result<()> {
     let smtp = parse(&["--smtp-host", "mail", "--smtp-from", "jobs@example.invalid", "--smtp-tls", "tls"])?
         .smtp
         .expect("smtp configured");
-    assert_eq!((smtp.port, smtp.tls, smtp.credentials.is_none()), (465, SmtpTls::Tls, true));
+    assert_eq!((smtp.port, smtp.tls, smtp.username.is_none()), (465, SmtpTls::Tls, true));
     let with_login = parse(&[
         "--smtp-host",
         "mail",
@@ -70,7 +70,10 @@ fn smtp_settings_are_complete_or_absent() -> anyhow::Result<()> {
         "secret pw",
     ])?;
     let smtp = with_login.smtp.clone().expect("smtp configured");
-    assert_eq!((smtp.port, smtp.credentials), (587, Some(("u".to_owned(), "secret pw".to_owned()))));
+    assert_eq!(
+        (smtp.port, smtp.username.as_deref(), smtp.password.as_deref()),
+        (587, Some("u"), Some("secret pw"))
+    );
     assert!(!format!("{with_login:?}").contains("secret pw"), "Debug hides the SMTP password");
     Ok(())
 }
