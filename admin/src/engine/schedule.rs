@@ -13,7 +13,7 @@ use super::i18n::TriggerType;
 use super::ring::{RingEntry, ring_second};
 use super::trigger::TriggerRequest;
 use super::{Engine, EngineError};
-use crate::cron::{ScheduleType, next_trigger_time};
+use crate::cron::{ScheduleType, next_trigger_time, parse_time_zone};
 use crate::store::{ClaimId, JobId, JobRow, NewClaim, TriggerTimeUpdate};
 
 /// Upstream `PRE_READ_MS`: the window the pre-read looks ahead, and the lateness beyond which
@@ -155,14 +155,13 @@ impl Engine {
     /// trigger, commit; then fire the "now" triggers on the pools and push the rest into the
     /// ring.
     pub async fn schedule_cycle(self: &Arc<Self>, now_ms: i64) -> Result<CycleReport, EngineError> {
-        let tz = self.config.time_zone;
         let mut tx = self.store.begin_schedule().await?;
         let jobs = tx.due_jobs(now_ms + PRE_READ_MS, self.config.pre_read_count()).await?;
         let mut report = CycleReport { pre_read: jobs.len(), ..CycleReport::default() };
         let mut planned = Vec::new();
         let mut claims = Vec::new();
         for job in &jobs {
-            let plan = plan_job(job, now_ms, tz);
+            let plan = plan_job(job, now_ms, self.job_time_zone(job));
             if plan.misfired {
                 report.misfired.push(job.id);
             }
@@ -210,6 +209,18 @@ impl Engine {
         due
     }
 
+    /// The zone the job's schedule is computed in (jobwheel extension): its own IANA zone from
+    /// `jobwheel_job_zone` when it has one, else `EngineConfig::time_zone`. A stored name that
+    /// is not a zone falls back to the engine's zone with a warning rather than stopping the
+    /// job: the job keeps running on the admin's clock, and the log says why.
+    pub fn job_time_zone(&self, job: &JobRow) -> Tz {
+        let Some(name) = job.time_zone.as_deref() else { return self.config.time_zone };
+        parse_time_zone(name).unwrap_or_else(|error| {
+            tracing::warn!(job_id = job.id.0, zone = name, %error, "invalid job time zone, using the admin's");
+            self.config.time_zone
+        })
+    }
+
     /// Marks a claim as owned by this process (in the ring or queued), so recovery leaves it.
     pub(crate) fn hold_claim(&self, claim: ClaimId) {
         self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(claim);
@@ -236,7 +247,7 @@ impl Engine {
         let schedule_type = job.job.schedule_type.parse::<ScheduleType>().ok();
         let mut times =
             Times { last: job.job.trigger_last_time, next: job.job.trigger_next_time, stopped: false };
-        times.refresh(&job, schedule_type, self.config.time_zone, completed_ms);
+        times.refresh(&job, schedule_type, self.job_time_zone(&job), completed_ms);
         let update = TriggerTimeUpdate {
             job_id,
             // Keep the fire time recorded when parking as the last trigger time.

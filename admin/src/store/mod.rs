@@ -112,6 +112,11 @@ pub trait JobStore: Send + Sync {
     async fn start_job(&self, id: JobId, next_ms: i64, now: DateTime<Utc>) -> Result<bool, StoreError>;
     /// Stops a job: status 0, last and next time 0.
     async fn stop_job(&self, id: JobId, now: DateTime<Utc>) -> Result<bool, StoreError>;
+    /// jobwheel extension: sets (`Some`, an IANA name) or clears (`None`) the job's time zone in
+    /// `jobwheel_job_zone`. Setting it for a job that does not exist writes nothing. The store
+    /// keeps the name as given; validating it is the caller's (and the engine falls back to its
+    /// own zone when a stored name is not a zone).
+    async fn set_job_time_zone(&self, id: JobId, time_zone: Option<&str>) -> Result<(), StoreError>;
     /// Adds a GLUE history row and deletes all but the newest [`HISTORY_KEPT_PER_JOB`] of the job.
     async fn add_glue_history(&self, glue: &NewGlueHistory) -> Result<i32, StoreError>;
     /// The job's GLUE history, newest first.

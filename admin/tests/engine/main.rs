@@ -7,4 +7,5 @@ mod completion;
 mod real_executor;
 mod scheduler;
 mod support;
+mod time_zones;
 mod trigger;

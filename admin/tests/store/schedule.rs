@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::ensure;
 use jobwheel_admin::store::prelude::*;
 use jobwheel_admin::store::{
-    ClaimId, GroupId, JobId, LogFilter, NewClaim, NewLog, Page, TriggerTimeUpdate, claim_status,
+    ClaimId, GroupId, JobFilter, JobId, LogFilter, NewClaim, NewLog, Page, TriggerTimeUpdate, claim_status,
 };
 use tokio::sync::oneshot;
 
@@ -22,6 +22,49 @@ pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
     claims(admins, g).await?;
     claim_race(admins, g).await?;
     lock_race(admins, g).await?;
+    job_zones(admins, g).await?;
+    Ok(())
+}
+
+/// jobwheel's per-job time zone: set, replaced, cleared, seen by `due_jobs` and `load_job`
+/// (the scheduler's two reads), absent from the job list, gone with the job.
+async fn job_zones(Admins { a, b }: &Admins, g: GroupId) -> anyhow::Result<()> {
+    let zoned = running_job(&**a, g, "zoned", T).await?;
+    let plain = running_job(&**a, g, "plain", T).await?;
+    ensure!(a.load_job(zoned).await?.expect("job").time_zone.is_none(), "no zone by default");
+
+    a.set_job_time_zone(zoned, Some("America/New_York")).await?;
+    ensure!(b.load_job(zoned).await?.expect("job").time_zone.as_deref() == Some("America/New_York"));
+    a.set_job_time_zone(zoned, Some("Asia/Shanghai")).await?;
+    let mut tx = b.begin_schedule().await?;
+    let due: Vec<(JobId, Option<String>)> = tx
+        .due_jobs(T, 1000)
+        .await?
+        .into_iter()
+        .filter(|r| [zoned, plain].contains(&r.id))
+        .map(|r| (r.id, r.time_zone))
+        .collect();
+    tx.commit().await?;
+    ensure!(
+        due == [(zoned, Some("Asia/Shanghai".to_owned())), (plain, None)],
+        "due_jobs carries each job's zone (replaced, not duplicated): {due:?}"
+    );
+    let page = a.page_jobs(&JobFilter::default(), Page { offset: 0, limit: 100 }).await?;
+    ensure!(page.rows.iter().all(|r| r.time_zone.is_none()), "the job list does not read zones");
+
+    a.set_job_time_zone(zoned, None).await?;
+    ensure!(a.load_job(zoned).await?.expect("job").time_zone.is_none(), "cleared");
+    a.set_job_time_zone(zoned, None).await?;
+
+    // A job that does not exist gets no row: setting a zone for it is a no-op.
+    let missing = JobId(i32::MAX);
+    a.set_job_time_zone(missing, Some("Europe/Berlin")).await?;
+    ensure!(a.load_job(missing).await?.is_none());
+
+    a.set_job_time_zone(zoned, Some("Europe/Berlin")).await?;
+    ensure!(a.delete_job(zoned).await?, "deleting a job with a zone");
+    ensure!(a.load_job(zoned).await?.is_none());
+    a.delete_job(plain).await?;
     Ok(())
 }
 

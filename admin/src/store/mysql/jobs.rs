@@ -26,17 +26,29 @@ const UPDATE_JOB: &str = "UPDATE xxl_job_info SET job_group = ?, job_desc = ?, \
     executor_fail_retry_count = ?, glue_type = ?, glue_source = ?, glue_remark = ?, \
     glue_updatetime = FROM_UNIXTIME(?), child_jobid = ?, trigger_status = ?, \
     trigger_last_time = ?, trigger_next_time = ? WHERE id = ?";
-const LOAD_JOB: &str = concat!("SELECT ", job_columns!(), " FROM xxl_job_info WHERE id = ?");
+/// The job with its jobwheel time zone (`jobwheel_job_zone` has no column named like one of
+/// `xxl_job_info`'s, so the unqualified column list stays unambiguous).
+const LOAD_JOB: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    ", z.time_zone FROM xxl_job_info LEFT JOIN jobwheel_job_zone z ON z.job_id = xxl_job_info.id \
+     WHERE id = ?"
+);
 const START_JOB: &str = "UPDATE xxl_job_info SET trigger_status = 1, trigger_last_time = 0, \
     trigger_next_time = ?, update_time = FROM_UNIXTIME(?) WHERE id = ?";
+/// Upserts the zone only for an existing job (`INSERT … SELECT`), so no orphan row is left.
+const SET_JOB_ZONE: &str = "INSERT INTO jobwheel_job_zone (job_id, time_zone) \
+    SELECT id, ? FROM xxl_job_info WHERE id = ? ON DUPLICATE KEY UPDATE time_zone = VALUES(time_zone)";
+const CLEAR_JOB_ZONE: &str = "DELETE FROM jobwheel_job_zone WHERE job_id = ?";
 const STOP_JOB: &str = "UPDATE xxl_job_info SET trigger_status = 0, trigger_last_time = 0, \
     trigger_next_time = 0, update_time = FROM_UNIXTIME(?) WHERE id = ?";
 /// Upstream deletes a job's logs and GLUE history with it; our tables follow.
-const DELETE_JOB: [&str; 5] = [
+const DELETE_JOB: [&str; 6] = [
     "DELETE FROM xxl_job_log WHERE job_id = ?",
     "DELETE FROM xxl_job_logglue WHERE job_id = ?",
     "DELETE FROM jobwheel_wasm_version WHERE job_id = ?",
     "DELETE FROM jobwheel_ring_claim WHERE job_id = ?",
+    "DELETE FROM jobwheel_job_zone WHERE job_id = ?",
     "DELETE FROM xxl_job_info WHERE id = ?",
 ];
 
@@ -167,6 +179,14 @@ impl JobStore for MySqlStore {
     async fn stop_job(&self, id: JobId, now: DateTime<Utc>) -> Result<bool, StoreError> {
         let done = sqlx::query(STOP_JOB).bind(secs(now)).bind(id).execute(&self.pool).await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn set_job_time_zone(&self, id: JobId, time_zone: Option<&str>) -> Result<(), StoreError> {
+        match time_zone {
+            Some(zone) => sqlx::query(SET_JOB_ZONE).bind(zone).bind(id).execute(&self.pool).await?,
+            None => sqlx::query(CLEAR_JOB_ZONE).bind(id).execute(&self.pool).await?,
+        };
+        Ok(())
     }
 
     async fn add_glue_history(&self, glue: &NewGlueHistory) -> Result<i32, StoreError> {

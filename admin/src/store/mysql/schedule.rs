@@ -20,10 +20,12 @@ use crate::store::{
 };
 
 const LOCK_ROW: &str = "SELECT lock_name FROM xxl_job_lock WHERE lock_name = 'schedule_lock' FOR UPDATE";
+/// Due jobs with their jobwheel time zone, so the pre-read needs no second query per job.
 const DUE_JOBS: &str = concat!(
     "SELECT ",
     job_columns!(),
-    " FROM xxl_job_info WHERE trigger_status = 1 AND trigger_next_time <= ? ORDER BY id ASC LIMIT ?"
+    ", z.time_zone FROM xxl_job_info LEFT JOIN jobwheel_job_zone z ON z.job_id = xxl_job_info.id \
+     WHERE trigger_status = 1 AND trigger_next_time <= ? ORDER BY id ASC LIMIT ?"
 );
 const INSERT_CLAIM: &str = "INSERT INTO jobwheel_ring_claim \
     (job_id, fire_time_ms, claimed_at_ms, status) VALUES (?, ?, ?, 0)";

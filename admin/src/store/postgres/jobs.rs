@@ -26,17 +26,29 @@ const UPDATE_JOB: &str = "UPDATE xxl_job_info SET job_group = $1, job_desc = $2,
     executor_fail_retry_count = $14, glue_type = $15, glue_source = $16, glue_remark = $17, \
     glue_updatetime = to_timestamp($18), child_jobid = $19, trigger_status = $20, \
     trigger_last_time = $21, trigger_next_time = $22 WHERE id = $23";
-const LOAD_JOB: &str = concat!("SELECT ", job_columns!(), " FROM xxl_job_info WHERE id = $1");
+/// The job with its jobwheel time zone (`jobwheel_job_zone` has no column named like one of
+/// `xxl_job_info`'s, so the unqualified column list stays unambiguous).
+const LOAD_JOB: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    ", z.time_zone FROM xxl_job_info LEFT JOIN jobwheel_job_zone z ON z.job_id = xxl_job_info.id \
+     WHERE id = $1"
+);
 const START_JOB: &str = "UPDATE xxl_job_info SET trigger_status = 1, trigger_last_time = 0, \
     trigger_next_time = $1, update_time = to_timestamp($2) WHERE id = $3";
+/// Upserts the zone only for an existing job (`INSERT … SELECT`), so no orphan row is left.
+const SET_JOB_ZONE: &str = "INSERT INTO jobwheel_job_zone (job_id, time_zone) \
+    SELECT id, $1 FROM xxl_job_info WHERE id = $2 ON CONFLICT (job_id) DO UPDATE SET time_zone = EXCLUDED.time_zone";
+const CLEAR_JOB_ZONE: &str = "DELETE FROM jobwheel_job_zone WHERE job_id = $1";
 const STOP_JOB: &str = "UPDATE xxl_job_info SET trigger_status = 0, trigger_last_time = 0, \
     trigger_next_time = 0, update_time = to_timestamp($1) WHERE id = $2";
 /// Upstream deletes a job's logs and GLUE history with it; our tables follow.
-const DELETE_JOB: [&str; 5] = [
+const DELETE_JOB: [&str; 6] = [
     "DELETE FROM xxl_job_log WHERE job_id = $1",
     "DELETE FROM xxl_job_logglue WHERE job_id = $1",
     "DELETE FROM jobwheel_wasm_version WHERE job_id = $1",
     "DELETE FROM jobwheel_ring_claim WHERE job_id = $1",
+    "DELETE FROM jobwheel_job_zone WHERE job_id = $1",
     "DELETE FROM xxl_job_info WHERE id = $1",
 ];
 
@@ -166,6 +178,14 @@ impl JobStore for PgStore {
     async fn stop_job(&self, id: JobId, now: DateTime<Utc>) -> Result<bool, StoreError> {
         let done = sqlx::query(STOP_JOB).bind(secs(now)).bind(id).execute(&self.pool).await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn set_job_time_zone(&self, id: JobId, time_zone: Option<&str>) -> Result<(), StoreError> {
+        match time_zone {
+            Some(zone) => sqlx::query(SET_JOB_ZONE).bind(zone).bind(id).execute(&self.pool).await?,
+            None => sqlx::query(CLEAR_JOB_ZONE).bind(id).execute(&self.pool).await?,
+        };
+        Ok(())
     }
 
     async fn add_glue_history(&self, glue: &NewGlueHistory) -> Result<i32, StoreError> {

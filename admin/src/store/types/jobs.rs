@@ -68,6 +68,11 @@ pub struct JobRow {
     /// The columns.
     #[sqlx(flatten)]
     pub job: Job,
+    /// jobwheel extension: the job's IANA time zone from `jobwheel_job_zone`, `None` when the
+    /// job has none (the engine's zone applies). Read by `load_job` and `due_jobs`, the two
+    /// queries the scheduler uses; the job list leaves it `None` (the column is absent there).
+    #[sqlx(default)]
+    pub time_zone: Option<String>,
 }
 
 /// Filters of the job list (upstream `pageList`); `None` means "any".
