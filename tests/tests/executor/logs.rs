@@ -1,7 +1,7 @@
 //! `/log` paging and the job log file layout.
 
 use jobwheel_executor::{Handlers, JobContext};
-use jobwheel_tests::{now_ms, trigger};
+use jobwheel_tests::{now_ms, trigger, wait_until_async};
 use serde_json::json;
 
 use crate::support::{SETTLE, rig};
@@ -22,6 +22,13 @@ async fn log_pages_by_line_number_and_is_answered_under_content_and_data() {
     let rig = rig(five_lines(), |_| {}).await;
     rig.executor.run(trigger(1, 77, "BEAN", "five", "p")).await;
     let cb = rig.admin.callback_for(77, SETTLE).await;
+    // The executor notes the delivered callback in the log right after the admin accepted it;
+    // wait for that last line so the file no longer grows while we page through it.
+    let executor = &rig.executor;
+    wait_until_async(SETTLE, "the log's final line", || async move {
+        executor.log_text(77, cb.log_date_tim).await.contains("callback finish").then_some(())
+    })
+    .await;
 
     let first = rig.executor.log(77, cb.log_date_tim, 1).await;
     assert_eq!(first["code"], 200);
