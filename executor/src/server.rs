@@ -8,14 +8,12 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, Request, header};
 use axum::response::{IntoResponse, Response};
 use jobwheel_protocol::envelope::Envelope;
-use jobwheel_protocol::executor_api::paths;
-use jobwheel_protocol::{ACCESS_TOKEN_HEADER, IdleBeatParam, KillParam, LogParam, TriggerParam};
-use serde::de::DeserializeOwned;
+use jobwheel_protocol::{ACCESS_TOKEN_HEADER, ExecutorRequest, ExecutorRequestError};
 use subtle::ConstantTimeEq;
 
 use crate::joblog::{LogDir, read_log};
@@ -58,35 +56,31 @@ async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) ->
             )));
         }
     };
-    match path {
-        paths::BEAT => reply(&Envelope::<()>::success()),
-        paths::IDLE_BEAT => match parse::<IdleBeatParam>(path, &body) {
-            Ok(p) if state.jobs.is_busy(p.job_id) => {
-                reply(&Envelope::<()>::fail("job thread is running or has trigger queue."))
-            }
-            Ok(_) => reply(&Envelope::<()>::success()),
-            Err(e) => reply(&e),
+    let request = match ExecutorRequest::parse(path, &body) {
+        Ok(request) => request,
+        Err(ExecutorRequestError::UnknownPath) => {
+            return reply(&Envelope::<()>::fail(format!(
+                "invalid request, uri-mapping({uri_path}) not found."
+            )));
+        }
+        Err(ExecutorRequestError::InvalidBody(message)) => return reply(&Envelope::<()>::fail(message)),
+    };
+    match request {
+        ExecutorRequest::Beat => reply(&Envelope::<()>::success()),
+        ExecutorRequest::IdleBeat(p) if state.jobs.is_busy(p.job_id) => {
+            reply(&Envelope::<()>::fail("job thread is running or has trigger queue."))
+        }
+        ExecutorRequest::IdleBeat(_) => reply(&Envelope::<()>::success()),
+        ExecutorRequest::Run(p) => match state.jobs.run(*p) {
+            Ok(()) => reply(&Envelope::<()>::success()),
+            Err(msg) => reply(&Envelope::<()>::fail(msg)),
         },
-        paths::RUN => match parse::<TriggerParam>(path, &body) {
-            Ok(p) => match state.jobs.run(p) {
-                Ok(()) => reply(&Envelope::<()>::success()),
-                Err(msg) => reply(&Envelope::<()>::fail(msg)),
-            },
-            Err(e) => reply(&e),
-        },
-        paths::KILL => match parse::<KillParam>(path, &body) {
-            Ok(p) if state.jobs.kill(p.job_id) => reply(&Envelope::<()>::success()),
-            Ok(_) => reply(&Envelope::<()>::success_msg("job thread already killed.")),
-            Err(e) => reply(&e),
-        },
-        paths::LOG => match parse::<LogParam>(path, &body) {
-            Ok(p) => {
-                let file = state.logs.file_for(p.log_date_time(), p.log_id);
-                reply(&Envelope::success_with(read_log(&file, p.from_line_num).await))
-            }
-            Err(e) => reply(&e),
-        },
-        _ => reply(&Envelope::<()>::fail(format!("invalid request, uri-mapping({uri_path}) not found."))),
+        ExecutorRequest::Kill(p) if state.jobs.kill(p.job_id) => reply(&Envelope::<()>::success()),
+        ExecutorRequest::Kill(_) => reply(&Envelope::<()>::success_msg("job thread already killed.")),
+        ExecutorRequest::Log(p) => {
+            let file = state.logs.file_for(p.log_date_time(), p.log_id);
+            reply(&Envelope::success_with(read_log(&file, p.from_line_num).await))
+        }
     }
 }
 
@@ -96,14 +90,6 @@ fn token_matches(expected: Option<&str>, headers: &HeaderMap) -> bool {
     let Some(expected) = expected else { return true };
     let given = headers.get(ACCESS_TOKEN_HEADER).map_or(&b""[..], HeaderValue::as_bytes);
     bool::from(given.ct_eq(expected.as_bytes()))
-}
-
-/// Parses a JSON body like Gson would; an unparsable body is upstream's "request error".
-fn parse<T: DeserializeOwned>(path: &str, body: &Bytes) -> Result<T, Envelope<()>> {
-    serde_json::from_slice(body).map_err(|e| {
-        let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-        Envelope::fail(format!("request error: invalid JSON body for {path}: {e} (body: {shown:?})"))
-    })
 }
 
 fn reply<T: serde::Serialize>(envelope: &Envelope<T>) -> Response {

@@ -14,11 +14,13 @@ pub mod enums;
 pub mod envelope;
 pub mod executor_api;
 mod lenient;
+pub mod request;
 
 pub use admin_api::{CallbackBody, HandleCallbackParam, RegistryParam};
 pub use enums::{BlockStrategy, GlueType, HandleCode, REGISTRY_GROUP_EXECUTOR};
 pub use envelope::Envelope;
 pub use executor_api::{IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam, WasmModuleRef};
+pub use request::{AdminRequest, AdminRequestError, ExecutorRequest, ExecutorRequestError};
 
 /// Header carrying the shared access token on every admin↔executor request.
 pub const ACCESS_TOKEN_HEADER: &str = "XXL-JOB-ACCESS-TOKEN";

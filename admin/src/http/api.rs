@@ -13,12 +13,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
-use jobwheel_protocol::{CallbackBody, RegistryParam};
-use serde::de::DeserializeOwned;
+use jobwheel_protocol::{AdminRequest, RegistryParam};
 
 use super::HttpState;
 use crate::store::RegistryKey;
@@ -32,11 +31,6 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 /// Largest body read from a caller without the right token: enough to tell an empty body from
 /// a non-empty one (upstream checks the body before the token), not enough to load the admin.
 const UNAUTHENTICATED_BODY_BYTES: usize = 64 * 1024;
-
-/// Column widths of `xxl_job_registry` (`registry_group varchar(50)`, the others 255); longer
-/// values are refused like blank ones rather than failing (MySQL) or being stored (SQLite).
-const MAX_GROUP_CHARS: usize = 50;
-const MAX_KEY_VALUE_CHARS: usize = 255;
 
 /// An upstream admin reply. Jackson serializes nulls, so the keys are always present.
 #[derive(serde::Serialize)]
@@ -102,19 +96,20 @@ async fn dispatch(state: &HttpState, uri: &str, request: Request<Body>) -> Reply
     if !authenticated {
         return Reply::fail("The access token is wrong.");
     }
-    match uri {
-        "registry" => registry(state, &body).await,
-        "registryRemove" => registry_remove(state, &body).await,
-        "callback" => callback(state, &body).await,
-        _ => Reply::fail(format!("invalid request, uri-mapping({uri}) not found.")),
+    match AdminRequest::parse(uri, &body) {
+        Ok(AdminRequest::Registry(param)) => registry(state, registry_key(param)).await,
+        Ok(AdminRequest::RegistryRemove(param)) => registry_remove(state, registry_key(param)).await,
+        Ok(AdminRequest::Callback(items)) => {
+            if !items.is_empty() {
+                state.callbacks.push(items).await;
+            }
+            Reply::success()
+        }
+        Err(error) => Reply::fail(error.message()),
     }
 }
 
-async fn registry(state: &HttpState, body: &Bytes) -> Reply {
-    let key = match registry_key(body, "registry") {
-        Ok(key) => key,
-        Err(reply) => return reply,
-    };
+async fn registry(state: &HttpState, key: RegistryKey) -> Reply {
     if let Err(e) = state.store.registry_upsert(&key, chrono::Utc::now()).await {
         tracing::error!(app = %key.registry_key, address = %key.registry_value, error = %e, "cannot store a registration");
         return Reply::fail("request error: the registration could not be stored (database error)");
@@ -126,11 +121,7 @@ async fn registry(state: &HttpState, body: &Bytes) -> Reply {
     Reply::success()
 }
 
-async fn registry_remove(state: &HttpState, body: &Bytes) -> Reply {
-    let key = match registry_key(body, "registryRemove") {
-        Ok(key) => key,
-        Err(reply) => return reply,
-    };
+async fn registry_remove(state: &HttpState, key: RegistryKey) -> Reply {
     if let Err(e) = state.store.registry_remove(&key).await {
         tracing::error!(app = %key.registry_key, address = %key.registry_value, error = %e, "cannot remove a registration");
         return Reply::fail("request error: the registration could not be removed (database error)");
@@ -141,36 +132,12 @@ async fn registry_remove(state: &HttpState, body: &Bytes) -> Reply {
     Reply::success()
 }
 
-/// Parses and validates a `RegistryParam` (upstream: any blank field → "Illegal Argument.").
-fn registry_key(body: &Bytes, uri: &str) -> Result<RegistryKey, Reply> {
-    let param: RegistryParam = parse(body, uri)?;
-    let fits = param.registry_group.chars().count() <= MAX_GROUP_CHARS
-        && param.registry_key.chars().count() <= MAX_KEY_VALUE_CHARS
-        && param.registry_value.chars().count() <= MAX_KEY_VALUE_CHARS;
-    if !param.is_valid() || !fits {
-        return Err(Reply::fail("Illegal Argument."));
-    }
-    Ok(RegistryKey {
+/// The store's key for a registration [`AdminRequest::parse`] validated (non-blank fields that
+/// fit the registry table's columns; upstream refuses blank ones with "Illegal Argument.").
+fn registry_key(param: RegistryParam) -> RegistryKey {
+    RegistryKey {
         registry_group: param.registry_group,
         registry_key: param.registry_key,
         registry_value: param.registry_value,
-    })
-}
-
-async fn callback(state: &HttpState, body: &Bytes) -> Reply {
-    let items = match parse::<CallbackBody>(body, "callback") {
-        Ok(body) => body.into_items(),
-        Err(reply) => return reply,
-    };
-    if !items.is_empty() {
-        state.callbacks.push(items).await;
     }
-    Reply::success()
-}
-
-/// Parses a JSON body leniently (the protocol types decode like Gson); an unparsable body is a
-/// "request error" naming the endpoint and serde's reason (never echoing the body).
-fn parse<T: DeserializeOwned>(body: &Bytes, uri: &str) -> Result<T, Reply> {
-    serde_json::from_slice(body)
-        .map_err(|e| Reply::fail(format!("request error: invalid JSON body for api/{uri}: {e}")))
 }
