@@ -15,6 +15,11 @@ fi
 if command -v mariadb-admin >/dev/null && ! mariadb-admin -h 127.0.0.1 -uroot ping >/dev/null 2>&1; then
   start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd || true
 fi
+# Headless Chromium and its WebDriver for the browser test of the web UI (tests/tests/browser).
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
+fi
 # A third-party executor for the interop tests: pyxxl from PyPI, in a venv kept beside the build.
 venv="$(realpath -m "${CARGO_TARGET_DIR:-target}")/pyxxl-venv"
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyxxl' 2>/dev/null; then
@@ -31,6 +36,9 @@ cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
+# The daemon binaries first: process-level tests start them from the target directory, and
+# `cargo test` builds a package's binaries only for that package's own integration tests.
+cargo build --workspace --bins
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"

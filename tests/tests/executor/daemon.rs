@@ -12,12 +12,16 @@ use tokio::process::Command;
 
 use crate::support::SETTLE;
 
-/// The daemon binary, built by `cargo test --workspace` next to this test binary's directory.
+/// The daemon binary, built by `cargo build --workspace --bins` (scripts/test.sh) into the target directory.
 fn daemon() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe.parent().and_then(|deps| deps.parent()).expect("target dir");
     let path = dir.join("jobwheel-executor");
-    assert!(path.is_file(), "{} missing: run the tests with `cargo test --workspace`", path.display());
+    assert!(
+        path.is_file(),
+        "{} missing: build it first (`cargo build --workspace --bins`, as scripts/test.sh does)",
+        path.display()
+    );
     path
 }
 
