@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Runs jobwheel on this machine: jobwheel-admin on embedded SQLite (./data) and one executor
-# registered with it. Ctrl-C stops both. On first start the admin prints the generated access
-# token and admin password; the executor reads the token from data/access-token.
+# Runs jobwheel on this machine: jobwheel-admin on embedded SQLite (./data) with the web UI at
+# http://127.0.0.1:8080/, and one executor registered with it. Ctrl-C stops both. On first start
+# the admin prints the generated access token and the password of user `admin`, and creates a
+# sample GLUE_WASM job ("Hello (Wasm sample)") ready to trigger; the executor reads the token
+# from data/access-token.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
 cargo build -p jobwheel-admin -p jobwheel-executor
+cargo build --release --target wasm32-wasip1 --manifest-path sample-jobs/Cargo.toml -p hello
 bin="${CARGO_TARGET_DIR:-target}/debug"
+sample="$(realpath -m "${CARGO_TARGET_DIR:-sample-jobs/target}")/wasm32-wasip1/release/hello.wasm"
 mkdir -p data
 
-"$bin/jobwheel-admin" --listen 127.0.0.1:8080 --database-url sqlite://data/jobwheel.db &
+"$bin/jobwheel-admin" --listen 127.0.0.1:8080 --database-url sqlite://data/jobwheel.db \
+  --demo-job "$sample" &
 admin=$!
 executor=""
 trap 'kill $admin $executor 2>/dev/null || true; wait' EXIT INT TERM
@@ -25,4 +31,5 @@ JOBWHEEL_ACCESS_TOKEN="$(cat data/access-token)" "$bin/jobwheel-executor" \
   --admin-addresses http://127.0.0.1:8080 --app-name jobwheel-executor \
   --listen 127.0.0.1:9999 --log-path data/executor-logs --wasm-cache-dir data/wasm-cache &
 executor=$!
+echo "jobwheel is running: web UI at http://127.0.0.1:8080/ (user admin; Ctrl-C stops)"
 wait

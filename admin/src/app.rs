@@ -53,6 +53,11 @@ where
     if let Some(notice) = secrets.first_start_notice(&admin_url(local)) {
         show_once(&notice);
     }
+    if let Some(module) = &config.demo_job
+        && crate::demo::seed(store.as_ref(), module).await?
+    {
+        tracing::info!(module = %module.display(), "created the sample group and GLUE_WASM job");
+    }
     match &secrets.token_source {
         TokenSource::Configured => tracing::info!("using the configured access token"),
         TokenSource::Stored(path) | TokenSource::Generated(path) => {
@@ -74,12 +79,17 @@ where
         token: AccessToken::new(&secrets.access_token),
         callbacks: callbacks.clone(),
         registrations: RecentRegistrations::new(Duration::from_secs(DEAD_TIMEOUT_SECS)),
+        login_limit: http::LoginLimiter::default(),
+        secure_cookie: config.secure_cookie,
+        lang: config.message_lang(),
+        module_info: http::ModuleInfoCache::default(),
     });
     drop(secrets);
 
     let server_stop = CancellationToken::new();
     let mut server = tokio::spawn(
-        axum::serve(listener, http::router(state))
+        // The peer address feeds the login throttle.
+        axum::serve(listener, http::router(state).into_make_service_with_connect_info::<SocketAddr>())
             .with_graceful_shutdown(server_stop.clone().cancelled_owned())
             .into_future()
             .in_current_span(),

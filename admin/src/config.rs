@@ -82,6 +82,14 @@ pub struct Cli {
     /// Seconds to finish in-flight requests and queued callbacks on SIGINT/SIGTERM.
     #[arg(long, env = "JOBWHEEL_SHUTDOWN_GRACE", default_value_t = 10)]
     pub shutdown_grace: u64,
+    /// Mark the login cookie `Secure` (set it when users reach the admin over HTTPS, e.g.
+    /// behind a TLS-terminating proxy; browsers then never send it over plain HTTP).
+    #[arg(long, env = "JOBWHEEL_SECURE_COOKIE")]
+    pub secure_cookie: bool,
+    /// On an empty database, create a sample executor group and a GLUE_WASM job running this
+    /// `.wasm` module (what `scripts/run.sh` does for a first run). Ignored otherwise.
+    #[arg(long, env = "JOBWHEEL_DEMO_JOB", value_name = "MODULE.wasm")]
+    pub demo_job: Option<PathBuf>,
 }
 
 /// Language of texts the admin produces (upstream `xxl.job.i18n`).
@@ -145,6 +153,10 @@ pub struct AdminConfig {
     pub alarm_webhook_url: Option<String>,
     /// How long shutdown waits for in-flight requests and queued callbacks.
     pub shutdown_grace: Duration,
+    /// Whether the session cookie is marked `Secure`.
+    pub secure_cookie: bool,
+    /// A sample module to create a demo job with on an empty database.
+    pub demo_job: Option<PathBuf>,
 }
 
 // Database URLs and tokens carry secrets; `{:?}` shows neither.
@@ -162,6 +174,8 @@ impl std::fmt::Debug for AdminConfig {
             .field("smtp", &self.smtp)
             .field("alarm_webhook_url", &self.alarm_webhook_url)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("secure_cookie", &self.secure_cookie)
+            .field("demo_job", &self.demo_job)
             .finish()
     }
 }
@@ -181,6 +195,16 @@ impl AdminConfig {
             smtp: None,
             alarm_webhook_url: None,
             shutdown_grace: Duration::from_secs(10),
+            secure_cookie: false,
+            demo_job: None,
+        }
+    }
+
+    /// The language of texts the admin produces, as the engine and the API name it.
+    pub fn message_lang(&self) -> crate::routing::MessageLang {
+        match self.i18n {
+            I18n::ZhCn => crate::routing::MessageLang::Zh,
+            I18n::En => crate::routing::MessageLang::En,
         }
     }
 
@@ -217,6 +241,8 @@ impl AdminConfig {
         config.smtp = smtp_from_cli(cli)?;
         config.alarm_webhook_url = alarm_webhook_url;
         config.shutdown_grace = Duration::from_secs(cli.shutdown_grace);
+        config.secure_cookie = cli.secure_cookie;
+        config.demo_job = cli.demo_job.clone();
         Ok(config)
     }
 }

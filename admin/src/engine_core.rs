@@ -10,16 +10,17 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use async_trait::async_trait;
-use jobwheel_protocol::HandleCallbackParam;
+use jobwheel_protocol::{HandleCallbackParam, LogResult};
 use tokio_util::sync::CancellationToken;
 
 use crate::alarm::{AlarmChannel, Alarmer, EmailAlarm, WebhookAlarm};
 use crate::app::CoreContext;
 use crate::config::{AdminConfig, I18n};
-use crate::engine::{Engine, EngineConfig};
+use crate::engine::{Engine, EngineConfig, EngineError};
 use crate::executor_client::HttpExecutorClient;
 use crate::http::AdminCore;
 use crate::routing::{MessageLang, Router, SystemClock, ThreadRandom};
+use crate::store::{JobId, LogId};
 
 /// How long an alarm webhook may take before the alarm counts as failed.
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -82,6 +83,23 @@ impl AdminCore for EngineCore {
         if let Err(e) = self.engine.refresh_group(app_name).await {
             tracing::warn!(app_name, error = %e, "cannot refresh the group's address list");
         }
+    }
+
+    async fn trigger(
+        &self,
+        job_id: JobId,
+        executor_param: Option<String>,
+        address_list: Option<Vec<String>>,
+    ) -> Result<(), EngineError> {
+        self.engine.trigger_manual(job_id, executor_param, address_list).await
+    }
+
+    async fn read_log(&self, log_id: LogId, from_line: i32) -> Result<LogResult, EngineError> {
+        self.engine.read_log(log_id, from_line).await
+    }
+
+    async fn kill(&self, log_id: LogId) -> Result<Option<String>, EngineError> {
+        self.engine.kill(log_id).await
     }
 
     async fn shutdown(&self) {

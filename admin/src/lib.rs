@@ -8,6 +8,7 @@ pub mod alarm;
 pub mod app;
 pub mod config;
 pub mod cron;
+pub mod demo;
 pub mod engine;
 pub mod engine_core;
 pub mod executor_client;
@@ -15,5 +16,6 @@ pub mod http;
 pub mod routing;
 pub mod secrets;
 pub mod store;
+pub mod wasm_check;
 
 pub use jobwheel_protocol as protocol;

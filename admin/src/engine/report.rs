@@ -69,7 +69,7 @@ impl Engine {
 }
 
 /// 00:00 of `day` in `tz` (the first instant of the day when midnight falls into a DST gap).
-fn local_midnight<Tz: TimeZone>(tz: Tz, day: chrono::NaiveDate) -> Option<DateTime<Utc>> {
+pub(crate) fn local_midnight<Tz: TimeZone>(tz: Tz, day: chrono::NaiveDate) -> Option<DateTime<Utc>> {
     (0..3)
         .filter_map(|hour| NaiveTime::from_hms_opt(hour, 0, 0))
         .find_map(|time| tz.from_local_datetime(&day.and_time(time)).earliest())

@@ -6,7 +6,15 @@
 //! so the edge can be tested with a recording fake and the engine can be developed on its own.
 
 use async_trait::async_trait;
-use jobwheel_protocol::HandleCallbackParam;
+use jobwheel_protocol::{HandleCallbackParam, LogResult};
+
+use crate::engine::EngineError;
+use crate::store::{JobId, LogId};
+
+/// What the operations below answer on an admin built without a scheduling engine.
+fn no_engine() -> EngineError {
+    EngineError::Refused("this admin runs without a scheduling engine".to_owned())
+}
 
 /// The admin's reaction to executor API calls.
 ///
@@ -28,6 +36,30 @@ pub trait AdminCore: Send + Sync + 'static {
     /// Called after the registry row was written and before the executor gets its reply.
     /// Heartbeats from an executor this admin has seen within the last 90 s do not call it.
     async fn refresh_group(&self, app_name: &str);
+
+    /// Triggers a job once now (management API "trigger once"): `executor_param` replaces the
+    /// job's parameter, `address_list` (non-empty) replaces routing. Returns once queued.
+    async fn trigger(
+        &self,
+        job_id: JobId,
+        executor_param: Option<String>,
+        address_list: Option<Vec<String>>,
+    ) -> Result<(), EngineError> {
+        let _ = (job_id, executor_param, address_list);
+        Err(no_engine())
+    }
+
+    /// One page of a run's job log, read from the executor that ran it.
+    async fn read_log(&self, log_id: LogId, from_line: i32) -> Result<LogResult, EngineError> {
+        let _ = (log_id, from_line);
+        Err(no_engine())
+    }
+
+    /// Kills a running log on its executor and records it as killed; the executor's message.
+    async fn kill(&self, log_id: LogId) -> Result<Option<String>, EngineError> {
+        let _ = log_id;
+        Err(no_engine())
+    }
 
     /// Stops whatever the core runs in the background. Called once at shutdown, after every
     /// acknowledged callback was handed to [`AdminCore::on_callbacks`].

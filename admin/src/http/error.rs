@@ -25,6 +25,24 @@ pub enum ApiError {
     /// 401: missing or wrong access token.
     #[error("The access token is wrong.")]
     Unauthorized,
+    /// 401 from the management API: not logged in, session expired, unknown API token.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// 403: authenticated but not allowed; the message names the role or group needed.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 409: the request conflicts with stored data (e.g. deleting a group that has jobs).
+    #[error("{0}")]
+    Conflict(String),
+    /// 413: the body is larger than the endpoint accepts.
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// 502: an executor the request needed failed or could not be reached.
+    #[error("{0}")]
+    BadGateway(String),
+    /// 429: too many attempts; retry after this many seconds.
+    #[error("too many failed logins; try again in {0} s")]
+    TooManyRequests(u64),
     /// 404: the named thing does not exist; the message says which.
     #[error("{0}")]
     NotFound(String),
@@ -45,7 +63,12 @@ impl ApiError {
     fn status(&self) -> StatusCode {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Unauthorized | Self::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -75,6 +98,9 @@ impl IntoResponse for ApiError {
         let status = self.status();
         let body = ErrorBody { code: status.as_u16(), msg: self.to_string() };
         let mut response = (status, axum::Json(body)).into_response();
+        if let Self::TooManyRequests(seconds) = self {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
         if let Self::Internal(cause) = self {
             response.extensions_mut().insert(InternalCause(Arc::new(cause)));
         }

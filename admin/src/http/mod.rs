@@ -1,8 +1,8 @@
 //! The admin's HTTP edge: routes, shared state and the error type.
 //!
-//! Implemented so far: the executor-facing API ([`api`], [`wasm`]) at `/` and under
-//! `/xxl-job-admin` (upstream's context path up to 3.4.0, still configured in many executors).
-//! The web UI and the management API will be routed here too, answering with [`ApiError`].
+//! The executor-facing API ([`api`], [`wasm`]) at `/` and under `/xxl-job-admin` (upstream's
+//! context path up to 3.4.0, still configured in many executors), and the management API
+//! (`mgmt`, `/api/v1`) the web UI and scripts use, answering with [`ApiError`].
 
 use std::sync::Arc;
 
@@ -17,14 +17,17 @@ pub mod api;
 mod callback_queue;
 pub mod core;
 pub mod error;
+mod mgmt;
 mod registrations;
 pub mod store_only_core;
 mod token;
+mod ui;
 pub mod wasm;
 
 pub(crate) use callback_queue::CallbackQueue;
 pub use core::AdminCore;
 pub use error::ApiError;
+pub(crate) use mgmt::{LoginLimiter, ModuleInfoCache};
 pub(crate) use registrations::RecentRegistrations;
 pub use store_only_core::StoreOnlyCore;
 pub(crate) use token::AccessToken;
@@ -39,6 +42,14 @@ pub(crate) struct HttpState {
     pub(crate) token: AccessToken,
     pub(crate) callbacks: CallbackQueue,
     pub(crate) registrations: RecentRegistrations,
+    /// Failed-login bookkeeping of the management API.
+    pub(crate) login_limit: mgmt::LoginLimiter,
+    /// Whether session cookies carry `Secure` (the admin is reached over HTTPS).
+    pub(crate) secure_cookie: bool,
+    /// The admin's language (`--i18n`): titles in `/api/v1/meta`, trigger messages.
+    pub(crate) lang: crate::routing::MessageLang,
+    /// What uploaded Wasm modules export and import, by digest.
+    pub(crate) module_info: mgmt::ModuleInfoCache,
 }
 
 /// All routes of the admin.
@@ -47,9 +58,14 @@ pub(crate) fn router(state: Arc<HttpState>) -> Router {
         .route("/api/", any(api::unnamed))
         .route("/api/{uri}", any(api::named))
         .route("/api/wasm/{digest}", get(wasm::module).fallback(wasm::method_not_allowed));
+    let management = mgmt::router()
+        .layer(axum::extract::DefaultBodyLimit::max(mgmt::MAX_JSON_BYTES))
+        .layer(axum::middleware::from_fn(mgmt::json_errors));
     Router::new()
+        .merge(management)
         .merge(executor_api.clone())
         .nest(LEGACY_CONTEXT_PATH, executor_api)
+        .merge(ui::router())
         .fallback(error::no_route)
         .layer(axum::middleware::from_fn(error::log_internal_errors))
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+mod credentials;
 mod error;
 mod mysql;
 mod postgres;
@@ -26,8 +27,8 @@ pub use types::*;
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
-        GroupStore, JobStore, LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store, UserStore,
-        WasmStore,
+        CredentialStore, GroupStore, JobStore, LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store,
+        UserStore, WasmStore,
     };
 }
 
@@ -64,7 +65,16 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
 
 /// Everything the admin stores. Object-safe: the admin holds an `Arc<dyn Store>`.
 pub trait Store:
-    GroupStore + JobStore + ScheduleStore + LogStore + LogReportStore + UserStore + WasmStore + Send + Sync
+    GroupStore
+    + JobStore
+    + ScheduleStore
+    + LogStore
+    + LogReportStore
+    + UserStore
+    + CredentialStore
+    + WasmStore
+    + Send
+    + Sync
 {
     /// The database behind this store.
     fn backend(&self) -> Backend;
@@ -226,6 +236,34 @@ pub trait UserStore: Send + Sync {
     async fn find_user(&self, username: &str) -> Result<Option<UserRow>, StoreError>;
     /// A page of users matching `filter`, by username (upstream order).
     async fn page_users(&self, filter: &UserFilter, page: Page) -> Result<Paged<UserRow>, StoreError>;
+}
+
+/// Login sessions and API tokens (`jobwheel_session`, `jobwheel_api_token`). Keys are SHA-256
+/// digests; the callers hash.
+#[async_trait]
+pub trait CredentialStore: Send + Sync {
+    /// Stores a new session.
+    async fn insert_session(&self, session: &NewSession) -> Result<(), StoreError>;
+    /// The session with this digest if it has not expired at `now_ms`.
+    async fn load_session(&self, id_hash: &str, now_ms: i64) -> Result<Option<SessionRow>, StoreError>;
+    /// Ends one session; false if there was none.
+    async fn delete_session(&self, id_hash: &str) -> Result<bool, StoreError>;
+    /// Ends every session of a user except `keep` (the digest of the caller's own, if any).
+    async fn delete_user_sessions(&self, user_id: UserId, keep: Option<&str>) -> Result<u64, StoreError>;
+    /// Deletes sessions that expired before `now_ms`.
+    async fn purge_sessions(&self, now_ms: i64) -> Result<u64, StoreError>;
+    /// Stores an API token and answers its id.
+    async fn add_api_token(&self, token: &NewApiToken) -> Result<i64, StoreError>;
+    /// A user's tokens, newest first.
+    async fn list_api_tokens(&self, user_id: UserId) -> Result<Vec<ApiTokenRow>, StoreError>;
+    /// The token with this digest.
+    async fn find_api_token(&self, token_hash: &str) -> Result<Option<ApiTokenRow>, StoreError>;
+    /// Records that a token was used at `now_ms`.
+    async fn touch_api_token(&self, id: i64, now_ms: i64) -> Result<(), StoreError>;
+    /// Deletes one of `user_id`'s tokens; false if it has no such token.
+    async fn delete_api_token(&self, id: i64, user_id: UserId) -> Result<bool, StoreError>;
+    /// Deletes every token of a user (the user was deleted).
+    async fn delete_user_tokens(&self, user_id: UserId) -> Result<u64, StoreError>;
 }
 
 /// Wasm modules by digest and the per-job version history.

@@ -18,12 +18,15 @@ use tokio::sync::{Notify, oneshot};
 mod api;
 mod binary;
 mod config;
+mod demo;
 mod engine;
 mod executor;
 mod first_start;
 mod interop;
+mod mgmt;
 mod servers;
 mod shutdown;
+mod ui;
 mod wasm;
 
 /// The token of admins started with [`test_config`].
@@ -111,6 +114,16 @@ impl Admin {
         make_core: impl FnOnce(Arc<dyn Store>) -> Arc<dyn AdminCore> + Send + 'static,
     ) -> anyhow::Result<Self> {
         Self::start_core(config, move |context: app::CoreContext| Ok(make_core(context.store))).await
+    }
+
+    /// The admin as `jobwheel-admin` runs it: edge plus scheduling engine.
+    pub(crate) async fn start_engine(config: AdminConfig) -> anyhow::Result<Self> {
+        let engine_config = config.clone();
+        Self::start_core(config, move |context| {
+            jobwheel_admin::engine_core::EngineCore::start(context, &engine_config)
+                .map(|core| core as Arc<dyn AdminCore>)
+        })
+        .await
     }
 
     /// Like [`start`](Self::start), with the core built the way `jobwheel-admin` builds it.

@@ -13,6 +13,7 @@ use jobwheel_admin::store::{self, Store};
 
 mod adopt;
 mod catalog;
+mod credentials;
 mod logs;
 mod schedule;
 
@@ -28,6 +29,7 @@ async fn check_store(admins: Admins) -> anyhow::Result<()> {
     catalog::check(&admins).await.context("groups, registry, jobs, users, wasm")?;
     logs::check(&admins).await.context("logs and reports")?;
     schedule::check(&admins).await.context("schedule lock and ring claims")?;
+    credentials::check(&admins).await.context("sessions and API tokens")?;
     Ok(())
 }
 

@@ -85,3 +85,5 @@ fn inserted_id<T: TryFrom<u64>>(done: &MySqlQueryResult) -> Result<T, StoreError
     T::try_from(id)
         .map_err(|_| StoreError::Database(sqlx::Error::Protocol(format!("inserted id {id} out of range"))))
 }
+
+super::credentials::credential_store!(MySqlStore, false);

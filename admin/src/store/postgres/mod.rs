@@ -75,3 +75,5 @@ impl Store for PgStore {
         Backend::Postgres
     }
 }
+
+super::credentials::credential_store!(PgStore, true);

@@ -93,3 +93,5 @@ impl Store for SqliteStore {
         Backend::Sqlite
     }
 }
+
+super::credentials::credential_store!(SqliteStore, false);

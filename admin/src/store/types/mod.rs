@@ -9,9 +9,11 @@
 
 use chrono::{DateTime, Utc};
 
+mod credentials;
 mod jobs;
 mod logs;
 
+pub use credentials::*;
 pub use jobs::*;
 pub use logs::*;
 

@@ -1,0 +1,186 @@
+//! Who is calling the management API: [`Principal`], extracted from an API token or a session
+//! cookie on every request, with the CSRF check for cookie-authenticated writes and the
+//! role/group checks every handler makes.
+//!
+//! Two credentials, because they have different threats: a browser sends the session cookie
+//! by itself on cross-site requests (hence HttpOnly + SameSite=Strict + a synchronizer CSRF
+//! token on writes), while a bearer token is only ever sent on purpose by a script.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Method, header};
+use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq as _;
+
+use crate::http::{ApiError, HttpState};
+use crate::store::{GroupId, UserRow};
+
+/// The session cookie's name.
+pub(crate) const SESSION_COOKIE: &str = "jobwheel_session";
+/// The header cookie-authenticated writes must carry.
+pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
+/// `xxl_job_user.role` of administrators.
+pub(crate) const ROLE_ADMIN: i16 = 1;
+/// API tokens' `last_used_ms` is written at most this often (ms), not on every request.
+const TOUCH_EVERY_MS: i64 = 60_000;
+
+/// How a request authenticated.
+#[derive(Debug, Clone)]
+pub(crate) enum Credential {
+    /// A browser session: the stored digest of its cookie and its CSRF token.
+    Session { id_hash: String, csrf_token: String },
+    /// An API token.
+    Token,
+}
+
+/// The authenticated caller.
+#[derive(Debug, Clone)]
+pub(crate) struct Principal {
+    pub(crate) user: UserRow,
+    pub(crate) credential: Credential,
+}
+
+impl Principal {
+    pub(crate) fn is_admin(&self) -> bool {
+        self.user.user.role == ROLE_ADMIN
+    }
+
+    /// The groups a normal user may manage (upstream's comma-separated `permission`).
+    pub(crate) fn groups(&self) -> BTreeSet<GroupId> {
+        parse_permission(self.user.user.permission.as_deref())
+    }
+
+    /// `Ok` for administrators.
+    pub(crate) fn require_admin(&self) -> Result<(), ApiError> {
+        if self.is_admin() {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden("this needs the administrator role".to_owned()))
+        }
+    }
+
+    /// `Ok` if the caller may manage jobs and logs of `group`.
+    pub(crate) fn require_group(&self, group: GroupId) -> Result<(), ApiError> {
+        if self.may_use(group) {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden(format!("you have no permission on executor group {group}")))
+        }
+    }
+
+    pub(crate) fn may_use(&self, group: GroupId) -> bool {
+        self.is_admin() || self.groups().contains(&group)
+    }
+}
+
+/// Group ids in a `permission` column; entries that are not numbers are ignored.
+pub(crate) fn parse_permission(permission: Option<&str>) -> BTreeSet<GroupId> {
+    permission.unwrap_or_default().split(',').filter_map(|id| id.trim().parse().ok().map(GroupId)).collect()
+}
+
+/// Lower-case hex SHA-256: what the store keeps of cookies and tokens.
+pub(crate) fn digest(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+/// A new random secret (256 bits, URL-safe hex).
+pub(crate) fn new_secret() -> String {
+    hex::encode(rand::random::<[u8; 32]>())
+}
+
+/// The session cookie's value, if the request has one.
+pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value)
+        .filter(|value| !value.is_empty())
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+fn unauthenticated() -> ApiError {
+    ApiError::Unauthenticated(
+        "not logged in (log in, or send an API token as Authorization: Bearer …)".to_owned(),
+    )
+}
+
+impl FromRequestParts<Arc<HttpState>> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Arc<HttpState>) -> Result<Self, ApiError> {
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        if let Some(token) = bearer(&parts.headers) {
+            let row = state
+                .store
+                .find_api_token(&digest(token))
+                .await?
+                .ok_or_else(|| ApiError::Unauthenticated("unknown or revoked API token".to_owned()))?;
+            let user = state.store.load_user(row.user_id).await?.ok_or_else(unauthenticated)?;
+            if row.last_used_ms.is_none_or(|last| now_ms - last >= TOUCH_EVERY_MS) {
+                state.store.touch_api_token(row.id, now_ms).await?;
+            }
+            return Ok(Self { user, credential: Credential::Token });
+        }
+        let cookie = session_cookie(&parts.headers).ok_or_else(unauthenticated)?;
+        let id_hash = digest(cookie);
+        let session =
+            state.store.load_session(&id_hash, now_ms).await?.ok_or_else(|| {
+                ApiError::Unauthenticated("your session has ended; log in again".to_owned())
+            })?;
+        if !matches!(parts.method, Method::GET | Method::HEAD) {
+            let sent = parts.headers.get(CSRF_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
+            if !bool::from(sent.ct_eq(session.csrf_token.as_bytes())) {
+                return Err(ApiError::Forbidden(
+                    "missing or wrong X-CSRF-Token header (send the csrfToken from GET /api/v1/session)"
+                        .to_owned(),
+                ));
+            }
+        }
+        let user = state.store.load_user(session.user_id).await?.ok_or_else(unauthenticated)?;
+        Ok(Self { user, credential: Credential::Session { id_hash, csrf_token: session.csrf_token } })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    #[test]
+    fn the_session_cookie_is_found_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::COOKIE, HeaderValue::from_static("a=1; jobwheel_session=abc; b=2"));
+        assert_eq!(session_cookie(&headers), Some("abc"));
+        headers.insert(header::COOKIE, HeaderValue::from_static("jobwheel_session="));
+        assert_eq!(session_cookie(&headers), None);
+    }
+
+    #[test]
+    fn permissions_ignore_junk() {
+        let groups = parse_permission(Some("1, 3,x,,7"));
+        assert_eq!(groups.into_iter().map(|g| g.0).collect::<Vec<_>>(), [1, 3, 7]);
+        assert!(parse_permission(None).is_empty());
+    }
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("bearer  tok "));
+        assert_eq!(bearer(&headers), Some("tok"));
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic abc"));
+        assert_eq!(bearer(&headers), None);
+    }
+}

@@ -1,0 +1,277 @@
+//! `/api/v1/groups`: executor groups (upstream `JobGroupController`). Admins manage them;
+//! normal users may read the groups in their permission (the job and log pages need them).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use chrono::Utc;
+use jobwheel_protocol::REGISTRY_GROUP_EXECUTOR;
+use serde::{Deserialize, Serialize};
+
+use super::auth::Principal;
+use super::{ApiJson, ApiQuery, Listed, Paging, ms};
+use crate::engine::DEAD_TIMEOUT_MS;
+use crate::http::{ApiError, HttpState};
+use crate::routing::sort_addresses;
+use crate::store::{Group, GroupId, GroupRow, JobFilter, Page};
+
+/// Upstream's AppName length rule.
+const APPNAME_CHARS: std::ops::RangeInclusive<usize> = 4..=64;
+/// Upstream's title limit.
+const TITLE_MAX: usize = 64;
+/// `address_type` of groups whose addresses come from executor registrations.
+const AUTO: i16 = 0;
+/// `address_type` of groups whose addresses are entered by hand.
+const MANUAL: i16 = 1;
+
+/// A group as the API shows it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct GroupView {
+    id: i32,
+    appname: String,
+    title: String,
+    address_type: i16,
+    address_list: Option<String>,
+    update_time: Option<i64>,
+    /// Only in `GET /groups/{id}`: live registrations of its AppName.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    registered: Option<Vec<String>>,
+}
+
+impl From<GroupRow> for GroupView {
+    fn from(row: GroupRow) -> Self {
+        Self {
+            id: row.id.0,
+            appname: row.group.app_name,
+            title: row.group.title,
+            address_type: row.group.address_type,
+            address_list: row.group.address_list,
+            update_time: ms(row.group.update_time),
+            registered: None,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct GroupQuery {
+    #[serde(default)]
+    appname: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(flatten)]
+    paging: Paging,
+}
+
+/// `GET /api/v1/groups`: upstream's `pageList` (substring filters, case-insensitive like
+/// MySQL's default collation); normal users see only their permitted groups.
+pub(crate) async fn list(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    ApiQuery(query): ApiQuery<GroupQuery>,
+) -> Result<Json<Listed<GroupView>>, ApiError> {
+    let page = query.paging.page()?;
+    let needle = |v: Option<String>| v.map(|s| s.trim().to_lowercase()).filter(|s| !s.is_empty());
+    let (appname, title) = (needle(query.appname), needle(query.title));
+    // Groups are few (one per application); filtering here keeps the store interface small.
+    let matching: Vec<GroupRow> = state
+        .store
+        .list_groups()
+        .await?
+        .into_iter()
+        .filter(|g| principal.may_use(g.id))
+        .filter(|g| appname.as_ref().is_none_or(|a| g.group.app_name.to_lowercase().contains(a)))
+        .filter(|g| title.as_ref().is_none_or(|t| g.group.title.to_lowercase().contains(t)))
+        .collect();
+    let total = matching.len() as u64;
+    let items = matching.into_iter().skip(page.offset as usize).take(page.limit as usize).map(Into::into);
+    Ok(Json(Listed { total, items: items.collect() }))
+}
+
+/// `GET /api/v1/groups/{id}`: the group plus the live registrations of its AppName (upstream's
+/// "registered nodes" popup).
+pub(crate) async fn get(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+) -> Result<Json<GroupView>, ApiError> {
+    // Permission first, so a normal user learns nothing about groups outside its permission.
+    principal.require_group(GroupId(id))?;
+    let row = load(&state, id).await?;
+    let registered = registered(&state, &row.group.app_name).await?;
+    Ok(Json(GroupView { registered: Some(registered), ..row.into() }))
+}
+
+/// Distinct `EXECUTOR` registrations of `app_name` with a heartbeat within upstream's
+/// `DEAD_TIMEOUT`, sorted like the registry monitor sorts a group's address list.
+async fn registered(state: &HttpState, app_name: &str) -> Result<Vec<String>, ApiError> {
+    let alive_after = Utc::now() - chrono::Duration::milliseconds(DEAD_TIMEOUT_MS);
+    let live: BTreeSet<String> = state
+        .store
+        .alive_registry(alive_after)
+        .await?
+        .into_iter()
+        .filter(|r| r.registry_group == REGISTRY_GROUP_EXECUTOR && r.registry_key == app_name)
+        .map(|r| r.registry_value)
+        .collect();
+    let mut addresses: Vec<String> = live.into_iter().collect();
+    sort_addresses(&mut addresses);
+    Ok(addresses)
+}
+
+async fn load(state: &HttpState, id: i32) -> Result<GroupRow, ApiError> {
+    state
+        .store
+        .load_group(GroupId(id))
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("executor group {id} not found")))
+}
+
+/// The add/edit form.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct GroupInput {
+    appname: String,
+    title: String,
+    #[serde(default)]
+    address_type: i16,
+    #[serde(default)]
+    address_list: Option<String>,
+}
+
+impl GroupInput {
+    /// Upstream's checks; the group to store (automatic groups get their list from the registry
+    /// afterwards, so theirs starts empty).
+    fn check(&self) -> Result<Group, ApiError> {
+        let appname = self.appname.trim();
+        if !APPNAME_CHARS.contains(&appname.chars().count()) {
+            return Err(ApiError::BadRequest("appname: must be 4 to 64 characters".to_owned()));
+        }
+        if let Some(bad) = appname.chars().find(|c| !(c.is_ascii_alphanumeric() || "_.-".contains(*c))) {
+            return Err(ApiError::BadRequest(format!(
+                "appname: {bad:?} is not allowed (use letters, digits, '_', '.' and '-')"
+            )));
+        }
+        let title = self.title.trim();
+        if title.is_empty() {
+            return Err(ApiError::BadRequest("title: required".to_owned()));
+        }
+        if title.chars().count() > TITLE_MAX {
+            return Err(ApiError::BadRequest(format!("title: at most {TITLE_MAX} characters")));
+        }
+        let address_list = match self.address_type {
+            AUTO => None,
+            MANUAL => Some(manual_addresses(self.address_list.as_deref().unwrap_or_default())?),
+            other => {
+                return Err(ApiError::BadRequest(format!(
+                    "addressType: must be 0 (automatic registration) or 1 (manual), not {other}"
+                )));
+            }
+        };
+        Ok(Group {
+            app_name: appname.to_owned(),
+            title: title.to_owned(),
+            address_type: self.address_type,
+            address_list,
+            update_time: Some(Utc::now()),
+        })
+    }
+}
+
+/// A manual address list: at least one address, each `http://` or `https://` (upstream's rule);
+/// entries are trimmed and re-joined with `,`.
+fn manual_addresses(list: &str) -> Result<String, ApiError> {
+    if list.trim().is_empty() {
+        return Err(ApiError::BadRequest(
+            "addressList: a manual group needs at least one executor address".to_owned(),
+        ));
+    }
+    let mut addresses = Vec::new();
+    for entry in list.split(',').map(str::trim) {
+        if entry.is_empty() {
+            return Err(ApiError::BadRequest("addressList: contains an empty entry".to_owned()));
+        }
+        if !(entry.starts_with("http://") || entry.starts_with("https://")) {
+            return Err(ApiError::BadRequest(format!(
+                "addressList: {entry:?} must start with http:// or https://"
+            )));
+        }
+        if entry.contains(['<', '>', '"', '\'', ' ']) {
+            return Err(ApiError::BadRequest(format!("addressList: {entry:?} is not a valid address")));
+        }
+        addresses.push(entry);
+    }
+    Ok(addresses.join(","))
+}
+
+/// After saving an automatic group, let the core fill its address list from live
+/// registrations at once (upstream's update does the same inline), then read it back.
+async fn saved(state: &HttpState, id: GroupId, group: &Group) -> Result<GroupRow, ApiError> {
+    if group.address_type == AUTO {
+        state.core.refresh_group(&group.app_name).await;
+    }
+    load(state, id.0).await
+}
+
+/// `POST /api/v1/groups`.
+pub(crate) async fn create(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    ApiJson(input): ApiJson<GroupInput>,
+) -> Result<(StatusCode, Json<GroupView>), ApiError> {
+    principal.require_admin()?;
+    let group = input.check()?;
+    let id = state.store.add_group(&group).await?;
+    Ok((StatusCode::CREATED, Json(saved(&state, id, &group).await?.into())))
+}
+
+/// `PUT /api/v1/groups/{id}`.
+pub(crate) async fn update(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+    ApiJson(input): ApiJson<GroupInput>,
+) -> Result<Json<GroupView>, ApiError> {
+    principal.require_admin()?;
+    let current = load(&state, id).await?;
+    let mut group = input.check()?;
+    if group.address_type == AUTO
+        && current.group.address_type == AUTO
+        && group.app_name == current.group.app_name
+    {
+        // Keep the registry-maintained list until the refresh below rewrites it.
+        group.address_list = current.group.address_list;
+    }
+    if !state.store.update_group(current.id, &group).await? {
+        return Err(ApiError::NotFound(format!("executor group {id} not found")));
+    }
+    Ok(Json(saved(&state, current.id, &group).await?.into()))
+}
+
+/// `DELETE /api/v1/groups/{id}`: refused while jobs use the group or if it is the last one
+/// (upstream's rules; the job form needs a group).
+pub(crate) async fn delete(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+) -> Result<StatusCode, ApiError> {
+    principal.require_admin()?;
+    let group = load(&state, id).await?;
+    let filter = JobFilter { job_group: Some(group.id), ..JobFilter::default() };
+    let jobs = state.store.page_jobs(&filter, Page { offset: 0, limit: 1 }).await?.total;
+    if jobs > 0 {
+        return Err(ApiError::Conflict(format!(
+            "executor group {id} still has {jobs} job(s); delete or move them first"
+        )));
+    }
+    if state.store.list_groups().await?.len() <= 1 {
+        return Err(ApiError::Conflict("cannot delete the last executor group".to_owned()));
+    }
+    if !state.store.delete_group(group.id).await? {
+        return Err(ApiError::NotFound(format!("executor group {id} not found")));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}

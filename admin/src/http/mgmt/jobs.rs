@@ -1,0 +1,377 @@
+//! `/api/v1/jobs`: list, add, edit, delete, start, stop, trigger once; `/api/v1/schedule/next`
+//! for the form's "next 5 fire times" (upstream `JobInfoController`).
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use chrono::Utc;
+use jobwheel_protocol::GlueType;
+use serde::{Deserialize, Serialize};
+
+use super::auth::Principal;
+use super::job_input::{JobInput, PARAM_MAX, glue_template};
+use super::{ApiJson, ApiQuery, Listed, Paging, ms};
+use crate::cron::{ScheduleType, local_time_zone, next_n, next_trigger_time, parse_time_zone};
+use crate::engine::{EngineError, PRE_READ_MS};
+use crate::http::{ApiError, HttpState};
+use crate::store::{GroupId, Job, JobFilter, JobId, JobRow};
+
+/// Longest address list of a manual trigger (upstream's form limit).
+const ADDRESS_LIST_MAX: usize = 512;
+
+/// A job as the API shows it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct JobView {
+    id: i32,
+    job_group: i32,
+    job_desc: String,
+    author: Option<String>,
+    alarm_email: Option<String>,
+    schedule_type: String,
+    schedule_conf: Option<String>,
+    time_zone: Option<String>,
+    misfire_strategy: String,
+    executor_route_strategy: Option<String>,
+    executor_handler: Option<String>,
+    executor_param: Option<String>,
+    executor_block_strategy: Option<String>,
+    executor_timeout: i32,
+    executor_fail_retry_count: i32,
+    glue_type: String,
+    glue_remark: Option<String>,
+    glue_updatetime: Option<i64>,
+    child_job_id: Option<String>,
+    trigger_status: i16,
+    trigger_last_time: i64,
+    trigger_next_time: i64,
+    add_time: Option<i64>,
+    update_time: Option<i64>,
+}
+
+impl From<JobRow> for JobView {
+    fn from(row: JobRow) -> Self {
+        let j = row.job;
+        Self {
+            id: row.id.0,
+            job_group: j.job_group.0,
+            job_desc: j.job_desc,
+            author: j.author,
+            alarm_email: j.alarm_email,
+            schedule_type: j.schedule_type,
+            schedule_conf: j.schedule_conf,
+            time_zone: row.time_zone,
+            misfire_strategy: j.misfire_strategy,
+            executor_route_strategy: j.executor_route_strategy,
+            executor_handler: j.executor_handler,
+            executor_param: j.executor_param,
+            executor_block_strategy: j.executor_block_strategy,
+            executor_timeout: j.executor_timeout,
+            executor_fail_retry_count: j.executor_fail_retry_count,
+            glue_type: j.glue_type,
+            glue_remark: j.glue_remark,
+            glue_updatetime: ms(j.glue_updatetime),
+            child_job_id: j.child_jobid,
+            trigger_status: j.trigger_status,
+            // The scheduler parks FIX_DELAY jobs at i64::MAX while a run is out; show "none".
+            trigger_last_time: j.trigger_last_time,
+            trigger_next_time: if j.trigger_next_time == i64::MAX { 0 } else { j.trigger_next_time },
+            add_time: ms(j.add_time),
+            update_time: ms(j.update_time),
+        }
+    }
+}
+
+/// The job `id`, if the caller may manage its group (403 otherwise, 404 if absent).
+pub(crate) async fn permitted_job(
+    state: &HttpState,
+    principal: &Principal,
+    id: i32,
+) -> Result<JobRow, ApiError> {
+    let job = state
+        .store
+        .load_job(JobId(id))
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
+    principal.require_group(job.job.job_group)?;
+    Ok(job)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct JobQuery {
+    job_group: Option<i32>,
+    trigger_status: Option<i16>,
+    job_desc: Option<String>,
+    executor_handler: Option<String>,
+    author: Option<String>,
+    #[serde(flatten)]
+    paging: Paging,
+}
+
+/// `GET /api/v1/jobs`.
+pub(crate) async fn list(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    ApiQuery(query): ApiQuery<JobQuery>,
+) -> Result<Json<Listed<JobView>>, ApiError> {
+    let page = query.paging.page()?;
+    let job_group = match query.job_group.filter(|g| *g > 0).map(GroupId) {
+        Some(group) => {
+            principal.require_group(group)?;
+            Some(group)
+        }
+        None if principal.is_admin() => None,
+        // Upstream's job page always names a group; normal users must, so a list never mixes
+        // in groups they may not see.
+        None => {
+            return Err(ApiError::BadRequest(
+                "jobGroup: required (choose one of your executor groups)".to_owned(),
+            ));
+        }
+    };
+    let blank = |v: Option<String>| v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+    let filter = JobFilter {
+        job_group,
+        trigger_status: query.trigger_status.filter(|s| *s >= 0),
+        job_desc: blank(query.job_desc),
+        executor_handler: blank(query.executor_handler),
+        author: blank(query.author),
+    };
+    let paged = state.store.page_jobs(&filter, page).await?;
+    Ok(Json(Listed { total: paged.total, items: paged.rows.into_iter().map(JobView::from).collect() }))
+}
+
+/// `GET /api/v1/jobs/{id}`.
+pub(crate) async fn get(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+) -> Result<Json<JobView>, ApiError> {
+    Ok(Json(permitted_job(&state, &principal, id).await?.into()))
+}
+
+/// `POST /api/v1/jobs`: a new, stopped job.
+pub(crate) async fn create(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    ApiJson(input): ApiJson<JobInput>,
+) -> Result<(StatusCode, Json<JobView>), ApiError> {
+    let checked = input.check(&state, &principal, None).await?;
+    let now = Utc::now();
+    let glue_source = input
+        .glue_source
+        .clone()
+        .filter(|s| !s.trim().is_empty())
+        .or_else(|| glue_template(checked.glue_type).map(str::to_owned));
+    let mut job = Job {
+        job_group: checked.group,
+        job_desc: String::new(),
+        add_time: Some(now),
+        update_time: Some(now),
+        author: None,
+        alarm_email: None,
+        schedule_type: String::new(),
+        schedule_conf: None,
+        misfire_strategy: String::new(),
+        executor_route_strategy: None,
+        executor_handler: None,
+        executor_param: None,
+        executor_block_strategy: None,
+        executor_timeout: 0,
+        executor_fail_retry_count: 0,
+        glue_type: checked.glue_type.name().to_owned(),
+        glue_source: if checked.glue_type.is_script() { glue_source } else { None },
+        glue_remark: Some(input.glue_remark.clone().unwrap_or_else(|| "GLUE code init".to_owned())),
+        glue_updatetime: Some(now),
+        child_jobid: None,
+        trigger_status: 0,
+        trigger_last_time: 0,
+        trigger_next_time: 0,
+    };
+    input.apply(&checked, &mut job);
+    let id = state.store.add_job(&job).await?;
+    state.store.set_job_time_zone(id, checked.time_zone.as_deref()).await?;
+    let row = state
+        .store
+        .load_job(id)
+        .await?
+        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("job {id} vanished")))?;
+    Ok((StatusCode::CREATED, Json(row.into())))
+}
+
+/// `PUT /api/v1/jobs/{id}`. The GLUE type is fixed at creation (upstream's form disables it);
+/// GLUE sources change through `/glue`, modules through `/wasm`.
+pub(crate) async fn update(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+    ApiJson(input): ApiJson<JobInput>,
+) -> Result<Json<JobView>, ApiError> {
+    let current = permitted_job(&state, &principal, id).await?;
+    if input.glue_type != current.job.glue_type {
+        return Err(ApiError::BadRequest("glueType: cannot change after the job was created".to_owned()));
+    }
+    let checked = input.check(&state, &principal, Some(current.id)).await?;
+    let mut job = current.job.clone();
+    input.apply(&checked, &mut job);
+    job.update_time = Some(Utc::now());
+    let schedule_changed = job.schedule_type != current.job.schedule_type
+        || job.schedule_conf != current.job.schedule_conf
+        || checked.time_zone != current.time_zone;
+    if job.trigger_status == 1 && schedule_changed {
+        // Upstream: a running job's next fire is recomputed from now + the pre-read window.
+        job.trigger_next_time = first_fire(&job, checked.time_zone.as_deref())?;
+    }
+    state.store.update_job(current.id, &job).await?;
+    state.store.set_job_time_zone(current.id, checked.time_zone.as_deref()).await?;
+    Ok(Json(reload(&state, current.id).await?))
+}
+
+/// `DELETE /api/v1/jobs/{id}`.
+pub(crate) async fn delete(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+) -> Result<StatusCode, ApiError> {
+    let job = permitted_job(&state, &principal, id).await?;
+    state.store.delete_job(job.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /api/v1/jobs/{id}/start`.
+pub(crate) async fn start(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+) -> Result<Json<JobView>, ApiError> {
+    let job = permitted_job(&state, &principal, id).await?;
+    let next = first_fire(&job.job, job.time_zone.as_deref())?;
+    state.store.start_job(job.id, next, Utc::now()).await?;
+    Ok(Json(reload(&state, job.id).await?))
+}
+
+/// `POST /api/v1/jobs/{id}/stop`.
+pub(crate) async fn stop(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+) -> Result<Json<JobView>, ApiError> {
+    let job = permitted_job(&state, &principal, id).await?;
+    state.store.stop_job(job.id, Utc::now()).await?;
+    Ok(Json(reload(&state, job.id).await?))
+}
+
+async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiError> {
+    let row =
+        state.store.load_job(id).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
+    Ok(row.into())
+}
+
+/// The first fire time of a job being started (upstream: the next valid time after now + 5 s).
+fn first_fire(job: &Job, time_zone: Option<&str>) -> Result<i64, ApiError> {
+    let schedule_type = ScheduleType::from_str(&job.schedule_type)
+        .map_err(|_| ApiError::BadRequest(format!("scheduleType: unknown type {:?}", job.schedule_type)))?;
+    if schedule_type == ScheduleType::None {
+        return Err(ApiError::BadRequest(
+            "scheduleType: a job with schedule type NONE cannot be started".to_owned(),
+        ));
+    }
+    let tz = zone(time_zone)?;
+    let from = Utc::now().timestamp_millis() + PRE_READ_MS;
+    next_trigger_time(schedule_type, job.schedule_conf.as_deref().unwrap_or_default(), tz, from)
+        .map_err(|e| ApiError::BadRequest(format!("scheduleConf: {e}")))?
+        .ok_or_else(|| ApiError::BadRequest("scheduleConf: the schedule has no future fire time".to_owned()))
+}
+
+fn zone(name: Option<&str>) -> Result<chrono_tz::Tz, ApiError> {
+    match name.map(str::trim).filter(|n| !n.is_empty()) {
+        Some(name) => parse_time_zone(name).map_err(|e| ApiError::BadRequest(format!("timeZone: {e}"))),
+        None => Ok(local_time_zone()),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TriggerBody {
+    #[serde(default)]
+    executor_param: Option<String>,
+    #[serde(default)]
+    address_list: Option<String>,
+}
+
+/// `POST /api/v1/jobs/{id}/trigger`: run once now, optionally with another parameter or on
+/// given executors.
+pub(crate) async fn trigger(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+    ApiJson(body): ApiJson<TriggerBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let job = permitted_job(&state, &principal, id).await?;
+    if body.executor_param.as_ref().is_some_and(|p| p.chars().count() > PARAM_MAX) {
+        return Err(ApiError::BadRequest(format!("executorParam: at most {PARAM_MAX} characters")));
+    }
+    let addresses = match body.address_list.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+        None => None,
+        Some(list) if list.chars().count() > ADDRESS_LIST_MAX => {
+            return Err(ApiError::BadRequest(format!("addressList: at most {ADDRESS_LIST_MAX} characters")));
+        }
+        Some(list) => {
+            let addresses: Vec<String> =
+                list.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect();
+            if let Some(bad) =
+                addresses.iter().find(|a| !(a.starts_with("http://") || a.starts_with("https://")))
+            {
+                return Err(ApiError::BadRequest(format!(
+                    "addressList: {bad:?} must start with http:// or https://"
+                )));
+            }
+            Some(addresses)
+        }
+    };
+    state.core.trigger(job.id, body.executor_param, addresses).await.map_err(engine_error)?;
+    Ok(Json(serde_json::json!({"triggered": true})))
+}
+
+/// An engine refusal as the API answers it.
+pub(crate) fn engine_error(e: EngineError) -> ApiError {
+    match e {
+        EngineError::JobNotFound(_) | EngineError::LogNotFound(_) => ApiError::NotFound(e.to_string()),
+        EngineError::Refused(msg) => ApiError::BadRequest(msg),
+        EngineError::Executor { .. } => ApiError::BadGateway(e.to_string()),
+        EngineError::Store(e) => ApiError::internal(e),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NextQuery {
+    schedule_type: String,
+    #[serde(default)]
+    schedule_conf: String,
+    #[serde(default)]
+    time_zone: Option<String>,
+}
+
+/// `GET /api/v1/schedule/next`: the next five fire times of a schedule (the form's preview).
+pub(crate) async fn next_times(
+    _principal: Principal,
+    ApiQuery(query): ApiQuery<NextQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let schedule_type = ScheduleType::from_str(&query.schedule_type).map_err(|_| {
+        ApiError::BadRequest("scheduleType: must be NONE, CRON, FIX_RATE or FIX_DELAY".to_owned())
+    })?;
+    let tz = zone(query.time_zone.as_deref())?;
+    let times = next_n(schedule_type, query.schedule_conf.trim(), tz, Utc::now().timestamp_millis(), 5)
+        .map_err(|e| ApiError::BadRequest(format!("scheduleConf: {e}")))?;
+    Ok(Json(serde_json::json!({"times": times})))
+}
+
+/// GLUE_WASM and script jobs have sources; BEAN jobs do not.
+pub(crate) fn glue_type_of(job: &JobRow) -> Option<GlueType> {
+    GlueType::from_str(&job.job.glue_type).ok()
+}

@@ -1,0 +1,195 @@
+//! The management API under `/api/v1` (docs/api.md): what the web UI and scripts use to manage
+//! jobs, groups, logs, users, modules and tokens.
+//!
+//! Every handler takes a [`Principal`](auth::Principal) (authentication, plus CSRF for cookie
+//! writes) and checks its role or group before touching anything; there is no route that
+//! relies on the UI hiding a button. Bodies and queries go through [`ApiJson`] / [`ApiQuery`]
+//! so that malformed input is a JSON 400 naming the problem, like every other error here.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::request::Parts;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::http::{ApiError, HttpState};
+use crate::store::{Page, UserRow};
+
+pub(crate) mod auth;
+mod dashboard;
+mod glue;
+mod groups;
+mod job_input;
+mod jobs;
+pub(crate) mod login_limit;
+mod logs;
+mod meta;
+mod session;
+mod tokens;
+mod users;
+mod wasm_versions;
+
+pub(crate) use wasm_versions::ModuleInfoCache;
+
+pub(crate) use login_limit::LoginLimiter;
+
+/// Largest JSON body (a GLUE source is the big one: `mediumtext`, but nobody edits 1 MiB of
+/// script in a browser).
+pub(crate) const MAX_JSON_BYTES: usize = 2 * 1024 * 1024;
+/// Default and largest page sizes of list endpoints.
+const DEFAULT_LIMIT: u32 = 20;
+const MAX_LIMIT: u32 = 500;
+
+/// The `/api/v1` routes.
+pub(crate) fn router() -> Router<Arc<HttpState>> {
+    Router::new()
+        .route("/api/v1/session", post(session::login).get(session::current).delete(session::logout))
+        .route("/api/v1/session/password", put(session::change_password))
+        .route("/api/v1/meta", get(meta::meta))
+        .route("/api/v1/openapi.json", get(meta::openapi))
+        .route("/api/v1/jobs", get(jobs::list).post(jobs::create))
+        .route("/api/v1/jobs/{id}", get(jobs::get).put(jobs::update).delete(jobs::delete))
+        .route("/api/v1/jobs/{id}/start", post(jobs::start))
+        .route("/api/v1/jobs/{id}/stop", post(jobs::stop))
+        .route("/api/v1/jobs/{id}/trigger", post(jobs::trigger))
+        .route("/api/v1/jobs/{id}/glue", get(glue::get).put(glue::save))
+        .route("/api/v1/jobs/{id}/wasm", get(wasm_versions::versions).post(wasm_versions::upload))
+        .route("/api/v1/jobs/{id}/wasm/rollback", post(wasm_versions::rollback))
+        .route("/api/v1/wasm/validate", post(wasm_versions::validate))
+        .route("/api/v1/schedule/next", get(jobs::next_times))
+        .route("/api/v1/groups", get(groups::list).post(groups::create))
+        .route("/api/v1/groups/{id}", get(groups::get).put(groups::update).delete(groups::delete))
+        .route("/api/v1/users", get(users::list).post(users::create))
+        .route("/api/v1/users/{id}", put(users::update).delete(users::delete))
+        .route("/api/v1/tokens", get(tokens::list).post(tokens::create))
+        .route("/api/v1/tokens/{id}", axum::routing::delete(tokens::delete))
+        .route("/api/v1/logs", get(logs::list))
+        .route("/api/v1/logs/clear", post(logs::clear))
+        .route("/api/v1/logs/{id}", get(logs::get))
+        .route("/api/v1/logs/{id}/content", get(logs::content))
+        .route("/api/v1/logs/{id}/kill", post(logs::kill))
+        .route("/api/v1/dashboard", get(dashboard::counters))
+        .route("/api/v1/dashboard/chart", get(dashboard::chart))
+}
+
+/// Makes every error of the management API JSON, including those axum answers by itself
+/// (a malformed path parameter, a method the route does not have), so clients parse one shape.
+pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if status.as_u16() < 400 || is_json {
+        return response;
+    }
+    let text = match axum::body::to_bytes(response.into_body(), 64 * 1024).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
+        Err(_) => String::new(),
+    };
+    let msg = if text.is_empty() { status.canonical_reason().unwrap_or("error").to_owned() } else { text };
+    (status, axum::Json(serde_json::json!({"code": status.as_u16(), "msg": msg}))).into_response()
+}
+
+/// `axum::Json` with the rejection as an [`ApiError`] (JSON body, clear message).
+pub(crate) struct ApiJson<T>(pub(crate) T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        match axum::Json::<T>::from_request(request, state).await {
+            Ok(axum::Json(value)) => Ok(Self(value)),
+            Err(rejection) => Err(ApiError::BadRequest(rejection.body_text())),
+        }
+    }
+}
+
+/// `axum::extract::Query` with the rejection as an [`ApiError`].
+pub(crate) struct ApiQuery<T>(pub(crate) T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(value)) => Ok(Self(value)),
+            Err(rejection) => Err(ApiError::BadRequest(rejection.body_text())),
+        }
+    }
+}
+
+/// `offset` / `limit` of list endpoints.
+///
+/// Kept as text and parsed in [`Paging::page`]: query structs embed this with
+/// `#[serde(flatten)]`, and serde hands flattened fields over as buffered strings, which a
+/// `u32` field would reject ("invalid type: string").
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct Paging {
+    #[serde(default)]
+    offset: Option<String>,
+    #[serde(default)]
+    limit: Option<String>,
+}
+
+impl Paging {
+    pub(crate) fn page(self) -> Result<Page, ApiError> {
+        let number = |field: &str, value: Option<String>, default: u32| match value.as_deref().map(str::trim)
+        {
+            None | Some("") => Ok(default),
+            Some(text) => text
+                .parse::<u32>()
+                .map_err(|_| ApiError::BadRequest(format!("{field}: {text:?} is not a whole number"))),
+        };
+        let offset = number("offset", self.offset, 0)?;
+        let limit = number("limit", self.limit, DEFAULT_LIMIT)?;
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ApiError::BadRequest(format!("limit: must be 1 to {MAX_LIMIT}")));
+        }
+        Ok(Page { offset, limit })
+    }
+}
+
+/// A page of a list: `{"total": n, "items": [...]}`.
+#[derive(Debug, Serialize)]
+pub(crate) struct Listed<T> {
+    pub(crate) total: u64,
+    pub(crate) items: Vec<T>,
+}
+
+/// A user as the API shows it (never the password hash or token).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct UserView {
+    pub(crate) id: i32,
+    pub(crate) username: String,
+    pub(crate) role: i16,
+    pub(crate) permission: Vec<i32>,
+}
+
+impl From<&UserRow> for UserView {
+    fn from(row: &UserRow) -> Self {
+        Self {
+            id: row.id.0,
+            username: row.user.username.clone(),
+            role: row.user.role,
+            permission: auth::parse_permission(row.user.permission.as_deref())
+                .into_iter()
+                .map(|g| g.0)
+                .collect(),
+        }
+    }
+}
+
+/// Epoch ms of a stored time.
+pub(crate) fn ms(time: Option<chrono::DateTime<chrono::Utc>>) -> Option<i64> {
+    time.map(|t| t.timestamp_millis())
+}

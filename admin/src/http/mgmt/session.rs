@@ -1,0 +1,199 @@
+//! `/api/v1/session`: log in (sets the session cookie), who am I, log out, change password.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Json;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+use super::auth::{Credential, Principal, SESSION_COOKIE, digest, new_secret};
+use super::{ApiJson, UserView};
+use crate::http::{ApiError, HttpState};
+use crate::secrets;
+use crate::store::{NewSession, UserRow};
+
+/// Server-side lifetime of a "remember me" session (and its cookie's Max-Age).
+const REMEMBER_MS: i64 = 30 * 24 * 3600 * 1000;
+/// Server-side lifetime of a browser-session login.
+const SESSION_MS: i64 = 24 * 3600 * 1000;
+/// Upstream's password length rule (4–20 characters).
+pub(crate) const PASSWORD_CHARS: std::ops::RangeInclusive<usize> = 4..=20;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LoginBody {
+    username: String,
+    password: String,
+    #[serde(default)]
+    remember: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionView {
+    user: UserView,
+    csrf_token: Option<String>,
+}
+
+/// `POST /api/v1/session`.
+pub(crate) async fn login(
+    State(state): State<Arc<HttpState>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ApiJson(body): ApiJson<LoginBody>,
+) -> Result<Response, ApiError> {
+    let username = body.username.trim().to_owned();
+    let addr = Some(peer.ip());
+    state.login_limit.check(&username, addr, Instant::now()).map_err(ApiError::TooManyRequests)?;
+    let user = state.store.find_user(&username).await?;
+    let verified = match user {
+        Some(user) => check_password(&state, user, body.password).await?,
+        None => {
+            // Spend the same time as for a real user, so response times do not reveal names.
+            let _ = verify_blocking(body.password, DUMMY_HASH.to_owned()).await;
+            None
+        }
+    };
+    let Some(user) = verified else {
+        state.login_limit.failed(&username, addr, Instant::now());
+        return Err(ApiError::Unauthenticated("wrong username or password".to_owned()));
+    };
+    state.login_limit.succeeded(&username);
+
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let cookie = new_secret();
+    let csrf_token = new_secret();
+    let lifetime = if body.remember { REMEMBER_MS } else { SESSION_MS };
+    state
+        .store
+        .insert_session(&NewSession {
+            id_hash: digest(&cookie),
+            user_id: user.id,
+            csrf_token: csrf_token.clone(),
+            created_ms: now_ms,
+            expires_ms: now_ms + lifetime,
+        })
+        .await?;
+    // Expired sessions are deleted here rather than by a timer: logins are rare and cheap.
+    state.store.purge_sessions(now_ms).await?;
+    let max_age = body.remember.then_some(REMEMBER_MS / 1000);
+    let mut response =
+        Json(SessionView { user: UserView::from(&user), csrf_token: Some(csrf_token) }).into_response();
+    response.headers_mut().insert(header::SET_COOKIE, cookie_header(&cookie, max_age, state.secure_cookie));
+    Ok(response)
+}
+
+/// The password check, with upstream's MD5 hashes (adopted databases) accepted once and
+/// replaced by an argon2 hash on success. `Some(user)` when it matches.
+async fn check_password(
+    state: &HttpState,
+    mut user: UserRow,
+    password: String,
+) -> Result<Option<UserRow>, ApiError> {
+    let stored = user.user.password.clone();
+    if is_legacy_md5(&stored) {
+        use md5::Digest as _;
+        use subtle::ConstantTimeEq as _;
+        let given = hex::encode(md5::Md5::digest(password.as_bytes()));
+        if !bool::from(given.as_bytes().ct_eq(stored.to_ascii_lowercase().as_bytes())) {
+            return Ok(None);
+        }
+        user.user.password = hash_blocking(password).await?;
+        state.store.update_user(user.id, &user.user).await?;
+        tracing::info!(username = %user.user.username, "upgraded an upstream MD5 password hash to argon2");
+        return Ok(Some(user));
+    }
+    Ok(verify_blocking(password, stored).await.then_some(user))
+}
+
+fn is_legacy_md5(hash: &str) -> bool {
+    hash.len() == 32 && hash.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// An argon2 hash no password matches, verified for unknown usernames.
+const DUMMY_HASH: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$0000000000000000000000000000000000000000000";
+
+/// argon2 is deliberately slow; keep it off the async workers.
+pub(crate) async fn verify_blocking(password: String, hash: String) -> bool {
+    tokio::task::spawn_blocking(move || secrets::verify_password(&password, &hash)).await.unwrap_or(false)
+}
+
+pub(crate) async fn hash_blocking(password: String) -> Result<String, ApiError> {
+    tokio::task::spawn_blocking(move || secrets::hash_password(&password))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)
+}
+
+fn cookie_header(value: &str, max_age: Option<i64>, secure: bool) -> HeaderValue {
+    let mut cookie = format!("{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict");
+    if let Some(seconds) = max_age {
+        cookie.push_str(&format!("; Max-Age={seconds}"));
+    }
+    if secure {
+        cookie.push_str("; Secure");
+    }
+    HeaderValue::from_str(&cookie).expect("cookie values are hex")
+}
+
+/// `GET /api/v1/session`.
+pub(crate) async fn current(principal: Principal) -> Json<SessionView> {
+    let csrf_token = match &principal.credential {
+        Credential::Session { csrf_token, .. } => Some(csrf_token.clone()),
+        Credential::Token => None,
+    };
+    Json(SessionView { user: UserView::from(&principal.user), csrf_token })
+}
+
+/// `DELETE /api/v1/session`.
+pub(crate) async fn logout(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+) -> Result<Response, ApiError> {
+    if let Credential::Session { id_hash, .. } = &principal.credential {
+        state.store.delete_session(id_hash).await?;
+    }
+    let mut headers = HeaderMap::new();
+    headers.insert(header::SET_COOKIE, cookie_header("", Some(0), state.secure_cookie));
+    Ok((StatusCode::NO_CONTENT, headers).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PasswordBody {
+    old_password: String,
+    password: String,
+}
+
+/// `PUT /api/v1/session/password`.
+pub(crate) async fn change_password(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    ApiJson(body): ApiJson<PasswordBody>,
+) -> Result<StatusCode, ApiError> {
+    check_password_rule(&body.password)?;
+    let Some(mut user) = check_password(&state, principal.user.clone(), body.old_password).await? else {
+        return Err(ApiError::BadRequest("oldPassword: the current password is wrong".to_owned()));
+    };
+    user.user.password = hash_blocking(body.password).await?;
+    state.store.update_user(user.id, &user.user).await?;
+    let keep = match &principal.credential {
+        Credential::Session { id_hash, .. } => Some(id_hash.as_str()),
+        Credential::Token => None,
+    };
+    state.store.delete_user_sessions(user.id, keep).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Upstream's rule for new passwords.
+pub(crate) fn check_password_rule(password: &str) -> Result<(), ApiError> {
+    if PASSWORD_CHARS.contains(&password.chars().count()) {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest("password: must be 4 to 20 characters".to_owned()))
+    }
+}

@@ -1,0 +1,94 @@
+//! `/api/v1/tokens`: the caller's own API tokens. A token is shown once, at creation; the store
+//! keeps only its SHA-256, so a lost token is deleted and replaced, never recovered.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+
+use super::ApiJson;
+use super::auth::{Principal, digest, new_secret};
+use crate::http::{ApiError, HttpState};
+use crate::store::{ApiTokenRow, NewApiToken};
+
+/// Longest token name (characters).
+const NAME_MAX: usize = 100;
+
+/// A token as listed (never the secret).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TokenView {
+    id: i64,
+    name: String,
+    created_at: i64,
+    last_used_at: Option<i64>,
+}
+
+impl From<ApiTokenRow> for TokenView {
+    fn from(row: ApiTokenRow) -> Self {
+        Self { id: row.id, name: row.name, created_at: row.created_ms, last_used_at: row.last_used_ms }
+    }
+}
+
+/// `GET /api/v1/tokens`: the caller's tokens, newest first.
+pub(crate) async fn list(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+) -> Result<Json<Vec<TokenView>>, ApiError> {
+    let rows = state.store.list_api_tokens(principal.user.id).await?;
+    Ok(Json(rows.into_iter().map(TokenView::from).collect()))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct NewTokenBody {
+    name: String,
+}
+
+/// The answer to a creation: the only time `token` is shown.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CreatedToken {
+    id: i64,
+    name: String,
+    token: String,
+    created_at: i64,
+}
+
+/// `POST /api/v1/tokens`.
+pub(crate) async fn create(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    ApiJson(body): ApiJson<NewTokenBody>,
+) -> Result<(StatusCode, Json<CreatedToken>), ApiError> {
+    let name = body.name.trim();
+    if name.is_empty() || name.chars().count() > NAME_MAX {
+        return Err(ApiError::BadRequest(format!("name: must be 1 to {NAME_MAX} characters")));
+    }
+    let token = new_secret();
+    let created_at = chrono::Utc::now().timestamp_millis();
+    let id = state
+        .store
+        .add_api_token(&NewApiToken {
+            user_id: principal.user.id,
+            name: name.to_owned(),
+            token_hash: digest(&token),
+            created_ms: created_at,
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(CreatedToken { id, name: name.to_owned(), token, created_at })))
+}
+
+/// `DELETE /api/v1/tokens/{id}`: only the caller's own tokens (another user's id is 404).
+pub(crate) async fn delete(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i64>,
+) -> Result<StatusCode, ApiError> {
+    if state.store.delete_api_token(id, principal.user.id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(format!("you have no API token {id}")))
+    }
+}

@@ -1,0 +1,237 @@
+//! `/api/v1/jobs/{id}/wasm` (upload, versions, rollback) and `/api/v1/wasm/validate`: the
+//! modules of `GLUE_WASM` jobs. Every upload is inspected ([`crate::wasm_check`]) before
+//! anything is stored, so a bad file never replaces a working module.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use jobwheel_protocol::GlueType;
+use serde::{Deserialize, Serialize};
+
+use super::auth::Principal;
+use super::jobs::{glue_type_of, permitted_job};
+use super::{ApiJson, ApiQuery};
+use crate::http::{ApiError, HttpState};
+use crate::store::{JobRow, NewWasmVersion, WasmVersionRow};
+use crate::wasm_check::{MAX_MODULE_BYTES, ModuleInfo, inspect};
+
+/// Remarks are short notes ("fix timezone bug"), like GLUE remarks.
+const REMARK_MAX: usize = 100;
+/// Module descriptions kept in memory (listing versions would otherwise re-read and re-parse
+/// up to 30 modules per request).
+const INFO_CACHE_MAX: usize = 256;
+
+/// Digest → what the module exports and imports.
+#[derive(Debug, Default)]
+pub(crate) struct ModuleInfoCache(Mutex<HashMap<String, Arc<ModuleInfo>>>);
+
+impl ModuleInfoCache {
+    fn get(&self, digest: &str) -> Option<Arc<ModuleInfo>> {
+        self.0.lock().expect("module info cache").get(digest).cloned()
+    }
+
+    fn put(&self, info: ModuleInfo) -> Arc<ModuleInfo> {
+        let info = Arc::new(info);
+        let mut map = self.0.lock().expect("module info cache");
+        if map.len() >= INFO_CACHE_MAX {
+            map.clear();
+        }
+        map.insert(info.digest.clone(), Arc::clone(&info));
+        info
+    }
+}
+
+/// One version of a job's module.
+#[derive(Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct VersionView {
+    id: i64,
+    #[serde(flatten)]
+    module: ModuleInfo,
+    remark: Option<String>,
+    uploader: Option<String>,
+    created_at: i64,
+}
+
+#[derive(Serialize)]
+pub(crate) struct VersionsView {
+    current: Option<VersionView>,
+    versions: Vec<VersionView>,
+}
+
+async fn wasm_job(state: &HttpState, principal: &Principal, id: i32) -> Result<JobRow, ApiError> {
+    let job = permitted_job(state, principal, id).await?;
+    if glue_type_of(&job) != Some(GlueType::GlueWasm) {
+        return Err(ApiError::BadRequest(format!(
+            "job {id} is {}: modules belong to GLUE_WASM jobs",
+            job.job.glue_type
+        )));
+    }
+    Ok(job)
+}
+
+async fn module_info(state: &HttpState, digest: &str) -> Result<Arc<ModuleInfo>, ApiError> {
+    if let Some(info) = state.module_info.get(digest) {
+        return Ok(info);
+    }
+    let row = state
+        .store
+        .get_wasm_module(digest)
+        .await?
+        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("module {digest} of a version is missing")))?;
+    // Stored modules passed the same check on upload.
+    let info = inspect(&row.bytes).map_err(ApiError::internal)?;
+    Ok(state.module_info.put(info))
+}
+
+async fn version_view(state: &HttpState, row: WasmVersionRow) -> Result<VersionView, ApiError> {
+    let module = (*module_info(state, &row.digest).await?).clone();
+    Ok(VersionView {
+        id: row.id,
+        module,
+        remark: row.remark,
+        uploader: row.uploader,
+        created_at: row.created_at_ms,
+    })
+}
+
+/// `GET /api/v1/jobs/{id}/wasm`: newest first; the newest is what the next trigger runs.
+pub(crate) async fn versions(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+) -> Result<Json<VersionsView>, ApiError> {
+    let job = wasm_job(&state, &principal, id).await?;
+    let mut versions = Vec::new();
+    for row in state.store.list_wasm_versions(job.id).await? {
+        versions.push(version_view(&state, row).await?);
+    }
+    Ok(Json(VersionsView { current: versions.first().cloned(), versions }))
+}
+
+/// Reads an upload, refusing more than [`MAX_MODULE_BYTES`] with a 413 that says so.
+async fn read_module(body: Body) -> Result<axum::body::Bytes, ApiError> {
+    axum::body::to_bytes(body, MAX_MODULE_BYTES).await.map_err(|e| {
+        let too_large =
+            std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            ApiError::PayloadTooLarge(format!(
+                "the module is over the {MAX_MODULE_BYTES}-byte (32 MiB) limit"
+            ))
+        } else {
+            ApiError::BadRequest(format!("cannot read the upload: {e}"))
+        }
+    })
+}
+
+fn inspected(bytes: &[u8]) -> Result<ModuleInfo, ApiError> {
+    inspect(bytes).map_err(|e| ApiError::BadRequest(e.to_string()))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct UploadQuery {
+    #[serde(default)]
+    remark: Option<String>,
+}
+
+fn check_remark(remark: Option<String>) -> Result<Option<String>, ApiError> {
+    let remark = remark.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty());
+    if remark.as_ref().is_some_and(|r| r.chars().count() > REMARK_MAX) {
+        return Err(ApiError::BadRequest(format!("remark: at most {REMARK_MAX} characters")));
+    }
+    Ok(remark)
+}
+
+/// `POST /api/v1/jobs/{id}/wasm?remark=`: the body is the `.wasm` file.
+pub(crate) async fn upload(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+    ApiQuery(query): ApiQuery<UploadQuery>,
+    body: Body,
+) -> Result<(StatusCode, Json<VersionView>), ApiError> {
+    let job = wasm_job(&state, &principal, id).await?;
+    let remark = check_remark(query.remark)?;
+    let bytes = read_module(body).await?;
+    let info = inspected(&bytes)?;
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    state.store.put_wasm_module(&bytes, now_ms).await?;
+    let version = NewWasmVersion {
+        job_id: job.id,
+        digest: info.digest.clone(),
+        uploader: Some(principal.user.user.username.clone()),
+        remark,
+        created_at_ms: now_ms,
+    };
+    let version_id = state.store.add_wasm_version(&version).await?;
+    state.module_info.put(info.clone());
+    Ok((
+        StatusCode::CREATED,
+        Json(VersionView {
+            id: version_id,
+            module: info,
+            remark: version.remark,
+            uploader: version.uploader,
+            created_at: now_ms,
+        }),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RollbackBody {
+    version_id: i64,
+    #[serde(default)]
+    remark: Option<String>,
+}
+
+/// `POST /api/v1/jobs/{id}/wasm/rollback`: a new newest version with an older module.
+pub(crate) async fn rollback(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+    ApiJson(body): ApiJson<RollbackBody>,
+) -> Result<(StatusCode, Json<VersionView>), ApiError> {
+    let job = wasm_job(&state, &principal, id).await?;
+    let remark =
+        check_remark(body.remark)?.unwrap_or_else(|| format!("rollback to version {}", body.version_id));
+    let target = state
+        .store
+        .list_wasm_versions(job.id)
+        .await?
+        .into_iter()
+        .find(|v| v.id == body.version_id)
+        .ok_or_else(|| {
+            ApiError::NotFound(format!("versionId: job {id} has no version {}", body.version_id))
+        })?;
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let version = NewWasmVersion {
+        job_id: job.id,
+        digest: target.digest.clone(),
+        uploader: Some(principal.user.user.username.clone()),
+        remark: Some(remark),
+        created_at_ms: now_ms,
+    };
+    let version_id = state.store.add_wasm_version(&version).await?;
+    let module = (*module_info(&state, &target.digest).await?).clone();
+    Ok((
+        StatusCode::CREATED,
+        Json(VersionView {
+            id: version_id,
+            module,
+            remark: version.remark,
+            uploader: version.uploader,
+            created_at: now_ms,
+        }),
+    ))
+}
+
+/// `POST /api/v1/wasm/validate`: what the UI shows before the upload is confirmed.
+pub(crate) async fn validate(_principal: Principal, body: Body) -> Result<Json<ModuleInfo>, ApiError> {
+    let bytes = read_module(body).await?;
+    Ok(Json(inspected(&bytes)?))
+}

@@ -1,0 +1,174 @@
+//! `/api/v1/session`: login, CSRF, logout, password change, throttling, API tokens as an
+//! alternative credential, and upstream MD5 password hashes upgraded on login.
+
+use jobwheel_admin::store::User;
+use reqwest::Method;
+use serde_json::json;
+
+use super::{Env, PASSWORD};
+
+#[tokio::test]
+async fn login_sets_an_http_only_strict_cookie_and_answers_the_user_and_csrf_token() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let response = env
+        .anonymous()
+        .request(Method::POST, "/api/v1/session")
+        .json(&json!({"username": "root", "password": PASSWORD, "remember": true}))
+        .send()
+        .await?;
+    assert_eq!(response.status(), 200);
+    let cookie = response.headers()["set-cookie"].to_str()?.to_owned();
+    assert!(cookie.starts_with("jobwheel_session="), "{cookie}");
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=2592000"] {
+        assert!(cookie.contains(attribute), "{attribute} in {cookie}");
+    }
+    let body: serde_json::Value = response.json().await?;
+    assert_eq!(body["user"]["username"], "root");
+    assert_eq!(body["user"]["role"], 1);
+    assert!(body["user"].get("password").is_none(), "no hash in {body}");
+    assert_eq!(body["csrfToken"].as_str().map(str::len), Some(64));
+
+    let client = env.login("root").await;
+    let (status, me) = client.get("/api/v1/session").await;
+    assert_eq!((status, me["user"]["username"].as_str()), (200, Some("root")));
+    assert_eq!(me["csrfToken"], json!(client.csrf));
+    env.admin.stop().await
+}
+
+#[tokio::test]
+async fn wrong_credentials_are_401_and_the_sixth_failure_is_throttled() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let anonymous = env.anonymous();
+    let (status, body) = anonymous.get("/api/v1/session").await;
+    assert_eq!(status, 401, "{body}");
+    for body in
+        [json!({"username": "root", "password": "nope"}), json!({"username": "ghost", "password": "x"})]
+    {
+        let (status, reply) = anonymous.post("/api/v1/session", body).await;
+        assert_eq!((status, reply["msg"].as_str()), (401, Some("wrong username or password")));
+    }
+    let (status, reply) = anonymous.post("/api/v1/session", json!({"username": "root"})).await;
+    assert_eq!(status, 400, "missing password: {reply}");
+    assert!(reply["msg"].as_str().unwrap_or_default().contains("password"), "{reply}");
+    // Three more failures (five from this address) → the next attempt, even with the right
+    // password, is refused until the window passes.
+    for _ in 0..3 {
+        assert_eq!(
+            anonymous.post("/api/v1/session", json!({"username": "root", "password": "x"})).await.0,
+            401
+        );
+    }
+    let response = anonymous
+        .request(Method::POST, "/api/v1/session")
+        .json(&json!({"username": "root", "password": PASSWORD}))
+        .send()
+        .await?;
+    assert_eq!(response.status(), 429);
+    assert!(response.headers().contains_key("retry-after"));
+    env.admin.stop().await
+}
+
+#[tokio::test]
+async fn cookie_writes_need_the_csrf_token_and_logout_ends_the_session() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let client = env.login("root").await;
+    let mut forged = client.clone();
+    forged.csrf = None;
+    let (status, reply) =
+        forged.put("/api/v1/session/password", json!({"oldPassword": PASSWORD, "password": "new-pw"})).await;
+    assert_eq!(status, 403, "{reply}");
+    assert!(reply["msg"].as_str().unwrap_or_default().contains("X-CSRF-Token"));
+    forged.csrf = Some("0".repeat(64));
+    assert_eq!(forged.delete("/api/v1/session").await.0, 403, "a wrong token is no token");
+    // Reads need no CSRF token.
+    assert_eq!(forged.get("/api/v1/session").await.0, 200);
+
+    let response = client.request(Method::DELETE, "/api/v1/session").send().await?;
+    assert_eq!(response.status(), 204);
+    assert!(response.headers()["set-cookie"].to_str()?.contains("Max-Age=0"));
+    assert_eq!(client.get("/api/v1/session").await.0, 401, "the session row is gone");
+    env.admin.stop().await
+}
+
+#[tokio::test]
+async fn changing_the_password_ends_other_sessions_and_checks_the_rules() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let here = env.login("root").await;
+    let elsewhere = env.login("root").await;
+    let (status, reply) =
+        here.put("/api/v1/session/password", json!({"oldPassword": "wrong", "password": "new-pw"})).await;
+    assert_eq!(status, 400, "{reply}");
+    assert!(reply["msg"].as_str().unwrap_or_default().starts_with("oldPassword"));
+    let (status, reply) =
+        here.put("/api/v1/session/password", json!({"oldPassword": PASSWORD, "password": "abc"})).await;
+    assert_eq!(status, 400, "too short: {reply}");
+    let (status, _) =
+        here.put("/api/v1/session/password", json!({"oldPassword": PASSWORD, "password": "new-pw"})).await;
+    assert_eq!(status, 204);
+    assert_eq!(here.get("/api/v1/session").await.0, 200, "the caller's session stays");
+    assert_eq!(elsewhere.get("/api/v1/session").await.0, 401, "other sessions end");
+    let (status, _) =
+        env.anonymous().post("/api/v1/session", json!({"username": "root", "password": "new-pw"})).await;
+    assert_eq!(status, 200);
+    env.admin.stop().await
+}
+
+#[tokio::test]
+async fn an_upstream_md5_password_logs_in_once_and_is_rehashed_with_argon2() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    // xxl-job stores md5(password) in hex; its default admin has md5("123456").
+    env.store()
+        .add_user(&User {
+            username: "legacy".to_owned(),
+            password: "e10adc3949ba59abbe56e057f20f883e".to_owned(),
+            token: None,
+            role: 1,
+            permission: None,
+        })
+        .await?;
+    let anonymous = env.anonymous();
+    assert_eq!(
+        anonymous.post("/api/v1/session", json!({"username": "legacy", "password": "1234567"})).await.0,
+        401
+    );
+    assert_eq!(
+        anonymous.post("/api/v1/session", json!({"username": "legacy", "password": "123456"})).await.0,
+        200
+    );
+    let stored = env.store().find_user("legacy").await?.expect("user").user.password;
+    assert!(stored.starts_with("$argon2id$"), "rehashed: {stored}");
+    assert_eq!(
+        anonymous.post("/api/v1/session", json!({"username": "legacy", "password": "123456"})).await.0,
+        200
+    );
+    env.admin.stop().await
+}
+
+#[tokio::test]
+async fn meta_lists_the_form_choices_and_openapi_is_public() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    assert_eq!(env.anonymous().get("/api/v1/meta").await.0, 401);
+    let (status, meta) = env.login("root").await.get("/api/v1/meta").await;
+    assert_eq!(status, 200);
+    assert_eq!(meta["i18n"], "zh_CN", "the admin's default language");
+    let names = |key: &str| -> Vec<String> {
+        meta[key]
+            .as_array()
+            .expect(key)
+            .iter()
+            .map(|c| c["name"].as_str().expect("name").to_owned())
+            .collect()
+    };
+    assert_eq!(names("routeStrategies").len(), 10);
+    assert!(names("glueTypes").contains(&"GLUE_WASM".to_owned()));
+    assert!(!names("glueTypes").contains(&"GLUE_GROOVY".to_owned()), "no JVM, no GLUE(Java)");
+    assert_eq!(names("scheduleTypes"), ["NONE", "CRON", "FIX_RATE", "FIX_DELAY"]);
+    let (status, doc) = env.anonymous().get("/api/v1/openapi.json").await;
+    assert_eq!((status, doc["openapi"].as_str()), (200, Some("3.1.0")));
+    env.admin.stop().await
+}

@@ -1,0 +1,109 @@
+// Executor groups (upstream /jobgroup, admin only): search, add/edit (appname, title, automatic
+// or manual addresses), delete, and the executors registered under each appname.
+
+import { del, get, post, put } from '../api.js';
+import { h, routeHref, routeQuery } from '../dom.js';
+import { t } from '../i18n.js';
+import { confirmDialog, field, guarded, modal, notify, pageHeader, pager, table } from '../ui.js';
+
+const LIMIT = 20;
+
+export async function render({ main, app }) {
+  const q = routeQuery();
+  const filters = { appname: q.get('appname') || '', title: q.get('title') || '' };
+  const offset = Number(q.get('offset') || 0);
+  const form = h('form', { class: 'filters', id: 'group-filters' },
+    h('input', { name: 'appname', placeholder: t('groups.appname'), value: filters.appname }),
+    h('input', { name: 'title', placeholder: t('groups.title'), value: filters.title }),
+    h('button', { type: 'submit', class: 'btn btn-primary' }, t('common.search')));
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    app.navigate(routeHref('/groups', Object.fromEntries(new FormData(form))));
+  });
+  const page = await get('/groups', { ...filters, offset, limit: LIMIT });
+  const rows = page.items.map((g) => h('tr', { dataset: { groupId: g.id } },
+    h('td', {}, String(g.id)),
+    h('td', { class: 'mono' }, g.appname),
+    h('td', {}, g.title),
+    h('td', {}, g.addressType === 1 ? t('groups.manual') : t('groups.auto')),
+    h('td', { class: 'mono addresses' }, (g.addressList || '').split(',').filter(Boolean).map((a) => h('div', {}, a))),
+    h('td', { class: 'row-actions' },
+      h('button', { type: 'button', class: 'btn btn-sm', onclick: () => guarded(() => nodes(g)) }, t('groups.registered')),
+      h('button', { type: 'button', class: 'btn btn-sm', onclick: () => edit(g, app) }, t('common.edit')),
+      h('button', {
+        type: 'button', class: 'btn btn-sm btn-danger', onclick: () => guarded(async () => {
+          if (!(await confirmDialog(t('groups.confirmDelete', { name: g.title })))) return;
+          await del(`/groups/${g.id}`);
+          notify(t('common.deleted'));
+          app.refresh();
+        }),
+      }, t('common.delete')))));
+  main.append(
+    pageHeader(t('menu.groups'), h('button', { type: 'button', class: 'btn btn-primary', id: 'group-add', onclick: () => edit(null, app) }, t('groups.add'))),
+    form,
+    h('div', { class: 'card' },
+      table([t('groups.id'), t('groups.appname'), t('groups.title'), t('groups.addressType'), t('groups.addresses'), t('common.actions')], rows, { id: 'group-table' }),
+      pager(page.total, offset, LIMIT, (o) => app.navigate(routeHref('/groups', { ...filters, offset: o })))));
+}
+
+async function nodes(group) {
+  const full = await get(`/groups/${group.id}`);
+  const registered = full.registered || [];
+  modal(t('groups.registeredTitle', { name: group.title }), registered.length
+    ? h('ul', { class: 'plain-list mono', id: 'registered-nodes' }, registered.map((a) => h('li', {}, a)))
+    : h('p', {}, t('groups.noNodes')));
+}
+
+function edit(group, app) {
+  const appname = h('input', { id: 'group-appname', maxlength: 64, value: group ? group.appname : '' });
+  const title = h('input', { id: 'group-title', maxlength: 64, value: group ? group.title : '' });
+  const manual = group && group.addressType === 1;
+  const auto = h('input', { type: 'radio', name: 'addressType', value: '0', id: 'group-auto', checked: !manual });
+  const man = h('input', { type: 'radio', name: 'addressType', value: '1', id: 'group-manual', checked: manual });
+  const addresses = h('textarea', { id: 'group-addresses', rows: 3, placeholder: 'http://127.0.0.1:9999' });
+  addresses.value = group && group.addressList ? group.addressList : '';
+  const addressRow = field(t('groups.addresses'), addresses, t('groups.addressHint'));
+  const sync = () => {
+    addressRow.hidden = !man.checked;
+  };
+  auto.addEventListener('change', sync);
+  man.addEventListener('change', sync);
+  sync();
+  modal(group ? t('groups.editTitle') : t('groups.add'), h('div', { class: 'form' },
+    field(t('groups.appname'), appname, t('groups.appnameRule')),
+    field(t('groups.title'), title),
+    field(t('groups.addressType'), h('div', { class: 'radios' },
+      h('label', {}, auto, ' ', t('groups.auto')), h('label', {}, man, ' ', t('groups.manual')))),
+    addressRow), [
+    {
+      name: 'save', label: t('common.save'), kind: 'btn-primary', action: async (close) => {
+        const body = {
+          appname: appname.value.trim(),
+          title: title.value.trim(),
+          addressType: man.checked ? 1 : 0,
+          addressList: man.checked ? addresses.value.split(/[\s,]+/).filter(Boolean).join(',') : '',
+        };
+        const problem = validate(body);
+        if (problem) throw new Error(problem);
+        if (group) await put(`/groups/${group.id}`, body);
+        else await post('/groups', body);
+        close();
+        notify(t('common.saved'));
+        app.refresh();
+      },
+    },
+  ], { id: 'group-modal' });
+}
+
+/** Upstream's rules; the admin checks them again. */
+function validate(g) {
+  if (!/^[A-Za-z0-9_.-]{4,64}$/.test(g.appname)) return t('groups.appnameRule');
+  if (!g.title || g.title.length > 64) return t('groups.titleRule');
+  if (g.addressType === 1) {
+    const list = g.addressList.split(',').filter(Boolean);
+    if (list.length === 0) return t('groups.addressRequired');
+    const bad = list.find((a) => !/^https?:\/\//.test(a));
+    if (bad) return t('groups.addressRule', { address: bad });
+  }
+  return null;
+}

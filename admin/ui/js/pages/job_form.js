@@ -1,0 +1,162 @@
+// Add / edit / copy a job (upstream's job form): the same fields, rules and sections.
+// The admin validates again; its 400 message (naming the field) is shown as is.
+
+import { all, get, post, put } from '../api.js';
+import { h, routeQuery } from '../dom.js';
+import { t } from '../i18n.js';
+import { field, guarded, notify, pageHeader, select } from '../ui.js';
+import { isScript, nextTimesModal } from './jobs.js';
+
+const DEFAULTS = {
+  jobGroup: '', jobDesc: '', author: '', alarmEmail: '',
+  scheduleType: 'CRON', scheduleConf: '', timeZone: '',
+  misfireStrategy: 'DO_NOTHING', executorRouteStrategy: 'FIRST', executorHandler: '', executorParam: '',
+  executorBlockStrategy: 'SERIAL_EXECUTION', executorTimeout: 0, executorFailRetryCount: 0,
+  glueType: 'BEAN', childJobId: '',
+};
+
+export async function render({ main, params, app }) {
+  const id = params[0] ? Number(params[0]) : null;
+  const q = routeQuery();
+  const groups = await all('/groups');
+  let job = { ...DEFAULTS, jobGroup: q.get('jobGroup') || (groups[0] && groups[0].id) || '' };
+  if (id) job = await get(`/jobs/${id}`);
+  else if (q.get('copy')) job = { ...(await get(`/jobs/${q.get('copy')}`)), id: undefined };
+
+  const input = (name, attrs = {}) => h('input', { name, id: `job-${name}`, value: job[name] ?? '', ...attrs });
+  const enumSelect = (name, kind) => select(name, app.enumOptions(kind), job[name], { id: `job-${name}` });
+
+  const jobGroup = select('jobGroup', groups.map((g) => ({ value: g.id, label: g.title })), job.jobGroup, { id: 'job-jobGroup' });
+  const scheduleType = enumSelect('scheduleType', 'scheduleTypes');
+  const scheduleConf = input('scheduleConf', { maxlength: 100 });
+  const glueType = enumSelect('glueType', 'glueTypes');
+  if (id) glueType.disabled = true;
+  const zones = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
+  const timeZone = input('timeZone', { list: 'tz-list', placeholder: t('job.timeZoneDefault'), value: job.timeZone || '' });
+
+  const confRow = field(t('job.scheduleConf'), scheduleConf);
+  const handlerRow = field(t('job.executorHandler'), input('executorHandler', { maxlength: 100 }), t('job.executorHandlerHint'));
+  const confLabel = confRow.querySelector('label');
+  const nextButton = h('button', { type: 'button', class: 'btn btn-sm', id: 'job-next-times' }, t('jobs.nextTimes'));
+  nextButton.addEventListener('click', () => guarded(() =>
+    nextTimesModal(scheduleType.value, scheduleConf.value.trim(), timeZone.value.trim() || null)));
+  confRow.querySelector('.form-control').append(nextButton);
+  const sync = () => {
+    const type = scheduleType.value;
+    confRow.hidden = type === 'NONE';
+    confLabel.textContent = type === 'CRON' ? t('job.cron') : t('job.seconds');
+    scheduleConf.placeholder = type === 'CRON' ? '0 0/5 * * * ?' : '30';
+    handlerRow.hidden = glueType.value !== 'BEAN';
+  };
+  scheduleType.addEventListener('change', sync);
+  glueType.addEventListener('change', sync);
+
+  const error = h('div', { class: 'alert alert-error', hidden: true, role: 'alert', id: 'job-form-error' });
+  const form = h('form', { class: 'card form', id: 'job-form', novalidate: true },
+    error,
+    h('fieldset', {}, h('legend', {}, t('job.sectionBase')),
+      field(t('job.jobGroup'), jobGroup),
+      field(t('job.jobDesc'), input('jobDesc', { maxlength: 50 })),
+      field(t('job.author'), input('author', { maxlength: 50 })),
+      field(t('job.alarmEmail'), input('alarmEmail', { maxlength: 100 }), t('job.alarmEmailHint'))),
+    h('fieldset', {}, h('legend', {}, t('job.sectionSchedule')),
+      field(t('job.scheduleType'), scheduleType),
+      confRow,
+      field(t('job.timeZone'), timeZone, t('job.timeZoneHint')),
+      h('datalist', { id: 'tz-list' }, zones.map((z) => h('option', { value: z })))),
+    h('fieldset', {}, h('legend', {}, t('job.sectionJob')),
+      field(t('job.glueType'), glueType, id ? t('job.glueTypeFixed') : null),
+      handlerRow,
+      field(t('job.executorParam'), textarea('executorParam', job.executorParam, 2048))),
+    h('fieldset', {}, h('legend', {}, t('job.sectionAdvanced')),
+      field(t('job.executorRouteStrategy'), enumSelect('executorRouteStrategy', 'routeStrategies')),
+      field(t('job.childJobId'), input('childJobId', { maxlength: 100 }), t('job.childJobIdHint')),
+      field(t('job.misfireStrategy'), enumSelect('misfireStrategy', 'misfireStrategies')),
+      field(t('job.executorBlockStrategy'), enumSelect('executorBlockStrategy', 'blockStrategies')),
+      field(t('job.executorTimeout'), input('executorTimeout', { inputmode: 'numeric', maxlength: 6 }), t('job.executorTimeoutHint')),
+      field(t('job.executorFailRetryCount'), input('executorFailRetryCount', { inputmode: 'numeric', maxlength: 4 }))),
+    h('div', { class: 'form-actions' },
+      h('button', { type: 'submit', class: 'btn btn-primary', id: 'job-save' }, t('common.save')),
+      h('a', { class: 'btn', href: '#/jobs' }, t('common.cancel'))));
+  sync();
+
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    error.hidden = true;
+    const values = Object.fromEntries(new FormData(form));
+    values.glueType = glueType.value;
+    const problems = validate(values);
+    if (problems.length) {
+      error.textContent = problems.join(' ');
+      error.hidden = false;
+      return;
+    }
+    const body = toInput(values, id);
+    try {
+      const saved = id ? await put(`/jobs/${id}`, body) : await post('/jobs', body);
+      notify(t('common.saved'));
+      // A new Wasm job needs its module next; everything else goes back to the list.
+      if (!id && saved.glueType === 'GLUE_WASM') app.navigate(`#/jobs/${saved.id}/wasm`);
+      else if (!id && isScript(saved.glueType)) app.navigate(`#/jobs/${saved.id}/glue`);
+      else app.navigate(`#/jobs?jobGroup=${saved.jobGroup}`);
+    } catch (e) {
+      error.textContent = e.message;
+      error.hidden = false;
+    }
+  });
+
+  main.append(pageHeader(id ? t('jobs.editTitle', { id }) : t('jobs.add')), form);
+}
+
+function textarea(name, value, max) {
+  const el = h('textarea', { name, id: `job-${name}`, rows: 3, maxlength: max });
+  el.value = value || '';
+  return el;
+}
+
+/** Upstream's client-side rules (the admin checks them again). */
+function validate(v) {
+  const problems = [];
+  const need = (value, key, max) => {
+    if (!value.trim()) problems.push(t('job.required', { field: t(`job.${key}`) }));
+    else if (value.trim().length > max) problems.push(t('job.tooLong', { field: t(`job.${key}`), max }));
+  };
+  need(v.jobDesc, 'jobDesc', 50);
+  need(v.author, 'author', 50);
+  if (v.alarmEmail.length > 100) problems.push(t('job.tooLong', { field: t('job.alarmEmail'), max: 100 }));
+  if (v.scheduleType === 'CRON' && !v.scheduleConf.trim()) problems.push(t('job.cronRequired'));
+  if ((v.scheduleType === 'FIX_RATE' || v.scheduleType === 'FIX_DELAY')
+    && !(/^\d+$/.test(v.scheduleConf.trim()) && Number(v.scheduleConf) >= 1)) problems.push(t('job.secondsRule'));
+  if (v.glueType === 'BEAN' && !v.executorHandler.trim()) problems.push(t('job.handlerRequired'));
+  if (!/^\d{1,6}$/.test(String(v.executorTimeout).trim())) problems.push(t('job.timeoutRule'));
+  if (!/^\d{1,4}$/.test(String(v.executorFailRetryCount).trim())) problems.push(t('job.retryRule'));
+  if (v.childJobId.trim() && !/^\d+(\s*,\s*\d+)*$/.test(v.childJobId.trim())) problems.push(t('job.childRule'));
+  return problems;
+}
+
+/** The API's `JobInput` from the form's strings. */
+function toInput(v, id) {
+  const body = {
+    jobGroup: Number(v.jobGroup),
+    jobDesc: v.jobDesc.trim(),
+    author: v.author.trim(),
+    alarmEmail: v.alarmEmail.trim(),
+    scheduleType: v.scheduleType,
+    scheduleConf: v.scheduleType === 'NONE' ? '' : v.scheduleConf.trim(),
+    timeZone: v.timeZone.trim() || null,
+    misfireStrategy: v.misfireStrategy,
+    executorRouteStrategy: v.executorRouteStrategy,
+    executorHandler: v.glueType === 'BEAN' ? v.executorHandler.trim() : '',
+    executorParam: v.executorParam,
+    executorBlockStrategy: v.executorBlockStrategy,
+    executorTimeout: Number(v.executorTimeout),
+    executorFailRetryCount: Number(v.executorFailRetryCount),
+    glueType: v.glueType,
+    childJobId: v.childJobId.replace(/\s+/g, ''),
+  };
+  if (!id) {
+    body.glueSource = '';
+    body.glueRemark = v.glueType === 'BEAN' ? '' : t('glue.initRemark');
+  }
+  return body;
+}

@@ -1,0 +1,139 @@
+// Wasm module of a GLUE_WASM job: pick or drop a .wasm file, see it validated by the admin
+// (digest, size, exports, imports — or what is wrong), upload it with a remark, and browse or
+// roll back the version history (newest first, up to 30).
+
+import { api, get, post } from '../api.js';
+import { formatSize, formatTime, h, replace } from '../dom.js';
+import { t } from '../i18n.js';
+import { badge, confirmDialog, field, guarded, notify, pageHeader, table } from '../ui.js';
+import { triggerModal } from './jobs.js';
+
+const MAX_BYTES = 32 * 1024 * 1024;
+
+export async function render({ main, params }) {
+  const id = Number(params[0]);
+  const job = await get(`/jobs/${id}`);
+  if (job.glueType !== 'GLUE_WASM') {
+    main.append(h('div', { class: 'alert alert-error' }, t('wasm.notWasm')));
+    return;
+  }
+
+  let bytes = null;
+  const fileInput = h('input', { type: 'file', id: 'wasm-file', accept: '.wasm,application/wasm' });
+  const info = h('div', { class: 'module-info', id: 'wasm-info' });
+  const error = h('div', { class: 'alert alert-error', hidden: true, role: 'alert', id: 'wasm-error' });
+  const remark = h('input', { id: 'wasm-remark', maxlength: 100, placeholder: t('wasm.remarkHint') });
+  const upload = h('button', { type: 'button', class: 'btn btn-primary', id: 'wasm-upload', disabled: true }, t('wasm.upload'));
+  const drop = h('div', { class: 'drop-zone', id: 'wasm-drop' },
+    h('p', {}, t('wasm.drop')), fileInput);
+
+  const showError = (message) => {
+    error.textContent = message;
+    error.hidden = !message;
+  };
+  const choose = (file) => guarded(async () => {
+    showError('');
+    replace(info);
+    bytes = null;
+    upload.disabled = true;
+    if (!file) return;
+    if (file.size > MAX_BYTES) {
+      showError(t('wasm.tooLarge', { size: formatSize(file.size) }));
+      return;
+    }
+    const data = await file.arrayBuffer();
+    replace(info, h('p', { class: 'muted' }, t('wasm.validating')));
+    try {
+      const module = await api('POST', '/wasm/validate', { raw: data, contentType: 'application/wasm' });
+      replace(info, moduleInfo(file.name, module));
+      bytes = data;
+      upload.disabled = false;
+    } catch (e) {
+      replace(info);
+      showError(t('wasm.invalid', { name: file.name, reason: e.message }));
+    }
+  });
+  fileInput.addEventListener('change', () => choose(fileInput.files[0]));
+  drop.addEventListener('dragover', (e) => {
+    e.preventDefault();
+    drop.classList.add('drag');
+  });
+  drop.addEventListener('dragleave', () => drop.classList.remove('drag'));
+  drop.addEventListener('drop', (e) => {
+    e.preventDefault();
+    drop.classList.remove('drag');
+    choose(e.dataTransfer.files[0]);
+  });
+
+  const versionsBox = h('div', { id: 'wasm-versions' });
+  const loadVersions = async () => {
+    const answer = await get(`/jobs/${id}/wasm`);
+    replace(versionsBox, versionsTable(answer, id, loadVersions));
+  };
+  upload.addEventListener('click', () => guarded(async () => {
+    if (!bytes) return;
+    upload.disabled = true;
+    try {
+      await api('POST', `/jobs/${id}/wasm`, { raw: bytes, contentType: 'application/wasm', query: { remark: remark.value.trim() } });
+    } catch (e) {
+      upload.disabled = false;
+      showError(e.message);
+      return;
+    }
+    notify(t('wasm.uploaded'));
+    bytes = null;
+    fileInput.value = '';
+    remark.value = '';
+    replace(info);
+    await loadVersions();
+  }));
+
+  main.append(
+    pageHeader(t('wasm.title', { name: job.jobDesc }),
+      h('button', { type: 'button', class: 'btn', id: 'wasm-trigger', onclick: () => triggerModal(job) }, t('jobs.trigger')),
+      h('a', { class: 'btn', href: `#/logs?jobGroup=${job.jobGroup}&jobId=${job.id}` }, t('jobs.logs')),
+      h('a', { class: 'btn', href: '#/jobs' }, t('common.back'))),
+    h('div', { class: 'card form' },
+      h('h3', {}, t('wasm.newVersion')),
+      h('p', { class: 'muted' }, t('wasm.rules')),
+      error, drop, info,
+      field(t('wasm.remark'), remark),
+      h('div', { class: 'form-actions' }, upload)),
+    h('div', { class: 'card' }, h('h3', {}, t('wasm.versions')), versionsBox));
+  await loadVersions();
+}
+
+function moduleInfo(name, m) {
+  return h('dl', { class: 'facts' },
+    h('dt', {}, t('wasm.file')), h('dd', {}, name),
+    h('dt', {}, t('wasm.digest')), h('dd', { class: 'mono', id: 'wasm-digest' }, m.digest),
+    h('dt', {}, t('wasm.size')), h('dd', {}, formatSize(m.size)),
+    h('dt', {}, t('wasm.exports')), h('dd', { class: 'mono' }, (m.exports || []).join(', ')),
+    h('dt', {}, t('wasm.imports')), h('dd', { class: 'mono' }, (m.imports || []).join(', ') || '—'));
+}
+
+function versionsTable(answer, jobId, reload) {
+  const currentId = answer.current ? answer.current.id : null;
+  const rows = answer.versions.map((v) => [
+    String(v.id),
+    h('span', { class: 'mono', title: v.digest }, `${v.digest.slice(0, 12)}…`),
+    formatSize(v.size),
+    h('span', { class: 'mono' }, (v.exports || []).join(', ')),
+    v.remark || '',
+    v.uploader || '',
+    formatTime(v.createdAt),
+    v.id === currentId
+      ? badge(t('wasm.current'), 'green')
+      : h('button', {
+        type: 'button', class: 'btn btn-sm', dataset: { rollback: v.id },
+        onclick: () => guarded(async () => {
+          if (!(await confirmDialog(t('wasm.confirmRollback', { id: v.id })))) return;
+          await post(`/jobs/${jobId}/wasm/rollback`, { versionId: v.id, remark: t('wasm.rollbackRemark', { id: v.id }) });
+          notify(t('wasm.rolledBack'));
+          await reload();
+        }),
+      }, t('wasm.rollback')),
+  ]);
+  return table([t('wasm.version'), t('wasm.digest'), t('wasm.size'), t('wasm.exports'), t('wasm.remark'), t('wasm.uploader'), t('wasm.createdAt'), ''],
+    rows, { id: 'wasm-version-table', empty: t('wasm.noVersions') });
+}

@@ -1,0 +1,249 @@
+//! The main story, as an operator clicks it: log in, add an executor group, add a GLUE_WASM
+//! job, upload the `hello` sample module (after a rejected bad file), trigger it once, watch
+//! the rolling log show the job's output and the log list show success. Along the way: the
+//! next fire times, a GLUE shell job's editor with history and rollback, a user with a group
+//! permission, the dashboard and the language switch. Screenshots of each page are saved when
+//! `JOBWHEEL_SCREENSHOTS` is set.
+
+use std::path::Path;
+
+use anyhow::{Context as _, ensure};
+use serde_json::json;
+use sha2::{Digest as _, Sha256};
+
+use crate::driver::Browser;
+use crate::stack::{ADMIN_PASSWORD, ADMIN_USER, APP_NAME, Stack};
+
+pub(crate) const GROUP_TITLE: &str = "Story executors";
+const PARAM: &str = "browser";
+
+/// Runs the story; answers the id of the GLUE_WASM job it created (it echoes its parameter).
+pub(crate) async fn run(browser: &Browser, stack: &Stack, dir: &Path) -> anyhow::Result<i64> {
+    log_in(browser).await.context("logging in")?;
+    add_group(browser, stack).await.context("adding the executor group")?;
+    let job = add_wasm_job(browser).await.context("adding the GLUE_WASM job")?;
+    upload_module(browser, dir).await.context("uploading the module")?;
+    trigger(browser, job).await.context("triggering the job once")?;
+    watch_run(browser, job).await.context("following the run")?;
+    glue_editor(browser).await.context("the GLUE editor")?;
+    add_user(browser).await.context("adding a user")?;
+    dashboard(browser).await.context("the dashboard")?;
+    languages(browser).await.context("switching languages")?;
+    Ok(job)
+}
+
+async fn log_in(browser: &Browser) -> anyhow::Result<()> {
+    browser.go("/").await?;
+    browser.find("#login-username").await?;
+    browser.screenshot("login").await?;
+    browser.fill("#login-username", ADMIN_USER).await?;
+    browser.fill("#login-password", "wrong-password").await?;
+    browser.click("#login-submit").await?;
+    browser.wait_text("#login-error", "the login error", |t| !t.is_empty()).await?;
+    browser.fill("#login-password", ADMIN_PASSWORD).await?;
+    browser.click("#login-submit").await?;
+    browser.find("#stat-jobs").await?;
+    browser.wait_contains("#user-menu", ADMIN_USER).await?;
+    Ok(())
+}
+
+async fn add_group(browser: &Browser, stack: &Stack) -> anyhow::Result<()> {
+    browser.click("#menu-groups").await?;
+    browser.click("#group-add").await?;
+    browser.fill("#group-appname", APP_NAME).await?;
+    browser.fill("#group-title", GROUP_TITLE).await?;
+    browser.click("#group-modal [data-action=save]").await?;
+    browser.wait_contains("#group-table", APP_NAME).await?;
+    // The executor beats every second; its address shows once the group picks it up.
+    browser
+        .refresh_until("#group-filters button[type=submit]", "#group-table", &stack.executor_address)
+        .await?;
+    browser.screenshot("groups").await
+}
+
+async fn add_wasm_job(browser: &Browser) -> anyhow::Result<i64> {
+    browser.click("#menu-jobs").await?;
+    browser.click("#job-add").await?;
+    browser.find("#job-jobGroup").await?.select_by_label(GROUP_TITLE).await?;
+    browser.fill("#job-jobDesc", "Say hello from the browser").await?;
+    browser.fill("#job-author", "ui-test").await?;
+    browser.choose("#job-scheduleType", "CRON").await?;
+    browser.fill("#job-scheduleConf", "0 0 3 * * ?").await?;
+    browser.choose("#job-glueType", "GLUE_WASM").await?;
+    browser.fill("#job-executorParam", PARAM).await?;
+    // Upstream's "next 5 fire times" for the schedule being typed.
+    browser.click("#job-next-times").await?;
+    let times = browser.wait_text("#next-times", "five fire times", |t| t.lines().count() == 5).await?;
+    ensure!(times.lines().all(|l| l.ends_with("03:00:00")), "every fire time is at 03:00:00: {times}");
+    browser.click("#next-times-modal .modal-x").await?;
+    browser.js("window.scrollTo(0, 0);").await?;
+    browser.screenshot("job-form").await?;
+    browser.click("#job-save").await?;
+    let hash = wait_hash(browser, "/wasm").await?;
+    let id = hash.trim_start_matches("/jobs/").trim_end_matches("/wasm");
+    id.parse().with_context(|| format!("a job id in {hash}"))
+}
+
+async fn upload_module(browser: &Browser, dir: &Path) -> anyhow::Result<()> {
+    // A file that is not a module is refused before anything is stored, with the reason.
+    let bad = dir.join("not-a-module.wasm");
+    std::fs::write(&bad, b"this is text, not WebAssembly")?;
+    browser.find("#wasm-file").await?.send_keys(&bad.display().to_string()).await?;
+    let error = browser.wait_contains("#wasm-error", "not-a-module.wasm").await?;
+    ensure!(error.len() > "not-a-module.wasm cannot be used: ".len() + 5, "the error says why: {error}");
+    ensure!(!browser.find("#wasm-upload").await?.is_enabled().await?, "upload stays disabled for a bad file");
+
+    let module = jobwheel_tests::sample_jobs::sample_job("hello");
+    let digest = hex::encode(Sha256::digest(&module));
+    let path = dir.join("hello.wasm");
+    std::fs::write(&path, &module)?;
+    browser.find("#wasm-file").await?.send_keys(&path.display().to_string()).await?;
+    browser.wait_contains("#wasm-digest", &digest).await?;
+    browser.wait_contains("#wasm-info", "_start").await?;
+    ensure!(browser.find("#wasm-error").await?.attr("hidden").await?.is_some(), "the earlier error is gone");
+    browser.fill("#wasm-remark", "first hello").await?;
+    browser.click("#wasm-upload").await?;
+    let versions = browser.wait_contains("#wasm-version-table", &digest[..12]).await?;
+    ensure!(
+        versions.contains("first hello") && versions.contains("Current"),
+        "the new version is current: {versions}"
+    );
+    // Pick the file again so the screenshot shows the checked module next to the history.
+    browser.find("#wasm-file").await?.send_keys(&path.display().to_string()).await?;
+    browser.wait_contains("#wasm-digest", &digest).await?;
+    browser.screenshot("wasm").await
+}
+
+async fn trigger(browser: &Browser, job: i64) -> anyhow::Result<()> {
+    browser.click("#menu-jobs").await?;
+    browser.wait_contains("#job-table", "Say hello from the browser").await?;
+    browser.job_action(job, "trigger").await?;
+    let param = browser.find("#trigger-param").await?;
+    ensure!(
+        param.prop("value").await?.as_deref() == Some(PARAM),
+        "the trigger form starts with the job's param"
+    );
+    browser.click("#trigger-modal [data-action=trigger]").await?;
+    browser.wait_contains("#notices", "Triggered").await?;
+    browser.screenshot("jobs").await
+}
+
+async fn watch_run(browser: &Browser, job: i64) -> anyhow::Result<()> {
+    // An explicit range, so a run just before midnight still matches "today".
+    let list = format!("#/logs?jobId={job}&from=2000-01-01T00:00:00&to=2100-01-01T00:00:00");
+    browser.route(&list).await?;
+    browser.refresh_until("#log-search", "#log-table", "Execution log").await?;
+    browser.click("#log-table [data-rolling]").await?;
+    let output = browser.wait_contains("#log-console", &format!("hello, {PARAM}!")).await?;
+    ensure!(output.contains(&format!("job {job}")), "the job's own log line: {output}");
+    browser.wait_contains("#log-status", "[Rolling Log").await?;
+    // The executor's `<br>` separators are line breaks, as in upstream's log view.
+    let console = browser.wait_contains("#log-console", "Result").await?;
+    let breaks = browser.js("return document.querySelectorAll('#log-console br').length;").await?;
+    ensure!(
+        breaks.as_u64().unwrap_or(0) > 0 && !console.contains("<br>"),
+        "line breaks from <br>: {console:?}"
+    );
+    browser.screenshot("rolling-log").await?;
+    browser.route(&list).await?;
+    browser.refresh_until("#log-search", "#log-table .handle-result", "Success").await?;
+    browser.wait_contains("#log-table .trigger-result", "Success").await?;
+    browser.screenshot("logs").await
+}
+
+async fn glue_editor(browser: &Browser) -> anyhow::Result<()> {
+    browser.route("#/jobs/new").await?;
+    browser.find("#job-jobGroup").await?.select_by_label(GROUP_TITLE).await?;
+    browser.fill("#job-jobDesc", "Shell job with history").await?;
+    browser.fill("#job-author", "ui-test").await?;
+    browser.choose("#job-scheduleType", "NONE").await?;
+    browser.choose("#job-glueType", "GLUE_SHELL").await?;
+    browser.click("#job-save").await?;
+    wait_hash(browser, "/glue").await?;
+    browser.find(".CodeMirror").await?;
+    // Highlighted by CodeMirror's shell mode (the template has a shebang comment and `echo`).
+    browser
+        .find(".CodeMirror .cm-comment, .CodeMirror .cm-builtin")
+        .await
+        .context("shell syntax highlighting")?;
+    let first = "#!/bin/bash\necho \"hello from the GLUE editor\"\ndate\nexit 0\n";
+    save_glue(browser, first, "print the date too").await?;
+    save_glue(browser, "#!/bin/bash\necho \"second\"\n", "a second version").await?;
+    // Upstream's "version backtrack": pick the earlier version, the editor shows its source,
+    // and saving it makes it current again.
+    let older = browser
+        .js("return [...document.querySelectorAll('#glue-versions option')]
+                .find((o) => o.value !== 'current' && o.text.includes('print the date too')).value;")
+        .await?;
+    browser.choose("#glue-versions", older.as_str().context("the earlier version in the list")?).await?;
+    ensure!(editor_text(browser).await? == first, "the earlier version is loaded");
+    save_glue(browser, first, "back to the date version").await?;
+    let versions = browser.find("#glue-versions").await?.text().await?;
+    ensure!(versions.lines().next().is_some_and(|l| l.contains("back to the date version")), "{versions}");
+    browser.screenshot("glue").await
+}
+
+/// Replaces the editor's text with `source` and saves it with `remark`.
+async fn save_glue(browser: &Browser, source: &str, remark: &str) -> anyhow::Result<()> {
+    browser
+        .client
+        .execute(
+            "document.querySelector('.CodeMirror').CodeMirror.setValue(arguments[0]);",
+            vec![json!(source)],
+        )
+        .await?;
+    browser.click("#glue-save").await?;
+    browser.fill("#glue-remark", remark).await?;
+    browser.click("#glue-save-modal [data-action=save]").await?;
+    browser.wait_contains("#glue-versions", remark).await?;
+    ensure!(editor_text(browser).await? == source, "the editor shows the saved source");
+    Ok(())
+}
+
+async fn editor_text(browser: &Browser) -> anyhow::Result<String> {
+    let text = browser.js("return document.querySelector('.CodeMirror').CodeMirror.getValue();").await?;
+    Ok(text.as_str().unwrap_or_default().to_owned())
+}
+
+async fn add_user(browser: &Browser) -> anyhow::Result<()> {
+    browser.click("#menu-users").await?;
+    browser.click("#user-add").await?;
+    browser.fill("#user-username", "operator1").await?;
+    browser.fill("#user-password", "op-pass-1").await?;
+    browser.click("#user-modal .checkboxes input").await?;
+    browser.click("#user-modal [data-action=save]").await?;
+    let users = browser.wait_contains("#user-table", "operator1").await?;
+    ensure!(users.contains(GROUP_TITLE), "the permitted group is listed: {users}");
+    browser.screenshot("users").await
+}
+
+async fn dashboard(browser: &Browser) -> anyhow::Result<()> {
+    browser.click("#menu-dashboard").await?;
+    browser.wait_text("#stat-jobs .stat-value", "two jobs", |t| t == "2").await?;
+    browser.find("#chart-line").await?;
+    browser.screenshot("dashboard").await
+}
+
+async fn languages(browser: &Browser) -> anyhow::Result<()> {
+    browser.choose("#lang-select", "zh_CN").await?;
+    browser.wait_contains("#menu-jobs", "任务管理").await?;
+    browser.choose("#lang-select", "en").await?;
+    browser.wait_contains("#menu-jobs", "Jobs").await?;
+    Ok(())
+}
+
+/// Waits until the hash route ends with `suffix`; returns it without the `#`.
+async fn wait_hash(browser: &Browser, suffix: &str) -> anyhow::Result<String> {
+    let deadline = std::time::Instant::now() + crate::driver::PATIENCE;
+    loop {
+        let hash = browser.hash().await?;
+        if hash.ends_with(suffix) {
+            return Ok(hash);
+        }
+        if std::time::Instant::now() > deadline {
+            let page = browser.js("return document.body.innerText;").await?;
+            anyhow::bail!("the app did not go to …{suffix}; at #{hash}: {page}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
