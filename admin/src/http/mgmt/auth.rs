@@ -71,6 +71,23 @@ impl Principal {
         }
     }
 
+    /// The group a list or clear is limited to: the requested one (`jobGroup`, absent or ≤ 0
+    /// meaning "all") if the caller may use it. Only administrators may ask for all groups;
+    /// upstream's pages always name one, so a normal user's answer never mixes in groups they
+    /// may not see.
+    pub(crate) fn group_scope(&self, requested: Option<i32>) -> Result<Option<GroupId>, ApiError> {
+        match requested.filter(|g| *g > 0).map(GroupId) {
+            Some(group) => {
+                self.require_group(group)?;
+                Ok(Some(group))
+            }
+            None if self.is_admin() => Ok(None),
+            None => Err(ApiError::BadRequest(
+                "jobGroup: required (choose one of your executor groups)".to_owned(),
+            )),
+        }
+    }
+
     pub(crate) fn may_use(&self, group: GroupId) -> bool {
         self.is_admin() || self.groups().contains(&group)
     }

@@ -17,7 +17,7 @@ use super::{ApiJson, ApiQuery, Listed, Paging, ms};
 use crate::cron::{ScheduleType, local_time_zone, next_n, next_trigger_time, parse_time_zone};
 use crate::engine::{EngineError, PRE_READ_MS};
 use crate::http::{ApiError, HttpState};
-use crate::store::{GroupId, Job, JobFilter, JobId, JobRow};
+use crate::store::{Job, JobFilter, JobId, JobRow};
 
 /// Longest address list of a manual trigger (upstream's form limit).
 const ADDRESS_LIST_MAX: usize = 512;
@@ -119,20 +119,7 @@ pub(crate) async fn list(
     ApiQuery(query): ApiQuery<JobQuery>,
 ) -> Result<Json<Listed<JobView>>, ApiError> {
     let page = query.paging.page()?;
-    let job_group = match query.job_group.filter(|g| *g > 0).map(GroupId) {
-        Some(group) => {
-            principal.require_group(group)?;
-            Some(group)
-        }
-        None if principal.is_admin() => None,
-        // Upstream's job page always names a group; normal users must, so a list never mixes
-        // in groups they may not see.
-        None => {
-            return Err(ApiError::BadRequest(
-                "jobGroup: required (choose one of your executor groups)".to_owned(),
-            ));
-        }
-    };
+    let job_group = principal.group_scope(query.job_group)?;
     let blank = |v: Option<String>| v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
     let filter = JobFilter {
         job_group,

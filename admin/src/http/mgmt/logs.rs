@@ -270,18 +270,7 @@ pub(crate) async fn clear(
                 .to_owned(),
         )
     })?;
-    let job_group = match body.job_group.filter(|g| *g > 0).map(GroupId) {
-        Some(group) => {
-            principal.require_group(group)?;
-            Some(group)
-        }
-        None if principal.is_admin() => None,
-        None => {
-            return Err(ApiError::BadRequest(
-                "jobGroup: required (choose one of your executor groups)".to_owned(),
-            ));
-        }
-    };
+    let job_group = principal.group_scope(body.job_group)?;
     let job_id = body.job_id.filter(|id| *id > 0).map(JobId);
     let clear = kind.to_clear(Utc::now(), job_group, job_id);
     let deleted = state.store.clear_logs(&clear).await?;
