@@ -26,6 +26,7 @@ mod interop;
 mod mgmt;
 mod servers;
 mod shutdown;
+mod token_matrix;
 mod ui;
 mod wasm;
 

@@ -108,6 +108,13 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
         match axum::Json::<T>::from_request(request, state).await {
             Ok(axum::Json(value)) => Ok(Self(value)),
+            // axum words this "length limit exceeded"; say which limit, and keep its 413.
+            Err(rejection) if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError::PayloadTooLarge(format!(
+                    "the request body is over the {} MiB limit of JSON requests",
+                    MAX_JSON_BYTES / (1024 * 1024)
+                )))
+            }
             Err(rejection) => Err(ApiError::BadRequest(rejection.body_text())),
         }
     }
