@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use jobwheel_protocol::GlueType;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt as _, BufReader};
 use tokio::process::Command;
 
 use crate::handler::{HandlerFuture, JobContext, JobHandler};
@@ -109,29 +109,39 @@ async fn run_script(
     };
     tokio::pin!(output);
 
-    let status = tokio::select! {
-        status = child.wait() => status?,
-        () = ctx.stopped() => {
-            group.signal(Signal::SIGTERM);
-            let status = match tokio::time::timeout(TERM_GRACE, child.wait()).await {
-                Ok(status) => status?,
-                Err(_) => {
-                    group.signal(Signal::SIGKILL);
-                    child.wait().await?
+    // The output is read while the script runs: a pipe holds only 64 KiB, so a script that
+    // writes more would block forever if nobody read until it exited.
+    let mut output_done = false;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status?,
+            () = &mut output, if !output_done => output_done = true,
+            () = ctx.stopped() => {
+                group.signal(Signal::SIGTERM);
+                let status = match tokio::time::timeout(TERM_GRACE, child.wait()).await {
+                    Ok(status) => status?,
+                    Err(_) => {
+                        group.signal(Signal::SIGKILL);
+                        child.wait().await?
+                    }
+                };
+                group.signal(Signal::SIGKILL);
+                group.disarm();
+                // Readers end once every writer in the group is gone.
+                if !output_done {
+                    let _ = tokio::time::timeout(TERM_GRACE, &mut output).await;
                 }
-            };
-            group.signal(Signal::SIGKILL);
-            group.disarm();
-            // Readers end once every writer in the group is gone.
-            let _ = tokio::time::timeout(TERM_GRACE, &mut output).await;
-            anyhow::bail!("script stopped ({status})");
+                anyhow::bail!("script stopped ({status})");
+            }
         }
     };
     // The script is done: anything it left running in its group goes too, which also lets
     // the output readers see end-of-file.
     group.signal(Signal::SIGKILL);
     group.disarm();
-    output.await;
+    if !output_done {
+        output.await;
+    }
     match status.code() {
         Some(0) => {}
         Some(code) => ctx.handle_fail(format!("script exit value({code}) is failed")),
@@ -151,18 +161,54 @@ async fn write_once(file: &Path, source: &str) -> std::io::Result<()> {
     tokio::fs::rename(&tmp, file).await
 }
 
-/// Copies a child's output into the job log line by line; invalid UTF-8 is replaced.
+/// Most bytes of a child's output held in memory at once. A line longer than this (a script
+/// printing megabytes without a newline) goes to the job log in pieces rather than being
+/// buffered whole; the pieces are written back to back, so the log's text is unchanged.
+const MAX_PIECE_BYTES: u64 = 64 * 1024;
+
+/// Copies a child's output into the job log line by line (long lines in pieces); invalid
+/// UTF-8 is replaced.
 async fn copy_lines(pipe: Option<impl AsyncRead + Unpin>, ctx: &JobContext) {
     let Some(pipe) = pipe else { return };
     let mut reader = BufReader::new(pipe);
-    let mut line = Vec::new();
+    // Holds at most one piece, plus up to 3 bytes of a character cut by the previous piece.
+    let mut piece = Vec::new();
     loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => ctx.log_raw(&String::from_utf8_lossy(&line)),
+        let room = MAX_PIECE_BYTES.saturating_sub(piece.len() as u64).max(4);
+        match (&mut reader).take(room).read_until(b'\n', &mut piece).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                let carried = if piece.ends_with(b"\n") { 0 } else { cut_character(&piece) };
+                let whole = piece.len() - carried;
+                ctx.log_raw(&String::from_utf8_lossy(&piece[..whole]));
+                piece.drain(..whole);
+            }
         }
     }
+    if !piece.is_empty() {
+        ctx.log_raw(&String::from_utf8_lossy(&piece));
+    }
+}
+
+/// How many bytes at the end of `bytes` are the start of a UTF-8 character whose remaining
+/// bytes have not been read yet (0 if the end is a character boundary).
+fn cut_character(bytes: &[u8]) -> usize {
+    let tail = bytes.len().saturating_sub(3);
+    for start in (tail..bytes.len()).rev() {
+        let byte = bytes[start];
+        if byte & 0xC0 == 0x80 {
+            continue; // a continuation byte: the character began earlier
+        }
+        let length = match byte {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => 1,
+        };
+        let present = bytes.len() - start;
+        return if present < length { present } else { 0 };
+    }
+    0
 }
 
 /// A script's process group; signalling a group that is already gone is not an error.
@@ -189,5 +235,22 @@ impl Drop for ProcessGroup {
     /// not leave processes behind.
     fn drop(&mut self) {
         self.signal(Signal::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_character;
+
+    #[test]
+    fn a_character_cut_by_the_piece_limit_is_carried() {
+        let text = "aé€😀".as_bytes();
+        // Every prefix: what is carried is exactly the incomplete character at its end.
+        let expected = [0, 0, 1, 0, 1, 2, 0, 1, 2, 3, 0];
+        for (len, carried) in expected.iter().enumerate() {
+            assert_eq!(cut_character(&text[..len]), *carried, "prefix of {len} bytes");
+        }
+        assert_eq!(cut_character(b""), 0);
+        assert_eq!(cut_character(&[0xFF, 0xFF]), 0, "invalid bytes are not carried");
     }
 }

@@ -13,7 +13,7 @@ use tokio::process::Command;
 use crate::support::SETTLE;
 
 /// The daemon binary, built by `cargo build --workspace --bins` (scripts/test.sh) into the target directory.
-fn daemon() -> PathBuf {
+pub(crate) fn daemon() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe.parent().and_then(|deps| deps.parent()).expect("target dir");
     let path = dir.join("jobwheel-executor");
@@ -25,7 +25,7 @@ fn daemon() -> PathBuf {
     path
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
@@ -86,4 +86,35 @@ async fn runs_registers_and_deregisters_on_sigterm() {
     assert!(status.success(), "{status}");
     wait_until(SETTLE, "registryRemove", || !admin.recorded().registry_remove.is_empty()).await;
     assert_eq!(admin.recorded().registry_remove[0], registered);
+}
+
+#[tokio::test]
+async fn insecure_no_token_warns_on_every_start() {
+    use tokio::io::{AsyncBufReadExt as _, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    for start in 1..=2 {
+        let mut child = Command::new(daemon())
+            .args(["--listen", "127.0.0.1:0", "--insecure-no-token", "--log-path"])
+            .arg(dir.path())
+            .env_remove("JOBWHEEL_ACCESS_TOKEN")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let warning = tokio::time::timeout(SETTLE, async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.contains("WITHOUT an access token") {
+                    return line;
+                }
+            }
+            panic!("stderr ended without the warning");
+        })
+        .await
+        .unwrap_or_else(|_| panic!("start {start}: no warning within {SETTLE:?}"));
+        assert!(warning.contains("WARN") && warning.contains("anyone who can reach"), "{warning}");
+        child.kill().await.unwrap();
+    }
 }

@@ -5,6 +5,7 @@ mod blocking;
 mod builtin;
 mod daemon;
 mod delivery;
+mod limits;
 mod logs;
 mod scripts;
 mod support;

@@ -131,3 +131,17 @@ fn which(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
+
+#[tokio::test]
+async fn a_script_writing_more_than_a_pipe_holds_finishes() {
+    // A pipe holds 64 KiB: output must be read while the script runs, not after it exits,
+    // or the script blocks on its next write until the timeout kills it.
+    let rig = scripting_rig().await;
+    let mut body = script(12, 120, "GLUE_SHELL", "seq 1 50000\necho finished", "", 1);
+    body["executorTimeout"] = json!(5);
+    rig.executor.run(body).await;
+    let result = rig.admin.callback_for(120, SETTLE).await;
+    assert_eq!(result.handle_code, 200, "{}", result.handle_msg);
+    let text = rig.executor.log_text(120, result.log_date_tim).await;
+    assert!(text.contains("\n49999\n50000\nfinished"), "every line, in order, then the last one");
+}
