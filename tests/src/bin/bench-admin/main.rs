@@ -1,0 +1,272 @@
+//! `bench-admin`: trigger throughput, lateness and cost of a real `jobwheel-admin` process.
+//!
+//! Fills an empty database with `--jobs` jobs (FIX_RATE every second, CRON every
+//! `--cron-period` seconds, or stopped jobs for a manual-trigger flood through the management
+//! API), starts `--executors` executors in this process (a no-op BEAN handler that records when
+//! each run arrived) and the `jobwheel-admin` binary beside this one, lets it warm up, measures
+//! `--duration` seconds, stops the jobs and waits for the last callbacks. Every scheduled
+//! trigger of the window is then checked in the database (durable-ring claim → log row →
+//! trigger code → handle code), so lost and doubled triggers are counted, not guessed.
+//! Lateness is (run arrival on the executor − scheduled fire time). See docs/benchmarks.md.
+
+mod measure;
+mod setup;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Parser;
+use measure::{ProcSample, TICKS_PER_SECOND, percentiles, sample};
+use setup::{API_TOKEN, Mode, now_ms};
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// Database of the run; must be empty. Default: a new SQLite file under $TMPDIR.
+    #[arg(long)]
+    database_url: Option<String>,
+    #[arg(long, value_enum, default_value = "fix-rate")]
+    mode: Mode,
+    #[arg(long, default_value_t = 1000)]
+    jobs: usize,
+    /// Seconds between fires of each CRON job (a divisor of 60).
+    #[arg(long, default_value_t = 10)]
+    cron_period: u32,
+    #[arg(long, default_value_t = 1)]
+    executors: usize,
+    /// Seconds of scheduling before the measured window.
+    #[arg(long, default_value_t = 10)]
+    warmup: u64,
+    /// Seconds measured.
+    #[arg(long, default_value_t = 60)]
+    duration: u64,
+    /// Requests in flight during a manual-trigger flood.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+}
+
+#[tokio::main]
+#[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    anyhow::ensure!(60 % args.cron_period == 0, "--cron-period must divide 60");
+    let dir = tempfile::tempdir()?;
+    let url = args
+        .database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("bench.db").display()));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let admin_url = format!("http://127.0.0.1:{port}");
+
+    let (executors, arrivals) = setup::executors(args.executors, dir.path(), &admin_url).await;
+    let addresses: Vec<String> = executors.iter().map(|e| format!("http://{}/", e.addr)).collect();
+    let store = jobwheel_admin::store::connect(&url).await.context("connecting to the database")?;
+    let first_fire_ms = (now_ms() / 1000 + 8) * 1000;
+    let started = std::time::Instant::now();
+    let jobs =
+        setup::database(&*store, &addresses, args.jobs, args.mode, args.cron_period, first_fire_ms).await?;
+    let written = started.elapsed();
+    let admin = setup::admin(&url, port, dir.path()).await?;
+    let pid = admin.id().context("admin pid")?;
+
+    let window_start = first_fire_ms.max(now_ms()) + i64::try_from(args.warmup * 1000)?;
+    let window_end = window_start + i64::try_from(args.duration * 1000)?;
+    let flood = Arc::new(AtomicU64::new(0));
+    let flooding = (args.mode == Mode::Manual).then(|| {
+        tokio::spawn(manual_flood(
+            admin_url.clone(),
+            jobs.clone(),
+            args.concurrency,
+            window_end,
+            Arc::clone(&flood),
+        ))
+    });
+    sleep_until(window_start).await;
+    let before = sample(pid)?;
+    let flood_before = flood.load(Ordering::Relaxed);
+    sleep_until(window_end).await;
+    let after = sample(pid)?;
+    let flood_during = flood.load(Ordering::Relaxed) - flood_before;
+    if let Some(flooding) = flooding {
+        flooding.await??;
+    }
+    for id in &jobs {
+        store.stop_job(*id, chrono::Utc::now()).await?;
+    }
+
+    let cost = Cost::between(before, after, args.duration);
+    println!("{} jobs written in {:.1} s", jobs.len(), written.as_secs_f64());
+    match args.mode {
+        Mode::Manual => report_manual(&url, &args, flood_during, cost).await?,
+        Mode::FixRate | Mode::Cron => {
+            report_scheduled(&url, &args, window_start, window_end, &arrivals, cost).await?;
+        }
+    }
+    drop(admin);
+    for executor in executors {
+        executor.stop().await?;
+    }
+    Ok(())
+}
+
+async fn sleep_until(epoch_ms: i64) {
+    let wait = u64::try_from(epoch_ms - now_ms()).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(wait)).await;
+}
+
+/// The admin's CPU use (cores) and memory over the window.
+#[derive(Debug, Clone, Copy)]
+struct Cost {
+    cores: f64,
+    rss_mib: f64,
+    peak_rss_mib: f64,
+}
+
+impl Cost {
+    fn between(before: ProcSample, after: ProcSample, seconds: u64) -> Cost {
+        let cpu_s = (after.cpu_ticks - before.cpu_ticks) as f64 / TICKS_PER_SECOND as f64;
+        Cost {
+            cores: cpu_s / seconds as f64,
+            rss_mib: after.rss_kib as f64 / 1024.0,
+            peak_rss_mib: after.peak_rss_kib as f64 / 1024.0,
+        }
+    }
+}
+
+/// Triggers `jobs` round-robin through the management API until `until_ms`; counts 200s.
+async fn manual_flood(
+    admin_url: String,
+    jobs: Vec<jobwheel_admin::store::JobId>,
+    concurrency: usize,
+    until_ms: i64,
+    accepted: Arc<AtomicU64>,
+) -> anyhow::Result<()> {
+    let http = reqwest::Client::new();
+    let next = Arc::new(AtomicU64::new(0));
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..concurrency {
+        let (http, admin_url, jobs, next, accepted) =
+            (http.clone(), admin_url.clone(), jobs.clone(), Arc::clone(&next), Arc::clone(&accepted));
+        workers.spawn(async move {
+            while now_ms() < until_ms {
+                let n = usize::try_from(next.fetch_add(1, Ordering::Relaxed))? % jobs.len();
+                let url = format!("{admin_url}/api/v1/jobs/{}/trigger", jobs[n].0);
+                let response =
+                    http.post(url).bearer_auth(API_TOKEN).json(&serde_json::json!({})).send().await?;
+                if response.status().is_success() {
+                    accepted.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(done) = workers.join_next().await {
+        done??;
+    }
+    Ok(())
+}
+
+#[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
+async fn report_manual(url: &str, args: &Args, accepted: u64, cost: Cost) -> anyhow::Result<()> {
+    // Every accepted trigger must end with a log row that triggered and called back.
+    let deadline = now_ms() + 60_000;
+    let (logs, triggered, succeeded) = loop {
+        let totals = measure::log_totals(url).await?;
+        if totals.2 >= totals.0 && totals.0 > 0 || now_ms() > deadline {
+            break totals;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    println!("mode manual, {} jobs, {} executor(s), {} s window", args.jobs, args.executors, args.duration);
+    println!(
+        "  API triggers accepted in the window: {accepted} ({:.0}/s)",
+        accepted as f64 / args.duration as f64
+    );
+    println!(
+        "  log rows (whole run) {logs}, triggered 200 {triggered}, callbacks 200 {succeeded}, lost {}",
+        logs - succeeded
+    );
+    println!(
+        "  admin CPU {:.2} cores, RSS {:.0} MiB (peak {:.0} MiB)",
+        cost.cores, cost.rss_mib, cost.peak_rss_mib
+    );
+    Ok(())
+}
+
+#[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
+async fn report_scheduled(
+    url: &str,
+    args: &Args,
+    from: i64,
+    to: i64,
+    arrivals: &setup::Arrivals,
+    cost: Cost,
+) -> anyhow::Result<()> {
+    // Wait for the window's last runs to call back (bounded).
+    let deadline = now_ms() + 60_000;
+    let claims = loop {
+        let claims = measure::claims(url, from, to).await?;
+        let settled =
+            claims.iter().all(|c| c.status != 0 && (c.status == 2 || c.handle_code.unwrap_or(0) > 0));
+        if settled || now_ms() > deadline {
+            break claims;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    let per_second = match args.mode {
+        Mode::FixRate => args.jobs as f64,
+        _ => args.jobs as f64 / f64::from(args.cron_period),
+    };
+    let expected = (per_second * args.duration as f64).round() as u64;
+    let fired: Vec<_> = claims.iter().filter(|c| c.status == 1).collect();
+    let triggered = fired.iter().filter(|c| c.trigger_code == Some(200)).count();
+    let succeeded = fired.iter().filter(|c| c.handle_code == Some(200)).count();
+    let mut per_job_second: HashMap<(i64, i64), u32> = HashMap::new();
+    for c in &fired {
+        *per_job_second.entry((c.job_id, c.fire_ms / 1000)).or_default() += 1;
+    }
+    let doubled = per_job_second.values().filter(|n| **n > 1).count();
+    let arrived: HashMap<i64, i64> = arrivals.lock().expect("arrivals").iter().copied().collect();
+    let mut lateness: Vec<i64> = fired
+        .iter()
+        .filter_map(|c| c.log_id.and_then(|l| arrived.get(&l)).map(|at| at - c.fire_ms))
+        .collect();
+    let (p50, p99, max) = percentiles(&mut lateness);
+    let mut per_sec: HashMap<i64, u64> = HashMap::new();
+    for c in fired.iter().filter(|c| c.handle_code == Some(200)) {
+        *per_sec.entry(c.fire_ms / 1000).or_default() += 1;
+    }
+    let slowest_second = per_sec.values().min().copied().unwrap_or(0);
+
+    println!(
+        "mode {:?}, {} jobs, {} executor(s), {} s window, {url}",
+        args.mode, args.jobs, args.executors, args.duration
+    );
+    println!(
+        "  scheduled triggers expected {expected} ({per_second:.0}/s); claims {}; fired {}",
+        claims.len(),
+        fired.len()
+    );
+    println!(
+        "  triggered 200 {triggered}; callbacks 200 {succeeded} ({:.0}/s; slowest second {slowest_second}); doubled {doubled}; lost {}",
+        succeeded as f64 / args.duration as f64,
+        expected.saturating_sub(succeeded as u64)
+    );
+    println!(
+        "  lateness (executor arrival - scheduled) p50 {p50} ms, p99 {p99} ms, max {max} ms over {} runs",
+        lateness.len()
+    );
+    println!(
+        "  admin CPU {:.2} cores, RSS {:.0} MiB (peak {:.0} MiB)",
+        cost.cores, cost.rss_mib, cost.peak_rss_mib
+    );
+    Ok(())
+}

@@ -1,0 +1,193 @@
+//! What a benchmark run stands on: the database with its jobs (written through the admin's own
+//! store), in-process executors with a no-op handler that records when each run arrived, and
+//! the `jobwheel-admin` process under test.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use chrono::Utc;
+use jobwheel_admin::store::{Group, GroupId, Job, JobId, NewApiToken, Store, User};
+use jobwheel_executor::{Handlers, JobContext};
+use jobwheel_tests::{TOKEN, TestExecutor, test_config};
+use sha2::{Digest as _, Sha256};
+use tokio::process::{Child, Command};
+
+/// The management API token of the benchmark's user (manual-trigger flood).
+pub(crate) const API_TOKEN: &str = "bench-api-token-0123456789abcdef";
+/// The BEAN handler every benchmark job runs.
+const HANDLER: &str = "benchNoop";
+
+/// When each run started on an executor: `(log id, epoch ms)`.
+pub(crate) type Arrivals = Arc<Mutex<Vec<(i64, i64)>>>;
+
+/// How the benchmark's jobs are scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Mode {
+    /// FIX_RATE every second: the admin must fire `--jobs` triggers per second.
+    FixRate,
+    /// CRON `{i % P}/{P} * * * * ?`: each job every `--cron-period` seconds, spread evenly.
+    Cron,
+    /// Stopped jobs triggered through `POST /api/v1/jobs/{id}/trigger` as fast as the API allows.
+    Manual,
+}
+
+pub(crate) fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+/// Starts `count` executors in this process reporting to `admin_url`; they and the shared
+/// arrival record.
+pub(crate) async fn executors(
+    count: usize,
+    log_dir: &Path,
+    admin_url: &str,
+) -> (Vec<TestExecutor>, Arrivals) {
+    let arrivals: Arrivals = Arc::default();
+    let mut started = Vec::with_capacity(count);
+    for n in 0..count {
+        let mut config = test_config(&log_dir.join(format!("executor-{n}")));
+        config.max_queue = 1_000_000;
+        config.admin_addresses = vec![admin_url.to_owned()];
+        let mut handlers = Handlers::new();
+        let record = Arc::clone(&arrivals);
+        handlers.register(HANDLER, move |ctx: JobContext| {
+            let record = Arc::clone(&record);
+            async move {
+                record.lock().expect("arrivals").push((ctx.log_id(), now_ms()));
+                Ok(())
+            }
+        });
+        started.push(TestExecutor::start(config, handlers).await);
+    }
+    (started, arrivals)
+}
+
+/// Fills an empty database: one group on `addresses`, `jobs` jobs of `mode` whose first fire is
+/// spread over the second after `first_fire_ms`, an administrator and its API token.
+pub(crate) async fn database(
+    store: &dyn Store,
+    addresses: &[String],
+    jobs: usize,
+    mode: Mode,
+    cron_period: u32,
+    first_fire_ms: i64,
+) -> anyhow::Result<Vec<JobId>> {
+    if store.list_groups().await?.iter().any(|g| g.group.app_name == "bench") {
+        bail!("the database already holds a benchmark; point --database-url at an empty one");
+    }
+    let group = store
+        .add_group(&Group {
+            app_name: "bench".to_owned(),
+            title: "bench".to_owned(),
+            address_type: 1,
+            address_list: Some(addresses.join(",")),
+            update_time: None,
+        })
+        .await?;
+    let user = store
+        .add_user(&User {
+            username: "bench".to_owned(),
+            password: "!unusable".to_owned(),
+            token: None,
+            role: 1,
+            permission: None,
+        })
+        .await?;
+    store
+        .add_api_token(&NewApiToken {
+            user_id: user,
+            name: "bench".to_owned(),
+            token_hash: hex::encode(Sha256::digest(API_TOKEN.as_bytes())),
+            created_ms: now_ms(),
+        })
+        .await?;
+    let mut ids = Vec::with_capacity(jobs);
+    for i in 0..jobs {
+        ids.push(store.add_job(&job(group, i, jobs, mode, cron_period, first_fire_ms)).await?);
+    }
+    Ok(ids)
+}
+
+fn job(group: GroupId, i: usize, jobs: usize, mode: Mode, cron_period: u32, first_fire_ms: i64) -> Job {
+    let now = Utc::now();
+    // Spread over a second (FIX_RATE) or the cron period, as jobs started at random times are.
+    let offset = i64::try_from(i * 1000 / jobs.max(1)).unwrap_or(0);
+    let (schedule_type, conf, status, next) = match mode {
+        Mode::FixRate => ("FIX_RATE", "1".to_owned(), 1, first_fire_ms + offset),
+        Mode::Cron => {
+            let second = i64::try_from(i).unwrap_or(0) % i64::from(cron_period);
+            // The first whole second at or after `first_fire_ms` that the expression matches
+            // (the period divides 60, so matching the epoch second modulo it is enough).
+            let base = (first_fire_ms + 999) / 1000;
+            let wait = (second - base).rem_euclid(i64::from(cron_period));
+            ("CRON", format!("{second}/{cron_period} * * * * ?"), 1, (base + wait) * 1000)
+        }
+        Mode::Manual => ("NONE", String::new(), 0, 0),
+    };
+    Job {
+        job_group: group,
+        job_desc: format!("bench job {i}"),
+        add_time: Some(now),
+        update_time: Some(now),
+        author: Some("bench".to_owned()),
+        alarm_email: None,
+        schedule_type: schedule_type.to_owned(),
+        schedule_conf: (!conf.is_empty()).then_some(conf),
+        misfire_strategy: "DO_NOTHING".to_owned(),
+        executor_route_strategy: Some("ROUND".to_owned()),
+        executor_handler: Some(HANDLER.to_owned()),
+        executor_param: Some(String::new()),
+        executor_block_strategy: Some("SERIAL_EXECUTION".to_owned()),
+        executor_timeout: 0,
+        executor_fail_retry_count: 0,
+        glue_type: "BEAN".to_owned(),
+        glue_source: None,
+        glue_remark: None,
+        glue_updatetime: Some(now),
+        child_jobid: None,
+        trigger_status: status,
+        trigger_last_time: 0,
+        trigger_next_time: next,
+    }
+}
+
+/// The `jobwheel-admin` binary beside this one (same profile).
+pub(crate) fn admin_binary() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let path = exe.parent().context("binary directory")?.join("jobwheel-admin");
+    if !path.is_file() {
+        bail!(
+            "{} missing: build it with the same profile (cargo build --release -p jobwheel-admin)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// Starts the admin on `port` over `database_url`; its log goes to `data_dir/admin.log`.
+pub(crate) async fn admin(database_url: &str, port: u16, data_dir: &Path) -> anyhow::Result<Child> {
+    let log = std::fs::File::create(data_dir.join("admin.log"))?;
+    let child = Command::new(admin_binary()?)
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--database-url", database_url])
+        .args(["--access-token", TOKEN, "--i18n", "en"])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting jobwheel-admin")?;
+    let url = format!("http://127.0.0.1:{port}/api/v1/openapi.json");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while reqwest::get(&url).await.is_err() {
+        if tokio::time::Instant::now() > deadline {
+            bail!("the admin did not answer within 30 s; see {}", data_dir.join("admin.log").display());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(child)
+}
