@@ -3,15 +3,16 @@
 //! under the repeat guard and then "complete" the log — trigger child jobs on success, write
 //! the final message, and reschedule a FIX_DELAY job.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use jobwheel_protocol::HandleCallbackParam;
-use tracing::Instrument;
 
 use super::i18n::{TriggerType, separator, texts};
+use super::schedule::FIX_DELAY_PARKED;
 use super::trigger::{TriggerRequest, to_datetime};
 use super::{Engine, EngineError};
-use crate::store::{HandleOutcome, HandleResult, JobId, LogId, LogRow};
+use crate::store::{HandleOutcome, HandleResult, JobId, JobRow, LogId, LogRow};
 
 /// Upstream: a running log older than this whose executor is no longer registered is lost.
 pub const LOST_AFTER_MS: i64 = 10 * 60 * 1000;
@@ -21,37 +22,44 @@ const FAIL: i32 = 500;
 
 impl Engine {
     /// Applies executor callbacks: each result is stored unless the log already has one
-    /// (upstream "log repeate callback.", only logged), then the log is completed.
+    /// (upstream "log repeate callback.", only logged), then the log is completed. The batch
+    /// is stored in one go (one transaction where the backend supports it).
     ///
     /// Errors are storage failures; the caller should then answer the executor with a
     /// failure so it spools and retries the batch (repeats are harmless).
     pub async fn on_callbacks(self: &Arc<Self>, items: Vec<HandleCallbackParam>) -> Result<(), EngineError> {
-        let mut first_error = None;
-        for item in items {
-            let span = tracing::info_span!("callback", log_id = item.log_id, code = item.handle_code);
-            let result = HandleResult {
+        let handle_time = to_datetime(self.config.now_ms());
+        let results: Vec<HandleResult> = items
+            .into_iter()
+            .map(|item| HandleResult {
                 log_id: LogId(item.log_id),
-                handle_time: to_datetime(self.config.now_ms()),
+                handle_time,
                 handle_code: item.handle_code,
                 handle_msg: Some(item.handle_msg),
-            };
-            if let Err(e) = self.apply_and_complete(result).instrument(span).await {
-                tracing::error!(log_id = item.log_id, error = %e, "callback not applied");
-                first_error.get_or_insert(e);
+            })
+            .collect();
+        let outcomes = self.store.apply_handle_results(&results).await?;
+        let mut applied = Vec::with_capacity(outcomes.len());
+        for (result, outcome) in results.iter().zip(outcomes) {
+            match outcome {
+                HandleOutcome::Applied(row) => applied.push(*row),
+                HandleOutcome::NotFound => tracing::warn!(log_id = result.log_id.0, "log item not found."),
+                HandleOutcome::Repeated => tracing::debug!(log_id = result.log_id.0, "log repeate callback."),
             }
         }
-        first_error.map_or(Ok(()), Err)
+        self.complete_all(applied).await
     }
 
-    /// Stores `result` under the repeat guard and completes the log. `Ok(false)` if the log
-    /// does not exist or already had a result.
+    /// Stores one result under the repeat guard and completes the log; false if the log was
+    /// missing or already had a result.
     pub(crate) async fn apply_and_complete(
         self: &Arc<Self>,
         result: HandleResult,
     ) -> Result<bool, EngineError> {
         match self.store.apply_handle_result(&result).await? {
             HandleOutcome::Applied(row) => {
-                self.complete(*row).await?;
+                let job = self.store.load_job(row.job_id).await?;
+                self.complete(*row, job.as_ref()).await?;
                 Ok(true)
             }
             HandleOutcome::NotFound => {
@@ -65,14 +73,34 @@ impl Engine {
         }
     }
 
-    /// Upstream `complete(log)`: on success trigger the child jobs and append upstream's
-    /// report of them to `handle_msg`; write the final result; then (jobwheel) reschedule a
-    /// parked FIX_DELAY job from the completion time.
-    async fn complete(self: &Arc<Self>, log: LogRow) -> Result<(), EngineError> {
-        let job = self.store.load_job(log.job_id).await?;
+    /// Completes logs whose results were just stored, reading their jobs in one query.
+    async fn complete_all(self: &Arc<Self>, logs: Vec<LogRow>) -> Result<(), EngineError> {
+        if logs.is_empty() {
+            return Ok(());
+        }
+        let mut ids: Vec<JobId> = logs.iter().map(|log| log.job_id).collect();
+        ids.sort_unstable_by_key(|id| id.0);
+        ids.dedup();
+        let jobs: HashMap<JobId, JobRow> =
+            self.store.load_jobs(&ids).await?.into_iter().map(|job| (job.id, job)).collect();
+        let mut first_error = None;
+        for log in logs {
+            let log_id = log.id;
+            let job = jobs.get(&log.job_id);
+            if let Err(e) = self.complete(log, job).await {
+                tracing::error!(log_id = log_id.0, error = %e, "completing the log failed");
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Upstream `XxlJobCompleter.complete`, for a log whose result was just stored: child jobs
+    /// on success (their report appended to the message), then FIX_DELAY rescheduling.
+    async fn complete(self: &Arc<Self>, log: LogRow, job: Option<&JobRow>) -> Result<(), EngineError> {
         let mut handle_msg = log.handle_msg.clone();
         if log.handle_code == SUCCESS
-            && let Some(children) = job.as_ref().and_then(|j| j.job.child_jobid.clone())
+            && let Some(children) = job.and_then(|j| j.job.child_jobid.clone())
             && !children.trim().is_empty()
         {
             let report = self.trigger_children(log.job_id, &children);
@@ -85,13 +113,12 @@ impl Engine {
             };
             self.store.complete_log(&completed).await?;
         }
-        if job.is_some() {
+        if job.is_some_and(|j| j.job.trigger_next_time == FIX_DELAY_PARKED) {
             self.unpark_fix_delay(log.job_id, self.config.now_ms()).await?;
         }
         Ok(())
     }
 
-    /// Triggers each child of `parent` as PARENT and returns upstream's message block.
     fn trigger_children(self: &Arc<Self>, parent: JobId, children: &str) -> String {
         let t = texts(self.config.lang);
         let mut msg = separator(t.child_run);

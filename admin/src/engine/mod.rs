@@ -25,6 +25,7 @@ use crate::executor_client::ExecutorApi;
 use crate::routing::Router;
 use crate::store::{ClaimId, JobId, LogId, Store, StoreError};
 
+mod batch;
 mod complete;
 mod config;
 mod fail;
@@ -93,6 +94,8 @@ pub struct Engine {
     in_flight: Mutex<HashSet<ClaimId>>,
     /// When log retention last ran (epoch ms; 0 = never).
     last_clean_ms: Mutex<i64>,
+    /// Group commit of the trigger path's store calls.
+    batches: batch::Batches,
     tracker: TaskTracker,
 }
 
@@ -129,6 +132,7 @@ impl Engine {
             ring: ring::TimeRing::default(),
             in_flight: Mutex::new(HashSet::new()),
             last_clean_ms: Mutex::new(0),
+            batches: batch::Batches::default(),
             tracker,
         })
     }

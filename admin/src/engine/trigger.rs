@@ -102,14 +102,14 @@ impl Engine {
     }
 
     async fn trigger_inner(&self, request: TriggerRequest) -> Result<TriggerOutcome, EngineError> {
-        let Some(job) = self.store.load_job(request.job_id).await? else {
+        let Some(job) = self.load_job_batched(request.job_id).await? else {
             tracing::warn!("trigger fail, job not found");
             if let Some(claim) = request.claim {
                 self.store.discard_claim(claim).await?;
             }
             return Ok(TriggerOutcome::JobMissing);
         };
-        let group = self.store.load_group(job.job.job_group).await?;
+        let group = self.load_group_batched(job.job.job_group).await?;
         let targets = targets(group.as_ref(), request.address_list.as_deref());
         let strategy = job.job.executor_route_strategy.as_deref().and_then(|s| s.parse().ok());
         let is_broadcast = strategy == Some(ExecutorRouteStrategy::ShardingBroadcast);
@@ -125,7 +125,7 @@ impl Engine {
         let mut fired = Vec::with_capacity(shards.len());
         for (position, shard) in shards.into_iter().enumerate() {
             let log_id = match (position, request.claim) {
-                (0, Some(claim)) => match self.store.consume_claim_and_insert_log(claim, &new_log).await? {
+                (0, Some(claim)) => match self.consume_claim_batched(claim, new_log).await? {
                     Some(log_id) => log_id,
                     None => return Ok(TriggerOutcome::ClaimGone),
                 },
@@ -221,19 +221,18 @@ impl Engine {
             run_msg: run_msg.as_deref(),
         }
         .render();
-        self.store
-            .update_log_trigger(&LogTriggerUpdate {
-                log_id,
-                trigger_time: to_datetime(trigger_time_ms),
-                trigger_code: code,
-                trigger_msg: Some(trigger_msg),
-                executor_address: address,
-                executor_handler: j.executor_handler.clone(),
-                executor_param: Some(executor_param),
-                executor_sharding_param: broadcast_shard.map(Shard::log_param),
-                executor_fail_retry_count: fail_retry_count,
-            })
-            .await?;
+        self.update_log_trigger_batched(LogTriggerUpdate {
+            log_id,
+            trigger_time: to_datetime(trigger_time_ms),
+            trigger_code: code,
+            trigger_msg: Some(trigger_msg),
+            executor_address: address,
+            executor_handler: j.executor_handler.clone(),
+            executor_param: Some(executor_param),
+            executor_sharding_param: broadcast_shard.map(Shard::log_param),
+            executor_fail_retry_count: fail_retry_count,
+        })
+        .await?;
         Ok(code)
     }
 

@@ -29,4 +29,10 @@ pub enum StoreError {
         "the 'schedule_lock' row is missing from xxl_job_lock; restore it with: INSERT INTO xxl_job_lock (lock_name) VALUES ('schedule_lock')"
     )]
     MissingScheduleLock,
+    /// A statement written for a batch of callers failed; each of them gets this.
+    #[error("{0}")]
+    Batched(std::sync::Arc<StoreError>),
+    /// The caller that was writing a batch went away before it finished (shutdown).
+    #[error("a batched database write was abandoned before it finished")]
+    BatchAbandoned,
 }

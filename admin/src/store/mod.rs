@@ -116,6 +116,15 @@ pub trait JobStore: Send + Sync {
     async fn delete_job(&self, id: JobId) -> Result<bool, StoreError>;
     /// One job.
     async fn load_job(&self, id: JobId) -> Result<Option<JobRow>, StoreError>;
+    /// Several jobs at once, for the trigger path's batches; missing ids are left out, the
+    /// order is unspecified. The default loads them one by one.
+    async fn load_jobs(&self, ids: &[JobId]) -> Result<Vec<JobRow>, StoreError> {
+        let mut rows = Vec::with_capacity(ids.len());
+        for id in ids {
+            rows.extend(self.load_job(*id).await?);
+        }
+        Ok(rows)
+    }
     /// A page of jobs matching `filter`, newest id first.
     async fn page_jobs(&self, filter: &JobFilter, page: Page) -> Result<Paged<JobRow>, StoreError>;
     /// Starts a job: status 1, `trigger_last_time = 0`, `trigger_next_time = next_ms`.
@@ -150,6 +159,19 @@ pub trait ScheduleStore: Send + Sync {
         claim: ClaimId,
         log: &NewLog,
     ) -> Result<Option<LogId>, StoreError>;
+    /// [`ScheduleStore::consume_claim_and_insert_log`] for many claims at once (the ring fires
+    /// a second's worth together); the answers are in input order, and each claim is consumed
+    /// at most once even if it is listed twice. The default handles them one by one.
+    async fn consume_claims_and_insert_logs(
+        &self,
+        items: &[(ClaimId, NewLog)],
+    ) -> Result<Vec<Option<LogId>>, StoreError> {
+        let mut out = Vec::with_capacity(items.len());
+        for (claim, log) in items {
+            out.push(self.consume_claim_and_insert_log(*claim, log).await?);
+        }
+        Ok(out)
+    }
     /// Marks a pending claim discarded; false if it was no longer pending.
     async fn discard_claim(&self, claim: ClaimId) -> Result<bool, StoreError>;
     /// Deletes fired and discarded claims with `fire_time_ms < before_ms`; the number deleted.
@@ -180,12 +202,30 @@ pub trait LogStore: Send + Sync {
     async fn insert_log(&self, log: &NewLog) -> Result<LogId, StoreError>;
     /// Upstream `updateTriggerInfo`; false if the row does not exist.
     async fn update_log_trigger(&self, update: &LogTriggerUpdate) -> Result<bool, StoreError>;
+    /// [`LogStore::update_log_trigger`] for many rows at once; answers in input order. The
+    /// default updates them one by one.
+    async fn update_log_triggers(&self, updates: &[LogTriggerUpdate]) -> Result<Vec<bool>, StoreError> {
+        let mut out = Vec::with_capacity(updates.len());
+        for update in updates {
+            out.push(self.update_log_trigger(update).await?);
+        }
+        Ok(out)
+    }
     /// One log row.
     async fn load_log(&self, id: LogId) -> Result<Option<LogRow>, StoreError>;
     /// Applies a callback (or a lost/kill result) with upstream's repeat guard: only a row with
     /// `handle_code = 0` changes; its message becomes `old + "<br>" + new`, cut to
     /// [`MAX_HANDLE_MSG_CHARS`]. Atomic against concurrent results for the same log.
     async fn apply_handle_result(&self, result: &HandleResult) -> Result<HandleOutcome, StoreError>;
+    /// [`LogStore::apply_handle_result`] for a batch of callbacks, in input order: a log listed
+    /// twice is applied once and repeated after. The default applies them one by one.
+    async fn apply_handle_results(&self, results: &[HandleResult]) -> Result<Vec<HandleOutcome>, StoreError> {
+        let mut out = Vec::with_capacity(results.len());
+        for result in results {
+            out.push(self.apply_handle_result(result).await?);
+        }
+        Ok(out)
+    }
     /// Upstream `complete()`'s final write: sets handle time, code and message (cut to
     /// [`MAX_HANDLE_MSG_CHARS`]) without a guard; false if the row does not exist.
     async fn complete_log(&self, result: &HandleResult) -> Result<bool, StoreError>;

@@ -1,0 +1,222 @@
+//! Group commit for the trigger path's hot store calls: concurrent callers of one operation
+//! (load a job, consume a claim and insert its log row, write a trigger's outcome) are served by
+//! one batched statement instead of one round trip each.
+//!
+//! Why: every store call is a round trip to the database (for SQLite, two thread hand-offs to
+//! sqlx's connection worker), and at thousands of triggers a second those round trips, not the
+//! SQL, were the admin's cost (docs/benchmarks.md). Batches form by themselves: while one batch
+//! is being written, new callers queue; the next caller to get the flush lock writes everything
+//! queued so far. A lone caller waits for nothing, so latency at low load is unchanged, and
+//! every caller still returns only after its own write is done — the trigger path's ordering
+//! and durability are those of the unbatched calls.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::oneshot;
+
+use super::Engine;
+use crate::store::{ClaimId, GroupId, GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, NewLog, StoreError};
+
+type Reply<T> = oneshot::Sender<Result<T, Arc<StoreError>>>;
+
+/// Coalesces concurrent `Req → Resp` calls into batches of at most `max_batch`.
+pub(crate) struct Coalescer<Req, Resp> {
+    queue: Mutex<Vec<(Req, Reply<Resp>)>>,
+    /// Held while a batch is written; FIFO, so waiting callers take turns in arrival order.
+    flush: tokio::sync::Mutex<()>,
+    max_batch: usize,
+}
+
+impl<Req, Resp> Coalescer<Req, Resp> {
+    pub(crate) fn new(max_batch: usize) -> Self {
+        Self {
+            queue: Mutex::new(Vec::new()),
+            flush: tokio::sync::Mutex::new(()),
+            max_batch: max_batch.max(1),
+        }
+    }
+
+    /// Runs `request` as part of a batch: `run` gets the batch's requests and must answer one
+    /// response per request, in order.
+    pub(crate) async fn call<F, Fut>(&self, request: Req, run: F) -> Result<Resp, StoreError>
+    where
+        F: Fn(Vec<Req>) -> Fut,
+        Fut: Future<Output = Result<Vec<Resp>, StoreError>>,
+    {
+        let (reply, mut answer) = oneshot::channel();
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner).push((request, reply));
+        loop {
+            let _flushing = self.flush.lock().await;
+            // A caller ahead of us may have written our request with its batch.
+            match answer.try_recv() {
+                Ok(result) => return result.map_err(StoreError::Batched),
+                Err(oneshot::error::TryRecvError::Closed) => return Err(StoreError::BatchAbandoned),
+                Err(oneshot::error::TryRecvError::Empty) => {}
+            }
+            let batch: Vec<(Req, Reply<Resp>)> = {
+                let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+                let take = queue.len().min(self.max_batch);
+                queue.drain(..take).collect()
+            };
+            let (requests, replies): (Vec<Req>, Vec<Reply<Resp>>) = batch.into_iter().unzip();
+            let expected = requests.len();
+            match run(requests).await {
+                Ok(responses) if responses.len() == expected => {
+                    for (reply, response) in replies.into_iter().zip(responses) {
+                        let _ = reply.send(Ok(response));
+                    }
+                }
+                Ok(responses) => {
+                    let error = Arc::new(StoreError::Batched(Arc::new(StoreError::BatchAbandoned)));
+                    tracing::error!(
+                        expected,
+                        got = responses.len(),
+                        "a batched store call answered the wrong number of rows"
+                    );
+                    for reply in replies {
+                        let _ = reply.send(Err(Arc::clone(&error)));
+                    }
+                }
+                Err(error) => {
+                    let error = Arc::new(error);
+                    for reply in replies {
+                        let _ = reply.send(Err(Arc::clone(&error)));
+                    }
+                }
+            }
+            // Our request was in this batch unless more than `max_batch` were queued before it;
+            // then the next turn of the loop writes the following batch.
+        }
+    }
+}
+
+/// Largest batch: bounded so one statement stays well under every backend's bind-parameter limit.
+const MAX_BATCH: usize = 256;
+
+/// The coalesced calls of the trigger path.
+pub(crate) struct Batches {
+    jobs: Coalescer<JobId, Option<JobRow>>,
+    groups: Coalescer<GroupId, Option<GroupRow>>,
+    claimed_logs: Coalescer<(ClaimId, NewLog), Option<LogId>>,
+    trigger_updates: Coalescer<LogTriggerUpdate, bool>,
+}
+
+impl Default for Batches {
+    fn default() -> Self {
+        Self {
+            jobs: Coalescer::new(MAX_BATCH),
+            groups: Coalescer::new(MAX_BATCH),
+            claimed_logs: Coalescer::new(MAX_BATCH),
+            trigger_updates: Coalescer::new(MAX_BATCH),
+        }
+    }
+}
+
+impl Engine {
+    /// [`JobStore::load_job`](crate::store::JobStore::load_job), batched with concurrent calls.
+    pub(crate) async fn load_job_batched(&self, id: JobId) -> Result<Option<JobRow>, StoreError> {
+        let store = &self.store;
+        self.batches
+            .jobs
+            .call(id, |ids| async move {
+                let rows: HashMap<JobId, JobRow> =
+                    store.load_jobs(&ids).await?.into_iter().map(|row| (row.id, row)).collect();
+                // Cloned, not moved: the same job may be asked for twice in one batch.
+                Ok(ids.iter().map(|id| rows.get(id).cloned()).collect())
+            })
+            .await
+    }
+
+    /// [`GroupStore::load_group`](crate::store::GroupStore::load_group), batched: one read of
+    /// the group table (groups are few) serves every concurrent caller.
+    pub(crate) async fn load_group_batched(&self, id: GroupId) -> Result<Option<GroupRow>, StoreError> {
+        let store = &self.store;
+        self.batches
+            .groups
+            .call(id, |ids| async move {
+                let groups: HashMap<GroupId, GroupRow> =
+                    store.list_groups().await?.into_iter().map(|g| (g.id, g)).collect();
+                Ok(ids.iter().map(|id| groups.get(id).cloned()).collect())
+            })
+            .await
+    }
+
+    /// [`ScheduleStore::consume_claim_and_insert_log`](crate::store::ScheduleStore::consume_claim_and_insert_log), batched.
+    pub(crate) async fn consume_claim_batched(
+        &self,
+        claim: ClaimId,
+        log: NewLog,
+    ) -> Result<Option<LogId>, StoreError> {
+        let store = &self.store;
+        self.batches
+            .claimed_logs
+            .call((claim, log), |items| async move { store.consume_claims_and_insert_logs(&items).await })
+            .await
+    }
+
+    /// [`LogStore::update_log_trigger`](crate::store::LogStore::update_log_trigger), batched.
+    pub(crate) async fn update_log_trigger_batched(
+        &self,
+        update: LogTriggerUpdate,
+    ) -> Result<bool, StoreError> {
+        let store = &self.store;
+        self.batches
+            .trigger_updates
+            .call(update, |updates| async move { store.update_log_triggers(&updates).await })
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn queued_calls_share_batches_and_each_gets_its_own_answer() {
+        let coalescer = Arc::new(Coalescer::<u32, u32>::new(64));
+        let batches = Arc::new(AtomicUsize::new(0));
+        // Hold the flush lock until all 500 calls are queued, as a long write would.
+        let writing = coalescer.flush.lock().await;
+        let mut tasks = tokio::task::JoinSet::new();
+        for n in 0..500u32 {
+            let (coalescer, batches) = (Arc::clone(&coalescer), Arc::clone(&batches));
+            tasks.spawn(async move {
+                let got = coalescer
+                    .call(n, |requests| {
+                        let batches = Arc::clone(&batches);
+                        async move {
+                            batches.fetch_add(1, Ordering::SeqCst);
+                            assert!(requests.len() <= 64);
+                            Ok(requests.iter().map(|r| r * 2).collect())
+                        }
+                    })
+                    .await
+                    .expect("answered");
+                assert_eq!(got, n * 2);
+            });
+        }
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while coalescer.queue.lock().expect("queue").len() < 500 {
+            assert!(tokio::time::Instant::now() < deadline, "calls were not queued");
+            tokio::task::yield_now().await;
+        }
+        drop(writing);
+        while let Some(done) = tasks.join_next().await {
+            done.expect("task");
+        }
+        assert_eq!(batches.load(Ordering::SeqCst), 8, "500 queued calls in batches of at most 64");
+    }
+
+    #[tokio::test]
+    async fn a_failed_batch_fails_every_caller_in_it() {
+        let coalescer = Coalescer::<u32, u32>::new(8);
+        let result = coalescer.call(1, |_| async { Err(StoreError::MissingScheduleLock) }).await;
+        assert!(
+            matches!(result, Err(StoreError::Batched(e)) if matches!(*e, StoreError::MissingScheduleLock))
+        );
+    }
+}
