@@ -12,6 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+mod batch_sql;
 mod credentials;
 mod error;
 mod mysql;

@@ -12,6 +12,7 @@ use anyhow::Context as _;
 use jobwheel_admin::store::{self, Store};
 
 mod adopt;
+mod batches;
 mod catalog;
 mod credentials;
 mod logs;
@@ -30,6 +31,7 @@ async fn check_store(admins: Admins) -> anyhow::Result<()> {
     logs::check(&admins).await.context("logs and reports")?;
     schedule::check(&admins).await.context("schedule lock and ring claims")?;
     credentials::check(&admins).await.context("sessions and API tokens")?;
+    batches::check(&admins).await.context("batch methods of the trigger and callback paths")?;
     Ok(())
 }
 

@@ -68,6 +68,11 @@ impl PgStore {
     async fn begin_tx(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
         Ok(self.pool.begin().await?)
     }
+
+    /// A transaction for the batch statements (`batch_sql.rs`), which lock their rows.
+    async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
+        self.begin_tx().await
+    }
 }
 
 impl Store for PgStore {
@@ -77,3 +82,4 @@ impl Store for PgStore {
 }
 
 super::credentials::credential_store!(PgStore, true);
+super::batch_sql::batch_statements!(PgStore, sqlx::Postgres, "to_timestamp(", ")", " FOR UPDATE");

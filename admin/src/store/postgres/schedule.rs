@@ -10,6 +10,7 @@ use sqlx::{Postgres, QueryBuilder, Transaction};
 
 use super::PgStore;
 use super::logs::INSERT_LOG;
+use crate::store::batch_sql::{CHUNK, in_input_order};
 use crate::store::support::TRIGGER_UPDATE_BATCH;
 use crate::store::time::secs;
 use crate::store::{
@@ -25,8 +26,6 @@ const DUE_JOBS: &str = concat!(
     ", z.time_zone FROM xxl_job_info LEFT JOIN jobwheel_job_zone z ON z.job_id = xxl_job_info.id \
      WHERE trigger_status = 1 AND trigger_next_time <= $1 ORDER BY id ASC LIMIT $2"
 );
-const INSERT_CLAIM: &str = "INSERT INTO jobwheel_ring_claim \
-    (job_id, fire_time_ms, claimed_at_ms, status) VALUES ($1, $2, $3, 0) RETURNING id";
 const PENDING_CLAIMS: &str = "SELECT id, job_id, fire_time_ms, claimed_at_ms, status, log_id \
     FROM jobwheel_ring_claim WHERE status = 0 AND fire_time_ms <= $1 ORDER BY fire_time_ms, id";
 const TAKE_CLAIM: &str = "UPDATE jobwheel_ring_claim SET status = 1 WHERE id = $1 AND status = 0";
@@ -75,6 +74,13 @@ impl ScheduleStore for PgStore {
         sqlx::query(SET_CLAIM_LOG).bind(log_id).bind(claim).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(Some(log_id))
+    }
+
+    async fn consume_claims_and_insert_logs(
+        &self,
+        items: &[(ClaimId, NewLog)],
+    ) -> Result<Vec<Option<LogId>>, StoreError> {
+        self.consume_claims_batch(items).await
     }
 
     async fn discard_claim(&self, claim: ClaimId) -> Result<bool, StoreError> {
@@ -138,15 +144,20 @@ impl ScheduleTx for PgScheduleTx {
     }
 
     async fn insert_claims(&mut self, claims: &[NewClaim]) -> Result<Vec<ClaimId>, StoreError> {
+        // One statement per chunk rather than per claim: a cycle claims thousands at once.
         let mut ids = Vec::with_capacity(claims.len());
-        for claim in claims {
-            let id = sqlx::query_scalar(INSERT_CLAIM)
-                .bind(claim.job_id)
-                .bind(claim.fire_time_ms)
-                .bind(claim.claimed_at_ms)
-                .fetch_one(&mut *self.tx)
-                .await?;
-            ids.push(id);
+        for chunk in claims.chunks(CHUNK) {
+            let mut qb = QueryBuilder::<Postgres>::new(
+                "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status) ",
+            );
+            qb.push_values(chunk, |mut row, claim| {
+                row.push_bind(claim.job_id)
+                    .push_bind(claim.fire_time_ms)
+                    .push_bind(claim.claimed_at_ms)
+                    .push("0");
+            });
+            qb.push(" RETURNING id");
+            ids.extend(in_input_order(qb.build_query_scalar::<ClaimId>().fetch_all(&mut *self.tx).await?));
         }
         Ok(ids)
     }

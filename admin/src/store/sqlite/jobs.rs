@@ -158,6 +158,10 @@ impl JobStore for SqliteStore {
         Ok(sqlx::query_as(LOAD_JOB).bind(id).fetch_optional(&self.pool).await?)
     }
 
+    async fn load_jobs(&self, ids: &[JobId]) -> Result<Vec<JobRow>, StoreError> {
+        self.load_jobs_batch(ids).await
+    }
+
     async fn page_jobs(&self, filter: &JobFilter, page: Page) -> Result<Paged<JobRow>, StoreError> {
         let mut count = QueryBuilder::new("SELECT COUNT(*) FROM xxl_job_info");
         push_job_filter(&mut count, filter);

@@ -82,6 +82,14 @@ impl LogStore for SqliteStore {
         Ok(done.rows_affected() > 0)
     }
 
+    async fn update_log_triggers(&self, updates: &[LogTriggerUpdate]) -> Result<Vec<bool>, StoreError> {
+        self.update_log_triggers_batch(updates).await
+    }
+
+    async fn apply_handle_results(&self, results: &[HandleResult]) -> Result<Vec<HandleOutcome>, StoreError> {
+        self.apply_handle_results_batch(results).await
+    }
+
     async fn load_log(&self, id: LogId) -> Result<Option<LogRow>, StoreError> {
         Ok(sqlx::query_as(LOAD_LOG).bind(id).fetch_optional(&self.pool).await?)
     }

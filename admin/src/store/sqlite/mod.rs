@@ -95,3 +95,4 @@ impl Store for SqliteStore {
 }
 
 super::credentials::credential_store!(SqliteStore, false);
+super::batch_sql::batch_statements!(SqliteStore, sqlx::Sqlite, "datetime(", ", 'unixepoch')", "");
