@@ -7,7 +7,7 @@
 //! order (the store contract suite's `batches` module checks this on every backend).
 
 /// Rows per statement: keeps every statement far below SQLite's 32 766 and PostgreSQL's 65 535
-/// bind parameters (an update binds 17 per row).
+/// bind parameters (an update binds at most 9 per row).
 pub(super) const CHUNK: usize = 256;
 
 /// The ids of a multi-row `INSERT … RETURNING id`, in input order. Both backends assign the
@@ -48,7 +48,7 @@ macro_rules! batch_statements {
                         list.push_bind(*id);
                     }
                     qb.push(")");
-                    rows.extend(qb.build_query_as::<$crate::store::JobRow>().fetch_all(&self.pool).await?);
+                    rows.extend(qb.build_query_as::<$crate::store::JobRow>().persistent(false).fetch_all(&self.pool).await?);
                 }
                 Ok(rows)
             }
@@ -71,7 +71,7 @@ macro_rules! batch_statements {
                             list.push_bind(*claim);
                         }
                         qb.push(") ORDER BY id").push($lock);
-                        qb.build().fetch_all(&mut *tx).await?;
+                        qb.build().persistent(false).fetch_all(&mut *tx).await?;
                     }
                     let mut qb = sqlx::QueryBuilder::<$db>::new(
                         "UPDATE jobwheel_ring_claim SET status = 1 WHERE status = 0 AND id IN (",
@@ -82,7 +82,7 @@ macro_rules! batch_statements {
                     }
                     qb.push(") RETURNING id");
                     let taken: HashSet<$crate::store::ClaimId> =
-                        qb.build_query_scalar().fetch_all(&mut *tx).await?.into_iter().collect();
+                        qb.build_query_scalar().persistent(false).fetch_all(&mut *tx).await?.into_iter().collect();
                     // The first listing of each taken claim fires; repeats get nothing.
                     let mut firing = Vec::new();
                     let mut used = HashSet::new();
@@ -109,19 +109,14 @@ macro_rules! batch_statements {
                     });
                     qb.push(" RETURNING id");
                     let log_ids: Vec<$crate::store::LogId> = $crate::store::batch_sql::in_input_order(
-                        qb.build_query_scalar().fetch_all(&mut *tx).await?,
+                        qb.build_query_scalar().persistent(false).fetch_all(&mut *tx).await?,
                     );
-                    let mut qb = sqlx::QueryBuilder::<$db>::new("UPDATE jobwheel_ring_claim SET log_id = CASE id");
-                    for (i, log_id) in firing.iter().zip(&log_ids) {
-                        qb.push(" WHEN ").push_bind(chunk[*i].0).push(" THEN ").push_bind(*log_id);
-                    }
-                    qb.push(" END WHERE id IN (");
-                    let mut list = qb.separated(", ");
-                    for i in &firing {
-                        list.push_bind(chunk[*i].0);
-                    }
-                    qb.push(")");
-                    qb.build().execute(&mut *tx).await?;
+                    let mut qb = sqlx::QueryBuilder::<$db>::new("WITH v(v_claim, v_log) AS (");
+                    qb.push_values(firing.iter().zip(&log_ids), |mut row, (i, log_id)| {
+                        row.push_bind(chunk[*i].0).push_bind(*log_id);
+                    });
+                    qb.push(") UPDATE jobwheel_ring_claim SET log_id = v.v_log FROM v WHERE id = v.v_claim");
+                    qb.build().persistent(false).execute(&mut *tx).await?;
                     tx.commit().await?;
                     for (i, log_id) in firing.into_iter().zip(log_ids) {
                         out[base + i] = Some(log_id);
@@ -139,41 +134,39 @@ macro_rules! batch_statements {
                 for chunk in updates.chunks($crate::store::batch_sql::CHUNK) {
                     let distinct: HashSet<_> = chunk.iter().map(|u| u.log_id).collect();
                     if distinct.len() < chunk.len() {
-                        // One `CASE` branch per id: a log updated twice in a chunk is written one
+                        // One VALUES row per id: a log updated twice in a chunk is written one
                         // by one, in order, as the single-row method would.
                         for update in chunk {
                             out.push(<Self as $crate::store::LogStore>::update_log_trigger(self, update).await?);
                         }
                         continue;
                     }
-                    let mut qb = sqlx::QueryBuilder::<$db>::new("UPDATE xxl_job_log SET trigger_time = CASE id");
-                    for u in chunk {
-                        qb.push(" WHEN ").push_bind(u.log_id).push(concat!(" THEN ", $ts));
-                        qb.push_bind($crate::store::time::secs(u.trigger_time)).push($ts_end);
-                    }
-                    macro_rules! column {
-                        ($name:literal, $field:ident) => {
-                            qb.push(concat!(" END, ", $name, " = CASE id"));
-                            for u in chunk {
-                                qb.push(" WHEN ").push_bind(u.log_id).push(" THEN ").push_bind(u.$field.clone());
-                            }
-                        };
-                    }
-                    column!("trigger_code", trigger_code);
-                    column!("trigger_msg", trigger_msg);
-                    column!("executor_address", executor_address);
-                    column!("executor_handler", executor_handler);
-                    column!("executor_param", executor_param);
-                    column!("executor_sharding_param", executor_sharding_param);
-                    column!("executor_fail_retry_count", executor_fail_retry_count);
-                    qb.push(" END WHERE id IN (");
-                    let mut list = qb.separated(", ");
-                    for u in chunk {
-                        list.push_bind(u.log_id);
-                    }
-                    qb.push(") RETURNING id");
+                    let mut qb = sqlx::QueryBuilder::<$db>::new(
+                        "WITH v(v_id, v_time, v_code, v_msg, v_address, v_handler, v_param, v_shard, v_retries) AS (",
+                    );
+                    qb.push_values(chunk, |mut row, u| {
+                        row.push_bind(u.log_id)
+                            .push_bind($crate::store::time::secs(u.trigger_time))
+                            .push_bind(u.trigger_code)
+                            .push_bind(u.trigger_msg.clone())
+                            .push_bind(u.executor_address.clone())
+                            .push_bind(u.executor_handler.clone())
+                            .push_bind(u.executor_param.clone())
+                            .push_bind(u.executor_sharding_param.clone())
+                            .push_bind(u.executor_fail_retry_count);
+                    });
+                    qb.push(concat!(
+                        ") UPDATE xxl_job_log SET trigger_time = ",
+                        $ts,
+                        "v.v_time",
+                        $ts_end,
+                        ", trigger_code = v.v_code, trigger_msg = v.v_msg, executor_address = v.v_address, \
+                         executor_handler = v.v_handler, executor_param = v.v_param, \
+                         executor_sharding_param = v.v_shard, executor_fail_retry_count = v.v_retries \
+                         FROM v WHERE id = v.v_id RETURNING id"
+                    ));
                     let found: HashSet<$crate::store::LogId> =
-                        qb.build_query_scalar().fetch_all(&self.pool).await?.into_iter().collect();
+                        qb.build_query_scalar().persistent(false).fetch_all(&self.pool).await?.into_iter().collect();
                     out.extend(chunk.iter().map(|u| found.contains(&u.log_id)));
                 }
                 Ok(out)
@@ -210,6 +203,7 @@ macro_rules! batch_statements {
                     qb.push(") ORDER BY id").push($lock);
                     let state: HashMap<$crate::store::LogId, (i32, Option<String>)> = qb
                         .build_query_as::<($crate::store::LogId, i32, Option<String>)>()
+                        .persistent(false)
                         .fetch_all(&mut *tx)
                         .await?
                         .into_iter()
@@ -230,27 +224,22 @@ macro_rules! batch_statements {
                     }
                     let mut rows: HashMap<$crate::store::LogId, $crate::store::LogRow> = HashMap::new();
                     if !writes.is_empty() {
-                        let mut qb = sqlx::QueryBuilder::<$db>::new("UPDATE xxl_job_log SET handle_time = CASE id");
-                        for (i, _) in &writes {
+                        let mut qb = sqlx::QueryBuilder::<$db>::new("WITH v(v_id, v_time, v_code, v_msg) AS (");
+                        qb.push_values(&writes, |mut row, (i, msg)| {
                             let r = &chunk[*i];
-                            qb.push(" WHEN ").push_bind(r.log_id).push(concat!(" THEN ", $ts));
-                            qb.push_bind($crate::store::time::secs(r.handle_time)).push($ts_end);
-                        }
-                        qb.push(" END, handle_code = CASE id");
-                        for (i, _) in &writes {
-                            qb.push(" WHEN ").push_bind(chunk[*i].log_id).push(" THEN ").push_bind(chunk[*i].handle_code);
-                        }
-                        qb.push(" END, handle_msg = CASE id");
-                        for (i, msg) in &writes {
-                            qb.push(" WHEN ").push_bind(chunk[*i].log_id).push(" THEN ").push_bind(msg.clone());
-                        }
-                        qb.push(" END WHERE id IN (");
-                        let mut list = qb.separated(", ");
-                        for (i, _) in &writes {
-                            list.push_bind(chunk[*i].log_id);
-                        }
-                        qb.push(")");
-                        qb.build().execute(&mut *tx).await?;
+                            row.push_bind(r.log_id)
+                                .push_bind($crate::store::time::secs(r.handle_time))
+                                .push_bind(r.handle_code)
+                                .push_bind(msg.clone());
+                        });
+                        qb.push(concat!(
+                            ") UPDATE xxl_job_log SET handle_time = ",
+                            $ts,
+                            "v.v_time",
+                            $ts_end,
+                            ", handle_code = v.v_code, handle_msg = v.v_msg FROM v WHERE id = v.v_id"
+                        ));
+                        qb.build().persistent(false).execute(&mut *tx).await?;
                         let mut qb = sqlx::QueryBuilder::<$db>::new(concat!(
                             "SELECT ",
                             log_columns!(),
@@ -263,6 +252,7 @@ macro_rules! batch_statements {
                         qb.push(")");
                         rows = qb
                             .build_query_as::<$crate::store::LogRow>()
+                            .persistent(false)
                             .fetch_all(&mut *tx)
                             .await?
                             .into_iter()
