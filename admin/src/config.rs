@@ -52,6 +52,14 @@ pub struct Cli {
     /// 10 times in the current minute; values below 100 are raised to 100).
     #[arg(long, env = "JOBWHEEL_TRIGGER_POOL_SLOW_MAX", default_value_t = 200)]
     pub trigger_pool_slow_max: usize,
+    /// Triggers that may wait for the fast pool; beyond it a trigger is dropped with an error
+    /// (its ring claim is then fired late by recovery). Upstream ≥ 2.5: 2000, which caps one
+    /// ring second at about 2 300 triggers; raise it for thousands of jobs per second.
+    #[arg(long, env = "JOBWHEEL_TRIGGER_POOL_FAST_QUEUE", default_value_t = 2000)]
+    pub trigger_pool_fast_queue: usize,
+    /// Triggers that may wait for the slow pool (upstream ≥ 2.5: 5000).
+    #[arg(long, env = "JOBWHEEL_TRIGGER_POOL_SLOW_QUEUE", default_value_t = 5000)]
+    pub trigger_pool_slow_queue: usize,
     /// Days to keep trigger logs; below 3 disables cleanup.
     #[arg(long, env = "JOBWHEEL_LOG_RETENTION_DAYS", default_value_t = 30)]
     pub log_retention_days: u32,
@@ -132,6 +140,9 @@ pub enum ConfigError {
 pub struct TriggerPools {
     pub fast_max: usize,
     pub slow_max: usize,
+    /// Waiting triggers each pool accepts before dropping (upstream ≥ 2.5: 2000 / 5000).
+    pub fast_queue: usize,
+    pub slow_queue: usize,
 }
 
 /// Validated admin configuration.
@@ -189,7 +200,7 @@ impl AdminConfig {
             database_url,
             access_token,
             i18n: I18n::ZhCn,
-            trigger_pools: TriggerPools { fast_max: 300, slow_max: 200 },
+            trigger_pools: TriggerPools { fast_max: 300, slow_max: 200, fast_queue: 2000, slow_queue: 5000 },
             log_retention_days: Some(30),
             executor_timeout: Duration::from_secs(3),
             smtp: None,
@@ -235,6 +246,8 @@ impl AdminConfig {
         config.trigger_pools = TriggerPools {
             fast_max: cli.trigger_pool_fast_max.max(TRIGGER_POOL_FAST_FLOOR),
             slow_max: cli.trigger_pool_slow_max.max(TRIGGER_POOL_SLOW_FLOOR),
+            fast_queue: cli.trigger_pool_fast_queue.max(1),
+            slow_queue: cli.trigger_pool_slow_queue.max(1),
         };
         config.log_retention_days = (cli.log_retention_days >= 3).then_some(cli.log_retention_days);
         config.executor_timeout = Duration::from_secs(cli.executor_timeout);

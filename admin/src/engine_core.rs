@@ -53,6 +53,8 @@ impl EngineCore {
         engine_config.lang = lang;
         engine_config.fast_pool_max = config.trigger_pools.fast_max;
         engine_config.slow_pool_max = config.trigger_pools.slow_max;
+        engine_config.fast_queue = config.trigger_pools.fast_queue;
+        engine_config.slow_queue = config.trigger_pools.slow_queue;
         // Below the engine's minimum nothing is deleted, which is what `None` means here.
         engine_config.log_retention_days = config.log_retention_days.unwrap_or(0);
         let engine =

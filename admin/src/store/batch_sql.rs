@@ -165,8 +165,12 @@ macro_rules! batch_statements {
                          executor_sharding_param = v.v_shard, executor_fail_retry_count = v.v_retries \
                          FROM v WHERE id = v.v_id RETURNING id"
                     ));
+                    // In a write transaction, so SQLite writers queue on the process's write
+                    // gate instead of sleeping in the busy handler.
+                    let mut tx = self.begin_write().await?;
                     let found: HashSet<$crate::store::LogId> =
-                        qb.build_query_scalar().persistent(false).fetch_all(&self.pool).await?.into_iter().collect();
+                        qb.build_query_scalar().persistent(false).fetch_all(&mut *tx).await?.into_iter().collect();
+                    tx.commit().await?;
                     out.extend(chunk.iter().map(|u| found.contains(&u.log_id)));
                 }
                 Ok(out)

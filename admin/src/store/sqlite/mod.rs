@@ -6,6 +6,7 @@
 //! the database's write lock up front instead of failing with `SQLITE_BUSY` on upgrade.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::migrate::Migrator;
@@ -55,6 +56,37 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone)]
 pub(crate) struct SqliteStore {
     pool: SqlitePool,
+    /// Held by every write transaction of this process. SQLite has one writer at a time, and a
+    /// connection that finds the write lock taken waits in SQLite's busy handler, which
+    /// *sleeps* (1, 2, 5, 10 … ms) between retries: with several writers that turned into
+    /// most of the trigger path's latency. Waiting here instead hands the lock over at once.
+    write_gate: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// A write transaction (`BEGIN IMMEDIATE`) holding this process's write gate until it ends.
+pub(super) struct WriteTx {
+    tx: Transaction<'static, Sqlite>,
+    _gate: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl WriteTx {
+    pub(super) async fn commit(self) -> Result<(), sqlx::Error> {
+        self.tx.commit().await
+    }
+}
+
+impl std::ops::Deref for WriteTx {
+    type Target = sqlx::SqliteConnection;
+
+    fn deref(&self) -> &sqlx::SqliteConnection {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut sqlx::SqliteConnection {
+        &mut self.tx
+    }
 }
 
 impl SqliteStore {
@@ -79,12 +111,14 @@ impl SqliteStore {
         let max = if in_memory { 1 } else { 8 };
         let pool = SqlitePoolOptions::new().max_connections(max).connect_with(options).await?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self { pool, write_gate: Arc::default() })
     }
 
-    /// A write transaction holding SQLite's write lock from the start.
-    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    /// A write transaction holding SQLite's write lock from the start (and, first, this
+    /// process's write gate).
+    async fn begin_write(&self) -> Result<WriteTx, StoreError> {
+        let gate = Arc::clone(&self.write_gate).lock_owned().await;
+        Ok(WriteTx { tx: self.pool.begin_with("BEGIN IMMEDIATE").await?, _gate: gate })
     }
 }
 

@@ -5,7 +5,7 @@
 //! for a running pre-read instead of failing.
 
 use async_trait::async_trait;
-use sqlx::{QueryBuilder, Sqlite, Transaction};
+use sqlx::{QueryBuilder, Sqlite};
 
 use super::SqliteStore;
 use super::logs::INSERT_LOG;
@@ -34,7 +34,7 @@ const PURGE_CLAIMS: &str = "DELETE FROM jobwheel_ring_claim WHERE status <> 0 AN
 
 /// A pre-read holding SQLite's write lock.
 struct SqliteScheduleTx {
-    tx: Transaction<'static, Sqlite>,
+    tx: super::WriteTx,
 }
 
 #[async_trait]

@@ -74,7 +74,7 @@ async fn main() -> anyhow::Result<()> {
     let jobs =
         setup::database(&*store, &addresses, args.jobs, args.mode, args.cron_period, first_fire_ms).await?;
     let written = started.elapsed();
-    let admin = setup::admin(&url, port, dir.path()).await?;
+    let admin = setup::admin(&url, port, dir.path(), args.jobs).await?;
     let pid = admin.id().context("admin pid")?;
 
     let window_start = first_fire_ms.max(now_ms()) + i64::try_from(args.warmup * 1000)?;
@@ -91,9 +91,11 @@ async fn main() -> anyhow::Result<()> {
     });
     sleep_until(window_start).await;
     let before = sample(pid)?;
+    let own_before = sample(std::process::id())?;
     let flood_before = flood.load(Ordering::Relaxed);
     sleep_until(window_end).await;
     let after = sample(pid)?;
+    let own_after = sample(std::process::id())?;
     let flood_during = flood.load(Ordering::Relaxed) - flood_before;
     if let Some(flooding) = flooding {
         flooding.await??;
@@ -103,7 +105,12 @@ async fn main() -> anyhow::Result<()> {
     }
 
     let cost = Cost::between(before, after, args.duration);
+    let own = Cost::between(own_before, own_after, args.duration);
     println!("{} jobs written in {:.1} s", jobs.len(), written.as_secs_f64());
+    println!(
+        "executors + load generator (this process): CPU {:.2} cores, RSS {:.0} MiB",
+        own.cores, own.rss_mib
+    );
     match args.mode {
         Mode::Manual => report_manual(&url, &args, flood_during, cost).await?,
         Mode::FixRate | Mode::Cron => {

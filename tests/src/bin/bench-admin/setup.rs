@@ -167,12 +167,24 @@ pub(crate) fn admin_binary() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// Starts the admin on `port` over `database_url`; its log goes to `data_dir/admin.log`.
-pub(crate) async fn admin(database_url: &str, port: u16, data_dir: &Path) -> anyhow::Result<Child> {
+/// Starts the admin on `port` over `database_url`, sized for `jobs` jobs; its log goes to
+/// `data_dir/admin.log`.
+pub(crate) async fn admin(
+    database_url: &str,
+    port: u16,
+    data_dir: &Path,
+    jobs: usize,
+) -> anyhow::Result<Child> {
+    // Upstream reads at most (fast + slow pool size) × 10 jobs per pre-read, one pre-read a
+    // second: a second-by-second schedule of `jobs` jobs needs a fast pool of `jobs / 10`.
+    let fast_pool = (jobs / 10).max(300);
     let log = std::fs::File::create(data_dir.join("admin.log"))?;
     let child = Command::new(admin_binary()?)
         .args(["--listen", &format!("127.0.0.1:{port}"), "--database-url", database_url])
         .args(["--access-token", TOKEN, "--i18n", "en"])
+        // Thousands of triggers fall due in one ring second; upstream's 2000-deep backlog
+        // would drop the rest (see docs/benchmarks.md).
+        .args(["--trigger-pool-fast-queue", "200000", "--trigger-pool-fast-max", &fast_pool.to_string()])
         .arg("--data-dir")
         .arg(data_dir)
         .env("RUST_LOG", "warn")
