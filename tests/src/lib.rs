@@ -2,8 +2,11 @@
 //! executors send, an in-process executor harness on a free port, and condition waits.
 #![forbid(unsafe_code)]
 
+pub mod cluster;
+pub mod databases;
 pub mod executor_harness;
 pub mod fake_admin;
+pub mod outcomes;
 pub mod procs;
 pub mod sample_jobs;
 pub mod wait;

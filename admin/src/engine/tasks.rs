@@ -58,22 +58,28 @@ impl Engine {
         if sleep_or_stop(ms(first), &shutdown).await {
             return;
         }
+        // Upstream pre-reads every second while it finds jobs and every 5 s otherwise. Claim
+        // recovery runs every second regardless: a dead admin's claims must be fired within the
+        // misfire threshold even when this admin has nothing of its own to schedule.
+        let mut next_cycle_ms = 0;
         while !shutdown.is_cancelled() {
             let started = Instant::now();
             let now_ms = self.config.now_ms();
-            let found = match self.schedule_cycle(now_ms).await {
-                Ok(report) => report.pre_read > 0,
-                Err(e) => {
-                    tracing::error!(error = %e, "schedule cycle failed");
-                    false
-                }
-            };
+            if now_ms >= next_cycle_ms {
+                let found = match self.schedule_cycle(now_ms).await {
+                    Ok(report) => report.pre_read > 0,
+                    Err(e) => {
+                        tracing::error!(error = %e, "schedule cycle failed");
+                        false
+                    }
+                };
+                next_cycle_ms = if found { 0 } else { now_ms + 4000 };
+            }
             if let Err(e) = self.recover_claims(now_ms).await {
                 tracing::error!(error = %e, "claim recovery failed");
             }
             if started.elapsed() < Duration::from_secs(1) {
-                let window = if found { 1000 } else { 5000 };
-                let pause = window - self.config.now_ms().rem_euclid(1000);
+                let pause = 1000 - self.config.now_ms().rem_euclid(1000);
                 if sleep_or_stop(ms(pause), &shutdown).await {
                     return;
                 }

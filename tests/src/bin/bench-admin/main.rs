@@ -186,7 +186,7 @@ async fn report_manual(url: &str, args: &Args, accepted: u64, cost: Cost) -> any
     // Every accepted trigger must end with a log row that triggered and called back.
     let deadline = now_ms() + 60_000;
     let (logs, triggered, succeeded) = loop {
-        let totals = measure::log_totals(url).await?;
+        let totals = jobwheel_tests::outcomes::log_totals(url).await?;
         if totals.2 >= totals.0 && totals.0 > 0 || now_ms() > deadline {
             break totals;
         }
@@ -220,7 +220,7 @@ async fn report_scheduled(
     // Wait for the window's last runs to call back (bounded).
     let deadline = now_ms() + 60_000;
     let claims = loop {
-        let claims = measure::claims(url, from, to).await?;
+        let claims = jobwheel_tests::outcomes::claims(url, from, to).await?;
         let settled =
             claims.iter().all(|c| c.status != 0 && (c.status == 2 || c.handle_code.unwrap_or(0) > 0));
         if settled || now_ms() > deadline {

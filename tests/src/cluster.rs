@@ -1,0 +1,171 @@
+//! Real `jobwheel-admin` processes for multi-process tests: started from the target directory
+//! on a free loopback port, their stderr kept in a file for failure reports and for following
+//! what the scheduler does, killed on drop, and killable with SIGKILL or stoppable with SIGTERM
+//! and restarted with the same flags.
+//!
+//! The binaries are built by `cargo build --workspace --bins` (scripts/test.sh does this before
+//! `cargo test`); this module finds them beside the running test binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::process::{Child, Command};
+
+use crate::TOKEN;
+
+/// `target/<profile>/<name>` for the profile of the running test binary.
+pub fn binary(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    // Test binaries live in target/<profile>/deps, binaries one level up.
+    let dir = exe.parent().and_then(Path::parent).context("target directory")?;
+    let path = dir.join(name);
+    if !path.is_file() {
+        bail!(
+            "{} missing: build it first (`cargo build --workspace --bins`, as scripts/test.sh does)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// One `jobwheel-admin` process and how to start it again.
+pub struct AdminProcess {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// Its stderr (all starts appended).
+    pub log: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    child: Option<Child>,
+}
+
+impl AdminProcess {
+    /// Starts an admin on `database_url` with the test token, data under `data_dir`, plus
+    /// `extra` flags and environment; returns once its HTTP API answers.
+    pub async fn start(
+        database_url: &str,
+        data_dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<AdminProcess> {
+        std::fs::create_dir_all(data_dir)?;
+        let port = free_port()?;
+        let mut args: Vec<String> = vec![
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            "--database-url".into(),
+            database_url.into(),
+            "--access-token".into(),
+            TOKEN.into(),
+            "--data-dir".into(),
+            data_dir.display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let mut admin = AdminProcess {
+            base: format!("http://127.0.0.1:{port}"),
+            log: data_dir.join("admin.log"),
+            args,
+            env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            child: None,
+        };
+        admin.spawn().await?;
+        Ok(admin)
+    }
+
+    async fn spawn(&mut self) -> anyhow::Result<()> {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log)?;
+        let child = Command::new(binary("jobwheel-admin")?)
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting jobwheel-admin")?;
+        self.child = Some(child);
+        let url = format!("{}/api/v1/meta", self.base);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            // Any HTTP answer (401 without a session) means the server is up.
+            if reqwest::get(&url).await.is_ok() {
+                return Ok(());
+            }
+            if let Some(child) = self.child.as_mut()
+                && let Some(status) = child.try_wait()?
+            {
+                bail!("jobwheel-admin exited with {status} while starting:\n{}", self.log_tail(30));
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!("jobwheel-admin did not answer within 30 s:\n{}", self.log_tail(30));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
+    }
+
+    /// Whether a process is running (it may have been killed).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// SIGKILL: no shutdown of any kind, as in a crash.
+    pub async fn kill9(&mut self) -> anyhow::Result<()> {
+        if let Some(mut child) = self.child.take() {
+            child.start_kill()?;
+            child.wait().await?;
+        }
+        Ok(())
+    }
+
+    /// SIGTERM and wait for a graceful exit (bounded).
+    pub async fn stop(&mut self) -> anyhow::Result<()> {
+        let Some(mut child) = self.child.take() else { return Ok(()) };
+        if let Some(pid) = child.id() {
+            kill(Pid::from_raw(i32::try_from(pid)?), Signal::SIGTERM)?;
+        }
+        match tokio::time::timeout(Duration::from_secs(30), child.wait()).await {
+            Ok(status) => {
+                let status = status?;
+                if !status.success() {
+                    bail!("jobwheel-admin exited with {status}:\n{}", self.log_tail(30));
+                }
+                Ok(())
+            }
+            Err(_) => bail!("jobwheel-admin did not stop within 30 s of SIGTERM"),
+        }
+    }
+
+    /// Starts it again with the same flags (after [`AdminProcess::kill9`] or `stop`).
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        if self.child.is_some() {
+            bail!("the admin is still running");
+        }
+        self.spawn().await
+    }
+
+    /// The last `lines` lines of its stderr.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// How many stderr lines so far contain `needle`.
+    pub fn log_count(&self, needle: &str) -> usize {
+        std::fs::read_to_string(&self.log).unwrap_or_default().lines().filter(|l| l.contains(needle)).count()
+    }
+}

@@ -1,0 +1,90 @@
+//! Fresh PostgreSQL schemas and MySQL/MariaDB databases for multi-process tests, on the
+//! servers named by `JOBWHEEL_TEST_POSTGRES_URL` / `JOBWHEEL_TEST_MYSQL_URL`. Under `CI` a
+//! missing URL is an error (the suites must run there); elsewhere the test is skipped.
+
+use anyhow::Context as _;
+
+/// Which server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    Postgres,
+    MySql,
+}
+
+/// A database created for one test; [`FreshDatabase::drop_it`] removes it.
+#[derive(Debug)]
+pub struct FreshDatabase {
+    /// The URL to give the admins.
+    pub url: String,
+    server: Server,
+    base: String,
+    name: String,
+}
+
+impl FreshDatabase {
+    /// A new empty schema (PostgreSQL) or database (MySQL); `None` outside CI without a URL.
+    pub async fn create(server: Server) -> anyhow::Result<Option<FreshDatabase>> {
+        let var = match server {
+            Server::Postgres => "JOBWHEEL_TEST_POSTGRES_URL",
+            Server::MySql => "JOBWHEEL_TEST_MYSQL_URL",
+        };
+        let base = match std::env::var(var) {
+            Ok(url) => url,
+            Err(_) if std::env::var_os("CI").is_some() => anyhow::bail!("{var} must be set in CI"),
+            Err(_) => return Ok(None),
+        };
+        let name = format!("jobwheel_sys_{:016x}", rand_u64());
+        let url = match server {
+            Server::Postgres => {
+                let pool = sqlx::PgPool::connect(&base).await?;
+                sqlx::query(&format!("CREATE SCHEMA {name}")).execute(&pool).await?;
+                pool.close().await;
+                let sep = if base.contains('?') { '&' } else { '?' };
+                format!("{base}{sep}options[search_path]={name}")
+            }
+            Server::MySql => {
+                let pool = sqlx::MySqlPool::connect(&base).await?;
+                sqlx::query(&format!("CREATE DATABASE {name} CHARACTER SET utf8mb4")).execute(&pool).await?;
+                pool.close().await;
+                with_database(&base, &name)?
+            }
+        };
+        Ok(Some(FreshDatabase { url, server, base, name }))
+    }
+
+    /// Drops the schema or database.
+    pub async fn drop_it(self) -> anyhow::Result<()> {
+        match self.server {
+            Server::Postgres => {
+                let pool = sqlx::PgPool::connect(&self.base).await?;
+                sqlx::query(&format!("DROP SCHEMA {} CASCADE", self.name)).execute(&pool).await?;
+                pool.close().await;
+            }
+            Server::MySql => {
+                let pool = sqlx::MySqlPool::connect(&self.base).await?;
+                sqlx::query(&format!("DROP DATABASE {}", self.name)).execute(&pool).await?;
+                pool.close().await;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A random number from the clock and the process id: names only need to differ between runs
+/// sharing a server.
+fn rand_u64() -> u64 {
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    (nanos as u64) ^ (u64::from(std::process::id()) << 32)
+}
+
+/// `mysql://user@host:port/old?x` → `mysql://user@host:port/<database>?x`.
+fn with_database(base: &str, database: &str) -> anyhow::Result<String> {
+    let (before_query, query) = base.split_once('?').map_or((base, None), |(b, q)| (b, Some(q)));
+    let authority = before_query.find("://").context("URL without scheme")? + 3;
+    let path = before_query[authority..].find('/').map_or(before_query.len(), |i| i + authority);
+    Ok(match query {
+        Some(query) => format!("{}/{database}?{query}", &before_query[..path]),
+        None => format!("{}/{database}", &before_query[..path]),
+    })
+}

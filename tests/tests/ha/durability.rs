@@ -1,0 +1,112 @@
+//! No result is lost while the admin is down: 1 000 runs are dispatched, the admin is stopped,
+//! the runs finish (their callbacks fail and are spooled to disk), the executor is restarted
+//! while its spool is full, and 60 s later the admin comes back — every result must then be
+//! recorded.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::ensure;
+use chrono::Utc;
+use jobwheel_admin::store::{NewApiToken, User};
+use jobwheel_executor::{Handlers, JobContext};
+use jobwheel_tests::cluster::AdminProcess;
+use jobwheel_tests::outcomes::log_totals;
+use jobwheel_tests::{TestExecutor, now_ms, test_config, wait_until_async};
+use sha2::{Digest as _, Sha256};
+use tokio::sync::Semaphore;
+
+use crate::support::{HANDLER, every_second, group};
+
+const RUNS: usize = 1000;
+const JOBS: usize = 100;
+const ADMIN_DOWN: Duration = Duration::from_secs(60);
+const API_TOKEN: &str = "durability-api-token-0123456789";
+
+/// An executor whose runs wait for `gate` (so they finish while the admin is down).
+async fn gated_executor(log_dir: &std::path::Path, admin: &str, gate: &Arc<Semaphore>) -> TestExecutor {
+    let mut config = test_config(log_dir);
+    config.admin_addresses = vec![admin.to_owned()];
+    let mut handlers = Handlers::new();
+    let gate = Arc::clone(gate);
+    handlers.register(HANDLER, move |ctx: JobContext| {
+        let gate = Arc::clone(&gate);
+        async move {
+            gate.acquire().await?.forget();
+            ctx.log("done after the gate opened");
+            Ok(())
+        }
+    });
+    TestExecutor::start(config, handlers).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_finished_while_the_admin_is_down_are_all_recorded() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let url = format!("sqlite://{}", dir.path().join("jobwheel.db").display());
+    let store = jobwheel_admin::store::connect(&url).await?;
+    let user = store
+        .add_user(&User {
+            username: "ops".into(),
+            password: "!".into(),
+            token: None,
+            role: 1,
+            permission: None,
+        })
+        .await?;
+    let token_hash = hex::encode(Sha256::digest(API_TOKEN.as_bytes()));
+    store
+        .add_api_token(&NewApiToken { user_id: user, name: "t".into(), token_hash, created_ms: now_ms() })
+        .await?;
+    let mut admin = AdminProcess::start(&url, &dir.path().join("admin"), &[], &[]).await?;
+    let gate = Arc::new(Semaphore::new(0));
+    let log_dir = dir.path().join("executor");
+    let executor = gated_executor(&log_dir, &admin.base, &gate).await;
+    let g = group(&*store, &format!("http://{}/", executor.addr)).await?;
+    let mut jobs = Vec::new();
+    for n in 0..JOBS {
+        // Created stopped: only the manual triggers below run.
+        let job = every_second(&*store, g, n, 0).await?;
+        store.stop_job(job, Utc::now()).await?;
+        jobs.push(job);
+    }
+
+    let http = reqwest::Client::new();
+    for n in 0..RUNS {
+        let url = format!("{}/api/v1/jobs/{}/trigger", admin.base, jobs[n % JOBS].0);
+        let response = http.post(url).bearer_auth(API_TOKEN).json(&serde_json::json!({})).send().await?;
+        ensure!(response.status().is_success(), "trigger {n}: {}", response.status());
+    }
+    wait_until_async(Duration::from_secs(60), "every run dispatched", || async {
+        let (logs, triggered, _) = log_totals(&url).await.ok()?;
+        (logs == RUNS as i64 && triggered == RUNS as i64).then_some(())
+    })
+    .await;
+
+    // The admin goes away; the runs finish and their callbacks are spooled.
+    admin.stop().await?;
+    let stopped_at = tokio::time::Instant::now();
+    gate.add_permits(RUNS);
+    let spool = log_dir.join("callbacklogs");
+    wait_until_async(Duration::from_secs(60), "results spooled to disk", || async {
+        let files = std::fs::read_dir(&spool).ok()?.count();
+        (files > 0 && gate.available_permits() == 0).then_some(())
+    })
+    .await;
+    // The executor restarts with a full spool (graceful stop spools what is still queued).
+    executor.stop().await?;
+    let restarted = gated_executor(&log_dir, &admin.base, &gate).await;
+    let (_, _, recorded) = log_totals(&url).await?;
+    ensure!(recorded == 0, "nothing can be recorded while the admin is down ({recorded})");
+
+    tokio::time::sleep_until(stopped_at + ADMIN_DOWN).await;
+    admin.restart().await?;
+    let recorded = wait_until_async(Duration::from_secs(90), "every result recorded", || async {
+        let (_, _, succeeded) = log_totals(&url).await.ok()?;
+        (succeeded == RUNS as i64).then_some(succeeded)
+    })
+    .await;
+    ensure!(recorded == RUNS as i64);
+    restarted.stop().await?;
+    admin.stop().await
+}

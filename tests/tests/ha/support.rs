@@ -1,0 +1,68 @@
+//! Jobs and an in-process executor shared by the HA and durability tests.
+
+use chrono::Utc;
+use jobwheel_admin::store::{Group, GroupId, Job, JobId, Store};
+use jobwheel_executor::{Handlers, JobContext};
+use jobwheel_tests::{TestExecutor, test_config};
+
+/// The BEAN handler of every job here: succeeds at once.
+pub(crate) const HANDLER: &str = "haNoop";
+
+/// An executor in this process reporting to `admins` (callbacks retried every 200 ms).
+pub(crate) async fn executor(log_dir: &std::path::Path, admins: &[String]) -> TestExecutor {
+    let mut config = test_config(log_dir);
+    config.admin_addresses = admins.to_vec();
+    let mut handlers = Handlers::new();
+    handlers.register(HANDLER, |_ctx: JobContext| async move { Ok(()) });
+    TestExecutor::start(config, handlers).await
+}
+
+/// A group whose only (manual) address is `address`.
+pub(crate) async fn group(store: &dyn Store, address: &str) -> anyhow::Result<GroupId> {
+    Ok(store
+        .add_group(&Group {
+            app_name: "ha-app".to_owned(),
+            title: "ha".to_owned(),
+            address_type: 1,
+            address_list: Some(address.to_owned()),
+            update_time: None,
+        })
+        .await?)
+}
+
+/// A running CRON job firing every second from `first_fire_ms` (a whole second).
+pub(crate) async fn every_second(
+    store: &dyn Store,
+    group: GroupId,
+    n: usize,
+    first_fire_ms: i64,
+) -> anyhow::Result<JobId> {
+    let now = Utc::now();
+    Ok(store
+        .add_job(&Job {
+            job_group: group,
+            job_desc: format!("every second {n}"),
+            add_time: Some(now),
+            update_time: Some(now),
+            author: Some("ha".to_owned()),
+            alarm_email: None,
+            schedule_type: "CRON".to_owned(),
+            schedule_conf: Some("* * * * * ?".to_owned()),
+            misfire_strategy: "DO_NOTHING".to_owned(),
+            executor_route_strategy: Some("FIRST".to_owned()),
+            executor_handler: Some(HANDLER.to_owned()),
+            executor_param: Some(String::new()),
+            executor_block_strategy: Some("SERIAL_EXECUTION".to_owned()),
+            executor_timeout: 0,
+            executor_fail_retry_count: 0,
+            glue_type: "BEAN".to_owned(),
+            glue_source: None,
+            glue_remark: None,
+            glue_updatetime: Some(now),
+            child_jobid: None,
+            trigger_status: 1,
+            trigger_last_time: 0,
+            trigger_next_time: first_fire_ms,
+        })
+        .await?)
+}
