@@ -11,11 +11,19 @@ pub(crate) struct RunLimiter {
     peak_memory_bytes: usize,
     /// Size of the first memory growth we refused, so an out-of-memory trap can be explained.
     denied_memory_bytes: Option<usize>,
+    /// Size of the first table growth we refused (`table.grow` returned -1 to the guest).
+    denied_table_elements: Option<usize>,
 }
 
 impl RunLimiter {
     pub(crate) fn new(max_memory_bytes: usize, max_table_elements: usize) -> RunLimiter {
-        RunLimiter { max_memory_bytes, max_table_elements, peak_memory_bytes: 0, denied_memory_bytes: None }
+        RunLimiter {
+            max_memory_bytes,
+            max_table_elements,
+            peak_memory_bytes: 0,
+            denied_memory_bytes: None,
+            denied_table_elements: None,
+        }
     }
 
     pub(crate) fn peak_memory_bytes(&self) -> usize {
@@ -28,6 +36,14 @@ impl RunLimiter {
 
     pub(crate) fn max_memory_bytes(&self) -> usize {
         self.max_memory_bytes
+    }
+
+    pub(crate) fn denied_table_elements(&self) -> Option<usize> {
+        self.denied_table_elements
+    }
+
+    pub(crate) fn max_table_elements(&self) -> usize {
+        self.max_table_elements
     }
 }
 
@@ -57,7 +73,11 @@ impl ResourceLimiter for RunLimiter {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= self.max_table_elements)
+        if desired > self.max_table_elements {
+            self.denied_table_elements.get_or_insert(desired);
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     fn instances(&self) -> usize {

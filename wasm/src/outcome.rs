@@ -98,6 +98,8 @@ pub(crate) struct RunFacts {
     pub(crate) max_wasm_stack: usize,
     pub(crate) max_memory_bytes: usize,
     pub(crate) denied_memory_bytes: Option<usize>,
+    pub(crate) max_table_elements: usize,
+    pub(crate) denied_table_elements: Option<usize>,
 }
 
 /// Maps the result of instantiating and calling `_start` to an [`Outcome`].

@@ -154,7 +154,16 @@ impl Runtime {
             max_wasm_stack: config.max_wasm_stack,
             max_memory_bytes: limiter.max_memory_bytes(),
             denied_memory_bytes: limiter.denied_memory_bytes(),
+            max_table_elements: limiter.max_table_elements(),
+            denied_table_elements: limiter.denied_table_elements(),
         };
+        if let Some(wanted) = facts.denied_table_elements {
+            // The guest only sees `table.grow` return -1; say why in the job log.
+            capture.note(&format!(
+                "table growth refused: the guest asked for {wanted} table elements, over the limit of {}",
+                facts.max_table_elements
+            ));
+        }
         let outcome = match ended {
             Ended::Finished(result) => outcome::classify(result, &facts, &summary),
             Ended::InstantiateFailed(error) => classify_instantiate(error, &facts, &summary),
@@ -183,16 +192,22 @@ fn classify_instantiate(error: wasmtime::Error, facts: &RunFacts, summary: &Capt
     {
         return outcome::classify(Err(error), facts, summary);
     }
-    let message = match facts.denied_memory_bytes {
-        Some(wanted) => format!(
-            "out of memory: the module needs {wanted} bytes of memory at start, over the limit of {} bytes",
-            facts.max_memory_bytes
+    let (kind, message) = match (facts.denied_memory_bytes, facts.denied_table_elements) {
+        (Some(wanted), _) => (
+            FailureKind::OutOfMemory,
+            format!(
+                "out of memory: the module needs {wanted} bytes of memory at start, over the limit of {} bytes",
+                facts.max_memory_bytes
+            ),
         ),
-        None => format!("instantiation failed: {error:#}"),
-    };
-    let kind = match facts.denied_memory_bytes {
-        Some(_) => FailureKind::OutOfMemory,
-        None => FailureKind::Instantiate,
+        (None, Some(wanted)) => (
+            FailureKind::Instantiate,
+            format!(
+                "table limit: the module needs {wanted} table elements at start, over the limit of {}",
+                facts.max_table_elements
+            ),
+        ),
+        (None, None) => (FailureKind::Instantiate, format!("instantiation failed: {error:#}")),
     };
     outcome::failed(kind, message, summary)
 }

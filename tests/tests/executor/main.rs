@@ -7,6 +7,7 @@ mod daemon;
 mod delivery;
 mod limits;
 mod logs;
+mod sandbox;
 mod scripts;
 mod support;
 mod wasm;
