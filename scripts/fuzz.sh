@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 
-command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version 0.13.2 --locked
 export RUSTC_BOOTSTRAP=1
 target_dir="$(realpath -m "${CARGO_TARGET_DIR:-target}")/fuzz"
 flags=(--sanitizer none --debug-assertions --target-dir "$target_dir")

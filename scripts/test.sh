@@ -46,3 +46,8 @@ cargo test --workspace 2>&1 | tee "$log"
 # doc-test binary with nothing in it).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+
+# Fuzzing, bounded: every cargo-fuzz target for JOBWHEEL_FUZZ_SECONDS (default 45) from the
+# corpus kept in fuzz/corpus/. A crash fails the run (docs/fuzzing.md).
+echo "== fuzz"
+bash scripts/fuzz.sh "${JOBWHEEL_FUZZ_SECONDS:-45}"

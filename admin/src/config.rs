@@ -60,6 +60,15 @@ pub struct Cli {
     /// Triggers that may wait for the slow pool (upstream ≥ 2.5: 5000).
     #[arg(long, env = "JOBWHEEL_TRIGGER_POOL_SLOW_QUEUE", default_value_t = 5000)]
     pub trigger_pool_slow_queue: usize,
+    /// Seconds after which a running log whose executor is no longer registered is marked
+    /// lost (upstream: 600). The lost-job monitor runs every minute, or every half of this.
+    #[arg(long, env = "JOBWHEEL_LOST_JOB_TIMEOUT", default_value_t = 600)]
+    pub lost_job_timeout: u64,
+    /// Seconds without a heartbeat after which an executor's registration is dead and its
+    /// address leaves automatic groups (upstream `DEAD_TIMEOUT`: 90, three missed 30 s beats).
+    /// Executors must beat more often than this (`jobwheel-executor --beat-interval`).
+    #[arg(long, env = "JOBWHEEL_EXECUTOR_DEAD_TIMEOUT", default_value_t = 90)]
+    pub executor_dead_timeout: u64,
     /// Days to keep trigger logs; below 3 disables cleanup.
     #[arg(long, env = "JOBWHEEL_LOG_RETENTION_DAYS", default_value_t = 30)]
     pub log_retention_days: u32,
@@ -133,6 +142,8 @@ pub enum ConfigError {
     HalfSmtpCredentials,
     #[error("--alarm-webhook-url {0:?} is not an http(s) URL")]
     BadWebhookUrl(String),
+    #[error("--lost-job-timeout and --executor-dead-timeout must be at least 1 second")]
+    ZeroTimeout,
 }
 
 /// Concurrency of the two trigger pools (upstream `xxl.job.triggerpool.{fast,slow}.max`).
@@ -164,6 +175,10 @@ pub struct AdminConfig {
     pub alarm_webhook_url: Option<String>,
     /// How long shutdown waits for in-flight requests and queued callbacks.
     pub shutdown_grace: Duration,
+    /// `--lost-job-timeout`.
+    pub lost_job_timeout: Duration,
+    /// `--executor-dead-timeout`.
+    pub executor_dead_timeout: Duration,
     /// Whether the session cookie is marked `Secure`.
     pub secure_cookie: bool,
     /// A sample module to create a demo job with on an empty database.
@@ -206,6 +221,8 @@ impl AdminConfig {
             smtp: None,
             alarm_webhook_url: None,
             shutdown_grace: Duration::from_secs(10),
+            lost_job_timeout: Duration::from_secs(600),
+            executor_dead_timeout: Duration::from_secs(90),
             secure_cookie: false,
             demo_job: None,
         }
@@ -254,6 +271,11 @@ impl AdminConfig {
         config.smtp = smtp_from_cli(cli)?;
         config.alarm_webhook_url = alarm_webhook_url;
         config.shutdown_grace = Duration::from_secs(cli.shutdown_grace);
+        if cli.lost_job_timeout == 0 || cli.executor_dead_timeout == 0 {
+            return Err(ConfigError::ZeroTimeout);
+        }
+        config.lost_job_timeout = Duration::from_secs(cli.lost_job_timeout);
+        config.executor_dead_timeout = Duration::from_secs(cli.executor_dead_timeout);
         config.secure_cookie = cli.secure_cookie;
         config.demo_job = cli.demo_job.clone();
         Ok(config)

@@ -55,6 +55,13 @@ impl EngineCore {
         engine_config.slow_pool_max = config.trigger_pools.slow_max;
         engine_config.fast_queue = config.trigger_pools.fast_queue;
         engine_config.slow_queue = config.trigger_pools.slow_queue;
+        engine_config.lost_after = config.lost_job_timeout;
+        engine_config.dead_timeout = config.executor_dead_timeout;
+        // Shorter timeouts need monitors that look at least twice (lost) or three times
+        // (registry) per timeout; upstream's 60 s / 30 s otherwise.
+        engine_config.intervals.lost = engine_config.intervals.lost.min(config.lost_job_timeout / 2);
+        engine_config.intervals.registry =
+            engine_config.intervals.registry.min(config.executor_dead_timeout / 3);
         // Below the engine's minimum nothing is deleted, which is what `None` means here.
         engine_config.log_retention_days = config.log_retention_days.unwrap_or(0);
         let engine =

@@ -75,6 +75,13 @@ pub struct Cli {
     /// Let the built-in `httpJobHandler` call loopback, private and link-local addresses.
     #[arg(long, env = "JOBWHEEL_HTTP_HANDLER_ALLOW_PRIVATE")]
     pub http_handler_allow_private: bool,
+    /// Seconds between registry heartbeats (upstream `BEAT_TIMEOUT`: 30). Must stay below the
+    /// admin's `--executor-dead-timeout` (90 by default).
+    #[arg(long, env = "JOBWHEEL_BEAT_INTERVAL", default_value_t = 30)]
+    pub beat_interval: u64,
+    /// Seconds between retries of callbacks spooled while no admin answered (upstream: 30).
+    #[arg(long, env = "JOBWHEEL_CALLBACK_RETRY_INTERVAL", default_value_t = 30)]
+    pub callback_retry_interval: u64,
 }
 
 /// A configuration error, reported to the operator before anything starts.
@@ -95,6 +102,8 @@ pub enum ConfigError {
     BadMaxQueue,
     #[error("--wasm-max-memory-mb and --wasm-max-module-mb must be at least 1")]
     BadWasmLimit,
+    #[error("--beat-interval and --callback-retry-interval must be at least 1 second")]
+    BadInterval,
 }
 
 /// Limits and storage of the Wasm GLUE runtime.
@@ -192,6 +201,9 @@ impl ExecutorConfig {
         if cli.wasm_max_memory_mb == 0 || cli.wasm_max_module_mb == 0 {
             return Err(ConfigError::BadWasmLimit);
         }
+        if cli.beat_interval == 0 || cli.callback_retry_interval == 0 {
+            return Err(ConfigError::BadInterval);
+        }
         let mut config = Self::new(cli.app_name.clone(), cli.log_path.clone(), access_token);
         config.admin_addresses = admin_addresses;
         config.address = cli.address.clone().filter(|a| !a.trim().is_empty());
@@ -202,6 +214,8 @@ impl ExecutorConfig {
         config.shutdown_grace = Duration::from_secs(cli.shutdown_grace);
         config.max_queue = cli.max_queue;
         config.max_log_bytes = cli.max_log_bytes;
+        config.timings.registry_interval = Duration::from_secs(cli.beat_interval);
+        config.timings.callback_retry_interval = Duration::from_secs(cli.callback_retry_interval);
         config.wasm = WasmSettings {
             cache_dir: Some(cli.wasm_cache_dir.clone()),
             max_memory_bytes: cli.wasm_max_memory_mb.saturating_mul(1 << 20),

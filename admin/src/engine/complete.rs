@@ -153,7 +153,8 @@ impl Engine {
     /// not registered any more are failed with upstream's "job result lost" and completed.
     /// Returns the logs it failed.
     pub async fn mark_lost_jobs(self: &Arc<Self>, now_ms: i64) -> Result<Vec<LogId>, EngineError> {
-        let lost = self.store.lost_log_ids(to_datetime(now_ms - LOST_AFTER_MS)).await?;
+        let lost_after = i64::try_from(self.config.lost_after.as_millis()).unwrap_or(LOST_AFTER_MS);
+        let lost = self.store.lost_log_ids(to_datetime(now_ms - lost_after)).await?;
         let mut marked = Vec::new();
         for log_id in lost {
             let result = HandleResult {

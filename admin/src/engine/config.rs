@@ -64,6 +64,11 @@ pub struct EngineConfig {
     pub retry_backoff: Duration,
     /// Monitor periods.
     pub intervals: MonitorIntervals,
+    /// A running log older than this whose executor is not registered is lost (upstream:
+    /// 10 minutes).
+    pub lost_after: Duration,
+    /// A registration without heartbeat for this long is dead (upstream `DEAD_TIMEOUT`, 90 s).
+    pub dead_timeout: Duration,
     /// The time source of every decision the engine makes (tests use a `ManualClock`).
     pub clock: Arc<dyn Clock>,
 }
@@ -79,6 +84,8 @@ impl std::fmt::Debug for EngineConfig {
             .field("log_retention_days", &self.log_retention_days)
             .field("retry_backoff", &self.retry_backoff)
             .field("intervals", &self.intervals)
+            .field("lost_after", &self.lost_after)
+            .field("dead_timeout", &self.dead_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -97,6 +104,8 @@ impl EngineConfig {
             log_retention_days: 30,
             retry_backoff: Duration::ZERO,
             intervals: MonitorIntervals::default(),
+            lost_after: Duration::from_millis(super::LOST_AFTER_MS.unsigned_abs()),
+            dead_timeout: Duration::from_millis(super::DEAD_TIMEOUT_MS.unsigned_abs()),
             clock: Arc::new(SystemClock),
         }
     }

@@ -14,13 +14,18 @@ use super::{Engine, EngineError};
 use crate::routing::sort_addresses;
 use crate::store::{Group, GroupRow};
 
-/// Upstream `DEAD_TIMEOUT`: a registration without heartbeat for this long is dead.
+/// Upstream `DEAD_TIMEOUT`: a registration without heartbeat for this long is dead (the
+/// default of `EngineConfig::dead_timeout`).
 pub const DEAD_TIMEOUT_MS: i64 = 90_000;
 
 /// Group `address_type` of automatic registration.
 const AUTO: i16 = 0;
 
 impl Engine {
+    fn dead_timeout_ms(&self) -> i64 {
+        i64::try_from(self.config.dead_timeout.as_millis()).unwrap_or(DEAD_TIMEOUT_MS)
+    }
+
     /// One registry monitor pass at `now_ms`. Like upstream, it does nothing unless at least
     /// one group registers automatically.
     pub async fn refresh_registry(&self, now_ms: i64) -> Result<(), EngineError> {
@@ -28,7 +33,7 @@ impl Engine {
         if !groups.iter().any(|g| g.group.address_type == AUTO) {
             return Ok(());
         }
-        let dead_before = to_datetime(now_ms - DEAD_TIMEOUT_MS);
+        let dead_before = to_datetime(now_ms - self.dead_timeout_ms());
         let removed = self.store.remove_dead_registry(dead_before).await?;
         if removed > 0 {
             tracing::info!(removed, "removed dead executor registrations");
@@ -58,7 +63,7 @@ impl Engine {
         now_ms: i64,
         only: Option<&str>,
     ) -> Result<HashMap<String, BTreeSet<String>>, EngineError> {
-        let alive_after = to_datetime(now_ms - DEAD_TIMEOUT_MS);
+        let alive_after = to_datetime(now_ms - self.dead_timeout_ms());
         let mut live: HashMap<String, BTreeSet<String>> = HashMap::new();
         for row in self.store.alive_registry(alive_after).await? {
             if row.registry_group != REGISTRY_GROUP_EXECUTOR

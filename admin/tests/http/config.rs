@@ -25,6 +25,27 @@ fn defaults_follow_upstream() -> anyhow::Result<()> {
     assert_eq!(config.log_retention_days, Some(30));
     assert_eq!(config.executor_timeout, Duration::from_secs(3));
     assert!(config.smtp.is_none() && config.alarm_webhook_url.is_none());
+    assert_eq!((config.trigger_pools.fast_queue, config.trigger_pools.slow_queue), (2000, 5000));
+    assert_eq!(config.lost_job_timeout, Duration::from_secs(600));
+    assert_eq!(config.executor_dead_timeout, Duration::from_secs(90));
+    Ok(())
+}
+
+#[test]
+fn timeouts_and_backlogs_can_be_tuned() -> anyhow::Result<()> {
+    let config = parse(&[
+        "--lost-job-timeout",
+        "20",
+        "--executor-dead-timeout",
+        "6",
+        "--trigger-pool-fast-queue",
+        "100000",
+    ])?;
+    assert_eq!(config.lost_job_timeout, Duration::from_secs(20));
+    assert_eq!(config.executor_dead_timeout, Duration::from_secs(6));
+    assert_eq!(config.trigger_pools.fast_queue, 100_000);
+    let zero = AdminConfig::from_cli(&Cli::try_parse_from(["jobwheel-admin", "--lost-job-timeout", "0"])?);
+    assert!(zero.is_err_and(|e| e.to_string().contains("at least 1 second")));
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 mod api;
 mod blocking;
 mod builtin;
+mod config;
 mod daemon;
 mod delivery;
 mod limits;
