@@ -1,7 +1,7 @@
-//! Real `jobwheel-admin` processes for multi-process tests: started from the target directory
-//! on a free loopback port, their stderr kept in a file for failure reports and for following
-//! what the scheduler does, killed on drop, and killable with SIGKILL or stoppable with SIGTERM
-//! and restarted with the same flags.
+//! Real `jobwheel-admin` and `jobwheel-executor` processes for multi-process tests: started
+//! from the target directory on a free loopback port, their stderr kept in a file for failure
+//! reports and for following what they do, killed on drop, and killable with SIGKILL or
+//! stoppable with SIGTERM and restarted with the same flags.
 //!
 //! The binaries are built by `cargo build --workspace --bins` (scripts/test.sh does this before
 //! `cargo test`); this module finds them beside the running test binary.
@@ -37,26 +37,37 @@ pub fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// One `jobwheel-admin` process and how to start it again.
-pub struct AdminProcess {
+/// How a daemon shows it is up.
+#[derive(Debug, Clone, Copy)]
+enum Ready {
+    /// The admin: `GET /api/v1/meta` answers (401 without a session is fine).
+    Admin,
+    /// The executor: `POST /beat` with the token answers.
+    Executor,
+}
+
+/// One `jobwheel-admin` or `jobwheel-executor` process and how to start it again.
+pub struct Daemon {
     /// `http://127.0.0.1:<port>`.
     pub base: String,
     /// Its stderr (all starts appended).
     pub log: PathBuf,
+    binary: &'static str,
+    ready: Ready,
     args: Vec<String>,
     env: Vec<(String, String)>,
     child: Option<Child>,
 }
 
-impl AdminProcess {
+impl Daemon {
     /// Starts an admin on `database_url` with the test token, data under `data_dir`, plus
     /// `extra` flags and environment; returns once its HTTP API answers.
-    pub async fn start(
+    pub async fn start_admin(
         database_url: &str,
         data_dir: &Path,
         extra: &[&str],
         env: &[(&str, &str)],
-    ) -> anyhow::Result<AdminProcess> {
+    ) -> anyhow::Result<Daemon> {
         std::fs::create_dir_all(data_dir)?;
         let port = free_port()?;
         let mut args: Vec<String> = vec![
@@ -70,9 +81,11 @@ impl AdminProcess {
             data_dir.display().to_string(),
         ];
         args.extend(extra.iter().map(|s| (*s).to_owned()));
-        let mut admin = AdminProcess {
+        let mut admin = Daemon {
             base: format!("http://127.0.0.1:{port}"),
             log: data_dir.join("admin.log"),
+            binary: "jobwheel-admin",
+            ready: Ready::Admin,
             args,
             env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
             child: None,
@@ -81,9 +94,71 @@ impl AdminProcess {
         Ok(admin)
     }
 
+    /// Starts an executor named `app_name` reporting to `admins`, with logs, spool and Wasm
+    /// cache under `data_dir`, heartbeats and callback retries every second, plus `extra`
+    /// flags; returns once it answers `/beat`.
+    pub async fn start_executor(
+        app_name: &str,
+        admins: &[String],
+        data_dir: &Path,
+        extra: &[&str],
+    ) -> anyhow::Result<Daemon> {
+        std::fs::create_dir_all(data_dir)?;
+        let port = free_port()?;
+        let mut args: Vec<String> = vec![
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            "--app-name".into(),
+            app_name.into(),
+            "--admin-addresses".into(),
+            admins.join(","),
+            "--access-token".into(),
+            TOKEN.into(),
+            "--log-path".into(),
+            data_dir.join("logs").display().to_string(),
+            "--wasm-cache-dir".into(),
+            data_dir.join("wasm-cache").display().to_string(),
+            "--beat-interval".into(),
+            "1".into(),
+            "--callback-retry-interval".into(),
+            "1".into(),
+        ];
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let mut executor = Daemon {
+            base: format!("http://127.0.0.1:{port}"),
+            log: data_dir.join("executor.log"),
+            binary: "jobwheel-executor",
+            ready: Ready::Executor,
+            args,
+            env: Vec::new(),
+            child: None,
+        };
+        executor.spawn().await?;
+        Ok(executor)
+    }
+
+    /// The address executors register and admins route to: `http://127.0.0.1:<port>/`.
+    pub fn address(&self) -> String {
+        format!("{}/", self.base)
+    }
+
+    async fn answers(&self) -> bool {
+        let http = reqwest::Client::new();
+        let sent = match self.ready {
+            Ready::Admin => http.get(format!("{}/api/v1/meta", self.base)).send().await,
+            Ready::Executor => {
+                http.post(format!("{}/beat", self.base))
+                    .header(jobwheel_protocol::ACCESS_TOKEN_HEADER, TOKEN)
+                    .send()
+                    .await
+            }
+        };
+        sent.is_ok()
+    }
+
     async fn spawn(&mut self) -> anyhow::Result<()> {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log)?;
-        let child = Command::new(binary("jobwheel-admin")?)
+        let child = Command::new(binary(self.binary)?)
             .args(&self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("NO_COLOR", "1")
@@ -91,22 +166,20 @@ impl AdminProcess {
             .stderr(log)
             .kill_on_drop(true)
             .spawn()
-            .context("starting jobwheel-admin")?;
+            .with_context(|| format!("starting {}", self.binary))?;
         self.child = Some(child);
-        let url = format!("{}/api/v1/meta", self.base);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
-            // Any HTTP answer (401 without a session) means the server is up.
-            if reqwest::get(&url).await.is_ok() {
+            if self.answers().await {
                 return Ok(());
             }
             if let Some(child) = self.child.as_mut()
                 && let Some(status) = child.try_wait()?
             {
-                bail!("jobwheel-admin exited with {status} while starting:\n{}", self.log_tail(30));
+                bail!("{} exited with {status} while starting:\n{}", self.binary, self.log_tail(30));
             }
             if tokio::time::Instant::now() > deadline {
-                bail!("jobwheel-admin did not answer within 30 s:\n{}", self.log_tail(30));
+                bail!("{} did not answer within 30 s:\n{}", self.binary, self.log_tail(30));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -141,18 +214,18 @@ impl AdminProcess {
             Ok(status) => {
                 let status = status?;
                 if !status.success() {
-                    bail!("jobwheel-admin exited with {status}:\n{}", self.log_tail(30));
+                    bail!("{} exited with {status}:\n{}", self.binary, self.log_tail(30));
                 }
                 Ok(())
             }
-            Err(_) => bail!("jobwheel-admin did not stop within 30 s of SIGTERM"),
+            Err(_) => bail!("{} did not stop within 30 s of SIGTERM", self.binary),
         }
     }
 
     /// Starts it again with the same flags (after [`AdminProcess::kill9`] or `stop`).
     pub async fn restart(&mut self) -> anyhow::Result<()> {
         if self.child.is_some() {
-            bail!("the admin is still running");
+            bail!("{} is still running", self.binary);
         }
         self.spawn().await
     }

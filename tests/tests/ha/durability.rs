@@ -10,7 +10,7 @@ use anyhow::ensure;
 use chrono::Utc;
 use jobwheel_admin::store::{NewApiToken, User};
 use jobwheel_executor::{Handlers, JobContext};
-use jobwheel_tests::cluster::AdminProcess;
+use jobwheel_tests::cluster::Daemon;
 use jobwheel_tests::outcomes::log_totals;
 use jobwheel_tests::{TestExecutor, now_ms, test_config, wait_until_async};
 use sha2::{Digest as _, Sha256};
@@ -58,7 +58,7 @@ async fn results_finished_while_the_admin_is_down_are_all_recorded() -> anyhow::
     store
         .add_api_token(&NewApiToken { user_id: user, name: "t".into(), token_hash, created_ms: now_ms() })
         .await?;
-    let mut admin = AdminProcess::start(&url, &dir.path().join("admin"), &[], &[]).await?;
+    let mut admin = Daemon::start_admin(&url, &dir.path().join("admin"), &[], &[]).await?;
     let gate = Arc::new(Semaphore::new(0));
     let log_dir = dir.path().join("executor");
     let executor = gated_executor(&log_dir, &admin.base, &gate).await;

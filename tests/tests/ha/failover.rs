@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
-use jobwheel_tests::cluster::AdminProcess;
+use jobwheel_tests::cluster::Daemon;
 use jobwheel_tests::databases::{FreshDatabase, Server};
 use jobwheel_tests::now_ms;
 use jobwheel_tests::outcomes::{ClaimOutcome, claims};
@@ -46,8 +46,8 @@ async fn run(url: &str) -> anyhow::Result<()> {
     let store = jobwheel_admin::store::connect(url).await?;
     let env = [("RUST_LOG", "warn,jobwheel_admin::engine::schedule=debug")];
     let mut admins = [
-        AdminProcess::start(url, &dir.path().join("a"), &[], &env).await?,
-        AdminProcess::start(url, &dir.path().join("b"), &[], &env).await?,
+        Daemon::start_admin(url, &dir.path().join("a"), &[], &env).await?,
+        Daemon::start_admin(url, &dir.path().join("b"), &[], &env).await?,
     ];
     let bases: Vec<String> = admins.iter().map(|a| a.base.clone()).collect();
     let executor = executor(&dir.path().join("executor"), &bases).await;

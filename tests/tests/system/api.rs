@@ -1,0 +1,115 @@
+//! The management API as the system tests use it: an administrator's API token, JSON in and
+//! out, and waits on log rows.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+
+/// A client of one admin's `/api/v1`.
+#[derive(Clone)]
+pub(crate) struct Api {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    pub(crate) fn new(base: &str, token: &str) -> Api {
+        Api { base: base.to_owned(), token: token.to_owned(), http: reqwest::Client::new() }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+        let mut request =
+            self.http.request(method.clone(), format!("{}/api/v1{path}", self.base)).bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await?;
+        let status = response.status();
+        let text = response.text().await?;
+        if !status.is_success() {
+            bail!("{method} {path}: {status} {text}");
+        }
+        Ok(if text.is_empty() { Value::Null } else { serde_json::from_str(&text)? })
+    }
+
+    pub(crate) async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        self.call(reqwest::Method::GET, path, None).await
+    }
+
+    pub(crate) async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+        self.call(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    /// Creates a job in `group` from upstream's form fields (`fields` override the defaults:
+    /// a stopped BEAN `demoJobHandler` job with no schedule); its id.
+    pub(crate) async fn job(&self, group: i64, desc: &str, fields: Value) -> anyhow::Result<i64> {
+        let mut form = json!({
+            "jobGroup": group, "jobDesc": desc, "author": "system-test",
+            "scheduleType": "NONE", "scheduleConf": "",
+            "glueType": "BEAN", "executorHandler": "demoJobHandler",
+            "executorRouteStrategy": "FIRST", "misfireStrategy": "DO_NOTHING",
+            "executorBlockStrategy": "SERIAL_EXECUTION", "executorTimeout": 0, "executorFailRetryCount": 0
+        });
+        for (key, value) in fields.as_object().context("fields object")? {
+            form[key] = value.clone();
+        }
+        let job = self.post("/jobs", form).await?;
+        job["id"].as_i64().context("job id")
+    }
+
+    /// Triggers a job once, optionally on the given addresses.
+    pub(crate) async fn trigger(&self, job: i64, address_list: Option<&str>) -> anyhow::Result<()> {
+        let mut body = json!({"executorParam": ""});
+        if let Some(list) = address_list {
+            body["addressList"] = json!(list);
+        }
+        self.post(&format!("/jobs/{job}/trigger"), body).await.map(drop)
+    }
+
+    /// The job's logs, oldest first.
+    pub(crate) async fn logs(&self, job: i64) -> anyhow::Result<Vec<Value>> {
+        let listed = self.get(&format!("/logs?jobId={job}&limit=500")).await?;
+        let mut items = listed["items"].as_array().cloned().unwrap_or_default();
+        items.reverse();
+        Ok(items)
+    }
+
+    /// Waits until `condition` holds for the job's logs (oldest first); returns them.
+    pub(crate) async fn wait_logs(
+        &self,
+        job: i64,
+        timeout: Duration,
+        what: &str,
+        condition: impl Fn(&[Value]) -> bool,
+    ) -> anyhow::Result<Vec<Value>> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let logs = self.logs(job).await?;
+            if condition(&logs) {
+                return Ok(logs);
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!("timed out after {timeout:?} waiting for {what}; logs of job {job}: {logs:#?}");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The whole execution log of a run, from its executor.
+    pub(crate) async fn content(&self, log: i64) -> anyhow::Result<String> {
+        let page = self.get(&format!("/logs/{log}/content?fromLine=1")).await?;
+        Ok(page["logContent"].as_str().unwrap_or_default().to_owned())
+    }
+}
+
+/// Runs that finished (a handle code), and all with 200.
+pub(crate) fn all_done(logs: &[Value], n: usize) -> bool {
+    logs.len() >= n && logs.iter().all(|l| l["handleCode"].as_i64().unwrap_or(0) > 0)
+}
+
+/// The executor address of each log.
+pub(crate) fn addresses(logs: &[Value]) -> Vec<String> {
+    logs.iter().map(|l| l["executorAddress"].as_str().unwrap_or_default().to_owned()).collect()
+}

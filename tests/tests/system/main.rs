@@ -1,0 +1,168 @@
+//! System tests: a real `jobwheel-admin` and three `jobwheel-executor` processes on loopback,
+//! driven through the management API, on SQLite, PostgreSQL and MariaDB. The scenarios run
+//! side by side on one stack per database: cron and fix-rate jobs on time (`schedules`), the
+//! ten routing strategies observed live (`routing`), child jobs, retries, kill, Wasm and script
+//! GLUE together (`flows`), and lost-job marking after an executor is killed (last, as it
+//! takes an executor away).
+
+mod api;
+mod flows;
+mod routing;
+mod schedules;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use api::Api;
+use jobwheel_admin::store::{NewApiToken, Store, User};
+use jobwheel_tests::cluster::Daemon;
+use jobwheel_tests::databases::{FreshDatabase, Server};
+use jobwheel_tests::now_ms;
+use serde_json::json;
+use sha2::{Digest as _, Sha256};
+
+const API_TOKEN: &str = "system-test-api-token-0123456789";
+/// The executors' AppName.
+const APP: &str = "system-app";
+/// Executors beat every second; three missed beats and one is dead.
+const DEAD_AFTER: &str = "4";
+
+/// One admin, three executors registered under [`APP`], and an automatic group for them.
+pub(crate) struct Stack {
+    pub(crate) api: Api,
+    pub(crate) url: String,
+    pub(crate) group: i64,
+    /// The executors' addresses, sorted as the admin sorts them.
+    pub(crate) addresses: Vec<String>,
+    admin: Daemon,
+    executors: Vec<Daemon>,
+    _store: Arc<dyn Store>,
+    _dir: tempfile::TempDir,
+}
+
+impl Stack {
+    async fn start(url: &str) -> anyhow::Result<Stack> {
+        let dir = tempfile::tempdir()?;
+        let store = jobwheel_admin::store::connect(url).await?;
+        let user = store
+            .add_user(&User {
+                username: "ops".into(),
+                password: "!".into(),
+                token: None,
+                role: 1,
+                permission: None,
+            })
+            .await?;
+        let token_hash = hex::encode(Sha256::digest(API_TOKEN.as_bytes()));
+        store
+            .add_api_token(&NewApiToken {
+                user_id: user,
+                name: "system".into(),
+                token_hash,
+                created_ms: now_ms(),
+            })
+            .await?;
+        let admin = Daemon::start_admin(
+            url,
+            &dir.path().join("admin"),
+            &["--i18n", "en", "--lost-job-timeout", "4", "--executor-dead-timeout", DEAD_AFTER],
+            &[],
+        )
+        .await?;
+        let mut executors = Vec::new();
+        for n in 0..3 {
+            let path = dir.path().join(format!("executor-{n}"));
+            executors.push(
+                Daemon::start_executor(
+                    APP,
+                    std::slice::from_ref(&admin.base),
+                    &path,
+                    &["--enable-script-glue"],
+                )
+                .await?,
+            );
+        }
+        let mut addresses: Vec<String> = executors.iter().map(Daemon::address).collect();
+        addresses.sort();
+        let api = Api::new(&admin.base, API_TOKEN);
+        let created =
+            api.post("/groups", json!({"appname": APP, "title": "System", "addressType": 0})).await?;
+        let group = created["id"].as_i64().context("group id")?;
+        let expected = addresses.join(",");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let current = api.get(&format!("/groups/{group}")).await?;
+            if current["addressList"].as_str() == Some(expected.as_str()) {
+                break;
+            }
+            anyhow::ensure!(tokio::time::Instant::now() < deadline, "executors not registered: {current}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Ok(Stack { api, url: url.to_owned(), group, addresses, admin, executors, _store: store, _dir: dir })
+    }
+
+    /// `http://127.0.0.1:<port>` of the admin.
+    pub(crate) fn admin_base(&self) -> &str {
+        &self.admin.base
+    }
+
+    /// SIGKILLs the executor at `address` (no deregistration, runs die with it).
+    pub(crate) async fn kill_executor(&mut self, address: &str) -> anyhow::Result<()> {
+        let executor =
+            self.executors.iter_mut().find(|e| e.address() == address).context("no such executor")?;
+        executor.kill9().await
+    }
+
+    async fn stop(mut self) -> anyhow::Result<()> {
+        for executor in &mut self.executors {
+            if executor.is_running() {
+                executor.stop().await?;
+            }
+        }
+        self.admin.stop().await
+    }
+}
+
+/// Every scenario on one stack over `url`.
+async fn scenarios(url: &str) -> anyhow::Result<()> {
+    let mut stack = Stack::start(url).await?;
+    let outcome = async {
+        let (schedules, routing, flows) =
+            tokio::join!(schedules::run(&stack), routing::run(&stack), flows::run(&stack));
+        schedules.context("schedules")?;
+        routing.context("routing")?;
+        flows.context("flows")?;
+        flows::lost_job(&mut stack).await.context("lost job")
+    }
+    .await;
+    if outcome.is_err() {
+        // The admin's own account of what happened, for the failure report.
+        let tail = stack.admin.log_tail(40);
+        stack.stop().await?;
+        return outcome.context(tail);
+    }
+    stack.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    scenarios(&format!("sqlite://{}", dir.path().join("jobwheel.db").display())).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres() -> anyhow::Result<()> {
+    let Some(db) = FreshDatabase::create(Server::Postgres).await? else { return Ok(()) };
+    let outcome = scenarios(&db.url).await;
+    db.drop_it().await?;
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb() -> anyhow::Result<()> {
+    let Some(db) = FreshDatabase::create(Server::MySql).await? else { return Ok(()) };
+    let outcome = scenarios(&db.url).await;
+    db.drop_it().await?;
+    outcome
+}
