@@ -123,7 +123,13 @@ fn job(group: GroupId, i: usize, jobs: usize, mode: Mode, cron_period: u32, firs
             // (the period divides 60, so matching the epoch second modulo it is enough).
             let base = (first_fire_ms + 999) / 1000;
             let wait = (second - base).rem_euclid(i64::from(cron_period));
-            ("CRON", format!("{second}/{cron_period} * * * * ?"), 1, (base + wait) * 1000)
+            // Quartz refuses an increment of 60; once a minute is just the second.
+            let conf = if cron_period == 60 {
+                format!("{second} * * * * ?")
+            } else {
+                format!("{second}/{cron_period} * * * * ?")
+            };
+            ("CRON", conf, 1, (base + wait) * 1000)
         }
         Mode::Manual => ("NONE", String::new(), 0, 0),
     };

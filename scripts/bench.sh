@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The admin benchmark suite behind docs/benchmarks.md: builds release binaries, then runs
+# bench-admin for trigger throughput (FIX_RATE, SQLite and PostgreSQL), a manual-trigger flood,
+# lateness with 10 000 cron jobs, and cost at 1k/10k/100k jobs. Job logs go to tmpfs.
+#   scripts/bench.sh            # everything (about 20 minutes)
+#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale
+set -euo pipefail
+cd "$(dirname "$0")/.."
+part="${1:-all}"
+duration="${JOBWHEEL_BENCH_SECONDS:-60}"
+cargo build --release -p jobwheel-admin -p jobwheel-executor -p jobwheel-tests --bin bench-admin --bin jobwheel-admin
+bench="$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/bench-admin"
+export TMPDIR="${TMPDIR:-/dev/shm}" RUST_LOG=error
+pg="${JOBWHEEL_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
+
+# A fresh PostgreSQL schema per run (bench-admin needs an empty database).
+pg_url() {
+  local schema="jobwheel_bench_$RANDOM$RANDOM"
+  psql -q "$pg" -c "CREATE SCHEMA $schema" >/dev/null
+  echo "$pg?options[search_path]=$schema"
+}
+
+run() { echo "## bench-admin $*"; "$bench" "$@"; echo; }
+
+if [[ $part == all || $part == throughput ]]; then
+  for jobs in 2000 4000 6000 8000 10000; do run --jobs "$jobs" --duration "$duration"; done
+  for jobs in 1000 2000 3000; do run --jobs "$jobs" --duration "$duration" --database-url "$(pg_url)"; done
+fi
+if [[ $part == all || $part == flood ]]; then
+  run --mode manual --jobs 1000 --concurrency 64 --duration "$duration"
+fi
+if [[ $part == all || $part == lateness ]]; then
+  run --mode cron --jobs 10000 --cron-period 10 --duration "$duration"
+fi
+if [[ $part == all || $part == scale ]]; then
+  for jobs in 1000 10000 100000; do run --mode cron --jobs "$jobs" --cron-period 60 --duration "$duration"; done
+fi
