@@ -154,17 +154,22 @@ impl Engine {
     /// Returns the logs it failed.
     pub async fn mark_lost_jobs(self: &Arc<Self>, now_ms: i64) -> Result<Vec<LogId>, EngineError> {
         let lost_after = i64::try_from(self.config.lost_after.as_millis()).unwrap_or(LOST_AFTER_MS);
-        let lost = self.store.lost_log_ids(to_datetime(now_ms - lost_after)).await?;
+        let before = to_datetime(now_ms - lost_after);
+        let t = texts(self.config.lang);
+        // Upstream's lost runs, then (jobwheel) triggers that never got an executor's answer
+        // because their admin stopped in between: both would otherwise stay open forever.
+        let lost = self.store.lost_log_ids(before).await?.into_iter().map(|id| (id, t.lost_fail));
+        let stalled = self.store.stalled_log_ids(before).await?.into_iter().map(|id| (id, t.trigger_stalled));
         let mut marked = Vec::new();
-        for log_id in lost {
+        for (log_id, note) in lost.chain(stalled).collect::<Vec<_>>() {
             let result = HandleResult {
                 log_id,
                 handle_time: to_datetime(now_ms),
                 handle_code: FAIL,
-                handle_msg: Some(texts(self.config.lang).lost_fail.to_owned()),
+                handle_msg: Some(note.to_owned()),
             };
             if self.apply_and_complete(result).await? {
-                tracing::warn!(log_id = log_id.0, "job result lost, marked as failure");
+                tracing::warn!(log_id = log_id.0, note, "job result lost, marked as failure");
                 marked.push(log_id);
             }
         }

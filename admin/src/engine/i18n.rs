@@ -73,6 +73,8 @@ pub(crate) struct Texts {
     pub(crate) retry_run: &'static str,
     /// `joblog_lost_fail`.
     pub(crate) lost_fail: &'static str,
+    /// jobwheel: a trigger whose admin stopped before the executor answered.
+    pub(crate) trigger_stalled: &'static str,
     /// `joblog_kill_log_byman`.
     pub(crate) killed_by_man: &'static str,
     /// `joblog_kill_log_limit`.
@@ -98,6 +100,7 @@ const ZH: Texts = Texts {
     success: "成功",
     retry_run: "失败重试触发",
     lost_fail: "任务结果丢失，标记失败",
+    trigger_stalled: "调度中断：调度中心在执行器响应前停止，任务可能未执行，标记失败",
     killed_by_man: "人为操作，主动终止",
     kill_refused: "调度失败，无法终止日志",
 };
@@ -121,6 +124,7 @@ const EN: Texts = Texts {
     success: "Success",
     retry_run: "Fail retry trigger",
     lost_fail: "Job result lost, marked as failure",
+    trigger_stalled: "Trigger interrupted: the admin stopped before the executor answered, so the run may not have happened; marked as failure",
     killed_by_man: "Manual operation, active termination",
     kill_refused: "Trigger fail, can not kill the job log",
 };

@@ -241,6 +241,10 @@ pub trait LogStore: Send + Sync {
     /// Upstream `findLostJobIds`: running logs (trigger 200, handle 0) triggered at or before
     /// `trigger_before` whose executor address has no registry row.
     async fn lost_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError>;
+    /// jobwheel: logs whose trigger never got an executor's answer (trigger code 0, no result)
+    /// triggered at or before `trigger_before`, by id — their admin stopped between writing the
+    /// row and the `/run` reply.
+    async fn stalled_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError>;
 }
 
 /// Log housekeeping: the dashboard report (`xxl_job_log_report`) and log deletion.

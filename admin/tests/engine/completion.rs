@@ -9,7 +9,7 @@ use jobwheel_admin::alarm::{AlarmChannel, Alarmer, EmailAlarm, SmtpConfig, SmtpT
 use jobwheel_admin::engine::{LOST_AFTER_MS, TriggerRequest, TriggerType};
 use jobwheel_admin::protocol::HandleCallbackParam;
 use jobwheel_admin::routing::{ManualClock, MessageLang};
-use jobwheel_admin::store::{LogId, RegistryKey};
+use jobwheel_admin::store::{LogId, NewLog, RegistryKey};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::support::{Db, FakeExecutor, T0, at_ms, engine_with, group, job, load, logs, wait_for};
@@ -109,6 +109,16 @@ async fn lost_jobs_kill_and_registry_refresh() -> anyhow::Result<()> {
     assert_eq!(engine.mark_lost_jobs(now).await?, vec![lost]);
     let row = store.load_log(lost).await?.expect("log");
     assert_eq!((row.handle_code, row.handle_msg.as_deref()), (500, Some("任务结果丢失，标记失败")));
+
+    // A log whose trigger never got an executor's answer (its admin died in between) is
+    // closed the same way, with its own note; a recent one is left alone.
+    let stalled = store.insert_log(&NewLog { job_group: g, job_id: id, trigger_time: at_ms(T0) }).await?;
+    let recent = store.insert_log(&NewLog { job_group: g, job_id: id, trigger_time: at_ms(now) }).await?;
+    assert_eq!(engine.mark_lost_jobs(now).await?, vec![stalled]);
+    let row = store.load_log(stalled).await?.expect("log");
+    assert_eq!(row.handle_code, 500);
+    assert!(row.handle_msg.as_deref().is_some_and(|m| m.starts_with("调度中断")), "{:?}", row.handle_msg);
+    assert_eq!(store.load_log(recent).await?.expect("log").handle_code, 0);
     Ok(())
 }
 

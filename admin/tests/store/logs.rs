@@ -218,6 +218,18 @@ async fn lost(Admins { a, b }: &Admins, g: GroupId, job_id: JobId) -> anyhow::Re
         ensure!(!lost.contains(&id), "{id} is not lost: {lost:?}");
     }
     a.registry_remove(&key).await?;
+
+    // Stalled: never triggered (code 0) and no result, at or before the cut-off.
+    let stalled = a.insert_log(&NewLog { job_group: g, job_id, trigger_time: old }).await?;
+    let fresh =
+        a.insert_log(&NewLog { job_group: g, job_id, trigger_time: at("2032-01-01T00:30:00Z") }).await?;
+    let answered = a.insert_log(&NewLog { job_group: g, job_id, trigger_time: old }).await?;
+    a.complete_log(&result(answered, 200, None)).await?;
+    let found = b.stalled_log_ids(cutoff).await?;
+    ensure!(found.contains(&stalled), "{found:?}");
+    for id in [fresh, answered, gone, finished] {
+        ensure!(!found.contains(&id), "{id} is not stalled: {found:?}");
+    }
     Ok(())
 }
 

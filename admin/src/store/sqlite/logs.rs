@@ -28,6 +28,8 @@ const FAILED_IDS: &str = "SELECT id FROM xxl_job_log \
     WHERE NOT ((trigger_code IN (0, 200) AND handle_code = 0) OR handle_code = 200) \
     AND alarm_status = 0 ORDER BY id ASC LIMIT ?";
 const SET_ALARM: &str = "UPDATE xxl_job_log SET alarm_status = ? WHERE id = ? AND alarm_status = ?";
+const STALLED_IDS: &str = "SELECT id FROM xxl_job_log \
+    WHERE trigger_code = 0 AND handle_code = 0 AND trigger_time <= datetime(?, 'unixepoch') ORDER BY id";
 const LOST_IDS: &str = "SELECT t.id FROM xxl_job_log t \
     LEFT JOIN xxl_job_registry t2 ON t.executor_address = t2.registry_value \
     WHERE t.trigger_code = 200 AND t.handle_code = 0 \
@@ -158,5 +160,9 @@ impl LogStore for SqliteStore {
 
     async fn lost_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError> {
         Ok(sqlx::query_scalar(LOST_IDS).bind(secs(trigger_before)).fetch_all(&self.pool).await?)
+    }
+
+    async fn stalled_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError> {
+        Ok(sqlx::query_scalar(STALLED_IDS).bind(secs(trigger_before)).fetch_all(&self.pool).await?)
     }
 }
