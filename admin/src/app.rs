@@ -81,6 +81,7 @@ where
         registrations: RecentRegistrations::new(Duration::from_secs(DEAD_TIMEOUT_SECS)),
         login_limit: http::LoginLimiter::default(),
         secure_cookie: config.secure_cookie,
+        executor_dead_timeout: config.executor_dead_timeout,
         lang: config.message_lang(),
         module_info: http::ModuleInfoCache::default(),
     });

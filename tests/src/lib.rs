@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod databases;
 pub mod executor_harness;
 pub mod fake_admin;
+pub mod fixtures;
 pub mod outcomes;
 pub mod procs;
 pub mod sample_jobs;

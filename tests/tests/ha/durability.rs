@@ -8,12 +8,10 @@ use std::time::Duration;
 
 use anyhow::ensure;
 use chrono::Utc;
-use jobwheel_admin::store::{NewApiToken, User};
 use jobwheel_executor::{Handlers, JobContext};
 use jobwheel_tests::cluster::Daemon;
 use jobwheel_tests::outcomes::log_totals;
-use jobwheel_tests::{TestExecutor, now_ms, test_config, wait_until_async};
-use sha2::{Digest as _, Sha256};
+use jobwheel_tests::{TestExecutor, test_config, wait_until_async};
 use tokio::sync::Semaphore;
 
 use crate::support::{HANDLER, every_second, group};
@@ -45,19 +43,7 @@ async fn results_finished_while_the_admin_is_down_are_all_recorded() -> anyhow::
     let dir = tempfile::tempdir()?;
     let url = format!("sqlite://{}", dir.path().join("jobwheel.db").display());
     let store = jobwheel_admin::store::connect(&url).await?;
-    let user = store
-        .add_user(&User {
-            username: "ops".into(),
-            password: "!".into(),
-            token: None,
-            role: 1,
-            permission: None,
-        })
-        .await?;
-    let token_hash = hex::encode(Sha256::digest(API_TOKEN.as_bytes()));
-    store
-        .add_api_token(&NewApiToken { user_id: user, name: "t".into(), token_hash, created_ms: now_ms() })
-        .await?;
+    jobwheel_tests::fixtures::api_administrator(&*store, "ops", API_TOKEN).await?;
     let mut admin = Daemon::start_admin(&url, &dir.path().join("admin"), &[], &[]).await?;
     let gate = Arc::new(Semaphore::new(0));
     let log_dir = dir.path().join("executor");

@@ -1,7 +1,6 @@
 //! Jobs and an in-process executor shared by the HA and durability tests.
 
-use chrono::Utc;
-use jobwheel_admin::store::{Group, GroupId, Job, JobId, Store};
+use jobwheel_admin::store::{Group, GroupId, JobId, Store};
 use jobwheel_executor::{Handlers, JobContext};
 use jobwheel_tests::{TestExecutor, test_config};
 
@@ -37,32 +36,10 @@ pub(crate) async fn every_second(
     n: usize,
     first_fire_ms: i64,
 ) -> anyhow::Result<JobId> {
-    let now = Utc::now();
-    Ok(store
-        .add_job(&Job {
-            job_group: group,
-            job_desc: format!("every second {n}"),
-            add_time: Some(now),
-            update_time: Some(now),
-            author: Some("ha".to_owned()),
-            alarm_email: None,
-            schedule_type: "CRON".to_owned(),
-            schedule_conf: Some("* * * * * ?".to_owned()),
-            misfire_strategy: "DO_NOTHING".to_owned(),
-            executor_route_strategy: Some("FIRST".to_owned()),
-            executor_handler: Some(HANDLER.to_owned()),
-            executor_param: Some(String::new()),
-            executor_block_strategy: Some("SERIAL_EXECUTION".to_owned()),
-            executor_timeout: 0,
-            executor_fail_retry_count: 0,
-            glue_type: "BEAN".to_owned(),
-            glue_source: None,
-            glue_remark: None,
-            glue_updatetime: Some(now),
-            child_jobid: None,
-            trigger_status: 1,
-            trigger_last_time: 0,
-            trigger_next_time: first_fire_ms,
-        })
-        .await?)
+    let mut job = jobwheel_tests::fixtures::bean_job(group, &format!("every second {n}"), HANDLER);
+    job.schedule_type = "CRON".to_owned();
+    job.schedule_conf = Some("* * * * * ?".to_owned());
+    job.trigger_status = 1;
+    job.trigger_next_time = first_fire_ms;
+    Ok(store.add_job(&job).await?)
 }

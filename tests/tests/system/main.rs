@@ -15,12 +15,10 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use api::Api;
-use jobwheel_admin::store::{NewApiToken, Store, User};
+use jobwheel_admin::store::Store;
 use jobwheel_tests::cluster::Daemon;
 use jobwheel_tests::databases::{FreshDatabase, Server};
-use jobwheel_tests::now_ms;
 use serde_json::json;
-use sha2::{Digest as _, Sha256};
 
 const API_TOKEN: &str = "system-test-api-token-0123456789";
 /// The executors' AppName.
@@ -45,24 +43,7 @@ impl Stack {
     async fn start(url: &str) -> anyhow::Result<Stack> {
         let dir = tempfile::tempdir()?;
         let store = jobwheel_admin::store::connect(url).await?;
-        let user = store
-            .add_user(&User {
-                username: "ops".into(),
-                password: "!".into(),
-                token: None,
-                role: 1,
-                permission: None,
-            })
-            .await?;
-        let token_hash = hex::encode(Sha256::digest(API_TOKEN.as_bytes()));
-        store
-            .add_api_token(&NewApiToken {
-                user_id: user,
-                name: "system".into(),
-                token_hash,
-                created_ms: now_ms(),
-            })
-            .await?;
+        jobwheel_tests::fixtures::api_administrator(&*store, "ops", API_TOKEN).await?;
         let admin = Daemon::start_admin(
             url,
             &dir.path().join("admin"),

@@ -105,10 +105,12 @@ pub(crate) async fn get(
     Ok(Json(GroupView { registered: Some(registered), ..row.into() }))
 }
 
-/// Distinct `EXECUTOR` registrations of `app_name` with a heartbeat within upstream's
-/// `DEAD_TIMEOUT`, sorted like the registry monitor sorts a group's address list.
+/// Distinct `EXECUTOR` registrations of `app_name` with a heartbeat within
+/// `--executor-dead-timeout` (upstream `DEAD_TIMEOUT`, 90 s), sorted like the registry monitor
+/// sorts a group's address list.
 async fn registered(state: &HttpState, app_name: &str) -> Result<Vec<String>, ApiError> {
-    let alive_after = Utc::now() - chrono::Duration::milliseconds(DEAD_TIMEOUT_MS);
+    let dead_ms = i64::try_from(state.executor_dead_timeout.as_millis()).unwrap_or(DEAD_TIMEOUT_MS);
+    let alive_after = Utc::now() - chrono::Duration::milliseconds(dead_ms);
     let live: BTreeSet<String> = state
         .store
         .alive_registry(alive_after)

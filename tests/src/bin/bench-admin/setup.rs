@@ -8,11 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use chrono::Utc;
-use jobwheel_admin::store::{Group, GroupId, Job, JobId, NewApiToken, Store, User};
+use jobwheel_admin::store::{Group, GroupId, Job, JobId, Store};
 use jobwheel_executor::{Handlers, JobContext};
 use jobwheel_tests::{TOKEN, TestExecutor, test_config};
-use sha2::{Digest as _, Sha256};
 use tokio::process::{Child, Command};
 
 /// The management API token of the benchmark's user (manual-trigger flood).
@@ -35,7 +33,7 @@ pub(crate) enum Mode {
 }
 
 pub(crate) fn now_ms() -> i64 {
-    Utc::now().timestamp_millis()
+    chrono::Utc::now().timestamp_millis()
 }
 
 /// Starts `count` executors in this process reporting to `admin_url`; they and the shared
@@ -87,23 +85,7 @@ pub(crate) async fn database(
             update_time: None,
         })
         .await?;
-    let user = store
-        .add_user(&User {
-            username: "bench".to_owned(),
-            password: "!unusable".to_owned(),
-            token: None,
-            role: 1,
-            permission: None,
-        })
-        .await?;
-    store
-        .add_api_token(&NewApiToken {
-            user_id: user,
-            name: "bench".to_owned(),
-            token_hash: hex::encode(Sha256::digest(API_TOKEN.as_bytes())),
-            created_ms: now_ms(),
-        })
-        .await?;
+    jobwheel_tests::fixtures::api_administrator(store, "bench", API_TOKEN).await?;
     let mut ids = Vec::with_capacity(jobs);
     for i in 0..jobs {
         ids.push(store.add_job(&job(group, i, jobs, mode, cron_period, first_fire_ms)).await?);
@@ -112,7 +94,6 @@ pub(crate) async fn database(
 }
 
 fn job(group: GroupId, i: usize, jobs: usize, mode: Mode, cron_period: u32, first_fire_ms: i64) -> Job {
-    let now = Utc::now();
     // Spread over a second (FIX_RATE) or the cron period, as jobs started at random times are.
     let offset = i64::try_from(i * 1000 / jobs.max(1)).unwrap_or(0);
     let (schedule_type, conf, status, next) = match mode {
@@ -133,31 +114,13 @@ fn job(group: GroupId, i: usize, jobs: usize, mode: Mode, cron_period: u32, firs
         }
         Mode::Manual => ("NONE", String::new(), 0, 0),
     };
-    Job {
-        job_group: group,
-        job_desc: format!("bench job {i}"),
-        add_time: Some(now),
-        update_time: Some(now),
-        author: Some("bench".to_owned()),
-        alarm_email: None,
-        schedule_type: schedule_type.to_owned(),
-        schedule_conf: (!conf.is_empty()).then_some(conf),
-        misfire_strategy: "DO_NOTHING".to_owned(),
-        executor_route_strategy: Some("ROUND".to_owned()),
-        executor_handler: Some(HANDLER.to_owned()),
-        executor_param: Some(String::new()),
-        executor_block_strategy: Some("SERIAL_EXECUTION".to_owned()),
-        executor_timeout: 0,
-        executor_fail_retry_count: 0,
-        glue_type: "BEAN".to_owned(),
-        glue_source: None,
-        glue_remark: None,
-        glue_updatetime: Some(now),
-        child_jobid: None,
-        trigger_status: status,
-        trigger_last_time: 0,
-        trigger_next_time: next,
-    }
+    let mut job = jobwheel_tests::fixtures::bean_job(group, &format!("bench job {i}"), HANDLER);
+    job.schedule_type = schedule_type.to_owned();
+    job.schedule_conf = (!conf.is_empty()).then_some(conf);
+    job.executor_route_strategy = Some("ROUND".to_owned());
+    job.trigger_status = status;
+    job.trigger_next_time = next;
+    job
 }
 
 /// The `jobwheel-admin` binary beside this one (same profile).
