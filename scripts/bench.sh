@@ -13,18 +13,19 @@ bench="$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/bench-admin"
 export TMPDIR="${TMPDIR:-/dev/shm}" RUST_LOG=error
 pg="${JOBWHEEL_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 
-# A fresh PostgreSQL schema per run (bench-admin needs an empty database).
-pg_url() {
+# bench-admin on a fresh PostgreSQL schema (it needs an empty database), dropped afterwards.
+run_pg() {
   local schema="jobwheel_bench_$RANDOM$RANDOM"
   psql -q "$pg" -c "CREATE SCHEMA $schema" >/dev/null
-  echo "$pg?options[search_path]=$schema"
+  run "$@" --database-url "$pg?options[search_path]=$schema" || true
+  psql -q "$pg" -c "DROP SCHEMA $schema CASCADE" >/dev/null 2>&1
 }
 
 run() { echo "## bench-admin $*"; "$bench" "$@"; echo; }
 
 if [[ $part == all || $part == throughput ]]; then
-  for jobs in 2000 4000 6000 8000 10000; do run --jobs "$jobs" --duration "$duration"; done
-  for jobs in 1000 2000 3000; do run --jobs "$jobs" --duration "$duration" --database-url "$(pg_url)"; done
+  for jobs in 2000 4000 5000 6000 10000; do run --jobs "$jobs" --duration "$duration"; done
+  for jobs in 1000 2000 3000; do run_pg --jobs "$jobs" --duration "$duration"; done
 fi
 if [[ $part == all || $part == flood ]]; then
   run --mode manual --jobs 1000 --concurrency 64 --duration "$duration"
