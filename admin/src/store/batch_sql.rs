@@ -31,6 +31,28 @@ pub(super) fn locks_rows(lock: &str) -> bool {
 macro_rules! batch_statements {
     ($store:ty, $db:ty, $ts:literal, $ts_end:literal, $lock:literal) => {
         impl $store {
+            /// Inserts pending claims in one statement per chunk (a cycle claims thousands at
+            /// once); their ids in input order. Runs in the pre-read's transaction.
+            pub(super) async fn insert_claims_batch(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                claims: &[$crate::store::NewClaim],
+            ) -> Result<Vec<$crate::store::ClaimId>, $crate::store::StoreError> {
+                let mut ids = Vec::with_capacity(claims.len());
+                for chunk in claims.chunks($crate::store::batch_sql::CHUNK) {
+                    let mut qb = sqlx::QueryBuilder::<$db>::new(
+                        "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status) ",
+                    );
+                    qb.push_values(chunk, |mut row, claim| {
+                        row.push_bind(claim.job_id).push_bind(claim.fire_time_ms).push_bind(claim.claimed_at_ms).push("0");
+                    });
+                    qb.push(" RETURNING id");
+                    let returned =
+                        qb.build_query_scalar::<$crate::store::ClaimId>().persistent(false).fetch_all(&mut *conn).await?;
+                    ids.extend($crate::store::batch_sql::in_input_order(returned));
+                }
+                Ok(ids)
+            }
+
             pub(super) async fn load_jobs_batch(
                 &self,
                 ids: &[$crate::store::JobId],

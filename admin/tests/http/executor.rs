@@ -15,33 +15,9 @@ use crate::{Admin, TOKEN, eventually, sqlite_url, test_config};
 
 const APP: &str = "e2e-executor";
 
+/// A stopped BEAN job of `group` running the `echo` handler.
 pub(crate) fn job(group: GroupId) -> Job {
-    let now = Utc::now();
-    Job {
-        job_group: group,
-        job_desc: "echo".to_owned(),
-        add_time: Some(now),
-        update_time: Some(now),
-        author: Some("test".to_owned()),
-        alarm_email: None,
-        schedule_type: "NONE".to_owned(),
-        schedule_conf: None,
-        misfire_strategy: "DO_NOTHING".to_owned(),
-        executor_route_strategy: Some("FIRST".to_owned()),
-        executor_handler: Some("echo".to_owned()),
-        executor_param: Some(String::new()),
-        executor_block_strategy: Some("SERIAL_EXECUTION".to_owned()),
-        executor_timeout: 0,
-        executor_fail_retry_count: 0,
-        glue_type: "BEAN".to_owned(),
-        glue_source: None,
-        glue_remark: None,
-        glue_updatetime: Some(now),
-        child_jobid: None,
-        trigger_status: 0,
-        trigger_last_time: 0,
-        trigger_next_time: 0,
-    }
+    jobwheel_tests::fixtures::bean_job(group, "echo", "echo")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,6 @@ use sqlx::{QueryBuilder, Sqlite};
 
 use super::SqliteStore;
 use super::logs::INSERT_LOG;
-use crate::store::batch_sql::{CHUNK, in_input_order};
 use crate::store::support::TRIGGER_UPDATE_BATCH;
 use crate::store::time::secs;
 use crate::store::{
@@ -134,22 +133,7 @@ impl ScheduleTx for SqliteScheduleTx {
     }
 
     async fn insert_claims(&mut self, claims: &[NewClaim]) -> Result<Vec<ClaimId>, StoreError> {
-        // One statement per chunk rather than per claim: a cycle claims thousands at once.
-        let mut ids = Vec::with_capacity(claims.len());
-        for chunk in claims.chunks(CHUNK) {
-            let mut qb = QueryBuilder::<Sqlite>::new(
-                "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status) ",
-            );
-            qb.push_values(chunk, |mut row, claim| {
-                row.push_bind(claim.job_id)
-                    .push_bind(claim.fire_time_ms)
-                    .push_bind(claim.claimed_at_ms)
-                    .push("0");
-            });
-            qb.push(" RETURNING id");
-            ids.extend(in_input_order(qb.build_query_scalar::<ClaimId>().fetch_all(&mut *self.tx).await?));
-        }
-        Ok(ids)
+        SqliteStore::insert_claims_batch(&mut self.tx, claims).await
     }
 
     async fn commit(self: Box<Self>) -> Result<(), StoreError> {
