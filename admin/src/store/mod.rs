@@ -1,28 +1,33 @@
 //! The admin's storage layer: upstream's xxl-job schema plus jobwheel's tables, on SQLite,
 //! PostgreSQL or MySQL/MariaDB behind one [`Store`] trait (see `docs/storage.md`).
 //!
-//! Each backend is a hand-written implementation over its concrete sqlx pool with its own SQL
-//! (engineering notes §5): the dialects differ in placeholders, upserts, row locks, `RETURNING`
-//! and time functions, and the contract suite in `admin/tests/store/` holds them to one
-//! behaviour. [`Store`] is the sum of one sub-trait per area so that each backend file
-//! implements one of them; `use crate::store::prelude::*` brings them all into scope.
+//! One implementation serves all three databases (`sql/`): its statements are written once in
+//! a neutral SQL (`dialect.rs`) that each backend's spelling is derived from, and run through
+//! one small layer over the concrete sqlx pools (`db.rs`, `pool.rs`). What truly differs
+//! per backend — connecting, migrations, how a write transaction begins — is in `sqlite.rs`,
+//! `postgres.rs` and `mysql.rs`; the contract suite in `admin/tests/store/` runs on all three.
+//! [`Store`] is the sum of one sub-trait per area so that each `sql/` file implements one of
+//! them; `use crate::store::prelude::*` brings them all into scope.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-mod batch_sql;
-mod credentials;
+mod db;
+mod dialect;
 mod error;
 mod mysql;
+mod pool;
 mod postgres;
+mod sql;
 mod sqlite;
 mod support;
 mod time;
 mod types;
 
 pub use error::StoreError;
+use sql::SqlStore;
 pub use types::*;
 
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
@@ -52,13 +57,13 @@ pub enum Backend {
 pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
     let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase()).unwrap_or_default();
     match scheme.as_str() {
-        "sqlite" => Ok(Arc::new(sqlite::SqliteStore::connect(url).await?)),
-        "postgres" | "postgresql" => Ok(Arc::new(postgres::PgStore::connect(url).await?)),
-        "mysql" => Ok(Arc::new(mysql::MySqlStore::connect(url).await?)),
+        "sqlite" => Ok(Arc::new(SqlStore::new(sqlite::connect(url).await?))),
+        "postgres" | "postgresql" => Ok(Arc::new(SqlStore::new(postgres::connect(url).await?))),
+        "mysql" => Ok(Arc::new(SqlStore::new(mysql::connect(url).await?))),
         // sqlx's MySQL driver ignores the scheme; spell it the way it documents.
         "mariadb" => {
             let url = format!("mysql{}", &url["mariadb".len()..]);
-            Ok(Arc::new(mysql::MySqlStore::connect(&url).await?))
+            Ok(Arc::new(SqlStore::new(mysql::connect(&url).await?)))
         }
         _ => Err(StoreError::UnsupportedScheme(scheme)),
     }
@@ -318,6 +323,9 @@ pub trait WasmStore: Send + Sync {
     async fn put_wasm_module(&self, bytes: &[u8], now_ms: i64) -> Result<WasmPut, StoreError>;
     /// A module by digest (lower-case hex).
     async fn get_wasm_module(&self, digest: &str) -> Result<Option<WasmModuleRow>, StoreError>;
+    /// The job's current module (its newest version) as digest and size, without reading the
+    /// module's bytes: what the trigger path sends to executors. `None` if the job has none.
+    async fn current_wasm_module(&self, job_id: JobId) -> Result<Option<CurrentWasmModule>, StoreError>;
     /// Adds a version entry and deletes all but the newest [`HISTORY_KEPT_PER_JOB`] of the job.
     async fn add_wasm_version(&self, version: &NewWasmVersion) -> Result<i64, StoreError>;
     /// The job's versions, newest first.

@@ -265,6 +265,7 @@ async fn wasm(Admins { a, b }: &Admins) -> anyhow::Result<()> {
 
     let g = group(&**a, "wasm-app").await?;
     let job_id = a.add_job(&job(g, "wasm job")).await?;
+    ensure!(b.current_wasm_module(job_id).await?.is_none(), "no version, no module");
     let total = i64::from(HISTORY_KEPT_PER_JOB) + 2;
     for i in 0..total {
         let version = NewWasmVersion {
@@ -281,6 +282,17 @@ async fn wasm(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     ensure!(versions[0].remark.as_deref() == Some(&*format!("r{}", total - 1)));
     ensure!(versions.last().and_then(|v| v.remark.as_deref()) == Some("r2"));
     ensure!(versions.iter().all(|v| v.job_id == job_id && v.digest == digest));
+    // The trigger path's view: the newest version's digest and size, without the bytes.
+    let newer = NewWasmVersion {
+        job_id,
+        digest: big_put.digest.clone(),
+        uploader: None,
+        remark: None,
+        created_at_ms: 20_000,
+    };
+    a.add_wasm_version(&newer).await?;
+    let current = b.current_wasm_module(job_id).await?.expect("a current module");
+    ensure!(current.digest == big_put.digest && current.size == 200_000, "{current:?}");
     a.delete_job(job_id).await?;
     ensure!(b.list_wasm_versions(job_id).await?.is_empty(), "versions go with the job");
     ensure!(b.get_wasm_module(digest).await?.is_some(), "modules are shared, not deleted");

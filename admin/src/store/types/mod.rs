@@ -204,6 +204,15 @@ pub struct NewWasmVersion {
 }
 
 /// A stored `jobwheel_wasm_version` row.
+/// A job's current Wasm module without its bytes (`jobwheel_wasm_version` ⋈ `jobwheel_wasm_module`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct CurrentWasmModule {
+    /// Lower-case hex SHA-256.
+    pub digest: String,
+    /// Bytes.
+    pub size: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct WasmVersionRow {
     /// Primary key.

@@ -1,0 +1,338 @@
+//! The store's one door to sqlx: a connection pool or open transaction of whichever backend
+//! ([`Ex`]), statements in neutral SQL ([`Statement`], see `dialect.rs`), and bind values as
+//! plain data ([`Arg`]), so each store method is written once for all three databases.
+//!
+//! This is the "small generic layer" rather than code generic over `sqlx::Database` (whose
+//! higher-ranked bounds would spread to every method) or `sqlx::Any` (no timestamps, MySQL
+//! type holes): the three-way `match` lives here, each arm concrete.
+
+use std::borrow::Cow;
+
+use sqlx::mysql::MySqlRow;
+use sqlx::postgres::PgRow;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Arguments, FromRow, MySql, MySqlConnection, PgConnection, Postgres, Sqlite, SqliteConnection};
+
+use super::dialect::{Sql, translate};
+use super::{Backend, ClaimId, GroupId, JobId, LogId, StoreError, UserId};
+
+/// A row type every backend can decode (the derived `FromRow` of the row types, or a tuple).
+pub(crate) trait Record:
+    Send + Unpin + for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + for<'r> FromRow<'r, MySqlRow>
+{
+}
+
+impl<T> Record for T where
+    T: Send
+        + Unpin
+        + for<'r> FromRow<'r, SqliteRow>
+        + for<'r> FromRow<'r, PgRow>
+        + for<'r> FromRow<'r, MySqlRow>
+{
+}
+
+/// One bind value. Every variant is nullable; the column decides whether NULL is legal.
+#[derive(Debug, Clone)]
+pub(crate) enum Arg<'a> {
+    I16(Option<i16>),
+    I32(Option<i32>),
+    I64(Option<i64>),
+    Text(Option<Cow<'a, str>>),
+    Bytes(&'a [u8]),
+}
+
+macro_rules! arg_from {
+    ($($t:ty => |$v:ident| $e:expr),* $(,)?) => {
+        $(impl<'a> From<$t> for Arg<'a> {
+            fn from($v: $t) -> Self {
+                $e
+            }
+        })*
+    };
+}
+
+arg_from! {
+    i16 => |v| Arg::I16(Some(v)),
+    Option<i16> => |v| Arg::I16(v),
+    i32 => |v| Arg::I32(Some(v)),
+    Option<i32> => |v| Arg::I32(v),
+    i64 => |v| Arg::I64(Some(v)),
+    Option<i64> => |v| Arg::I64(v),
+    &'a str => |v| Arg::Text(Some(Cow::Borrowed(v))),
+    &'a String => |v| Arg::Text(Some(Cow::Borrowed(v))),
+    String => |v| Arg::Text(Some(Cow::Owned(v))),
+    Option<&'a str> => |v| Arg::Text(v.map(Cow::Borrowed)),
+    &'a Option<String> => |v| Arg::Text(v.as_deref().map(Cow::Borrowed)),
+    &'a [u8] => |v| Arg::Bytes(v),
+    GroupId => |v| Arg::I32(Some(v.0)),
+    JobId => |v| Arg::I32(Some(v.0)),
+    UserId => |v| Arg::I32(Some(v.0)),
+    LogId => |v| Arg::I64(Some(v.0)),
+    ClaimId => |v| Arg::I64(Some(v.0)),
+}
+
+/// `[Arg; N]` from a list of values of different types: `args![id, &name, secs(now)]`.
+macro_rules! args {
+    ($($v:expr),* $(,)?) => { [$($crate::store::db::Arg::from($v)),*] };
+}
+pub(crate) use args;
+
+/// SQL a backend can run: a static [`Sql`] (translated once, prepared and cached per
+/// connection) or a [`QueryBuf`] built at run time.
+pub(crate) trait Statement: Sync {
+    fn sql(&self, backend: Backend) -> Cow<'_, str>;
+    /// Whether sqlx should keep the prepared statement (worth it for fixed SQL only).
+    fn persistent(&self) -> bool;
+}
+
+impl Statement for Sql {
+    fn sql(&self, backend: Backend) -> Cow<'_, str> {
+        Cow::Borrowed(self.text(backend))
+    }
+
+    fn persistent(&self) -> bool {
+        true
+    }
+}
+
+/// Neutral SQL assembled at run time (filters, `IN` lists, multi-row `VALUES`), with its binds.
+#[derive(Debug, Default)]
+pub(crate) struct QueryBuf<'a> {
+    sql: String,
+    args: Vec<Arg<'a>>,
+}
+
+impl<'a> QueryBuf<'a> {
+    pub(crate) fn new(sql: &str) -> Self {
+        Self { sql: sql.to_owned(), args: Vec::new() }
+    }
+
+    /// Appends SQL text.
+    pub(crate) fn push(&mut self, sql: &str) -> &mut Self {
+        self.sql.push_str(sql);
+        self
+    }
+
+    /// Appends a `?` bound to `value`.
+    pub(crate) fn bind(&mut self, value: impl Into<Arg<'a>>) -> &mut Self {
+        self.sql.push('?');
+        self.args.push(value.into());
+        self
+    }
+
+    /// Appends `?, ?, …` bound to `values` (an `IN` list's inside).
+    pub(crate) fn bind_list<T: Into<Arg<'a>>>(&mut self, values: impl IntoIterator<Item = T>) -> &mut Self {
+        for (i, v) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.sql.push_str(", ");
+            }
+            self.bind(v);
+        }
+        self
+    }
+
+    /// The binds, in placeholder order.
+    pub(crate) fn args(&self) -> &[Arg<'a>] {
+        &self.args
+    }
+}
+
+impl Statement for QueryBuf<'_> {
+    fn sql(&self, backend: Backend) -> Cow<'_, str> {
+        translate(&self.sql, backend)
+    }
+
+    fn persistent(&self) -> bool {
+        false
+    }
+}
+
+/// Binds [`Arg`]s into a backend's argument buffer.
+trait BindArgs: sqlx::Database {
+    fn arguments<'q>(args: &[Arg<'q>]) -> Result<Self::Arguments<'q>, StoreError>;
+}
+
+macro_rules! bind_args {
+    ($($db:ty),*) => {$(
+        impl BindArgs for $db {
+            fn arguments<'q>(args: &[Arg<'q>]) -> Result<Self::Arguments<'q>, StoreError> {
+                let mut out = <Self as sqlx::Database>::Arguments::default();
+                for arg in args {
+                    match arg {
+                        Arg::I16(v) => out.add(*v),
+                        Arg::I32(v) => out.add(*v),
+                        Arg::I64(v) => out.add(*v),
+                        Arg::Text(None) => out.add(None::<&str>),
+                        Arg::Text(Some(Cow::Borrowed(v))) => out.add(Some(*v)),
+                        // Owned text (a `LIKE` pattern) is copied into the buffer.
+                        Arg::Text(Some(Cow::Owned(v))) => out.add(Some(v.clone())),
+                        Arg::Bytes(v) => out.add(*v),
+                    }
+                    .map_err(|e| StoreError::Database(sqlx::Error::Encode(e)))?;
+                }
+                Ok(out)
+            }
+        }
+    )*};
+}
+
+bind_args!(Sqlite, Postgres, MySql);
+
+/// Where a statement runs: a backend's pool, or the connection of an open transaction.
+pub(crate) enum Ex<'a> {
+    SqlitePool(&'a sqlx::SqlitePool),
+    SqliteConn(&'a mut SqliteConnection),
+    PgPool(&'a sqlx::PgPool),
+    PgConn(&'a mut PgConnection),
+    MySqlPool(&'a sqlx::MySqlPool),
+    MySqlConn(&'a mut MySqlConnection),
+}
+
+/// Runs `$body` with `$ex` bound to the concrete executor, `$db` to its `sqlx::Database` and
+/// `$sql` to the statement's text in that dialect.
+macro_rules! on_ex {
+    ($self:expr, $stmt:expr, |$ex:ident, $db:ident, $sql:ident| $body:expr) => {
+        match $self {
+            Ex::SqlitePool($ex) => {
+                type $db = Sqlite;
+                let $sql = $stmt.sql(Backend::Sqlite);
+                $body
+            }
+            Ex::SqliteConn($ex) => {
+                type $db = Sqlite;
+                let $sql = $stmt.sql(Backend::Sqlite);
+                $body
+            }
+            Ex::PgPool($ex) => {
+                type $db = Postgres;
+                let $sql = $stmt.sql(Backend::Postgres);
+                $body
+            }
+            Ex::PgConn($ex) => {
+                type $db = Postgres;
+                let $sql = $stmt.sql(Backend::Postgres);
+                $body
+            }
+            Ex::MySqlPool($ex) => {
+                type $db = MySql;
+                let $sql = $stmt.sql(Backend::MySql);
+                $body
+            }
+            Ex::MySqlConn($ex) => {
+                type $db = MySql;
+                let $sql = $stmt.sql(Backend::MySql);
+                $body
+            }
+        }
+    };
+}
+
+impl Ex<'_> {
+    /// The database behind this executor.
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Ex::SqlitePool(_) | Ex::SqliteConn(_) => Backend::Sqlite,
+            Ex::PgPool(_) | Ex::PgConn(_) => Backend::Postgres,
+            Ex::MySqlPool(_) | Ex::MySqlConn(_) => Backend::MySql,
+        }
+    }
+
+    /// Runs a statement; the number of rows it changed.
+    pub(crate) async fn execute(self, stmt: &dyn Statement, args: &[Arg<'_>]) -> Result<u64, StoreError> {
+        Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_with::<Db, _>(&sql, Db::arguments(args)?)
+            .persistent(stmt.persistent())
+            .execute(ex)
+            .await?
+            .rows_affected()))
+    }
+
+    /// Every row of a query.
+    pub(crate) async fn fetch_all<T: Record>(
+        self,
+        stmt: &dyn Statement,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<T>, StoreError> {
+        Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(&sql, Db::arguments(args)?)
+            .persistent(stmt.persistent())
+            .fetch_all(ex)
+            .await?))
+    }
+
+    /// The first row of a query, if any.
+    pub(crate) async fn fetch_optional<T: Record>(
+        self,
+        stmt: &dyn Statement,
+        args: &[Arg<'_>],
+    ) -> Result<Option<T>, StoreError> {
+        Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(&sql, Db::arguments(args)?)
+            .persistent(stmt.persistent())
+            .fetch_optional(ex)
+            .await?))
+    }
+
+    /// The one row a query must answer.
+    pub(crate) async fn fetch_one<T: Record>(
+        self,
+        stmt: &dyn Statement,
+        args: &[Arg<'_>],
+    ) -> Result<T, StoreError> {
+        Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(&sql, Db::arguments(args)?)
+            .persistent(stmt.persistent())
+            .fetch_one(ex)
+            .await?))
+    }
+
+    /// The first column of every row.
+    pub(crate) async fn fetch_column<T>(
+        self,
+        stmt: &dyn Statement,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<T>, StoreError>
+    where
+        (T,): Record,
+    {
+        Ok(self.fetch_all::<(T,)>(stmt, args).await?.into_iter().map(|(v,)| v).collect())
+    }
+
+    /// The first column of the first row, if any.
+    pub(crate) async fn fetch_value<T>(
+        self,
+        stmt: &dyn Statement,
+        args: &[Arg<'_>],
+    ) -> Result<Option<T>, StoreError>
+    where
+        (T,): Record,
+    {
+        Ok(self.fetch_optional::<(T,)>(stmt, args).await?.map(|(v,)| v))
+    }
+
+    /// Runs an `INSERT … RETURNING id` and answers the new row's id: from `RETURNING` on
+    /// SQLite and PostgreSQL, from `LAST_INSERT_ID()` on MySQL (whose dialect drops the clause).
+    pub(crate) async fn insert_id<T>(self, stmt: &dyn Statement, args: &[Arg<'_>]) -> Result<T, StoreError>
+    where
+        (T,): Record,
+        T: TryFrom<u64>,
+    {
+        match self {
+            Ex::MySqlPool(pool) => mysql_insert_id(pool, stmt, args).await,
+            Ex::MySqlConn(conn) => mysql_insert_id(conn, stmt, args).await,
+            _ => Ok(self.fetch_one::<(T,)>(stmt, args).await?.0),
+        }
+    }
+}
+
+/// `INSERT` on MySQL, which has no `RETURNING`: the `AUTO_INCREMENT` id it assigned.
+async fn mysql_insert_id<'e, T: TryFrom<u64>>(
+    ex: impl sqlx::Executor<'e, Database = MySql>,
+    stmt: &dyn Statement,
+    args: &[Arg<'_>],
+) -> Result<T, StoreError> {
+    let sql = stmt.sql(Backend::MySql);
+    let done = sqlx::query_with::<MySql, _>(&sql, MySql::arguments(args)?)
+        .persistent(stmt.persistent())
+        .execute(ex)
+        .await?;
+    let id = done.last_insert_id();
+    T::try_from(id)
+        .map_err(|_| StoreError::Database(sqlx::Error::Protocol(format!("inserted id {id} out of range"))))
+}

@@ -1,0 +1,328 @@
+//! The trigger and callback paths' batch statements: many rows per statement instead of one
+//! statement per row, on every backend.
+//!
+//! Each method answers exactly what its single-row counterpart would, row by row in input
+//! order (the store contract suite's `batches` module checks this on every backend). Two
+//! statement shapes differ on MySQL, which has neither `RETURNING` nor `UPDATE … FROM`: new ids
+//! come from `LAST_INSERT_ID()` (InnoDB numbers a multi-row insert's rows consecutively, by
+//! `@@auto_increment_increment`), and multi-row updates join a `UNION ALL` derived table.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use super::SqlStore;
+use super::jobs::job_with_zone;
+use crate::store::db::{Arg, Ex, QueryBuf};
+use crate::store::pool::Tx;
+use crate::store::support::append_handle_msg;
+use crate::store::time::secs;
+use crate::store::{
+    Backend, ClaimId, HandleOutcome, HandleResult, JobId, JobRow, LogId, LogRow, LogStore, LogTriggerUpdate,
+    NewClaim, NewLog, StoreError,
+};
+
+/// Rows per statement: keeps every statement far below SQLite's 32 766 and PostgreSQL's 65 535
+/// bind parameters (an update binds at most 9 per row).
+const CHUNK: usize = 256;
+
+/// Runs a multi-row `INSERT … RETURNING id` of `rows` rows; the new ids in input order. SQLite
+/// and PostgreSQL assign one statement's ids in row order (SQLite under its write lock,
+/// PostgreSQL's sequence as the rows are produced), so ascending ids are the input order.
+async fn insert_rows(
+    ex: Ex<'_>,
+    id_step: i64,
+    q: &QueryBuf<'_>,
+    rows: usize,
+) -> Result<Vec<i64>, StoreError> {
+    match ex.backend() {
+        Backend::MySql => {
+            let first: i64 = ex.insert_id(q, q.args()).await?;
+            Ok((0..rows).map(|i| first + id_step * i as i64).collect())
+        }
+        Backend::Sqlite | Backend::Postgres => {
+            let mut ids: Vec<i64> = ex.fetch_column(q, q.args()).await?;
+            ids.sort_unstable();
+            Ok(ids)
+        }
+    }
+}
+
+/// `UPDATE table SET <set> …` with one row of values per element of `rows`, joined on
+/// `table.id = v.<columns[0]>`; `set` refers to the values as `v.<column>`.
+fn update_from_values<'a, R>(
+    backend: Backend,
+    table: &str,
+    columns: &[&str],
+    rows: impl IntoIterator<Item = R>,
+    values: impl Fn(R) -> Vec<Arg<'a>>,
+    set: &str,
+) -> QueryBuf<'a> {
+    let mut q = QueryBuf::default();
+    let rows = rows.into_iter().map(values);
+    if backend == Backend::MySql {
+        q.push("UPDATE ").push(table).push(" JOIN (");
+        for (i, row) in rows.enumerate() {
+            q.push(if i == 0 { "SELECT " } else { " UNION ALL SELECT " });
+            for (j, (value, column)) in row.into_iter().zip(columns).enumerate() {
+                q.push(if j == 0 { "" } else { ", " }).bind(value);
+                if i == 0 {
+                    q.push(" AS ").push(column);
+                }
+            }
+        }
+        q.push(") v ON ").push(table).push(".id = v.").push(columns[0]).push(" SET ").push(set);
+    } else {
+        q.push("WITH v(").push(&columns.join(", ")).push(") AS (VALUES ");
+        for (i, row) in rows.enumerate() {
+            q.push(if i == 0 { "(" } else { ", (" }).bind_list(row).push(")");
+        }
+        q.push(") UPDATE ").push(table).push(" SET ").push(set);
+        q.push(" FROM v WHERE ").push(table).push(".id = v.").push(columns[0]);
+    }
+    q
+}
+
+/// Inserts pending claims in one statement per chunk (a cycle claims thousands at once); their
+/// ids in input order. Runs in the pre-read's transaction.
+pub(super) async fn insert_claims(
+    tx: &mut Tx,
+    id_step: i64,
+    claims: &[NewClaim],
+) -> Result<Vec<ClaimId>, StoreError> {
+    let mut ids = Vec::with_capacity(claims.len());
+    for chunk in claims.chunks(CHUNK) {
+        let mut q = QueryBuf::new(
+            "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status) VALUES ",
+        );
+        for (i, claim) in chunk.iter().enumerate() {
+            q.push(if i == 0 { "(" } else { ", (" });
+            q.bind_list([Arg::from(claim.job_id), claim.fire_time_ms.into(), claim.claimed_at_ms.into()])
+                .push(", 0)");
+        }
+        q.push(" RETURNING id");
+        ids.extend(insert_rows(tx.ex(), id_step, &q, chunk.len()).await?.into_iter().map(ClaimId));
+    }
+    Ok(ids)
+}
+
+impl SqlStore {
+    pub(super) async fn load_jobs_batch(&self, ids: &[JobId]) -> Result<Vec<JobRow>, StoreError> {
+        let mut rows = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(CHUNK) {
+            let mut q = QueryBuf::new(concat!(job_with_zone!(), " WHERE id IN ("));
+            q.bind_list(chunk.iter().copied()).push(")");
+            rows.extend(self.ex().fetch_all::<JobRow>(&q, q.args()).await?);
+        }
+        Ok(rows)
+    }
+
+    pub(super) async fn consume_claims_batch(
+        &self,
+        items: &[(ClaimId, NewLog)],
+    ) -> Result<Vec<Option<LogId>>, StoreError> {
+        let mut out = vec![None; items.len()];
+        for (base, chunk) in items.chunks(CHUNK).enumerate() {
+            let base = base * CHUNK;
+            let wanted: BTreeSet<ClaimId> = chunk.iter().map(|(c, _)| *c).collect();
+            let mut tx = self.db.begin().await?;
+            // The pending ones among them, locked in id order (so two admins taking overlapping
+            // batches never deadlock); SQLite's write lock already serializes.
+            let mut q = QueryBuf::new("SELECT id FROM jobwheel_ring_claim WHERE status = 0 AND id IN (");
+            q.bind_list(wanted.iter().copied()).push(") ORDER BY id FOR UPDATE");
+            let taken: HashSet<ClaimId> = tx.ex().fetch_column(&q, q.args()).await?.into_iter().collect();
+            // The first listing of each taken claim fires; repeats get nothing.
+            let mut firing = Vec::new();
+            let mut used = HashSet::new();
+            for (i, (claim, _)) in chunk.iter().enumerate() {
+                if taken.contains(claim) && used.insert(*claim) {
+                    firing.push(i);
+                }
+            }
+            if firing.is_empty() {
+                tx.commit().await?;
+                continue;
+            }
+            let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE id IN (");
+            q.bind_list(firing.iter().map(|i| chunk[*i].0)).push(")");
+            tx.ex().execute(&q, q.args()).await?;
+            let mut q = QueryBuf::new(
+                "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, handle_code) VALUES ",
+            );
+            for (n, i) in firing.iter().enumerate() {
+                let log = &chunk[*i].1;
+                q.push(if n == 0 { "(" } else { ", (" });
+                q.bind(log.job_group)
+                    .push(", ")
+                    .bind(log.job_id)
+                    .push(", TS(")
+                    .bind(secs(log.trigger_time))
+                    .push("), 0, 0)");
+            }
+            q.push(" RETURNING id");
+            let log_ids: Vec<LogId> = insert_rows(tx.ex(), self.db.id_step(), &q, firing.len())
+                .await?
+                .into_iter()
+                .map(LogId)
+                .collect();
+            let q = update_from_values(
+                self.db.backend(),
+                "jobwheel_ring_claim",
+                &["v_claim", "v_log"],
+                firing.iter().zip(&log_ids),
+                |(i, log_id)| vec![chunk[*i].0.into(), (*log_id).into()],
+                "log_id = v.v_log",
+            );
+            tx.ex().execute(&q, q.args()).await?;
+            tx.commit().await?;
+            for (i, log_id) in firing.into_iter().zip(log_ids) {
+                out[base + i] = Some(log_id);
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) async fn update_log_triggers_batch(
+        &self,
+        updates: &[LogTriggerUpdate],
+    ) -> Result<Vec<bool>, StoreError> {
+        let mut out = Vec::with_capacity(updates.len());
+        for chunk in updates.chunks(CHUNK) {
+            let distinct: HashSet<_> = chunk.iter().map(|u| u.log_id).collect();
+            if distinct.len() < chunk.len() {
+                // One VALUES row per id: a log updated twice in a chunk is written one by one,
+                // in order, as the single-row method would.
+                for update in chunk {
+                    out.push(self.update_log_trigger(update).await?);
+                }
+                continue;
+            }
+            let backend = self.db.backend();
+            let mut q = update_from_values(
+                backend,
+                "xxl_job_log",
+                &[
+                    "v_id",
+                    "v_time",
+                    "v_code",
+                    "v_msg",
+                    "v_address",
+                    "v_handler",
+                    "v_param",
+                    "v_shard",
+                    "v_retries",
+                ],
+                chunk,
+                |u| {
+                    vec![
+                        u.log_id.into(),
+                        secs(u.trigger_time).into(),
+                        u.trigger_code.into(),
+                        (&u.trigger_msg).into(),
+                        (&u.executor_address).into(),
+                        (&u.executor_handler).into(),
+                        (&u.executor_param).into(),
+                        (&u.executor_sharding_param).into(),
+                        u.executor_fail_retry_count.into(),
+                    ]
+                },
+                "trigger_time = TS(v.v_time), trigger_code = v.v_code, trigger_msg = v.v_msg, \
+                 executor_address = v.v_address, executor_handler = v.v_handler, \
+                 executor_param = v.v_param, executor_sharding_param = v.v_shard, \
+                 executor_fail_retry_count = v.v_retries",
+            );
+            // In a write transaction, so SQLite writers queue on the process's write gate
+            // instead of sleeping in the busy handler.
+            let mut tx = self.db.begin().await?;
+            let found: HashSet<LogId> = if backend == Backend::MySql {
+                // No `UPDATE … RETURNING`: the rows that exist, locked, then the update.
+                let mut find = QueryBuf::new("SELECT id FROM xxl_job_log WHERE id IN (");
+                find.bind_list(chunk.iter().map(|u| u.log_id)).push(") FOR UPDATE");
+                let found = tx.ex().fetch_column(&find, find.args()).await?.into_iter().collect();
+                tx.ex().execute(&q, q.args()).await?;
+                found
+            } else {
+                q.push(" RETURNING id");
+                tx.ex().fetch_column(&q, q.args()).await?.into_iter().collect()
+            };
+            tx.commit().await?;
+            out.extend(chunk.iter().map(|u| found.contains(&u.log_id)));
+        }
+        Ok(out)
+    }
+
+    pub(super) async fn apply_handle_results_batch(
+        &self,
+        results: &[HandleResult],
+    ) -> Result<Vec<HandleOutcome>, StoreError> {
+        let mut out = Vec::with_capacity(results.len());
+        for chunk in results.chunks(CHUNK) {
+            let ids: BTreeSet<LogId> = chunk.iter().map(|r| r.log_id).collect();
+            if ids.len() < chunk.len() {
+                // A log with two results in one chunk: applied one by one, in order, so the
+                // second sees the first exactly as the single-row method would.
+                for result in chunk {
+                    out.push(self.apply_handle_result(result).await?);
+                }
+                continue;
+            }
+            // The write lock (SQLite) or the row locks (taken in id order) make
+            // check-then-update atomic against concurrent results for these logs.
+            let mut tx = self.db.begin().await?;
+            let mut q = QueryBuf::new("SELECT id, handle_code, handle_msg FROM xxl_job_log WHERE id IN (");
+            q.bind_list(ids.iter().copied()).push(") ORDER BY id FOR UPDATE");
+            let state: HashMap<LogId, (i32, Option<String>)> = tx
+                .ex()
+                .fetch_all::<(LogId, i32, Option<String>)>(&q, q.args())
+                .await?
+                .into_iter()
+                .map(|(id, code, msg)| (id, (code, msg)))
+                .collect();
+            // Upstream's repeat guard: only a log without a result takes this one.
+            let mut writes: Vec<(&HandleResult, String)> = Vec::new();
+            for result in chunk {
+                let Some((code, msg)) = state.get(&result.log_id) else { continue };
+                if *code > 0 {
+                    continue;
+                }
+                writes.push((result, append_handle_msg(msg.as_deref(), result.handle_msg.as_deref())));
+            }
+            let mut rows: HashMap<LogId, LogRow> = HashMap::new();
+            if !writes.is_empty() {
+                let q = update_from_values(
+                    self.db.backend(),
+                    "xxl_job_log",
+                    &["v_id", "v_time", "v_code", "v_msg"],
+                    &writes,
+                    |(r, msg)| {
+                        vec![
+                            r.log_id.into(),
+                            secs(r.handle_time).into(),
+                            r.handle_code.into(),
+                            msg.as_str().into(),
+                        ]
+                    },
+                    "handle_time = TS(v.v_time), handle_code = v.v_code, handle_msg = v.v_msg",
+                );
+                tx.ex().execute(&q, q.args()).await?;
+                let mut q =
+                    QueryBuf::new(concat!("SELECT ", log_columns!(), " FROM xxl_job_log WHERE id IN ("));
+                q.bind_list(writes.iter().map(|(r, _)| r.log_id)).push(")");
+                rows = tx
+                    .ex()
+                    .fetch_all::<LogRow>(&q, q.args())
+                    .await?
+                    .into_iter()
+                    .map(|row| (row.id, row))
+                    .collect();
+            }
+            tx.commit().await?;
+            for result in chunk {
+                out.push(match (rows.remove(&result.log_id), state.contains_key(&result.log_id)) {
+                    (Some(row), _) => HandleOutcome::Applied(Box::new(row)),
+                    (None, true) => HandleOutcome::Repeated,
+                    (None, false) => HandleOutcome::NotFound,
+                });
+            }
+        }
+        Ok(out)
+    }
+}

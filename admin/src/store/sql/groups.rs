@@ -1,0 +1,110 @@
+//! Executor groups (`xxl_job_group`) and the executor registry (`xxl_job_registry`).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::SqlStore;
+use crate::store::db::args;
+use crate::store::dialect::Sql;
+use crate::store::time::{opt_secs, secs};
+use crate::store::{Group, GroupId, GroupRow, GroupStore, RegistryKey, RegistryRow, StoreError};
+
+macro_rules! group_columns {
+    () => {
+        "id, app_name, title, address_type, address_list, EPOCH(update_time) AS update_time"
+    };
+}
+
+static LOAD_GROUP: Sql = Sql::new(concat!("SELECT ", group_columns!(), " FROM xxl_job_group WHERE id = ?"));
+static LIST_GROUPS: Sql =
+    Sql::new(concat!("SELECT ", group_columns!(), " FROM xxl_job_group ORDER BY app_name, title, id"));
+
+static INSERT_GROUP: Sql = Sql::new(
+    "INSERT INTO xxl_job_group (app_name, title, address_type, address_list, update_time) \
+    VALUES (?, ?, ?, ?, TS(?)) RETURNING id",
+);
+static UPDATE_GROUP: Sql = Sql::new(
+    "UPDATE xxl_job_group SET app_name = ?, title = ?, address_type = ?, \
+    address_list = ?, update_time = TS(?) WHERE id = ?",
+);
+static DELETE_GROUP_REGISTRY: Sql = Sql::new(
+    "DELETE FROM xxl_job_registry WHERE registry_group = 'EXECUTOR' \
+    AND registry_key IN (SELECT app_name FROM xxl_job_group WHERE id = ?)",
+);
+static DELETE_GROUP: Sql = Sql::new("DELETE FROM xxl_job_group WHERE id = ?");
+
+// Upstream ≥ 2.5: one statement, the unique key `i_g_k_v` decides insert or refresh.
+static REGISTRY_UPSERT: Sql = Sql::new(
+    "INSERT INTO xxl_job_registry (registry_group, registry_key, registry_value, update_time) \
+    VALUES (?, ?, ?, TS(?)) ON CONFLICT (registry_group, registry_key, registry_value) \
+    DO UPDATE SET update_time = excluded.update_time",
+);
+static REGISTRY_REMOVE: Sql = Sql::new(
+    "DELETE FROM xxl_job_registry WHERE registry_group = ? AND registry_key = ? AND registry_value = ?",
+);
+static REGISTRY_REMOVE_DEAD: Sql = Sql::new("DELETE FROM xxl_job_registry WHERE update_time < TS(?)");
+static REGISTRY_ALIVE: Sql = Sql::new(
+    "SELECT id, registry_group, registry_key, registry_value, EPOCH(update_time) AS update_time \
+    FROM xxl_job_registry WHERE update_time > TS(?) ORDER BY id",
+);
+
+#[async_trait]
+impl GroupStore for SqlStore {
+    async fn add_group(&self, group: &Group) -> Result<GroupId, StoreError> {
+        let args = args![
+            &group.app_name,
+            &group.title,
+            group.address_type,
+            &group.address_list,
+            opt_secs(group.update_time)
+        ];
+        Ok(GroupId(self.ex().insert_id(&INSERT_GROUP, &args).await?))
+    }
+
+    async fn update_group(&self, id: GroupId, group: &Group) -> Result<bool, StoreError> {
+        let args = args![
+            &group.app_name,
+            &group.title,
+            group.address_type,
+            &group.address_list,
+            opt_secs(group.update_time),
+            id
+        ];
+        Ok(self.ex().execute(&UPDATE_GROUP, &args).await? > 0)
+    }
+
+    async fn delete_group(&self, id: GroupId) -> Result<bool, StoreError> {
+        let mut tx = self.db.begin().await?;
+        tx.ex().execute(&DELETE_GROUP_REGISTRY, &args![id]).await?;
+        let deleted = tx.ex().execute(&DELETE_GROUP, &args![id]).await?;
+        tx.commit().await?;
+        Ok(deleted > 0)
+    }
+
+    async fn load_group(&self, id: GroupId) -> Result<Option<GroupRow>, StoreError> {
+        self.ex().fetch_optional(&LOAD_GROUP, &args![id]).await
+    }
+
+    async fn list_groups(&self) -> Result<Vec<GroupRow>, StoreError> {
+        self.ex().fetch_all(&LIST_GROUPS, &[]).await
+    }
+
+    async fn registry_upsert(&self, key: &RegistryKey, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let args = args![&key.registry_group, &key.registry_key, &key.registry_value, secs(now)];
+        self.ex().execute(&REGISTRY_UPSERT, &args).await?;
+        Ok(())
+    }
+
+    async fn registry_remove(&self, key: &RegistryKey) -> Result<u64, StoreError> {
+        let args = args![&key.registry_group, &key.registry_key, &key.registry_value];
+        self.ex().execute(&REGISTRY_REMOVE, &args).await
+    }
+
+    async fn remove_dead_registry(&self, dead_before: DateTime<Utc>) -> Result<u64, StoreError> {
+        self.ex().execute(&REGISTRY_REMOVE_DEAD, &args![secs(dead_before)]).await
+    }
+
+    async fn alive_registry(&self, alive_after: DateTime<Utc>) -> Result<Vec<RegistryRow>, StoreError> {
+        self.ex().fetch_all(&REGISTRY_ALIVE, &args![secs(alive_after)]).await
+    }
+}

@@ -1,0 +1,222 @@
+//! Jobs (`xxl_job_info`), their time zones and their GLUE history (`xxl_job_logglue`).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::SqlStore;
+use crate::store::db::{Arg, QueryBuf, args};
+use crate::store::dialect::Sql;
+use crate::store::support::like;
+use crate::store::time::{opt_secs, secs};
+use crate::store::{
+    GlueHistoryRow, HISTORY_KEPT_PER_JOB, Job, JobFilter, JobId, JobRow, JobStore, NewGlueHistory, Page,
+    Paged, StoreError,
+};
+
+/// The columns a job write sets, in [`job_values`] order (`add_time` is the insert's alone).
+macro_rules! job_write_columns {
+    () => {
+        "job_group, job_desc, update_time, author, alarm_email, schedule_type, schedule_conf, \
+         misfire_strategy, executor_route_strategy, executor_handler, executor_param, \
+         executor_block_strategy, executor_timeout, executor_fail_retry_count, glue_type, \
+         glue_source, glue_remark, glue_updatetime, child_jobid, trigger_status, \
+         trigger_last_time, trigger_next_time"
+    };
+}
+static INSERT_JOB: Sql = Sql::new(concat!(
+    "INSERT INTO xxl_job_info (add_time, ",
+    job_write_columns!(),
+    ") VALUES (TS(?), ?, ?, TS(?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, TS(?), ?, ?, ?, ?) RETURNING id"
+));
+static UPDATE_JOB: Sql = Sql::new(
+    "UPDATE xxl_job_info SET job_group = ?, job_desc = ?, \
+    update_time = TS(?), author = ?, alarm_email = ?, schedule_type = ?, \
+    schedule_conf = ?, misfire_strategy = ?, executor_route_strategy = ?, executor_handler = ?, \
+    executor_param = ?, executor_block_strategy = ?, executor_timeout = ?, \
+    executor_fail_retry_count = ?, glue_type = ?, glue_source = ?, glue_remark = ?, \
+    glue_updatetime = TS(?), child_jobid = ?, trigger_status = ?, \
+    trigger_last_time = ?, trigger_next_time = ? WHERE id = ?",
+);
+
+/// A job's values for [`job_write_columns`], after `before` and followed by `after`.
+fn job_values<'a>(before: Option<Arg<'a>>, job: &'a Job, after: Option<Arg<'a>>) -> Vec<Arg<'a>> {
+    let values = args![
+        job.job_group,
+        &job.job_desc,
+        opt_secs(job.update_time),
+        &job.author,
+        &job.alarm_email,
+        &job.schedule_type,
+        &job.schedule_conf,
+        &job.misfire_strategy,
+        &job.executor_route_strategy,
+        &job.executor_handler,
+        &job.executor_param,
+        &job.executor_block_strategy,
+        job.executor_timeout,
+        job.executor_fail_retry_count,
+        &job.glue_type,
+        &job.glue_source,
+        &job.glue_remark,
+        opt_secs(job.glue_updatetime),
+        &job.child_jobid,
+        job.trigger_status,
+        job.trigger_last_time,
+        job.trigger_next_time,
+    ];
+    before.into_iter().chain(values).chain(after).collect()
+}
+
+/// The job with its jobwheel time zone (`jobwheel_job_zone` has no column named like one of
+/// `xxl_job_info`'s, so the unqualified column list stays unambiguous).
+macro_rules! job_with_zone {
+    () => {
+        concat!(
+            "SELECT ",
+            job_columns!(),
+            ", z.time_zone FROM xxl_job_info LEFT JOIN jobwheel_job_zone z ON z.job_id = xxl_job_info.id"
+        )
+    };
+}
+pub(super) use job_with_zone;
+static LOAD_JOB: Sql = Sql::new(concat!(job_with_zone!(), " WHERE id = ?"));
+static START_JOB: Sql = Sql::new(
+    "UPDATE xxl_job_info SET trigger_status = 1, trigger_last_time = 0, \
+    trigger_next_time = ?, update_time = TS(?) WHERE id = ?",
+);
+/// Upserts the zone only for an existing job (`INSERT … SELECT`), so no orphan row is left.
+static SET_JOB_ZONE: Sql = Sql::new(
+    "INSERT INTO jobwheel_job_zone (job_id, time_zone) SELECT id, ? FROM xxl_job_info WHERE id = ? \
+    ON CONFLICT (job_id) DO UPDATE SET time_zone = excluded.time_zone",
+);
+static CLEAR_JOB_ZONE: Sql = Sql::new("DELETE FROM jobwheel_job_zone WHERE job_id = ?");
+static STOP_JOB: Sql = Sql::new(
+    "UPDATE xxl_job_info SET trigger_status = 0, trigger_last_time = 0, \
+    trigger_next_time = 0, update_time = TS(?) WHERE id = ?",
+);
+/// Upstream deletes a job's logs and GLUE history with it; our tables follow.
+static DELETE_JOB: [Sql; 6] = [
+    Sql::new("DELETE FROM xxl_job_log WHERE job_id = ?"),
+    Sql::new("DELETE FROM xxl_job_logglue WHERE job_id = ?"),
+    Sql::new("DELETE FROM jobwheel_wasm_version WHERE job_id = ?"),
+    Sql::new("DELETE FROM jobwheel_ring_claim WHERE job_id = ?"),
+    Sql::new("DELETE FROM jobwheel_job_zone WHERE job_id = ?"),
+    Sql::new("DELETE FROM xxl_job_info WHERE id = ?"),
+];
+
+static INSERT_GLUE: Sql = Sql::new(
+    "INSERT INTO xxl_job_logglue (job_id, glue_type, glue_source, glue_remark, add_time, update_time) \
+    VALUES (?, ?, ?, ?, TS(?), TS(?)) RETURNING id",
+);
+/// MySQL refuses `LIMIT` directly inside `IN (…)`; a derived table is accepted everywhere.
+static TRIM_GLUE: Sql = Sql::new(
+    "DELETE FROM xxl_job_logglue WHERE job_id = ? AND id NOT IN \
+    (SELECT id FROM (SELECT id FROM xxl_job_logglue WHERE job_id = ? \
+    ORDER BY update_time DESC, id DESC LIMIT ?) AS newest)",
+);
+static LIST_GLUE: Sql = Sql::new(
+    "SELECT id, job_id, glue_type, glue_source, glue_remark, \
+    EPOCH(add_time) AS add_time, EPOCH(update_time) AS update_time \
+    FROM xxl_job_logglue WHERE job_id = ? ORDER BY id DESC",
+);
+
+/// ` WHERE …` of the job list. `ILIKE`: upstream's MySQL collation compares case-insensitively.
+fn push_job_filter<'a>(q: &mut QueryBuf<'a>, filter: &'a JobFilter) {
+    q.push(" WHERE 1 = 1");
+    if let Some(group) = filter.job_group {
+        q.push(" AND job_group = ").bind(group);
+    }
+    if let Some(status) = filter.trigger_status {
+        q.push(" AND trigger_status = ").bind(status);
+    }
+    if let Some(desc) = &filter.job_desc {
+        q.push(" AND job_desc ILIKE ").bind(like(desc));
+    }
+    if let Some(handler) = &filter.executor_handler {
+        q.push(" AND executor_handler ILIKE ").bind(like(handler));
+    }
+    if let Some(author) = &filter.author {
+        q.push(" AND author ILIKE ").bind(like(author));
+    }
+}
+
+#[async_trait]
+impl JobStore for SqlStore {
+    async fn add_job(&self, job: &Job) -> Result<JobId, StoreError> {
+        let args = job_values(Some(opt_secs(job.add_time).into()), job, None);
+        Ok(JobId(self.ex().insert_id(&INSERT_JOB, &args).await?))
+    }
+
+    async fn update_job(&self, id: JobId, job: &Job) -> Result<bool, StoreError> {
+        let args = job_values(None, job, Some(id.into()));
+        Ok(self.ex().execute(&UPDATE_JOB, &args).await? > 0)
+    }
+
+    async fn delete_job(&self, id: JobId) -> Result<bool, StoreError> {
+        let mut tx = self.db.begin().await?;
+        let mut deleted = 0;
+        for sql in &DELETE_JOB {
+            deleted = tx.ex().execute(sql, &args![id]).await?;
+        }
+        tx.commit().await?;
+        // The last statement deletes the job itself.
+        Ok(deleted > 0)
+    }
+
+    async fn load_job(&self, id: JobId) -> Result<Option<JobRow>, StoreError> {
+        self.ex().fetch_optional(&LOAD_JOB, &args![id]).await
+    }
+
+    async fn load_jobs(&self, ids: &[JobId]) -> Result<Vec<JobRow>, StoreError> {
+        self.load_jobs_batch(ids).await
+    }
+
+    async fn page_jobs(&self, filter: &JobFilter, page: Page) -> Result<Paged<JobRow>, StoreError> {
+        let mut count = QueryBuf::new("SELECT COUNT(*) FROM xxl_job_info");
+        push_job_filter(&mut count, filter);
+        let total: i64 = self.ex().fetch_one::<(i64,)>(&count, count.args()).await?.0;
+        let mut rows = QueryBuf::new(concat!("SELECT ", job_columns!(), " FROM xxl_job_info"));
+        push_job_filter(&mut rows, filter);
+        rows.push(" ORDER BY id DESC LIMIT ").bind(i64::from(page.limit));
+        rows.push(" OFFSET ").bind(i64::from(page.offset));
+        let rows = self.ex().fetch_all(&rows, rows.args()).await?;
+        Ok(Paged { rows, total: total.try_into().unwrap_or_default() })
+    }
+
+    async fn start_job(&self, id: JobId, next_ms: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        Ok(self.ex().execute(&START_JOB, &args![next_ms, secs(now), id]).await? > 0)
+    }
+
+    async fn stop_job(&self, id: JobId, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        Ok(self.ex().execute(&STOP_JOB, &args![secs(now), id]).await? > 0)
+    }
+
+    async fn set_job_time_zone(&self, id: JobId, time_zone: Option<&str>) -> Result<(), StoreError> {
+        match time_zone {
+            Some(zone) => self.ex().execute(&SET_JOB_ZONE, &args![zone, id]).await?,
+            None => self.ex().execute(&CLEAR_JOB_ZONE, &args![id]).await?,
+        };
+        Ok(())
+    }
+
+    async fn add_glue_history(&self, glue: &NewGlueHistory) -> Result<i32, StoreError> {
+        let mut tx = self.db.begin().await?;
+        let insert = args![
+            glue.job_id,
+            &glue.glue_type,
+            &glue.glue_source,
+            &glue.glue_remark,
+            secs(glue.now),
+            secs(glue.now)
+        ];
+        let id = tx.ex().insert_id(&INSERT_GLUE, &insert).await?;
+        let trim = args![glue.job_id, glue.job_id, i64::from(HISTORY_KEPT_PER_JOB)];
+        tx.ex().execute(&TRIM_GLUE, &trim).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    async fn list_glue_history(&self, job_id: JobId) -> Result<Vec<GlueHistoryRow>, StoreError> {
+        self.ex().fetch_all(&LIST_GLUE, &args![job_id]).await
+    }
+}

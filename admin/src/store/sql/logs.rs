@@ -1,0 +1,165 @@
+//! Trigger logs (`xxl_job_log`): insert and trigger update, callbacks, the log list, the fail
+//! and lost monitors' queries.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::SqlStore;
+use crate::store::db::{QueryBuf, args};
+use crate::store::dialect::Sql;
+use crate::store::support::{append_handle_msg, truncate_handle_msg};
+use crate::store::time::secs;
+use crate::store::{
+    HandleOutcome, HandleResult, LogFilter, LogId, LogRow, LogStatusFilter, LogStore, LogTriggerUpdate,
+    NewLog, Page, Paged, StoreError,
+};
+
+/// Upstream's first insert: codes 0 until the trigger and the callback report.
+pub(super) static INSERT_LOG: Sql = Sql::new(
+    "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, handle_code) \
+    VALUES (?, ?, TS(?), 0, 0) RETURNING id",
+);
+static UPDATE_TRIGGER: Sql = Sql::new(
+    "UPDATE xxl_job_log SET trigger_time = TS(?), \
+    trigger_code = ?, trigger_msg = ?, executor_address = ?, executor_handler = ?, \
+    executor_param = ?, executor_sharding_param = ?, executor_fail_retry_count = ? WHERE id = ?",
+);
+pub(super) static LOAD_LOG: Sql =
+    Sql::new(concat!("SELECT ", log_columns!(), " FROM xxl_job_log WHERE id = ?"));
+/// `FOR UPDATE` (PostgreSQL, MySQL; SQLite's write lock does it): concurrent results for one log
+/// queue here, and the later one sees the first's code (a locking read sees the latest commit).
+static HANDLE_STATE: Sql =
+    Sql::new("SELECT handle_code, handle_msg FROM xxl_job_log WHERE id = ? FOR UPDATE");
+static UPDATE_HANDLE: Sql =
+    Sql::new("UPDATE xxl_job_log SET handle_time = TS(?), handle_code = ?, handle_msg = ? WHERE id = ?");
+static FAILED_IDS: Sql = Sql::new(
+    "SELECT id FROM xxl_job_log \
+    WHERE NOT ((trigger_code IN (0, 200) AND handle_code = 0) OR handle_code = 200) \
+    AND alarm_status = 0 ORDER BY id ASC LIMIT ?",
+);
+static SET_ALARM: Sql = Sql::new("UPDATE xxl_job_log SET alarm_status = ? WHERE id = ? AND alarm_status = ?");
+static STALLED_IDS: Sql = Sql::new(
+    "SELECT id FROM xxl_job_log \
+    WHERE trigger_code = 0 AND handle_code = 0 AND trigger_time <= TS(?) ORDER BY id",
+);
+static LOST_IDS: Sql = Sql::new(
+    "SELECT t.id FROM xxl_job_log t \
+    LEFT JOIN xxl_job_registry t2 ON t.executor_address = t2.registry_value \
+    WHERE t.trigger_code = 200 AND t.handle_code = 0 \
+    AND t.trigger_time <= TS(?) AND t2.id IS NULL ORDER BY t.id",
+);
+
+fn push_log_filter(q: &mut QueryBuf<'_>, filter: &LogFilter) {
+    q.push(" WHERE 1 = 1");
+    if let Some(group) = filter.job_group {
+        q.push(" AND job_group = ").bind(group);
+    }
+    if let Some(job) = filter.job_id {
+        q.push(" AND job_id = ").bind(job);
+    }
+    if let Some(from) = filter.trigger_from {
+        q.push(" AND trigger_time >= TS(").bind(secs(from)).push(")");
+    }
+    if let Some(to) = filter.trigger_to {
+        q.push(" AND trigger_time <= TS(").bind(secs(to)).push(")");
+    }
+    q.push(match filter.status {
+        LogStatusFilter::All => "",
+        LogStatusFilter::Success => " AND handle_code = 200",
+        LogStatusFilter::Failed => " AND (trigger_code NOT IN (0, 200) OR handle_code NOT IN (0, 200))",
+        LogStatusFilter::Running => " AND trigger_code = 200 AND handle_code = 0",
+    });
+}
+
+#[async_trait]
+impl LogStore for SqlStore {
+    async fn insert_log(&self, log: &NewLog) -> Result<LogId, StoreError> {
+        let args = args![log.job_group, log.job_id, secs(log.trigger_time)];
+        Ok(LogId(self.ex().insert_id(&INSERT_LOG, &args).await?))
+    }
+
+    async fn update_log_trigger(&self, update: &LogTriggerUpdate) -> Result<bool, StoreError> {
+        let args = args![
+            secs(update.trigger_time),
+            update.trigger_code,
+            &update.trigger_msg,
+            &update.executor_address,
+            &update.executor_handler,
+            &update.executor_param,
+            &update.executor_sharding_param,
+            update.executor_fail_retry_count,
+            update.log_id,
+        ];
+        Ok(self.ex().execute(&UPDATE_TRIGGER, &args).await? > 0)
+    }
+
+    async fn update_log_triggers(&self, updates: &[LogTriggerUpdate]) -> Result<Vec<bool>, StoreError> {
+        self.update_log_triggers_batch(updates).await
+    }
+
+    async fn apply_handle_results(&self, results: &[HandleResult]) -> Result<Vec<HandleOutcome>, StoreError> {
+        self.apply_handle_results_batch(results).await
+    }
+
+    async fn load_log(&self, id: LogId) -> Result<Option<LogRow>, StoreError> {
+        self.ex().fetch_optional(&LOAD_LOG, &args![id]).await
+    }
+
+    async fn apply_handle_result(&self, result: &HandleResult) -> Result<HandleOutcome, StoreError> {
+        // The write lock (SQLite) or the row lock makes check-then-update atomic against a
+        // concurrent callback.
+        let mut tx = self.db.begin().await?;
+        let state: Option<(i32, Option<String>)> =
+            tx.ex().fetch_optional(&HANDLE_STATE, &args![result.log_id]).await?;
+        let Some((code, old_msg)) = state else {
+            return Ok(HandleOutcome::NotFound);
+        };
+        if code > 0 {
+            return Ok(HandleOutcome::Repeated);
+        }
+        let msg = append_handle_msg(old_msg.as_deref(), result.handle_msg.as_deref());
+        let update = args![secs(result.handle_time), result.handle_code, msg, result.log_id];
+        tx.ex().execute(&UPDATE_HANDLE, &update).await?;
+        let row: LogRow = tx.ex().fetch_one(&LOAD_LOG, &args![result.log_id]).await?;
+        tx.commit().await?;
+        Ok(HandleOutcome::Applied(Box::new(row)))
+    }
+
+    async fn complete_log(&self, result: &HandleResult) -> Result<bool, StoreError> {
+        let msg = result.handle_msg.clone().map(truncate_handle_msg);
+        let args = args![secs(result.handle_time), result.handle_code, msg.as_deref(), result.log_id];
+        Ok(self.ex().execute(&UPDATE_HANDLE, &args).await? > 0)
+    }
+
+    async fn page_logs(&self, filter: &LogFilter, page: Page) -> Result<Paged<LogRow>, StoreError> {
+        let mut count = QueryBuf::new("SELECT COUNT(*) FROM xxl_job_log");
+        push_log_filter(&mut count, filter);
+        let total: i64 = self.ex().fetch_one::<(i64,)>(&count, count.args()).await?.0;
+        let mut rows = QueryBuf::new(concat!("SELECT ", log_columns!(), " FROM xxl_job_log"));
+        push_log_filter(&mut rows, filter);
+        rows.push(" ORDER BY id DESC LIMIT ").bind(i64::from(page.limit));
+        rows.push(" OFFSET ").bind(i64::from(page.offset));
+        let rows = self.ex().fetch_all(&rows, rows.args()).await?;
+        Ok(Paged { rows, total: u64::try_from(total).unwrap_or(0) })
+    }
+
+    async fn failed_log_ids(&self, limit: u32) -> Result<Vec<LogId>, StoreError> {
+        self.ex().fetch_column(&FAILED_IDS, &args![i64::from(limit)]).await
+    }
+
+    async fn claim_alarm(&self, id: LogId) -> Result<bool, StoreError> {
+        Ok(self.ex().execute(&SET_ALARM, &args![-1_i16, id, 0_i16]).await? > 0)
+    }
+
+    async fn finish_alarm(&self, id: LogId, new_status: i16) -> Result<bool, StoreError> {
+        Ok(self.ex().execute(&SET_ALARM, &args![new_status, id, -1_i16]).await? > 0)
+    }
+
+    async fn lost_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError> {
+        self.ex().fetch_column(&LOST_IDS, &args![secs(trigger_before)]).await
+    }
+
+    async fn stalled_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError> {
+        self.ex().fetch_column(&STALLED_IDS, &args![secs(trigger_before)]).await
+    }
+}

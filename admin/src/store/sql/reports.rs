@@ -1,0 +1,109 @@
+//! The dashboard report (`xxl_job_log_report`) and log deletion (manual clear and retention).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::SqlStore;
+use crate::store::db::{QueryBuf, args};
+use crate::store::dialect::Sql;
+use crate::store::support::CLEAR_BATCH;
+use crate::store::time::secs;
+use crate::store::{
+    LogClear, LogCounts, LogId, LogReport, LogReportRow, LogReportStore, LogReportTotals, StoreError,
+};
+
+// `I64(…)`: SUM is DECIMAL on MySQL and NUMERIC-prone on PostgreSQL; the rows are `i64`.
+static LOG_COUNTS: Sql = Sql::new(
+    "SELECT COUNT(handle_code), \
+    I64(COALESCE(SUM(CASE WHEN trigger_code IN (0, 200) AND handle_code = 0 THEN 1 ELSE 0 END), 0)), \
+    I64(COALESCE(SUM(CASE WHEN handle_code = 200 THEN 1 ELSE 0 END), 0)) FROM xxl_job_log \
+    WHERE trigger_time BETWEEN TS(?) AND TS(?)",
+);
+static UPSERT_REPORT: Sql = Sql::new(
+    "INSERT INTO xxl_job_log_report (trigger_day, running_count, suc_count, fail_count, update_time) \
+    VALUES (TS(?), ?, ?, ?, TS(?)) \
+    ON CONFLICT (trigger_day) DO UPDATE SET running_count = excluded.running_count, \
+    suc_count = excluded.suc_count, fail_count = excluded.fail_count, \
+    update_time = excluded.update_time",
+);
+static REPORTS: Sql = Sql::new(
+    "SELECT id, EPOCH(trigger_day) AS trigger_day, running_count, \
+    suc_count, fail_count, EPOCH(update_time) AS update_time FROM xxl_job_log_report \
+    WHERE trigger_day BETWEEN TS(?) AND TS(?) ORDER BY trigger_day ASC",
+);
+static REPORT_TOTALS: Sql = Sql::new(
+    "SELECT I64(COALESCE(SUM(running_count), 0)), I64(COALESCE(SUM(suc_count), 0)), \
+    I64(COALESCE(SUM(fail_count), 0)) FROM xxl_job_log_report",
+);
+
+/// `AND job_group = ? AND job_id = ?` for the filters that are set.
+fn push_owner(q: &mut QueryBuf<'_>, clear: &LogClear) {
+    if let Some(group) = clear.job_group {
+        q.push(" AND job_group = ").bind(group);
+    }
+    if let Some(job) = clear.job_id {
+        q.push(" AND job_id = ").bind(job);
+    }
+}
+
+#[async_trait]
+impl LogReportStore for SqlStore {
+    async fn clear_logs(&self, clear: &LogClear) -> Result<u64, StoreError> {
+        let mut deleted = 0;
+        loop {
+            // Upstream `findClearLogIds`, then `clearLog(ids)`, until nothing is left.
+            let mut find = QueryBuf::new("SELECT id FROM xxl_job_log WHERE 1 = 1");
+            push_owner(&mut find, clear);
+            if let Some(before) = clear.trigger_before {
+                find.push(" AND trigger_time <= TS(").bind(secs(before)).push(")");
+            }
+            if clear.keep_newest > 0 {
+                // MySQL refuses LIMIT directly inside IN (…); a derived table is accepted.
+                find.push(" AND id NOT IN (SELECT id FROM (SELECT id FROM xxl_job_log WHERE 1 = 1");
+                push_owner(&mut find, clear);
+                find.push(" ORDER BY trigger_time DESC NULLS LAST, id DESC LIMIT ")
+                    .bind(i64::from(clear.keep_newest))
+                    .push(") AS newest)");
+            }
+            find.push(" ORDER BY id ASC LIMIT ").bind(i64::from(CLEAR_BATCH));
+            let ids: Vec<LogId> = self.ex().fetch_column(&find, find.args()).await?;
+            if ids.is_empty() {
+                return Ok(deleted);
+            }
+            let mut delete = QueryBuf::new("DELETE FROM xxl_job_log WHERE id IN (");
+            delete.bind_list(ids).push(")");
+            deleted += self.ex().execute(&delete, delete.args()).await?;
+        }
+    }
+
+    async fn log_counts(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<LogCounts, StoreError> {
+        let (total, running, success) =
+            self.ex().fetch_one(&LOG_COUNTS, &args![secs(from), secs(to)]).await?;
+        Ok(LogCounts { total, running, success })
+    }
+
+    async fn upsert_log_report(&self, report: &LogReport) -> Result<(), StoreError> {
+        let args = args![
+            secs(report.trigger_day),
+            report.running_count,
+            report.suc_count,
+            report.fail_count,
+            secs(report.update_time)
+        ];
+        self.ex().execute(&UPSERT_REPORT, &args).await?;
+        Ok(())
+    }
+
+    async fn log_reports(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<LogReportRow>, StoreError> {
+        self.ex().fetch_all(&REPORTS, &args![secs(from), secs(to)]).await
+    }
+
+    async fn log_report_totals(&self) -> Result<LogReportTotals, StoreError> {
+        let (running, success, failed) = self.ex().fetch_one(&REPORT_TOTALS, &[]).await?;
+        Ok(LogReportTotals { running, success, failed })
+    }
+}

@@ -1,0 +1,141 @@
+//! The pre-read transaction and the durable ring claims (`jobwheel_ring_claim`).
+//!
+//! The schedule lock is upstream's row lock on `xxl_job_lock.schedule_lock`, held for the whole
+//! pre-read, so admins sharing a PostgreSQL or MySQL database take turns (SQLite's
+//! `BEGIN IMMEDIATE` write lock serializes pre-reads of one file the same way). Claims are
+//! consumed with a guarded `UPDATE … WHERE status = 0`: a second consumer blocks on the row
+//! lock, re-reads the row after the first commits and updates nothing. On MySQL, InnoDB takes
+//! the consistent-read snapshot at a transaction's first plain `SELECT`, which comes after the
+//! lock, so a pre-read always sees the previous one's commit.
+
+use async_trait::async_trait;
+
+use super::SqlStore;
+use super::jobs::job_with_zone;
+use super::logs::INSERT_LOG;
+use crate::store::db::{QueryBuf, args};
+use crate::store::dialect::Sql;
+use crate::store::pool::Tx;
+use crate::store::support::TRIGGER_UPDATE_BATCH;
+use crate::store::time::secs;
+use crate::store::{
+    ClaimId, ClaimRow, JobRow, LogId, NewClaim, NewLog, ScheduleStore, ScheduleTx, StoreError,
+    TriggerTimeUpdate,
+};
+
+static LOCK_ROW: Sql =
+    Sql::new("SELECT lock_name FROM xxl_job_lock WHERE lock_name = 'schedule_lock' FOR UPDATE");
+/// Due jobs with their jobwheel time zone, so the pre-read needs no second query per job.
+static DUE_JOBS: Sql = Sql::new(concat!(
+    job_with_zone!(),
+    " WHERE trigger_status = 1 AND trigger_next_time <= ? ORDER BY id ASC LIMIT ?"
+));
+static PENDING_CLAIMS: Sql = Sql::new(
+    "SELECT id, job_id, fire_time_ms, claimed_at_ms, status, log_id \
+    FROM jobwheel_ring_claim WHERE status = 0 AND fire_time_ms <= ? ORDER BY fire_time_ms, id",
+);
+static TAKE_CLAIM: Sql = Sql::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE id = ? AND status = 0");
+static SET_CLAIM_LOG: Sql = Sql::new("UPDATE jobwheel_ring_claim SET log_id = ? WHERE id = ?");
+static DISCARD_CLAIM: Sql = Sql::new("UPDATE jobwheel_ring_claim SET status = 2 WHERE id = ? AND status = 0");
+static PURGE_CLAIMS: Sql = Sql::new("DELETE FROM jobwheel_ring_claim WHERE status <> 0 AND fire_time_ms < ?");
+
+/// A pre-read holding the schedule lock.
+struct SqlScheduleTx {
+    tx: Tx,
+    /// The id step of a multi-row insert (see [`Db::id_step`](crate::store::pool::Db::id_step)).
+    id_step: i64,
+}
+
+#[async_trait]
+impl ScheduleStore for SqlStore {
+    async fn begin_schedule(&self) -> Result<Box<dyn ScheduleTx>, StoreError> {
+        let mut tx = self.db.begin().await?;
+        // Without the row there is nothing to lock: upstream then schedules on every admin at
+        // once; refuse instead (on SQLite the row locks nothing, but its absence means a
+        // damaged schema).
+        let row: Option<String> = tx.ex().fetch_value(&LOCK_ROW, &[]).await?;
+        if row.is_none() {
+            return Err(StoreError::MissingScheduleLock);
+        }
+        Ok(Box::new(SqlScheduleTx { tx, id_step: self.db.id_step() }))
+    }
+
+    async fn pending_claims(&self, up_to_ms: i64) -> Result<Vec<ClaimRow>, StoreError> {
+        self.ex().fetch_all(&PENDING_CLAIMS, &args![up_to_ms]).await
+    }
+
+    async fn consume_claim_and_insert_log(
+        &self,
+        claim: ClaimId,
+        log: &NewLog,
+    ) -> Result<Option<LogId>, StoreError> {
+        let mut tx = self.db.begin().await?;
+        if tx.ex().execute(&TAKE_CLAIM, &args![claim]).await? == 0 {
+            return Ok(None);
+        }
+        let insert = args![log.job_group, log.job_id, secs(log.trigger_time)];
+        let log_id = LogId(tx.ex().insert_id(&INSERT_LOG, &insert).await?);
+        tx.ex().execute(&SET_CLAIM_LOG, &args![log_id, claim]).await?;
+        tx.commit().await?;
+        Ok(Some(log_id))
+    }
+
+    async fn consume_claims_and_insert_logs(
+        &self,
+        items: &[(ClaimId, NewLog)],
+    ) -> Result<Vec<Option<LogId>>, StoreError> {
+        self.consume_claims_batch(items).await
+    }
+
+    async fn discard_claim(&self, claim: ClaimId) -> Result<bool, StoreError> {
+        Ok(self.ex().execute(&DISCARD_CLAIM, &args![claim]).await? > 0)
+    }
+
+    async fn purge_claims(&self, before_ms: i64) -> Result<u64, StoreError> {
+        self.ex().execute(&PURGE_CLAIMS, &args![before_ms]).await
+    }
+}
+
+#[async_trait]
+impl ScheduleTx for SqlScheduleTx {
+    async fn due_jobs(&mut self, max_next_time_ms: i64, limit: u32) -> Result<Vec<JobRow>, StoreError> {
+        self.tx.ex().fetch_all(&DUE_JOBS, &args![max_next_time_ms, i64::from(limit)]).await
+    }
+
+    async fn update_trigger_times(&mut self, updates: &[TriggerTimeUpdate]) -> Result<u64, StoreError> {
+        let mut updated = 0;
+        for chunk in updates.chunks(TRIGGER_UPDATE_BATCH) {
+            // `I64(?)`: PostgreSQL types a bare parameter in a `CASE` branch as text.
+            let mut q = QueryBuf::new("UPDATE xxl_job_info SET trigger_last_time = CASE id");
+            for u in chunk {
+                q.push(" WHEN ").bind(u.job_id).push(" THEN I64(").bind(u.trigger_last_time).push(")");
+            }
+            q.push(" END, trigger_next_time = CASE id");
+            for u in chunk {
+                q.push(" WHEN ").bind(u.job_id).push(" THEN I64(").bind(u.trigger_next_time).push(")");
+            }
+            q.push(" END");
+            // `CASE` needs at least one branch; without stops the status is not touched at all.
+            if chunk.iter().any(|u| u.stop) {
+                q.push(", trigger_status = CASE id");
+                for u in chunk.iter().filter(|u| u.stop) {
+                    q.push(" WHEN ").bind(u.job_id).push(" THEN 0");
+                }
+                q.push(" ELSE trigger_status END");
+            }
+            q.push(" WHERE trigger_status = 1 AND id IN (")
+                .bind_list(chunk.iter().map(|u| u.job_id))
+                .push(")");
+            updated += self.tx.ex().execute(&q, q.args()).await?;
+        }
+        Ok(updated)
+    }
+
+    async fn insert_claims(&mut self, claims: &[NewClaim]) -> Result<Vec<ClaimId>, StoreError> {
+        super::batch::insert_claims(&mut self.tx, self.id_step, claims).await
+    }
+
+    async fn commit(self: Box<Self>) -> Result<(), StoreError> {
+        self.tx.commit().await
+    }
+}
