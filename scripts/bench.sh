@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The admin benchmark suite behind docs/benchmarks.md: builds release binaries, then runs
-# bench-admin for trigger throughput (FIX_RATE, SQLite and PostgreSQL), a manual-trigger flood,
+# bench-admin for trigger throughput (FIX_RATE, SQLite, PostgreSQL and MariaDB), a manual-trigger flood,
 # lateness with 10 000 cron jobs, and cost at 1k/10k/100k jobs. Job logs go to tmpfs.
 #   scripts/bench.sh            # everything (about 20 minutes)
 #   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale
@@ -12,6 +12,7 @@ cargo build --release -p jobwheel-admin -p jobwheel-executor -p jobwheel-tests -
 bench="$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/bench-admin"
 export TMPDIR="${TMPDIR:-/dev/shm}" RUST_LOG=error
 pg="${JOBWHEEL_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
+my_server="${JOBWHEEL_BENCH_MYSQL_SERVER:-mysql://root@127.0.0.1:3306}"
 
 # bench-admin on a fresh PostgreSQL schema (it needs an empty database), dropped afterwards.
 run_pg() {
@@ -21,11 +22,20 @@ run_pg() {
   psql -q "$pg" -c "DROP SCHEMA $schema CASCADE" >/dev/null 2>&1
 }
 
+# bench-admin on a fresh MySQL/MariaDB database, dropped afterwards.
+run_my() {
+  local db="jobwheel_bench_$RANDOM$RANDOM"
+  mariadb -h 127.0.0.1 -uroot -e "CREATE DATABASE $db"
+  run "$@" --database-url "$my_server/$db" || true
+  mariadb -h 127.0.0.1 -uroot -e "DROP DATABASE $db" >/dev/null 2>&1
+}
+
 run() { echo "## bench-admin $*"; "$bench" "$@"; echo; }
 
 if [[ $part == all || $part == throughput ]]; then
   for jobs in 2000 4000 5000 6000 10000; do run --jobs "$jobs" --duration "$duration"; done
   for jobs in 1000 2000 3000; do run_pg --jobs "$jobs" --duration "$duration"; done
+  for jobs in 1000 2000 3000; do run_my --jobs "$jobs" --duration "$duration"; done
 fi
 if [[ $part == all || $part == flood ]]; then
   run --mode manual --jobs 1000 --concurrency 64 --duration "$duration"

@@ -38,7 +38,10 @@ cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
 # The daemon binaries first: process-level tests start them from the target directory, and
 # `cargo test` builds a package's binaries only for that package's own integration tests.
-cargo build --workspace --bins
+# `--tests` too, so the binaries are built with the dev-dependencies' features unified as
+# `cargo test` resolves them: with `--bins` alone every crate below (wasmtime included) was
+# built twice, once per feature set.
+cargo build --workspace --bins --tests
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"

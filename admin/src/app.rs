@@ -82,7 +82,7 @@ where
         login_limit: http::LoginLimiter::default(),
         secure_cookie: config.secure_cookie,
         executor_dead_timeout: config.executor_dead_timeout,
-        lang: config.message_lang(),
+        lang: config.i18n,
         module_info: http::ModuleInfoCache::default(),
     });
     drop(secrets);

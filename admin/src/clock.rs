@@ -1,4 +1,5 @@
-//! The clock and random source the stateful strategies read, injectable for tests.
+//! The clock and random source of the admin's decisions (the scheduler's "now", the routing
+//! strategies' draws), injectable so tests can step time and script randomness.
 //!
 //! Upstream reads `System.currentTimeMillis()` for the 24 h cache reset and `java.util.Random`
 //! for ROUND/LFU starting counts and RANDOM. Behind these two traits a test can step time past

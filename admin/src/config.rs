@@ -8,6 +8,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::lang::MessageLang;
+
 pub use crate::alarm::{SmtpConfig, SmtpTls};
 
 /// The admin's default listen address (upstream `server.port=8080`, but loopback only).
@@ -44,7 +46,7 @@ pub struct Cli {
     pub data_dir: Option<PathBuf>,
     /// Language of UI texts and trigger/alarm messages.
     #[arg(long, env = "JOBWHEEL_I18N", value_enum, default_value = "zh_CN")]
-    pub i18n: I18n,
+    pub i18n: MessageLang,
     /// Most concurrent triggers of the fast trigger pool (values below 200 are raised to 200).
     #[arg(long, env = "JOBWHEEL_TRIGGER_POOL_FAST_MAX", default_value_t = 300)]
     pub trigger_pool_fast_max: usize,
@@ -109,17 +111,6 @@ pub struct Cli {
     pub demo_job: Option<PathBuf>,
 }
 
-/// Language of texts the admin produces (upstream `xxl.job.i18n`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum I18n {
-    /// Simplified Chinese, upstream's default.
-    #[value(name = "zh_CN")]
-    ZhCn,
-    /// English.
-    #[value(name = "en")]
-    En,
-}
-
 /// A configuration error, reported before anything starts (exit code 64).
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -164,7 +155,7 @@ pub struct AdminConfig {
     pub access_token: Option<String>,
     /// Where a generated access token is kept (`{data_dir}/access-token`).
     pub data_dir: PathBuf,
-    pub i18n: I18n,
+    pub i18n: MessageLang,
     pub trigger_pools: TriggerPools,
     /// `None`: keep logs forever (upstream: a value below 3 disables cleanup).
     pub log_retention_days: Option<u32>,
@@ -214,7 +205,7 @@ impl AdminConfig {
             data_dir: default_data_dir(&database_url),
             database_url,
             access_token,
-            i18n: I18n::ZhCn,
+            i18n: MessageLang::Zh,
             trigger_pools: TriggerPools { fast_max: 300, slow_max: 200, fast_queue: 2000, slow_queue: 5000 },
             log_retention_days: Some(30),
             executor_timeout: Duration::from_secs(3),
@@ -225,14 +216,6 @@ impl AdminConfig {
             executor_dead_timeout: Duration::from_secs(90),
             secure_cookie: false,
             demo_job: None,
-        }
-    }
-
-    /// The language of texts the admin produces, as the engine and the API name it.
-    pub fn message_lang(&self) -> crate::routing::MessageLang {
-        match self.i18n {
-            I18n::ZhCn => crate::routing::MessageLang::Zh,
-            I18n::En => crate::routing::MessageLang::En,
         }
     }
 

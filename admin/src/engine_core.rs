@@ -15,11 +15,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::alarm::{AlarmChannel, Alarmer, EmailAlarm, WebhookAlarm};
 use crate::app::CoreContext;
-use crate::config::{AdminConfig, I18n};
+use crate::clock::{SystemClock, ThreadRandom};
+use crate::config::AdminConfig;
 use crate::engine::{Engine, EngineConfig, EngineError};
 use crate::executor_client::HttpExecutorClient;
 use crate::http::AdminCore;
-use crate::routing::{MessageLang, Router, SystemClock, ThreadRandom};
+use crate::routing::Router;
 use crate::store::{JobId, LogId};
 
 /// How long an alarm webhook may take before the alarm counts as failed.
@@ -34,10 +35,7 @@ pub struct EngineCore {
 impl EngineCore {
     /// Builds the engine from the admin's configuration and starts its background tasks.
     pub fn start(context: CoreContext, config: &AdminConfig) -> anyhow::Result<Arc<Self>> {
-        let lang = match config.i18n {
-            I18n::ZhCn => MessageLang::Zh,
-            I18n::En => MessageLang::En,
-        };
+        let lang = config.i18n;
         let client = HttpExecutorClient::new(Some(context.access_token), config.executor_timeout)
             .context("cannot build the executor client")?;
         let router = Router::new(Arc::new(SystemClock), Arc::new(ThreadRandom), lang);

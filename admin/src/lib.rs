@@ -1,11 +1,16 @@
-//! jobwheel admin: scheduler, web UI and JSON API (in progress; see README "Status").
+//! jobwheel admin: the scheduler, the web UI, the management API and the API executors call,
+//! over one database (SQLite, PostgreSQL or MySQL/MariaDB).
 //!
-//! Modules landed so far: `store` (schema and queries on SQLite, PostgreSQL and MySQL),
-//! `routing` (the ten upstream routing strategies) and `cron` (Quartz cron and next fire times).
+//! `store` (one body, three SQL dialects), `engine` (pre-read, durable ring, trigger path,
+//! completion, monitors), `routing` and `cron` (upstream's strategies and schedules), `http`
+//! (the edge: executor API, `/api/v1`, UI files), `alarm`, and the ground floor they share:
+//! `clock` (injectable time and randomness) and `lang` (the language of produced texts).
+//! ARCHITECTURE.md has the code map and the life of a trigger.
 #![forbid(unsafe_code)]
 
 pub mod alarm;
 pub mod app;
+pub mod clock;
 pub mod config;
 pub mod cron;
 pub mod demo;
@@ -13,6 +18,7 @@ pub mod engine;
 pub mod engine_core;
 pub mod executor_client;
 pub mod http;
+pub mod lang;
 pub mod routing;
 pub mod secrets;
 pub mod store;

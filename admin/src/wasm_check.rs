@@ -4,7 +4,7 @@
 //! The admin does not link wasmtime; this uses wasmparser with the feature set wasmtime 48
 //! enables by default (`WasmFeatures::WASM3`), the WASI preview-1 import table in
 //! [`wasi_p1`], and the `_start` rule of the runtime's loader. The tests in
-//! `admin/tests/wasm_check.rs` hold both sides to the same verdicts.
+//! `admin/tests/all/wasm_check.rs` hold both sides to the same verdicts.
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};

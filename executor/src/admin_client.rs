@@ -1,12 +1,17 @@
-//! HTTP client for the admin API (`api/registry`, `api/registryRemove`, `api/callback`).
+//! The executor's one client for its admins: the admin API (`api/registry`,
+//! `api/registryRemove`, `api/callback`) and `GLUE_WASM` module downloads.
 //!
 //! Like upstream, a call tries each configured admin in order and stops at the first one that
-//! answers `code == 200`; the admins share one database, so one success is enough.
+//! answers `code == 200`; the admins share one database, so one success is enough. The access
+//! token is only ever sent to a configured admin: a module URL must be relative (resolved
+//! against each admin address in order) or point at one of the admin origins.
 
 use std::time::Duration;
 
-use jobwheel_protocol::ACCESS_TOKEN_HEADER;
+use anyhow::bail;
+
 use jobwheel_protocol::envelope::AckEnvelope;
+use jobwheel_protocol::{ACCESS_TOKEN_HEADER, WasmModuleRef};
 use serde::Serialize;
 
 /// Why no admin accepted a call.
@@ -22,9 +27,12 @@ pub enum AdminError {
 pub(crate) struct AdminClient {
     http: reqwest::Client,
     /// Base addresses, each ending in `/`, e.g. `http://127.0.0.1:8080/xxl-job-admin/`.
-    bases: Vec<String>,
+    bases: Vec<reqwest::Url>,
     token: Option<String>,
 }
+
+/// How long a module download may take: modules are megabytes, not the admin API's bytes.
+const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl AdminClient {
     pub(crate) fn new(
@@ -33,8 +41,13 @@ impl AdminClient {
         timeout: Duration,
     ) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout).build()?;
-        let bases =
-            addresses.iter().map(|a| if a.ends_with('/') { a.clone() } else { format!("{a}/") }).collect();
+        let bases = addresses
+            .iter()
+            .map(|a| {
+                let base = if a.ends_with('/') { a.clone() } else { format!("{a}/") };
+                reqwest::Url::parse(&base).map_err(|e| anyhow::anyhow!("invalid admin address {a:?}: {e}"))
+            })
+            .collect::<anyhow::Result<_>>()?;
         Ok(Self { http, bases, token })
     }
 
@@ -56,6 +69,70 @@ impl AdminClient {
             }
         }
         Err(AdminError::AllFailed(failures))
+    }
+
+    /// Downloads a `GLUE_WASM` module from the first admin that serves it, refusing one larger
+    /// than `max_bytes` (by its announced size, then while reading).
+    pub(crate) async fn download_module(
+        &self,
+        reference: &WasmModuleRef,
+        max_bytes: u64,
+    ) -> anyhow::Result<Vec<u8>> {
+        if reference.size > max_bytes {
+            bail!("module is {} bytes, over this executor's limit of {max_bytes}", reference.size);
+        }
+        let mut failures = Vec::new();
+        for url in self.module_urls(reference)? {
+            match self.download_one(url.clone(), max_bytes).await {
+                Ok(bytes) => return Ok(bytes),
+                Err(e) => failures.push(format!("{url}: {e:#}")),
+            }
+        }
+        bail!("{}", failures.join("; "))
+    }
+
+    /// Candidate URLs for `reference`, in the order to try them.
+    fn module_urls(&self, reference: &WasmModuleRef) -> anyhow::Result<Vec<reqwest::Url>> {
+        match reqwest::Url::parse(&reference.url) {
+            Ok(absolute) => {
+                let trusted = self.bases.iter().any(|admin| admin.origin() == absolute.origin());
+                if !trusted {
+                    bail!(
+                        "module URL {absolute} is not on a configured admin address; refusing to send \
+                         the access token there (admin addresses: {})",
+                        self.bases.iter().map(reqwest::Url::as_str).collect::<Vec<_>>().join(", ")
+                    );
+                }
+                Ok(vec![absolute])
+            }
+            Err(_) => {
+                if self.bases.is_empty() {
+                    bail!("module URL {:?} is relative but no admin address is configured", reference.url);
+                }
+                let path = reference.url.trim_start_matches('/');
+                self.bases.iter().map(|admin| Ok(admin.join(path)?)).collect()
+            }
+        }
+    }
+
+    async fn download_one(&self, url: reqwest::Url, max_bytes: u64) -> anyhow::Result<Vec<u8>> {
+        let mut request = self.http.get(url).timeout(DOWNLOAD_TIMEOUT);
+        if let Some(token) = self.token.as_deref().filter(|t| !t.is_empty()) {
+            request = request.header(ACCESS_TOKEN_HEADER, token);
+        }
+        let mut response = request.send().await?;
+        let status = response.status();
+        if !status.is_success() {
+            bail!("HTTP status {status}");
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await? {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() as u64 > max_bytes {
+                bail!("module is larger than this executor's limit of {max_bytes} bytes");
+            }
+        }
+        Ok(bytes)
     }
 
     async fn post_one<B: Serialize + ?Sized>(&self, url: &str, body: &B) -> Result<(), String> {

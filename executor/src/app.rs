@@ -55,7 +55,7 @@ pub async fn run(
     spawn_cleaner(&background, logs.root().to_path_buf(), config.log_retention_days, background_stop.clone());
     if client.is_configured() {
         background.spawn(heartbeat::run(
-            client,
+            client.clone(),
             config.app_name.clone(),
             address.clone(),
             config.timings.registry_interval,
@@ -66,12 +66,7 @@ pub async fn run(
     let mut wasm_config = jobwheel_wasm::RuntimeConfig::new(config.wasm.cache_dir.clone());
     wasm_config.max_memory_bytes = config.wasm.max_memory_bytes;
     let runtime = jobwheel_wasm::Runtime::new(wasm_config).context("cannot start the Wasm runtime")?;
-    let wasm = WasmGlue::new(
-        runtime,
-        &config.admin_addresses,
-        config.access_token.clone(),
-        config.wasm.max_module_bytes,
-    )?;
+    let wasm = WasmGlue::new(runtime, client.clone(), config.wasm.max_module_bytes);
     let glue = GlueFactory::new(handlers, config.script_glue.then(|| logs.glue_source_dir()), Arc::new(wasm));
     let jobs = JobThreads::new(
         glue,

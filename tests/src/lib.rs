@@ -7,6 +7,7 @@ pub mod databases;
 pub mod executor_harness;
 pub mod fake_admin;
 pub mod fixtures;
+mod house;
 pub mod outcomes;
 pub mod procs;
 pub mod sample_jobs;

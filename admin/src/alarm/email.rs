@@ -11,7 +11,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
 use super::{AlarmChannel, AlarmError, AlarmEvent};
-use crate::routing::MessageLang;
+use crate::lang::MessageLang;
 
 /// How the SMTP connection is secured (also the `--smtp-tls` flag's values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -7,18 +7,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use jobwheel_protocol::HandleCallbackParam;
+use jobwheel_protocol::envelope::{FAIL_CODE as FAIL, SUCCESS_CODE as SUCCESS};
 
+use super::fix_delay::FIX_DELAY_PARKED;
 use super::i18n::{TriggerType, separator, texts};
-use super::schedule::FIX_DELAY_PARKED;
 use super::trigger::{TriggerRequest, to_datetime};
 use super::{Engine, EngineError};
 use crate::store::{HandleOutcome, HandleResult, JobId, JobRow, LogId, LogRow};
 
 /// Upstream: a running log older than this whose executor is no longer registered is lost.
 pub const LOST_AFTER_MS: i64 = 10 * 60 * 1000;
-
-const SUCCESS: i32 = 200;
-const FAIL: i32 = 500;
 
 impl Engine {
     /// Applies executor callbacks: each result is stored unless the log already has one

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use chrono_tz::Tz;
 
-use crate::routing::{Clock, MessageLang, SystemClock};
+use crate::clock::{Clock, SystemClock};
+use crate::lang::MessageLang;
 
 /// Upstream's floor of `xxl.job.triggerpool.fast.max`.
 pub const FAST_POOL_FLOOR: usize = 200;

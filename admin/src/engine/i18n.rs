@@ -5,7 +5,7 @@
 //! follow upstream's wording; the HTML around them (`<br>`, the cyan separators) is upstream's
 //! byte for byte.
 
-use crate::routing::MessageLang;
+use crate::lang::MessageLang;
 
 /// Why a trigger happened (upstream `TriggerTypeEnum`); only used in message text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -8,7 +8,8 @@
 //!
 //! | file | upstream |
 //! |---|---|
-//! | `schedule.rs`, `ring.rs`, `recover.rs` | `JobScheduleHelper` (+ durable claims) |
+//! | `schedule.rs` (the pre-read), `ring.rs` (+ draining), `claims.rs`, `recover.rs`, `misfire.rs` | `JobScheduleHelper` (+ durable claims) |
+//! | `start.rs`, `fix_delay.rs` | `JobInfoController.start`'s first fire time; FIX_DELAY's reschedule after a run |
 //! | `pool.rs`, `trigger.rs`, `trigger_msg.rs` | `JobTriggerPoolHelper`, `XxlJobTrigger` |
 //! | `complete.rs` | `JobCompleteHelper`, `XxlJobCompleter`, log kill |
 //! | `registry.rs`, `fail.rs`, `report.rs` | `JobRegistryHelper`, `JobFailMonitorHelper`, `JobLogReportHelper` |
@@ -26,16 +27,20 @@ use crate::routing::Router;
 use crate::store::{ClaimId, JobId, LogId, Store, StoreError};
 
 mod batch;
+mod claims;
 mod complete;
 mod config;
 mod fail;
+mod fix_delay;
 mod i18n;
+mod misfire;
 mod pool;
 mod recover;
 mod registry;
 mod report;
 mod ring;
 mod schedule;
+mod start;
 mod tasks;
 mod trigger;
 mod trigger_msg;
@@ -43,15 +48,18 @@ mod trigger_msg;
 pub use complete::LOST_AFTER_MS;
 pub use config::{EngineConfig, FAST_POOL_FLOOR, MIN_LOG_RETENTION_DAYS, MonitorIntervals, SLOW_POOL_FLOOR};
 pub use fail::{FAIL_BATCH, FailHandled};
+pub use fix_delay::FIX_DELAY_PARKED;
 pub use i18n::TriggerType;
 pub(crate) use i18n::block_title;
+pub use misfire::{MisfireStrategy, UnknownMisfireStrategy};
 pub use pool::{SLOW_COUNT_LIMIT, SLOW_TRIGGER};
 pub use recover::{RECOVERY_GRACE_MS, Recovery};
 pub use registry::DEAD_TIMEOUT_MS;
 pub use report::CLAIM_KEEP_MS;
 pub(crate) use report::local_midnight;
 pub use ring::{RingEntry, ring_second};
-pub use schedule::{CycleReport, FIX_DELAY_PARKED, PRE_READ_MS, Placement, PlannedFire};
+pub use schedule::{CycleReport, PRE_READ_MS, Placement, PlannedFire};
+pub use start::first_fire_time;
 pub use trigger::{TriggerOutcome, TriggerRequest};
 
 /// What the engine's callers can get wrong, or what failed underneath.

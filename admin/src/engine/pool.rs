@@ -15,7 +15,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::routing::Clock;
+use crate::clock::Clock;
 use crate::store::JobId;
 
 /// A trigger slower than this counts toward the slow pool.

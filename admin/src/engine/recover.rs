@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::i18n::TriggerType;
+use super::misfire::MisfireStrategy;
 use super::schedule::PRE_READ_MS;
 use super::trigger::TriggerRequest;
 use super::{Engine, EngineError};
@@ -77,7 +78,7 @@ impl Engine {
     ) -> Result<Vec<(ClaimId, Recovery)>, EngineError> {
         tracing::warn!(job_id = job_id.0, claims = claims.len(), "schedule misfire of recovered claims");
         let fire_once = match self.store.load_job(job_id).await? {
-            Some(job) => job.job.misfire_strategy == "FIRE_ONCE_NOW",
+            Some(job) => MisfireStrategy::of(&job.job.misfire_strategy) == MisfireStrategy::FireOnceNow,
             None => false,
         };
         // pending_claims orders by fire time: the newest is last.

@@ -10,6 +10,11 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
+use std::sync::Arc;
+
+use super::Engine;
+use super::i18n::TriggerType;
+use super::trigger::TriggerRequest;
 use crate::store::{ClaimId, JobId};
 
 /// Upstream `ringSecond(t) = (t / 1000) % 60`.
@@ -65,6 +70,24 @@ impl TimeRing {
     /// Whether the ring is empty.
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+// === impl Engine: the ring thread ===
+
+impl Engine {
+    /// The ring thread's work for one wake-up at `second` (0–59): take the due slots and fire
+    /// their claims through the pools. Returns what was fired.
+    pub fn drain_ring(self: &Arc<Self>, second: u32) -> Vec<RingEntry> {
+        let due = self.ring.take_due(second);
+        for entry in &due {
+            let request = TriggerRequest {
+                claim: Some(entry.claim),
+                ..TriggerRequest::new(entry.job_id, TriggerType::Cron)
+            };
+            self.submit_trigger(request);
+        }
+        due
     }
 }
 

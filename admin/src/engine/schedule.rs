@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use chrono_tz::Tz;
 
+use super::fix_delay::FIX_DELAY_PARKED;
 use super::i18n::TriggerType;
+use super::misfire::MisfireStrategy;
 use super::ring::{RingEntry, ring_second};
 use super::trigger::TriggerRequest;
 use super::{Engine, EngineError};
@@ -19,10 +21,6 @@ use crate::store::{ClaimId, JobId, JobRow, NewClaim, TriggerTimeUpdate};
 /// Upstream `PRE_READ_MS`: the window the pre-read looks ahead, and the lateness beyond which
 /// a trigger is a misfire.
 pub const PRE_READ_MS: i64 = 5000;
-
-/// `trigger_next_time` of a running FIX_DELAY job whose run has fired and not completed yet:
-/// the pre-read never reaches it, and completion replaces it with `completion + delay`.
-pub const FIX_DELAY_PARKED: i64 = i64::MAX;
 
 /// Where a planned trigger goes after the pre-read commits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,16 +67,22 @@ struct JobPlan {
 }
 
 /// The job's trigger times while its rules are applied (upstream mutates the job object).
-struct Times {
-    last: i64,
-    next: i64,
-    stopped: bool,
+pub(super) struct Times {
+    pub(super) last: i64,
+    pub(super) next: i64,
+    pub(super) stopped: bool,
 }
 
 impl Times {
     /// Upstream `refreshNextValidTime(job, from)`: success → last = old next, next = new;
     /// no next time or an invalid schedule → the job is stopped (status 0, last 0, next 0).
-    fn refresh(&mut self, job: &JobRow, schedule_type: Option<ScheduleType>, tz: Tz, from_ms: i64) {
+    pub(super) fn refresh(
+        &mut self,
+        job: &JobRow,
+        schedule_type: Option<ScheduleType>,
+        tz: Tz,
+        from_ms: i64,
+    ) {
         let conf = job.job.schedule_conf.as_deref().unwrap_or_default();
         match schedule_type.map(|t| next_trigger_time(t, conf, tz, from_ms)) {
             Some(Ok(Some(next))) => {
@@ -110,8 +114,7 @@ fn plan_job(job: &JobRow, now_ms: i64, tz: Tz) -> JobPlan {
     if now_ms > next + PRE_READ_MS {
         misfired = true;
         tracing::warn!(job_id = job.id.0, next, "schedule misfire");
-        // Unknown strategies mean DO_NOTHING, as upstream's `MisfireStrategyEnum.match`.
-        let fire_once = job.job.misfire_strategy == "FIRE_ONCE_NOW";
+        let fire_once = MisfireStrategy::of(&job.job.misfire_strategy) == MisfireStrategy::FireOnceNow;
         if fire_once {
             fires.push((now_ms, TriggerType::Misfire, Placement::Now));
         }
@@ -195,20 +198,6 @@ impl Engine {
         Ok(report)
     }
 
-    /// The ring thread's work for one wake-up at `second` (0–59): take the due slots and fire
-    /// their claims through the pools. Returns what was fired.
-    pub fn drain_ring(self: &Arc<Self>, second: u32) -> Vec<RingEntry> {
-        let due = self.ring.take_due(second);
-        for entry in &due {
-            let request = TriggerRequest {
-                claim: Some(entry.claim),
-                ..TriggerRequest::new(entry.job_id, TriggerType::Cron)
-            };
-            self.submit_trigger(request);
-        }
-        due
-    }
-
     /// The zone the job's schedule is computed in (jobwheel extension): its own IANA zone from
     /// `jobwheel_job_zone` when it has one, else `EngineConfig::time_zone`. A stored name that
     /// is not a zone falls back to the engine's zone with a warning rather than stopping the
@@ -219,47 +208,5 @@ impl Engine {
             tracing::warn!(job_id = job.id.0, zone = name, %error, "invalid job time zone, using the admin's");
             self.config.time_zone
         })
-    }
-
-    /// Marks a claim as owned by this process (in the ring or queued), so recovery leaves it.
-    pub(crate) fn hold_claim(&self, claim: ClaimId) {
-        self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(claim);
-    }
-
-    /// The claim's trigger has run (or was dropped): recovery may look at it again.
-    pub(crate) fn release_claim(&self, claim: ClaimId) {
-        self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&claim);
-    }
-
-    /// Whether this process holds `claim`.
-    pub(crate) fn holds_claim(&self, claim: ClaimId) -> bool {
-        self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&claim)
-    }
-
-    /// FIX_DELAY: the run that parked `job_id` is over at `completed_ms`; schedule the next one
-    /// `delay` after it. Does nothing unless the job is running and parked.
-    pub(crate) async fn unpark_fix_delay(&self, job_id: JobId, completed_ms: i64) -> Result<(), EngineError> {
-        let Some(job) = self.store.load_job(job_id).await? else { return Ok(()) };
-        let parked = job.job.trigger_status == 1 && job.job.trigger_next_time == FIX_DELAY_PARKED;
-        if !parked {
-            return Ok(());
-        }
-        let schedule_type = job.job.schedule_type.parse::<ScheduleType>().ok();
-        let mut times =
-            Times { last: job.job.trigger_last_time, next: job.job.trigger_next_time, stopped: false };
-        times.refresh(&job, schedule_type, self.job_time_zone(&job), completed_ms);
-        let update = TriggerTimeUpdate {
-            job_id,
-            // Keep the fire time recorded when parking as the last trigger time.
-            trigger_last_time: if times.stopped { 0 } else { job.job.trigger_last_time },
-            trigger_next_time: times.next,
-            stop: times.stopped,
-        };
-        // The update goes through the schedule lock so it never interleaves with a pre-read.
-        let mut tx = self.store.begin_schedule().await?;
-        tx.update_trigger_times(&[update]).await?;
-        tx.commit().await?;
-        tracing::debug!(job_id = job_id.0, next = times.next, "FIX_DELAY job rescheduled after completion");
-        Ok(())
     }
 }

@@ -12,11 +12,11 @@ use tracing::Instrument;
 use super::i18n::{TriggerType, texts};
 use super::trigger_msg::{TriggerMsg, run_result_msg};
 use super::{Engine, EngineError};
-use crate::executor_client::ExecutorReply;
 use crate::routing::{
     ExecutorRouteStrategy, RouteError, Shard, plan_shards, shard_address, split_address_list,
 };
 use crate::store::{ClaimId, GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, NewLog};
+use jobwheel_protocol::envelope::{FAIL_CODE, SUCCESS_CODE};
 
 /// One request to trigger a job (upstream's `trigger(jobId, triggerType, failRetryCount,
 /// executorShardingParam, executorParam, addressList)`), plus the ring claim it consumes.
@@ -145,9 +145,7 @@ impl Engine {
                 .await?;
             fired.push((log_id, code));
         }
-        if request.claim.is_some()
-            && fired.first().is_some_and(|(_, code)| *code != ExecutorReply::SUCCESS_CODE)
-        {
+        if request.claim.is_some() && fired.first().is_some_and(|(_, code)| *code != SUCCESS_CODE) {
             // A FIX_DELAY job parked for this run will get no callback: its run is over.
             self.unpark_fix_delay(job.id, trigger_time_ms).await?;
         }
@@ -172,10 +170,8 @@ impl Engine {
         let fail_retry_count = request.fail_retry_count.unwrap_or(j.executor_fail_retry_count);
         let executor_param =
             request.executor_param.clone().or_else(|| j.executor_param.clone()).unwrap_or_default();
-        let wasm_module = match j.glue_type.parse::<GlueType>() {
-            Ok(GlueType::GlueWasm) => self.wasm_module_ref(job.id).await?,
-            _ => None,
-        };
+        let is_wasm = j.glue_type.parse::<GlueType>() == Ok(GlueType::GlueWasm);
+        let wasm_module = if is_wasm { self.wasm_module_ref(job.id).await? } else { None };
         let param = TriggerParam {
             job_id: job.id.0,
             executor_handler: j.executor_handler.clone().unwrap_or_default(),
@@ -193,16 +189,14 @@ impl Engine {
         };
 
         let (address, route_msg) = self.pick_address(job.id, targets, strategy, broadcast_shard).await;
-        let wasm_missing = j.glue_type == GlueType::GlueWasm.name() && wasm_module.is_none();
+        let wasm_missing = is_wasm && wasm_module.is_none();
         let (code, run_msg) = match (&address, wasm_missing) {
-            (Some(_), true) => {
-                (ExecutorReply::FAIL_CODE, Some("GLUE_WASM job has no module uploaded".to_owned()))
-            }
+            (Some(_), true) => (FAIL_CODE, Some("GLUE_WASM job has no module uploaded".to_owned())),
             (Some(address), false) => {
                 let reply = self.client.run(address, &param).await;
                 (reply.code, Some(run_result_msg(lang, address, reply.code, reply.msg.as_deref())))
             }
-            (None, _) => (ExecutorReply::FAIL_CODE, None),
+            (None, _) => (FAIL_CODE, None),
         };
         tracing::debug!(log_id = log_id.0, address = ?address, code, "trigger sent");
 
@@ -212,7 +206,8 @@ impl Engine {
             admin_address: &self.config.admin_address,
             address_type: targets.address_type,
             addresses: &targets.addresses,
-            route_strategy: j.executor_route_strategy.as_deref(),
+            route_strategy: strategy,
+            route_strategy_name: j.executor_route_strategy.as_deref(),
             shard: broadcast_shard,
             block_strategy: j.executor_block_strategy.as_deref(),
             timeout: j.executor_timeout,
@@ -263,14 +258,13 @@ impl Engine {
     /// `wasmModule` for a GLUE_WASM job: its newest uploaded version. The URL is relative;
     /// executors resolve it against the admin address they are configured with.
     async fn wasm_module_ref(&self, job_id: JobId) -> Result<Option<WasmModuleRef>, EngineError> {
-        let Some(version) = self.store.list_wasm_versions(job_id).await?.into_iter().next() else {
+        let Some(module) = self.store.current_wasm_module(job_id).await? else {
             return Ok(None);
         };
-        let size = self.store.get_wasm_module(&version.digest).await?.map_or(0, |m| m.size);
         Ok(Some(WasmModuleRef {
-            url: format!("api/wasm/{}", version.digest),
-            digest: version.digest,
-            size: u64::try_from(size).unwrap_or(0),
+            url: format!("api/wasm/{}", module.digest),
+            digest: module.digest,
+            size: u64::try_from(module.size).unwrap_or(0),
         }))
     }
 }

@@ -2,7 +2,8 @@
 //! what the log page shows under "trigger result".
 
 use super::i18n::{TriggerType, block_title, separator, texts};
-use crate::routing::{ExecutorRouteStrategy, MessageLang, Shard};
+use crate::lang::MessageLang;
+use crate::routing::{ExecutorRouteStrategy, Shard};
 
 /// Everything one shard's trigger message mentions.
 pub(crate) struct TriggerMsg<'a> {
@@ -13,8 +14,10 @@ pub(crate) struct TriggerMsg<'a> {
     pub(crate) address_type: i16,
     /// `None` renders as `null`, like Java's `group.getRegistryList()` on an empty list.
     pub(crate) addresses: &'a [String],
-    /// The job's configured strategy name (shown even if unknown).
-    pub(crate) route_strategy: Option<&'a str>,
+    /// The job's strategy as the trigger parsed it; when it is not one, its stored name is
+    /// shown as it is (`route_strategy_name`, `null` if empty).
+    pub(crate) route_strategy: Option<ExecutorRouteStrategy>,
+    pub(crate) route_strategy_name: Option<&'a str>,
     /// `Some` for SHARDING_BROADCAST: appended as `(i/total)`.
     pub(crate) shard: Option<Shard>,
     pub(crate) block_strategy: Option<&'a str>,
@@ -36,12 +39,11 @@ impl TriggerMsg<'_> {
         } else {
             format!("[{}]", self.addresses.join(", "))
         };
-        let route_title =
-            match self.route_strategy.and_then(|name| name.parse::<ExecutorRouteStrategy>().ok()) {
-                Some(strategy) if self.lang == MessageLang::En => strategy.title_en().to_owned(),
-                Some(strategy) => strategy.title_zh().to_owned(),
-                None => self.route_strategy.unwrap_or("null").to_owned(),
-            };
+        let route_title = match self.route_strategy {
+            Some(strategy) if self.lang == MessageLang::En => strategy.title_en(),
+            Some(strategy) => strategy.title_zh(),
+            None => self.route_strategy_name.unwrap_or("null"),
+        };
         let mut msg = format!("{}：{}", t.trigger_type, self.trigger_type.title(self.lang));
         msg.push_str(&format!("<br>{}：{}", t.admin_address, self.admin_address));
         msg.push_str(&format!("<br>{}：{registry_type}", t.registry_type));
@@ -88,7 +90,8 @@ mod tests {
             admin_address: "10.0.0.1",
             address_type: 0,
             addresses: &addresses,
-            route_strategy: Some("FIRST"),
+            route_strategy: Some(ExecutorRouteStrategy::First),
+            route_strategy_name: Some("FIRST"),
             shard: None,
             block_strategy: Some("SERIAL_EXECUTION"),
             timeout: 0,

@@ -17,6 +17,7 @@ use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
+use jobwheel_protocol::envelope::{FAIL_CODE, SUCCESS_CODE};
 use jobwheel_protocol::{AdminRequest, RegistryParam};
 
 use super::HttpState;
@@ -42,11 +43,11 @@ pub(crate) struct Reply {
 
 impl Reply {
     fn success() -> Self {
-        Self { code: 200, msg: None, content: None }
+        Self { code: SUCCESS_CODE, msg: None, content: None }
     }
 
     fn fail(msg: impl Into<String>) -> Self {
-        Self { code: 500, msg: Some(msg.into()), content: None }
+        Self { code: FAIL_CODE, msg: Some(msg.into()), content: None }
     }
 }
 

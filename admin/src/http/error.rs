@@ -14,6 +14,7 @@ use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::engine::EngineError;
 use crate::store::StoreError;
 
 /// An error answered to an HTTP client.
@@ -72,6 +73,17 @@ impl ApiError {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::JobNotFound(_) | EngineError::LogNotFound(_) => Self::NotFound(e.to_string()),
+            EngineError::Refused(msg) => Self::BadRequest(msg),
+            EngineError::Executor { .. } => Self::BadGateway(e.to_string()),
+            EngineError::Store(e) => Self::internal(e),
         }
     }
 }

@@ -19,7 +19,6 @@ pub mod core;
 pub mod error;
 mod mgmt;
 mod registrations;
-pub mod store_only_core;
 mod token;
 mod ui;
 pub mod wasm;
@@ -29,7 +28,6 @@ pub use core::AdminCore;
 pub use error::ApiError;
 pub(crate) use mgmt::{LoginLimiter, ModuleInfoCache};
 pub(crate) use registrations::RecentRegistrations;
-pub use store_only_core::StoreOnlyCore;
 pub(crate) use token::AccessToken;
 
 /// Upstream's admin context path before 3.4.1.
@@ -49,7 +47,7 @@ pub(crate) struct HttpState {
     /// `--executor-dead-timeout`: registrations older than this are not shown as live.
     pub(crate) executor_dead_timeout: std::time::Duration,
     /// The admin's language (`--i18n`): titles in `/api/v1/meta`, trigger messages.
-    pub(crate) lang: crate::routing::MessageLang,
+    pub(crate) lang: crate::lang::MessageLang,
     /// What uploaded Wasm modules export and import, by digest.
     pub(crate) module_info: mgmt::ModuleInfoCache,
 }

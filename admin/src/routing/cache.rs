@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use super::env::RandomSource;
+use crate::clock::RandomSource;
 
 /// How long a strategy's per-job state lives before the whole map is dropped.
 pub const CACHE_VALID_MS: i64 = 24 * 60 * 60 * 1000;

@@ -11,7 +11,7 @@
 
 use super::addresses::java_string_hash;
 use super::cache::{COUNT_RESET_ABOVE, DailyMap};
-use super::env::RandomSource;
+use crate::clock::RandomSource;
 
 /// One job's `HashMap<String, Integer>` as far as its iteration order goes.
 #[derive(Debug)]

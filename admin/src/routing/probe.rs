@@ -5,6 +5,9 @@
 //! upstream's text byte for byte, because it ends up in `xxl_job_log.trigger_msg`.
 
 use async_trait::async_trait;
+use jobwheel_protocol::envelope::{FAIL_CODE, SUCCESS_CODE};
+
+use crate::lang::MessageLang;
 
 /// The `code`/`msg` of an executor's reply to `/beat` or `/idleBeat`.
 ///
@@ -20,23 +23,18 @@ pub struct ProbeResult {
 }
 
 impl ProbeResult {
-    /// Upstream's success code.
-    pub const SUCCESS_CODE: i32 = 200;
-    /// Upstream's failure code.
-    pub const FAIL_CODE: i32 = 500;
-
     /// A 200 reply without message (what executors send for `/beat`).
     pub fn ok() -> Self {
-        Self { code: Self::SUCCESS_CODE, msg: None }
+        Self { code: SUCCESS_CODE, msg: None }
     }
 
     /// A 500 with a message (an executor's refusal or a transport error).
     pub fn failed(msg: impl Into<String>) -> Self {
-        Self { code: Self::FAIL_CODE, msg: Some(msg.into()) }
+        Self { code: FAIL_CODE, msg: Some(msg.into()) }
     }
 
     fn is_success(&self) -> bool {
-        self.code == Self::SUCCESS_CODE
+        self.code == SUCCESS_CODE
     }
 }
 
@@ -48,17 +46,6 @@ pub trait Probe: Send + Sync {
 
     /// `POST {address}/idleBeat` with `{"jobId": job_id}`.
     async fn idle_beat(&self, address: &str, job_id: i32) -> ProbeResult;
-}
-
-/// The language of the router's messages: upstream takes the labels from its i18n bundle
-/// (`xxl.job.i18n`); only the label changes, the `address：` parts are hard-coded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MessageLang {
-    /// `message_zh_CN.properties`, upstream's default.
-    #[default]
-    Zh,
-    /// `message_en.properties`.
-    En,
 }
 
 /// Which probe a loop sends.

@@ -4,11 +4,12 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::cache::{LruOrders, RoundCounters};
-use super::env::{Clock, RandomSource, SystemClock, ThreadRandom};
 use super::hash::hash_job;
 use super::lfu::LfuTable;
-use super::probe::{MessageLang, Probe, ProbeKind, probe_in_order};
+use super::probe::{Probe, ProbeKind, probe_in_order};
 use super::strategy::ExecutorRouteStrategy;
+use crate::clock::{Clock, RandomSource, SystemClock, ThreadRandom};
+use crate::lang::MessageLang;
 
 /// The address a router chose.
 #[derive(Debug, Clone, PartialEq, Eq)]

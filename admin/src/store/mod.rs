@@ -5,7 +5,7 @@
 //! a neutral SQL (`dialect.rs`) that each backend's spelling is derived from, and run through
 //! one small layer over the concrete sqlx pools (`db.rs`, `pool.rs`). What truly differs
 //! per backend — connecting, migrations, how a write transaction begins — is in `sqlite.rs`,
-//! `postgres.rs` and `mysql.rs`; the contract suite in `admin/tests/store/` runs on all three.
+//! `postgres.rs` and `mysql.rs`; the contract suite in `admin/tests/all/store/` runs on all three.
 //! [`Store`] is the sum of one sub-trait per area so that each `sql/` file implements one of
 //! them; `use crate::store::prelude::*` brings them all into scope.
 

@@ -2,7 +2,7 @@
 """Independent reference for upstream xxl-job's CONSISTENT_HASH router.
 
 Re-implements ExecutorRouteConsistentHash (xxl-job >= 2.2.0) with Python's hashlib, without
-looking at the Rust code, and writes the vectors that admin/tests/routing_hash.rs checks:
+looking at the Rust code, and writes the vectors that admin/tests/all/routing_hash.rs checks:
 
     python3 admin/tests/vectors/consistent_hash.py > admin/tests/vectors/consistent_hash.tsv
 

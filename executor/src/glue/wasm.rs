@@ -5,109 +5,32 @@
 //! artifacts), checks the digest, and compiles it once; a new upload is a new digest, so the
 //! next trigger runs the new version with no restart while runs in flight keep theirs.
 //!
-//! The access token is only ever sent to a configured admin: a module URL must be relative
-//! (resolved against each admin address in order) or point at one of the admin origins.
-
-use std::sync::Arc;
-use std::time::Duration;
+//! Modules come through the executor's one admin client (`admin_client.rs`), which sends the
+//! access token only to configured admins.
 
 use anyhow::{Context as _, bail};
-use jobwheel_protocol::{ACCESS_TOKEN_HEADER, WasmModuleRef};
+use jobwheel_protocol::WasmModuleRef;
 use jobwheel_wasm::{LoadSource, LogSink, Outcome, RunInput, Runtime};
+use std::sync::Arc;
 
+use crate::admin_client::AdminClient;
 use crate::handler::{HandlerFuture, JobContext, JobHandler};
 
-/// Everything GLUE_WASM handlers share: the runtime (engine + caches) and how to fetch modules.
+/// Everything GLUE_WASM handlers share: the runtime (engine + caches) and the admin client
+/// that downloads modules.
 pub(crate) struct WasmGlue {
     runtime: Runtime,
-    http: reqwest::Client,
-    /// Admin base addresses, each ending in `/`.
-    admins: Vec<reqwest::Url>,
-    token: Option<String>,
+    admins: AdminClient,
     max_module_bytes: u64,
 }
 
 impl WasmGlue {
-    pub(crate) fn new(
-        runtime: Runtime,
-        admin_addresses: &[String],
-        token: Option<String>,
-        max_module_bytes: u64,
-    ) -> anyhow::Result<Self> {
-        let admins = admin_addresses
-            .iter()
-            .map(|a| {
-                let base = if a.ends_with('/') { a.clone() } else { format!("{a}/") };
-                reqwest::Url::parse(&base).with_context(|| format!("invalid admin address {a:?}"))
-            })
-            .collect::<anyhow::Result<_>>()?;
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(120))
-            .build()?;
-        Ok(Self { runtime, http, admins, token, max_module_bytes })
-    }
-
-    /// Candidate URLs for `reference`, in the order to try them.
-    fn urls(&self, reference: &WasmModuleRef) -> anyhow::Result<Vec<reqwest::Url>> {
-        match reqwest::Url::parse(&reference.url) {
-            Ok(absolute) => {
-                let trusted = self.admins.iter().any(|admin| admin.origin() == absolute.origin());
-                if !trusted {
-                    bail!(
-                        "module URL {absolute} is not on a configured admin address; refusing to send \
-                         the access token there (admin addresses: {})",
-                        self.admins.iter().map(reqwest::Url::as_str).collect::<Vec<_>>().join(", ")
-                    );
-                }
-                Ok(vec![absolute])
-            }
-            Err(_) => {
-                if self.admins.is_empty() {
-                    bail!("module URL {:?} is relative but no admin address is configured", reference.url);
-                }
-                let path = reference.url.trim_start_matches('/');
-                self.admins.iter().map(|admin| Ok(admin.join(path)?)).collect()
-            }
-        }
+    pub(crate) fn new(runtime: Runtime, admins: AdminClient, max_module_bytes: u64) -> Self {
+        Self { runtime, admins, max_module_bytes }
     }
 
     async fn fetch(&self, reference: &WasmModuleRef) -> anyhow::Result<Vec<u8>> {
-        if reference.size > self.max_module_bytes {
-            bail!(
-                "module is {} bytes, over this executor's limit of {}",
-                reference.size,
-                self.max_module_bytes
-            );
-        }
-        let mut failures = Vec::new();
-        for url in self.urls(reference)? {
-            match self.fetch_one(url.clone()).await {
-                Ok(bytes) => return Ok(bytes),
-                Err(e) => failures.push(format!("{url}: {e:#}")),
-            }
-        }
-        bail!("{}", failures.join("; "))
-    }
-
-    async fn fetch_one(&self, url: reqwest::Url) -> anyhow::Result<Vec<u8>> {
-        let mut request = self.http.get(url);
-        if let Some(token) = &self.token {
-            request = request.header(ACCESS_TOKEN_HEADER, token);
-        }
-        let mut response = request.send().await?;
-        let status = response.status();
-        if !status.is_success() {
-            bail!("HTTP status {status}");
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response.chunk().await? {
-            bytes.extend_from_slice(&chunk);
-            if bytes.len() as u64 > self.max_module_bytes {
-                bail!("module is larger than this executor's limit of {} bytes", self.max_module_bytes);
-            }
-        }
-        Ok(bytes)
+        self.admins.download_module(reference, self.max_module_bytes).await
     }
 }
 

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use jobwheel_admin::app::{self, CoreContext};
-use jobwheel_admin::config::{AdminConfig, I18n};
+use jobwheel_admin::config::AdminConfig;
 use jobwheel_admin::engine_core::EngineCore;
 use jobwheel_admin::http::AdminCore;
+use jobwheel_admin::lang::MessageLang;
 use jobwheel_admin::store::User;
 use jobwheel_executor::{ExecutorConfig, Handlers};
 use tokio::sync::oneshot;
@@ -37,7 +38,7 @@ impl Stack {
         std::fs::create_dir_all(dir.join("db"))?;
         let url = format!("sqlite://{}", dir.join("db/jobwheel.db").display());
         let mut config = AdminConfig::new(url, Some(TOKEN.to_owned()));
-        config.i18n = I18n::En;
+        config.i18n = MessageLang::En;
         config.shutdown_grace = Duration::from_secs(5);
         let engine_config = config.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

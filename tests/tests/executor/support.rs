@@ -9,7 +9,7 @@ use tempfile::TempDir;
 use tokio::sync::Semaphore;
 
 /// Generous bound for "the callback arrives" waits on a loaded 2-core CI machine.
-pub(crate) const SETTLE: Duration = Duration::from_secs(10);
+pub(crate) const SETTLE: Duration = Duration::from_secs(30);
 
 /// A fake admin, an executor reporting to it, and the executor's log directory.
 pub(crate) struct Rig {

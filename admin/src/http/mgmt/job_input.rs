@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::auth::Principal;
 use crate::cron::{Schedule, ScheduleType, parse_time_zone};
+use crate::engine::MisfireStrategy;
 use crate::http::{ApiError, HttpState};
 use crate::routing::ExecutorRouteStrategy;
 use crate::store::{GroupId, Job, JobId};
@@ -63,7 +64,7 @@ pub(crate) struct JobInput {
 }
 
 fn default_misfire() -> String {
-    "DO_NOTHING".to_owned()
+    MisfireStrategy::DoNothing.name().to_owned()
 }
 fn default_route() -> String {
     ExecutorRouteStrategy::First.name().to_owned()
@@ -151,7 +152,7 @@ impl JobInput {
         if ExecutorRouteStrategy::from_str(&self.executor_route_strategy).is_err() {
             return Err(bad("executorRouteStrategy", "unknown route strategy"));
         }
-        if !matches!(self.misfire_strategy.as_str(), "DO_NOTHING" | "FIRE_ONCE_NOW") {
+        if MisfireStrategy::from_str(&self.misfire_strategy).is_err() {
             return Err(bad("misfireStrategy", "must be DO_NOTHING or FIRE_ONCE_NOW"));
         }
         if !BlockStrategy::ALL.iter().any(|b| b.name() == self.executor_block_strategy) {

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::auth::Principal;
 use super::job_input::{JobInput, PARAM_MAX, glue_template};
 use super::{ApiJson, ApiQuery, Listed, Paging, ms};
-use crate::cron::{ScheduleType, local_time_zone, next_n, next_trigger_time, parse_time_zone};
-use crate::engine::{EngineError, PRE_READ_MS};
+use crate::cron::{ScheduleType, local_time_zone, next_n, parse_time_zone};
+use crate::engine::first_fire_time;
 use crate::http::{ApiError, HttpState};
 use crate::store::{Job, JobFilter, JobId, JobRow};
 
@@ -258,20 +258,9 @@ async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiError> {
     Ok(row.into())
 }
 
-/// The first fire time of a job being started (upstream: the next valid time after now + 5 s).
+/// The first fire time of a job being started, in its zone (the engine's rule).
 fn first_fire(job: &Job, time_zone: Option<&str>) -> Result<i64, ApiError> {
-    let schedule_type = ScheduleType::from_str(&job.schedule_type)
-        .map_err(|_| ApiError::BadRequest(format!("scheduleType: unknown type {:?}", job.schedule_type)))?;
-    if schedule_type == ScheduleType::None {
-        return Err(ApiError::BadRequest(
-            "scheduleType: a job with schedule type NONE cannot be started".to_owned(),
-        ));
-    }
-    let tz = zone(time_zone)?;
-    let from = Utc::now().timestamp_millis() + PRE_READ_MS;
-    next_trigger_time(schedule_type, job.schedule_conf.as_deref().unwrap_or_default(), tz, from)
-        .map_err(|e| ApiError::BadRequest(format!("scheduleConf: {e}")))?
-        .ok_or_else(|| ApiError::BadRequest("scheduleConf: the schedule has no future fire time".to_owned()))
+    Ok(first_fire_time(job, zone(time_zone)?, Utc::now().timestamp_millis())?)
 }
 
 fn zone(name: Option<&str>) -> Result<chrono_tz::Tz, ApiError> {
@@ -320,19 +309,11 @@ pub(crate) async fn trigger(
             Some(addresses)
         }
     };
-    state.core.trigger(job.id, body.executor_param, addresses).await.map_err(engine_error)?;
+    state.core.trigger(job.id, body.executor_param, addresses).await?;
     Ok(Json(serde_json::json!({"triggered": true})))
 }
 
 /// An engine refusal as the API answers it.
-pub(crate) fn engine_error(e: EngineError) -> ApiError {
-    match e {
-        EngineError::JobNotFound(_) | EngineError::LogNotFound(_) => ApiError::NotFound(e.to_string()),
-        EngineError::Refused(msg) => ApiError::BadRequest(msg),
-        EngineError::Executor { .. } => ApiError::BadGateway(e.to_string()),
-        EngineError::Store(e) => ApiError::internal(e),
-    }
-}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

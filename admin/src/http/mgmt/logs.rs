@@ -11,7 +11,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::auth::Principal;
-use super::jobs::engine_error;
 use super::{ApiJson, ApiQuery, Listed, Paging, ms};
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobId, LogClearType, LogFilter, LogId, LogRow, LogStatusFilter};
@@ -219,7 +218,7 @@ pub(crate) async fn content(
         return Err(ApiError::BadRequest("fromLine: must be 1 or more".to_owned()));
     }
     let log = permitted_log(&state, &principal, id).await?;
-    let result = state.core.read_log(log.id, query.from_line).await.map_err(engine_error)?;
+    let result = state.core.read_log(log.id, query.from_line).await?;
     Ok(Json(ContentView {
         from_line_num: result.from_line_num,
         to_line_num: result.to_line_num,
@@ -242,7 +241,7 @@ pub(crate) async fn kill(
             log.handle_code
         )));
     }
-    let msg = state.core.kill(log.id).await.map_err(engine_error)?;
+    let msg = state.core.kill(log.id).await?;
     Ok(Json(serde_json::json!({ "msg": msg })))
 }
 

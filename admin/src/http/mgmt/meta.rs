@@ -12,9 +12,10 @@ use serde::Serialize;
 
 use super::auth::Principal;
 use crate::cron::ScheduleType;
-use crate::engine::block_title;
+use crate::engine::{MisfireStrategy, block_title};
 use crate::http::HttpState;
-use crate::routing::{ExecutorRouteStrategy, MessageLang};
+use crate::lang::MessageLang;
+use crate::routing::ExecutorRouteStrategy;
 
 /// The OpenAPI 3.1 document, kept beside the code it describes (a test checks that every route
 /// of the router appears in it).
@@ -53,10 +54,10 @@ pub(crate) async fn meta(State(state): State<Arc<HttpState>>, _principal: Princi
             .into_iter()
             .map(|s| Choice { name: s.name(), title: pick(s.title_en(), s.title_zh()) })
             .collect(),
-        misfire_strategies: vec![
-            Choice { name: "DO_NOTHING", title: pick("Do nothing", "忽略") },
-            Choice { name: "FIRE_ONCE_NOW", title: pick("Fire once now", "立即执行一次") },
-        ],
+        misfire_strategies: MisfireStrategy::ALL
+            .into_iter()
+            .map(|m| Choice { name: m.name(), title: pick(m.title_en(), m.title_zh()) })
+            .collect(),
         route_strategies: ExecutorRouteStrategy::ALL
             .into_iter()
             .map(|r| Choice { name: r.name(), title: pick(r.title_en(), r.title_zh()) })
