@@ -104,6 +104,34 @@ pub(super) async fn insert_claims(
     Ok(ids)
 }
 
+/// Marks the pending claims among `wanted` fired and answers which they were; the rest were
+/// fired or discarded already (by another trigger or admin). SQLite's write lock serializes, so
+/// one `UPDATE … RETURNING` decides; PostgreSQL first locks the rows in id order, so two admins
+/// taking overlapping batches never deadlock; MySQL, without `UPDATE … RETURNING`, learns the
+/// pending ones from the locking read and then updates exactly those.
+async fn take_pending_claims(
+    tx: &mut Tx,
+    wanted: &BTreeSet<ClaimId>,
+) -> Result<HashSet<ClaimId>, StoreError> {
+    let backend = tx.ex().backend();
+    if backend != Backend::Sqlite {
+        let mut lock = QueryBuf::new("SELECT id FROM jobwheel_ring_claim WHERE status = 0 AND id IN (");
+        lock.bind_list(wanted.iter().copied()).push(") ORDER BY id FOR UPDATE");
+        let pending: Vec<ClaimId> = tx.ex().fetch_column(&lock, lock.args()).await?;
+        if backend == Backend::MySql {
+            if !pending.is_empty() {
+                let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE id IN (");
+                q.bind_list(pending.iter().copied()).push(")");
+                tx.ex().execute(&q, q.args()).await?;
+            }
+            return Ok(pending.into_iter().collect());
+        }
+    }
+    let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE status = 0 AND id IN (");
+    q.bind_list(wanted.iter().copied()).push(") RETURNING id");
+    Ok(tx.ex().fetch_column(&q, q.args()).await?.into_iter().collect())
+}
+
 impl SqlStore {
     pub(super) async fn load_jobs_batch(&self, ids: &[JobId]) -> Result<Vec<JobRow>, StoreError> {
         let mut rows = Vec::with_capacity(ids.len());
@@ -124,11 +152,7 @@ impl SqlStore {
             let base = base * CHUNK;
             let wanted: BTreeSet<ClaimId> = chunk.iter().map(|(c, _)| *c).collect();
             let mut tx = self.db.begin().await?;
-            // The pending ones among them, locked in id order (so two admins taking overlapping
-            // batches never deadlock); SQLite's write lock already serializes.
-            let mut q = QueryBuf::new("SELECT id FROM jobwheel_ring_claim WHERE status = 0 AND id IN (");
-            q.bind_list(wanted.iter().copied()).push(") ORDER BY id FOR UPDATE");
-            let taken: HashSet<ClaimId> = tx.ex().fetch_column(&q, q.args()).await?.into_iter().collect();
+            let taken = take_pending_claims(&mut tx, &wanted).await?;
             // The first listing of each taken claim fires; repeats get nothing.
             let mut firing = Vec::new();
             let mut used = HashSet::new();
@@ -141,9 +165,6 @@ impl SqlStore {
                 tx.commit().await?;
                 continue;
             }
-            let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE id IN (");
-            q.bind_list(firing.iter().map(|i| chunk[*i].0)).push(")");
-            tx.ex().execute(&q, q.args()).await?;
             let mut q = QueryBuf::new(
                 "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, handle_code) VALUES ",
             );
