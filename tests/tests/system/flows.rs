@@ -32,6 +32,16 @@ async fn child_job(stack: &Stack) -> anyhow::Result<()> {
     ensure!(child_logs[0]["handleCode"] == 200, "{child_logs:#?}");
     let trigger_msg = child_logs[0]["triggerMsg"].as_str().unwrap_or_default();
     ensure!(trigger_msg.contains("Parent job trigger"), "started by its parent: {trigger_msg}");
+    // The parent's result is stored before its completion appends the child-trigger report, so
+    // wait for the report rather than reading the first finished snapshot.
+    let has_report = |l: &[serde_json::Value]| {
+        l.first().and_then(|l| l["handleMsg"].as_str()).is_some_and(|m| m.contains("Trigger child job"))
+    };
+    let parent_logs = if has_report(&parent_logs) {
+        parent_logs
+    } else {
+        api.wait_logs(parent, Duration::from_secs(20), "the parent's child report", |l| has_report(l)).await?
+    };
     let report = parent_logs[0]["handleMsg"].as_str().unwrap_or_default();
     ensure!(report.contains("Trigger child job") && report.contains(&format!("Job ID={child}")), "{report}");
     Ok(())

@@ -24,6 +24,29 @@ use crate::store::{
 /// bind parameters (an update binds at most 9 per row).
 const CHUNK: usize = 256;
 
+/// Runs a batch transaction again (up to three times) when the database chose it as a deadlock
+/// victim (MySQL 1213 / SQLSTATE 40001, PostgreSQL 40P01): it was rolled back whole, so running
+/// it again is exactly-once still. Concurrent batches of triggers and callbacks touching the same
+/// logs can deadlock on InnoDB even with locks taken in id order.
+macro_rules! retry_deadlock {
+    ($e:expr) => {{
+        let mut attempt = 0;
+        loop {
+            match $e {
+                Err(e) if attempt < 3 && is_deadlock(&e) => {
+                    attempt += 1;
+                    tracing::debug!(attempt, "batch transaction deadlocked; running it again");
+                }
+                result => break result,
+            }
+        }
+    }};
+}
+
+fn is_deadlock(e: &StoreError) -> bool {
+    matches!(e, StoreError::Database(sqlx::Error::Database(d)) if matches!(d.code().as_deref(), Some("40001" | "40P01")))
+}
+
 /// Runs a multi-row `INSERT … RETURNING id` of `rows` rows; the new ids in input order. SQLite
 /// and PostgreSQL assign one statement's ids in row order (SQLite under its write lock,
 /// PostgreSQL's sequence as the rows are produced), so ascending ids are the input order.
@@ -57,7 +80,9 @@ fn update_from_values<'a, R>(
     set: &str,
 ) -> QueryBuf<'a> {
     let mut q = QueryBuf::default();
-    let rows = rows.into_iter().map(values);
+    let rows: Vec<Vec<Arg<'a>>> = rows.into_iter().map(values).collect();
+    let keys: Vec<Arg<'a>> = rows.iter().filter_map(|row| row.first().cloned()).collect();
+    let rows = rows.into_iter();
     if backend == Backend::MySql {
         q.push("UPDATE ").push(table).push(" JOIN (");
         for (i, row) in rows.enumerate() {
@@ -70,6 +95,8 @@ fn update_from_values<'a, R>(
             }
         }
         q.push(") v ON ").push(table).push(".id = v.").push(columns[0]).push(" SET ").push(set);
+        // Only these rows: without it InnoDB may scan (and lock) the whole table for the join.
+        q.push(" WHERE ").push(table).push(".id IN (").bind_list(keys).push(")");
     } else {
         q.push("WITH v(").push(&columns.join(", ")).push(") AS (VALUES ");
         for (i, row) in rows.enumerate() {
@@ -149,7 +176,19 @@ impl SqlStore {
     ) -> Result<Vec<Option<LogId>>, StoreError> {
         let mut out = vec![None; items.len()];
         for (base, chunk) in items.chunks(CHUNK).enumerate() {
-            let base = base * CHUNK;
+            for (i, log_id) in retry_deadlock!(self.consume_claims_chunk(chunk).await)? {
+                out[base * CHUNK + i] = Some(log_id);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One chunk of [`Self::consume_claims_batch`]: the positions that fired, with their logs.
+    async fn consume_claims_chunk(
+        &self,
+        chunk: &[(ClaimId, NewLog)],
+    ) -> Result<Vec<(usize, LogId)>, StoreError> {
+        {
             let wanted: BTreeSet<ClaimId> = chunk.iter().map(|(c, _)| *c).collect();
             let mut tx = self.db.begin().await?;
             let taken = take_pending_claims(&mut tx, &wanted).await?;
@@ -163,7 +202,7 @@ impl SqlStore {
             }
             if firing.is_empty() {
                 tx.commit().await?;
-                continue;
+                return Ok(Vec::new());
             }
             let mut q = QueryBuf::new(
                 "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, handle_code) VALUES ",
@@ -194,11 +233,8 @@ impl SqlStore {
             );
             tx.ex().execute(&q, q.args()).await?;
             tx.commit().await?;
-            for (i, log_id) in firing.into_iter().zip(log_ids) {
-                out[base + i] = Some(log_id);
-            }
+            Ok(firing.into_iter().zip(log_ids).collect())
         }
-        Ok(out)
     }
 
     pub(super) async fn update_log_triggers_batch(
@@ -216,6 +252,14 @@ impl SqlStore {
                 }
                 continue;
             }
+            out.extend(retry_deadlock!(self.update_log_triggers_chunk(chunk).await)?);
+        }
+        Ok(out)
+    }
+
+    /// One chunk of [`Self::update_log_triggers_batch`] whose log ids are distinct.
+    async fn update_log_triggers_chunk(&self, chunk: &[LogTriggerUpdate]) -> Result<Vec<bool>, StoreError> {
+        {
             let backend = self.db.backend();
             let mut q = update_from_values(
                 backend,
@@ -256,7 +300,7 @@ impl SqlStore {
             let found: HashSet<LogId> = if backend == Backend::MySql {
                 // No `UPDATE … RETURNING`: the rows that exist, locked, then the update.
                 let mut find = QueryBuf::new("SELECT id FROM xxl_job_log WHERE id IN (");
-                find.bind_list(chunk.iter().map(|u| u.log_id)).push(") FOR UPDATE");
+                find.bind_list(chunk.iter().map(|u| u.log_id)).push(") ORDER BY id FOR UPDATE");
                 let found = tx.ex().fetch_column(&find, find.args()).await?.into_iter().collect();
                 tx.ex().execute(&q, q.args()).await?;
                 found
@@ -265,9 +309,8 @@ impl SqlStore {
                 tx.ex().fetch_column(&q, q.args()).await?.into_iter().collect()
             };
             tx.commit().await?;
-            out.extend(chunk.iter().map(|u| found.contains(&u.log_id)));
+            Ok(chunk.iter().map(|u| found.contains(&u.log_id)).collect())
         }
-        Ok(out)
     }
 
     pub(super) async fn apply_handle_results_batch(
@@ -285,6 +328,18 @@ impl SqlStore {
                 }
                 continue;
             }
+            out.extend(retry_deadlock!(self.apply_handle_results_chunk(chunk, &ids).await)?);
+        }
+        Ok(out)
+    }
+
+    /// One chunk of [`Self::apply_handle_results_batch`] whose log ids (`ids`) are distinct.
+    async fn apply_handle_results_chunk(
+        &self,
+        chunk: &[HandleResult],
+        ids: &BTreeSet<LogId>,
+    ) -> Result<Vec<HandleOutcome>, StoreError> {
+        {
             // The write lock (SQLite) or the row locks (taken in id order) make
             // check-then-update atomic against concurrent results for these logs.
             let mut tx = self.db.begin().await?;
@@ -336,14 +391,14 @@ impl SqlStore {
                     .collect();
             }
             tx.commit().await?;
-            for result in chunk {
-                out.push(match (rows.remove(&result.log_id), state.contains_key(&result.log_id)) {
+            Ok(chunk
+                .iter()
+                .map(|result| match (rows.remove(&result.log_id), state.contains_key(&result.log_id)) {
                     (Some(row), _) => HandleOutcome::Applied(Box::new(row)),
                     (None, true) => HandleOutcome::Repeated,
                     (None, false) => HandleOutcome::NotFound,
-                });
-            }
+                })
+                .collect())
         }
-        Ok(out)
     }
 }
