@@ -80,12 +80,12 @@ fn update_from_values<'a, R>(
     set: &str,
 ) -> QueryBuf<'a> {
     let mut q = QueryBuf::default();
-    let rows: Vec<Vec<Arg<'a>>> = rows.into_iter().map(values).collect();
-    let keys: Vec<Arg<'a>> = rows.iter().filter_map(|row| row.first().cloned()).collect();
-    let rows = rows.into_iter();
+    let rows = rows.into_iter().map(values);
     if backend == Backend::MySql {
+        let rows: Vec<Vec<Arg<'a>>> = rows.collect();
+        let keys: Vec<Arg<'a>> = rows.iter().filter_map(|row| row.first().cloned()).collect();
         q.push("UPDATE ").push(table).push(" JOIN (");
-        for (i, row) in rows.enumerate() {
+        for (i, row) in rows.into_iter().enumerate() {
             q.push(if i == 0 { "SELECT " } else { " UNION ALL SELECT " });
             for (j, (value, column)) in row.into_iter().zip(columns).enumerate() {
                 q.push(if j == 0 { "" } else { ", " }).bind(value);
@@ -188,53 +188,48 @@ impl SqlStore {
         &self,
         chunk: &[(ClaimId, NewLog)],
     ) -> Result<Vec<(usize, LogId)>, StoreError> {
-        {
-            let wanted: BTreeSet<ClaimId> = chunk.iter().map(|(c, _)| *c).collect();
-            let mut tx = self.db.begin().await?;
-            let taken = take_pending_claims(&mut tx, &wanted).await?;
-            // The first listing of each taken claim fires; repeats get nothing.
-            let mut firing = Vec::new();
-            let mut used = HashSet::new();
-            for (i, (claim, _)) in chunk.iter().enumerate() {
-                if taken.contains(claim) && used.insert(*claim) {
-                    firing.push(i);
-                }
+        let wanted: BTreeSet<ClaimId> = chunk.iter().map(|(c, _)| *c).collect();
+        let mut tx = self.db.begin().await?;
+        let taken = take_pending_claims(&mut tx, &wanted).await?;
+        // The first listing of each taken claim fires; repeats get nothing.
+        let mut firing = Vec::new();
+        let mut used = HashSet::new();
+        for (i, (claim, _)) in chunk.iter().enumerate() {
+            if taken.contains(claim) && used.insert(*claim) {
+                firing.push(i);
             }
-            if firing.is_empty() {
-                tx.commit().await?;
-                return Ok(Vec::new());
-            }
-            let mut q = QueryBuf::new(
-                "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, handle_code) VALUES ",
-            );
-            for (n, i) in firing.iter().enumerate() {
-                let log = &chunk[*i].1;
-                q.push(if n == 0 { "(" } else { ", (" });
-                q.bind(log.job_group)
-                    .push(", ")
-                    .bind(log.job_id)
-                    .push(", TS(")
-                    .bind(secs(log.trigger_time))
-                    .push("), 0, 0)");
-            }
-            q.push(" RETURNING id");
-            let log_ids: Vec<LogId> = insert_rows(tx.ex(), self.db.id_step(), &q, firing.len())
-                .await?
-                .into_iter()
-                .map(LogId)
-                .collect();
-            let q = update_from_values(
-                self.db.backend(),
-                "jobwheel_ring_claim",
-                &["v_claim", "v_log"],
-                firing.iter().zip(&log_ids),
-                |(i, log_id)| vec![chunk[*i].0.into(), (*log_id).into()],
-                "log_id = v.v_log",
-            );
-            tx.ex().execute(&q, q.args()).await?;
-            tx.commit().await?;
-            Ok(firing.into_iter().zip(log_ids).collect())
         }
+        if firing.is_empty() {
+            tx.commit().await?;
+            return Ok(Vec::new());
+        }
+        let mut q = QueryBuf::new(
+            "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, handle_code) VALUES ",
+        );
+        for (n, i) in firing.iter().enumerate() {
+            let log = &chunk[*i].1;
+            q.push(if n == 0 { "(" } else { ", (" });
+            q.bind(log.job_group)
+                .push(", ")
+                .bind(log.job_id)
+                .push(", TS(")
+                .bind(secs(log.trigger_time))
+                .push("), 0, 0)");
+        }
+        q.push(" RETURNING id");
+        let log_ids: Vec<LogId> =
+            insert_rows(tx.ex(), self.db.id_step(), &q, firing.len()).await?.into_iter().map(LogId).collect();
+        let q = update_from_values(
+            self.db.backend(),
+            "jobwheel_ring_claim",
+            &["v_claim", "v_log"],
+            firing.iter().zip(&log_ids),
+            |(i, log_id)| vec![chunk[*i].0.into(), (*log_id).into()],
+            "log_id = v.v_log",
+        );
+        tx.ex().execute(&q, q.args()).await?;
+        tx.commit().await?;
+        Ok(firing.into_iter().zip(log_ids).collect())
     }
 
     pub(super) async fn update_log_triggers_batch(
@@ -259,58 +254,56 @@ impl SqlStore {
 
     /// One chunk of [`Self::update_log_triggers_batch`] whose log ids are distinct.
     async fn update_log_triggers_chunk(&self, chunk: &[LogTriggerUpdate]) -> Result<Vec<bool>, StoreError> {
-        {
-            let backend = self.db.backend();
-            let mut q = update_from_values(
-                backend,
-                "xxl_job_log",
-                &[
-                    "v_id",
-                    "v_time",
-                    "v_code",
-                    "v_msg",
-                    "v_address",
-                    "v_handler",
-                    "v_param",
-                    "v_shard",
-                    "v_retries",
-                ],
-                chunk,
-                |u| {
-                    vec![
-                        u.log_id.into(),
-                        secs(u.trigger_time).into(),
-                        u.trigger_code.into(),
-                        (&u.trigger_msg).into(),
-                        (&u.executor_address).into(),
-                        (&u.executor_handler).into(),
-                        (&u.executor_param).into(),
-                        (&u.executor_sharding_param).into(),
-                        u.executor_fail_retry_count.into(),
-                    ]
-                },
-                "trigger_time = TS(v.v_time), trigger_code = v.v_code, trigger_msg = v.v_msg, \
-                 executor_address = v.v_address, executor_handler = v.v_handler, \
-                 executor_param = v.v_param, executor_sharding_param = v.v_shard, \
-                 executor_fail_retry_count = v.v_retries",
-            );
-            // In a write transaction, so SQLite writers queue on the process's write gate
-            // instead of sleeping in the busy handler.
-            let mut tx = self.db.begin().await?;
-            let found: HashSet<LogId> = if backend == Backend::MySql {
-                // No `UPDATE … RETURNING`: the rows that exist, locked, then the update.
-                let mut find = QueryBuf::new("SELECT id FROM xxl_job_log WHERE id IN (");
-                find.bind_list(chunk.iter().map(|u| u.log_id)).push(") ORDER BY id FOR UPDATE");
-                let found = tx.ex().fetch_column(&find, find.args()).await?.into_iter().collect();
-                tx.ex().execute(&q, q.args()).await?;
-                found
-            } else {
-                q.push(" RETURNING id");
-                tx.ex().fetch_column(&q, q.args()).await?.into_iter().collect()
-            };
-            tx.commit().await?;
-            Ok(chunk.iter().map(|u| found.contains(&u.log_id)).collect())
-        }
+        let backend = self.db.backend();
+        let mut q = update_from_values(
+            backend,
+            "xxl_job_log",
+            &[
+                "v_id",
+                "v_time",
+                "v_code",
+                "v_msg",
+                "v_address",
+                "v_handler",
+                "v_param",
+                "v_shard",
+                "v_retries",
+            ],
+            chunk,
+            |u| {
+                vec![
+                    u.log_id.into(),
+                    secs(u.trigger_time).into(),
+                    u.trigger_code.into(),
+                    (&u.trigger_msg).into(),
+                    (&u.executor_address).into(),
+                    (&u.executor_handler).into(),
+                    (&u.executor_param).into(),
+                    (&u.executor_sharding_param).into(),
+                    u.executor_fail_retry_count.into(),
+                ]
+            },
+            "trigger_time = TS(v.v_time), trigger_code = v.v_code, trigger_msg = v.v_msg, \
+             executor_address = v.v_address, executor_handler = v.v_handler, \
+             executor_param = v.v_param, executor_sharding_param = v.v_shard, \
+             executor_fail_retry_count = v.v_retries",
+        );
+        // In a write transaction, so SQLite writers queue on the process's write gate
+        // instead of sleeping in the busy handler.
+        let mut tx = self.db.begin().await?;
+        let found: HashSet<LogId> = if backend == Backend::MySql {
+            // No `UPDATE … RETURNING`: the rows that exist, locked, then the update.
+            let mut find = QueryBuf::new("SELECT id FROM xxl_job_log WHERE id IN (");
+            find.bind_list(chunk.iter().map(|u| u.log_id)).push(") ORDER BY id FOR UPDATE");
+            let found = tx.ex().fetch_column(&find, find.args()).await?.into_iter().collect();
+            tx.ex().execute(&q, q.args()).await?;
+            found
+        } else {
+            q.push(" RETURNING id");
+            tx.ex().fetch_column(&q, q.args()).await?.into_iter().collect()
+        };
+        tx.commit().await?;
+        Ok(chunk.iter().map(|u| found.contains(&u.log_id)).collect())
     }
 
     pub(super) async fn apply_handle_results_batch(
@@ -339,66 +332,63 @@ impl SqlStore {
         chunk: &[HandleResult],
         ids: &BTreeSet<LogId>,
     ) -> Result<Vec<HandleOutcome>, StoreError> {
-        {
-            // The write lock (SQLite) or the row locks (taken in id order) make
-            // check-then-update atomic against concurrent results for these logs.
-            let mut tx = self.db.begin().await?;
-            let mut q = QueryBuf::new("SELECT id, handle_code, handle_msg FROM xxl_job_log WHERE id IN (");
-            q.bind_list(ids.iter().copied()).push(") ORDER BY id FOR UPDATE");
-            let state: HashMap<LogId, (i32, Option<String>)> = tx
+        // The write lock (SQLite) or the row locks (taken in id order) make
+        // check-then-update atomic against concurrent results for these logs.
+        let mut tx = self.db.begin().await?;
+        let mut q = QueryBuf::new("SELECT id, handle_code, handle_msg FROM xxl_job_log WHERE id IN (");
+        q.bind_list(ids.iter().copied()).push(") ORDER BY id FOR UPDATE");
+        let state: HashMap<LogId, (i32, Option<String>)> = tx
+            .ex()
+            .fetch_all::<(LogId, i32, Option<String>)>(&q, q.args())
+            .await?
+            .into_iter()
+            .map(|(id, code, msg)| (id, (code, msg)))
+            .collect();
+        // Upstream's repeat guard: only a log without a result takes this one.
+        let mut writes: Vec<(&HandleResult, String)> = Vec::new();
+        for result in chunk {
+            let Some((code, msg)) = state.get(&result.log_id) else { continue };
+            if *code > 0 {
+                continue;
+            }
+            writes.push((result, append_handle_msg(msg.as_deref(), result.handle_msg.as_deref())));
+        }
+        let mut rows: HashMap<LogId, LogRow> = HashMap::new();
+        if !writes.is_empty() {
+            let q = update_from_values(
+                self.db.backend(),
+                "xxl_job_log",
+                &["v_id", "v_time", "v_code", "v_msg"],
+                &writes,
+                |(r, msg)| {
+                    vec![
+                        r.log_id.into(),
+                        secs(r.handle_time).into(),
+                        r.handle_code.into(),
+                        msg.as_str().into(),
+                    ]
+                },
+                "handle_time = TS(v.v_time), handle_code = v.v_code, handle_msg = v.v_msg",
+            );
+            tx.ex().execute(&q, q.args()).await?;
+            let mut q = QueryBuf::new(concat!("SELECT ", log_columns!(), " FROM xxl_job_log WHERE id IN ("));
+            q.bind_list(writes.iter().map(|(r, _)| r.log_id)).push(")");
+            rows = tx
                 .ex()
-                .fetch_all::<(LogId, i32, Option<String>)>(&q, q.args())
+                .fetch_all::<LogRow>(&q, q.args())
                 .await?
                 .into_iter()
-                .map(|(id, code, msg)| (id, (code, msg)))
+                .map(|row| (row.id, row))
                 .collect();
-            // Upstream's repeat guard: only a log without a result takes this one.
-            let mut writes: Vec<(&HandleResult, String)> = Vec::new();
-            for result in chunk {
-                let Some((code, msg)) = state.get(&result.log_id) else { continue };
-                if *code > 0 {
-                    continue;
-                }
-                writes.push((result, append_handle_msg(msg.as_deref(), result.handle_msg.as_deref())));
-            }
-            let mut rows: HashMap<LogId, LogRow> = HashMap::new();
-            if !writes.is_empty() {
-                let q = update_from_values(
-                    self.db.backend(),
-                    "xxl_job_log",
-                    &["v_id", "v_time", "v_code", "v_msg"],
-                    &writes,
-                    |(r, msg)| {
-                        vec![
-                            r.log_id.into(),
-                            secs(r.handle_time).into(),
-                            r.handle_code.into(),
-                            msg.as_str().into(),
-                        ]
-                    },
-                    "handle_time = TS(v.v_time), handle_code = v.v_code, handle_msg = v.v_msg",
-                );
-                tx.ex().execute(&q, q.args()).await?;
-                let mut q =
-                    QueryBuf::new(concat!("SELECT ", log_columns!(), " FROM xxl_job_log WHERE id IN ("));
-                q.bind_list(writes.iter().map(|(r, _)| r.log_id)).push(")");
-                rows = tx
-                    .ex()
-                    .fetch_all::<LogRow>(&q, q.args())
-                    .await?
-                    .into_iter()
-                    .map(|row| (row.id, row))
-                    .collect();
-            }
-            tx.commit().await?;
-            Ok(chunk
-                .iter()
-                .map(|result| match (rows.remove(&result.log_id), state.contains_key(&result.log_id)) {
-                    (Some(row), _) => HandleOutcome::Applied(Box::new(row)),
-                    (None, true) => HandleOutcome::Repeated,
-                    (None, false) => HandleOutcome::NotFound,
-                })
-                .collect())
         }
+        tx.commit().await?;
+        Ok(chunk
+            .iter()
+            .map(|result| match (rows.remove(&result.log_id), state.contains_key(&result.log_id)) {
+                (Some(row), _) => HandleOutcome::Applied(Box::new(row)),
+                (None, true) => HandleOutcome::Repeated,
+                (None, false) => HandleOutcome::NotFound,
+            })
+            .collect())
     }
 }
