@@ -1,9 +1,11 @@
-//! Upload-time check of a Wasm job module: refuses up front what the executor's runtime would
-//! refuse at run time (see `wasm/src/loader.rs`), with messages a job author can act on.
+//! Upload-time check of a Wasm job — a WASI preview-1 command module or a WASI 0.2 command
+//! component: refuses up front what the executor's runtime would refuse at run time (see
+//! `wasm/src/loader.rs`), with messages a job author can act on.
 //!
 //! The admin does not link wasmtime; this uses wasmparser with the feature set wasmtime 48
-//! enables by default (`WasmFeatures::WASM3`), the WASI preview-1 import table in
-//! [`wasi_p1`], and the `_start` rule of the runtime's loader. The tests in
+//! enables by default (`WasmFeatures::WASM3`, plus the component model for components), the
+//! WASI preview-1 import table in [`wasi_p1`], the WASI 0.2 interface list in [`wasi_p2`], and
+//! the entry rules of the runtime's loader (`_start`, `wasi:cli/run`). The tests in
 //! `admin/tests/all/wasm_check.rs` hold both sides to the same verdicts.
 
 use serde::Serialize;
@@ -12,6 +14,7 @@ use wasmparser::types::EntityType;
 use wasmparser::{Encoding, Parser, Payload, Validator, WasmFeatures};
 
 pub mod wasi_p1;
+pub mod wasi_p2;
 
 /// Largest module the admin accepts (32 MiB); real jobs are well under a few MiB.
 pub const MAX_MODULE_BYTES: usize = 32 * 1024 * 1024;
@@ -21,7 +24,7 @@ pub const ENTRY_EXPORT: &str = "_start";
 
 const MAGIC: &[u8; 4] = b"\0asm";
 
-/// What an accepted module is.
+/// What an accepted module or component is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModuleInfo {
@@ -29,9 +32,12 @@ pub struct ModuleInfo {
     pub digest: String,
     /// Size in bytes.
     pub size: u64,
+    /// `module` (WASI preview 1) or `component` (WASI 0.2).
+    pub kind: &'static str,
     /// Export names in declaration order.
     pub exports: Vec<String>,
-    /// Imports as `module.name`, in declaration order.
+    /// Imports in declaration order: `module.name` for a module, the interface name
+    /// (`wasi:http/outgoing-handler@0.2.12`) for a component.
     pub imports: Vec<String>,
 }
 
@@ -55,12 +61,23 @@ pub enum WasmCheckError {
          (upload the compiled .wasm file, not source code, text format or an archive)"
     )]
     NotWasm,
-    /// A component-model binary.
+    /// A component without the `wasi:cli/run` export.
     #[error(
-        "this is a WebAssembly component, not a core module: jobwheel runs WASI preview-1 \
-         command modules; build with `--target wasm32-wasip1`"
+        "the component does not export wasi:cli/run: it is not a WASI command; build it as a \
+         command (e.g. a Rust binary for `--target wasm32-wasip2`, componentize-py or \
+         componentize-js with the `jobwheel:job/job` world in wit/)"
     )]
-    Component,
+    NoRunExport,
+    /// A component import the executor does not link.
+    #[error(
+        "the component imports {import}, which jobwheel does not provide: components may import \
+         WASI 0.2 (wasi:cli, wasi:clocks, wasi:filesystem, wasi:io, wasi:random, wasi:sockets) and \
+         wasi:http/types + wasi:http/outgoing-handler, version 0.2.x"
+    )]
+    UnsupportedComponentImport {
+        /// The import's name.
+        import: String,
+    },
     /// wasmparser's validator rejected it.
     #[error("invalid WebAssembly module: {message} (at byte offset {offset})")]
     Invalid {
@@ -115,13 +132,13 @@ pub fn inspect(bytes: &[u8]) -> Result<ModuleInfo, WasmCheckError> {
     if !bytes.starts_with(MAGIC) {
         return Err(WasmCheckError::NotWasm);
     }
-    // The header alone tells a component from a module; check it before validating so a
-    // component gets the advice, not a "feature not enabled" error.
+    // The header tells a component from a module.
     match Parser::new(0).parse(bytes, true) {
-        Ok(wasmparser::Chunk::Parsed { payload: Payload::Version { encoding, .. }, .. }) => {
-            if encoding == Encoding::Component {
-                return Err(WasmCheckError::Component);
-            }
+        Ok(wasmparser::Chunk::Parsed {
+            payload: Payload::Version { encoding: Encoding::Component, .. },
+            ..
+        }) => {
+            return inspect_component(bytes);
         }
         Ok(_) => {}
         Err(error) => return Err(invalid(&error)),
@@ -168,8 +185,54 @@ pub fn inspect(bytes: &[u8]) -> Result<ModuleInfo, WasmCheckError> {
     Ok(ModuleInfo {
         digest: hex::encode(Sha256::digest(bytes)),
         size: bytes.len() as u64,
+        kind: "module",
         exports: exports.iter().map(|(name, _)| (*name).to_owned()).collect(),
         imports: imports.iter().map(|(module, name, _)| format!("{module}.{name}")).collect(),
+    })
+}
+
+/// A component: valid, only interfaces the runtime links, and the `wasi:cli/run` export. Only
+/// the outermost component's imports and exports count; nested modules and components are its
+/// implementation.
+fn inspect_component(bytes: &[u8]) -> Result<ModuleInfo, WasmCheckError> {
+    Validator::new_with_features(WasmFeatures::WASM3 | WasmFeatures::COMPONENT_MODEL)
+        .validate_all(bytes)
+        .map_err(|error| invalid(&error))?;
+    let (mut imports, mut exports) = (Vec::new(), Vec::new());
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload.map_err(|error| invalid(&error))? {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentImportSection(section) if depth == 0 => {
+                for import in section {
+                    imports.push(import.map_err(|error| invalid(&error))?.name.name.to_owned());
+                }
+            }
+            Payload::ComponentExportSection(section) if depth == 0 => {
+                for export in section {
+                    exports.push(export.map_err(|error| invalid(&error))?.name.name.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(import) = imports.iter().find(|name| !wasi_p2::provides(name)) {
+        return Err(WasmCheckError::UnsupportedComponentImport { import: import.clone() });
+    }
+    let runs = exports.iter().any(|name| {
+        let (interface, version_ok) = wasi_p2::interface_of(name);
+        version_ok && interface == wasi_p2::RUN_EXPORT
+    });
+    if !runs {
+        return Err(WasmCheckError::NoRunExport);
+    }
+    Ok(ModuleInfo {
+        digest: hex::encode(Sha256::digest(bytes)),
+        size: bytes.len() as u64,
+        kind: "component",
+        exports,
+        imports,
     })
 }
 

@@ -65,6 +65,11 @@ pub async fn run(
 
     let mut wasm_config = jobwheel_wasm::RuntimeConfig::new(config.wasm.cache_dir.clone());
     wasm_config.max_memory_bytes = config.wasm.max_memory_bytes;
+    if let jobwheel_wasm::Metering::Fuel { budget, .. } = &mut wasm_config.metering {
+        *budget = config.wasm.max_fuel;
+    }
+    wasm_config.http_allow = Arc::clone(&config.wasm.http_allow);
+    wasm_config.http_limits = config.wasm.http_limits;
     let runtime = jobwheel_wasm::Runtime::new(wasm_config).context("cannot start the Wasm runtime")?;
     let wasm = WasmGlue::new(runtime, client.clone(), config.wasm.max_module_bytes);
     let glue = GlueFactory::new(handlers, config.script_glue.then(|| logs.glue_source_dir()), Arc::new(wasm));

@@ -5,7 +5,10 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use jobwheel_wasm::{NetLimits, NetPolicy};
 
 /// Upstream's executor default port.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9999";
@@ -72,6 +75,24 @@ pub struct Cli {
     /// Largest Wasm module this executor downloads, in MiB.
     #[arg(long, env = "JOBWHEEL_WASM_MAX_MODULE_MB", default_value_t = 32)]
     pub wasm_max_module_mb: u64,
+    /// Most fuel (≈ wasm instructions) one Wasm run may use; a job's own budget is capped by it.
+    #[arg(long, env = "JOBWHEEL_WASM_MAX_FUEL", default_value_t = 1_000_000_000_000)]
+    pub wasm_max_fuel: u64,
+    /// Origins Wasm components may call over `wasi:http` at all, comma-separated (same syntax as
+    /// a job's network policy, e.g. `https://*.example.com,http://10.0.0.5:8080,10.0.0.0/8`).
+    /// A request must match this list *and* the job's policy. Empty (the default): no job may
+    /// make requests.
+    #[arg(long, env = "JOBWHEEL_WASM_HTTP_ALLOW", value_delimiter = ',')]
+    pub wasm_http_allow: Vec<String>,
+    /// Ceiling of the requests one Wasm run may make.
+    #[arg(long, env = "JOBWHEEL_WASM_HTTP_MAX_REQUESTS", default_value_t = 100)]
+    pub wasm_http_max_requests: u32,
+    /// Ceiling of the response bytes one Wasm run may read, in MiB.
+    #[arg(long, env = "JOBWHEEL_WASM_HTTP_MAX_RESPONSE_MB", default_value_t = 16)]
+    pub wasm_http_max_response_mb: u64,
+    /// Ceiling of each wait (connect, first byte, between bytes) of one request, in seconds.
+    #[arg(long, env = "JOBWHEEL_WASM_HTTP_TIMEOUT_SECS", default_value_t = 30)]
+    pub wasm_http_timeout_secs: u64,
     /// Let the built-in `httpJobHandler` call loopback, private and link-local addresses.
     #[arg(long, env = "JOBWHEEL_HTTP_HANDLER_ALLOW_PRIVATE")]
     pub http_handler_allow_private: bool,
@@ -100,8 +121,12 @@ pub enum ConfigError {
     BadAdminTimeout(u64),
     #[error("--max-queue must be at least 1")]
     BadMaxQueue,
-    #[error("--wasm-max-memory-mb and --wasm-max-module-mb must be at least 1")]
+    #[error(
+        "--wasm-max-memory-mb, --wasm-max-module-mb, --wasm-max-fuel and the --wasm-http-* limits must be at least 1"
+    )]
     BadWasmLimit,
+    #[error("--wasm-http-allow: {0}")]
+    BadHttpAllow(jobwheel_wasm::PolicyError),
     #[error("--beat-interval and --callback-retry-interval must be at least 1 second")]
     BadInterval,
 }
@@ -111,8 +136,28 @@ pub enum ConfigError {
 pub struct WasmSettings {
     /// Where compiled modules are cached across restarts; `None` keeps them in memory only.
     pub cache_dir: Option<PathBuf>,
+    /// Memory ceiling of a run (a job's own limit is capped by it).
     pub max_memory_bytes: usize,
     pub max_module_bytes: u64,
+    /// Fuel ceiling of a run (a job's own budget is capped by it).
+    pub max_fuel: u64,
+    /// Executor-wide allow-list of outbound HTTP; empty refuses every request.
+    pub http_allow: Arc<NetPolicy>,
+    /// Ceilings of a run's HTTP budgets.
+    pub http_limits: NetLimits,
+}
+
+impl Default for WasmSettings {
+    fn default() -> Self {
+        WasmSettings {
+            cache_dir: None,
+            max_memory_bytes: 64 << 20,
+            max_module_bytes: 32 << 20,
+            max_fuel: 1_000_000_000_000,
+            http_allow: Arc::new(NetPolicy::default()),
+            http_limits: NetLimits::default(),
+        }
+    }
 }
 
 /// Internal intervals; defaults are upstream's, tests shorten them.
@@ -165,7 +210,7 @@ impl ExecutorConfig {
             shutdown_grace: Duration::from_secs(10),
             max_queue: 10_000,
             max_log_bytes: 64 * 1024 * 1024,
-            wasm: WasmSettings { cache_dir: None, max_memory_bytes: 64 << 20, max_module_bytes: 32 << 20 },
+            wasm: WasmSettings::default(),
             timings: Timings {
                 registry_interval: Duration::from_secs(jobwheel_protocol::BEAT_TIMEOUT_SECS),
                 callback_retry_interval: Duration::from_secs(jobwheel_protocol::BEAT_TIMEOUT_SECS),
@@ -198,9 +243,15 @@ impl ExecutorConfig {
         if cli.max_queue == 0 {
             return Err(ConfigError::BadMaxQueue);
         }
-        if cli.wasm_max_memory_mb == 0 || cli.wasm_max_module_mb == 0 {
+        if cli.wasm_max_memory_mb == 0
+            || cli.wasm_max_module_mb == 0
+            || cli.wasm_max_fuel == 0
+            || cli.wasm_http_max_response_mb == 0
+            || cli.wasm_http_timeout_secs == 0
+        {
             return Err(ConfigError::BadWasmLimit);
         }
+        let http_allow = NetPolicy::parse(&cli.wasm_http_allow).map_err(ConfigError::BadHttpAllow)?;
         if cli.beat_interval == 0 || cli.callback_retry_interval == 0 {
             return Err(ConfigError::BadInterval);
         }
@@ -220,6 +271,13 @@ impl ExecutorConfig {
             cache_dir: Some(cli.wasm_cache_dir.clone()),
             max_memory_bytes: cli.wasm_max_memory_mb.saturating_mul(1 << 20),
             max_module_bytes: cli.wasm_max_module_mb.saturating_mul(1 << 20),
+            max_fuel: cli.wasm_max_fuel,
+            http_allow: Arc::new(http_allow),
+            http_limits: NetLimits {
+                max_requests: cli.wasm_http_max_requests,
+                max_response_bytes: cli.wasm_http_max_response_mb.saturating_mul(1 << 20),
+                request_timeout: Duration::from_secs(cli.wasm_http_timeout_secs),
+            },
         };
         Ok(config)
     }

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use jobwheel_protocol::HandleCode;
+use jobwheel_protocol::{HandleCode, WasmGrant};
 use tokio_util::sync::CancellationToken;
 
 use crate::joblog::JobLog;
@@ -88,6 +88,8 @@ pub(crate) struct RunInfo {
     pub(crate) param: String,
     pub(crate) shard_index: i32,
     pub(crate) shard_total: i32,
+    /// The Wasm job's grants (policy, variables, secrets, limits), if the trigger had any.
+    pub(crate) wasm_grant: Option<Arc<WasmGrant>>,
 }
 
 /// Everything a handler may read or report about the run it is executing. Cheap to clone;
@@ -137,6 +139,11 @@ impl JobContext {
     /// Shard total (1 for non-broadcast jobs).
     pub fn shard_total(&self) -> i32 {
         self.inner.info.shard_total
+    }
+
+    /// The Wasm job's grants carried by the trigger.
+    pub(crate) fn wasm_grant(&self) -> Option<&WasmGrant> {
+        self.inner.info.wasm_grant.as_deref()
     }
 
     /// Appends a timestamped line to this run's job log (upstream `XxlJobHelper.log`).

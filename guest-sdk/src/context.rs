@@ -107,6 +107,19 @@ impl Context {
     pub fn log_id(&self) -> i64 {
         self.log_id
     }
+
+    /// A variable set on the job or its executor group (the job's wins), `None` when unset.
+    /// Variables reach the guest as environment variables of the same name.
+    pub fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    /// A secret of the job or its executor group, `None` when unset. Secrets also arrive as
+    /// environment variables; the executor masks their values in the job log, so printing one
+    /// shows `****` — but do not rely on that: keep secrets out of your output.
+    pub fn secret(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
 }
 
 fn number<T: std::str::FromStr>(variable: &'static str, default: T) -> Result<T, ContextError> {

@@ -13,16 +13,19 @@
 //! });
 //! ```
 //!
-//! Build with `cargo build --target wasm32-wasip1 --release` and upload
-//! `target/wasm32-wasip1/release/<name>.wasm`. Everything here is plain WASI (environment
-//! variables, stdout/stderr, exit code), described in `docs/guest-abi.md`, so the same job
-//! also runs under `wasmtime run` for local testing, and the crate compiles for the host so
-//! job logic can be unit-tested natively.
+//! Build with `cargo build --target wasm32-wasip1 --release` (a preview1 module) or
+//! `--target wasm32-wasip2` (a WASI 0.2 component, needed for outbound HTTP through [`http`])
+//! and upload `target/<target>/release/<name>.wasm`. Everything here is plain WASI
+//! (environment variables, stdout/stderr, exit code, `wasi:http`), described in
+//! `docs/guest-abi.md`, so the same job also runs under `wasmtime run` for local testing, and
+//! the crate compiles for the host so job logic can be unit-tested natively.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod abi;
 mod context;
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
+pub mod http;
 mod report;
 
 pub use context::{Context, ContextError, Shard};

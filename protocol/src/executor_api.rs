@@ -1,5 +1,8 @@
 //! Request and response bodies of the executor API (`/run`, `/idleBeat`, `/kill`, `/log`).
 
+use std::collections::BTreeMap;
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 use crate::lenient;
@@ -50,6 +53,59 @@ pub struct TriggerParam {
     /// Absent for every other glue type, so upstream peers never see it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wasm_module: Option<WasmModuleRef>,
+    /// jobwheel extension for `GLUE_WASM`: what the job is granted beyond computing (network
+    /// policy, variables, secrets, limits). Absent when the job has no grant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wasm_grant: Option<WasmGrant>,
+}
+
+/// A Wasm job's grants as the admin sends them with each trigger. The executor enforces them;
+/// its own flags cap every limit and its allow-list bounds every policy.
+#[derive(Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WasmGrant {
+    /// Network policy entries (see [`crate::net_policy`]); empty = no network.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http_allow: Vec<String>,
+    /// Requests per run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_max_requests: Option<u32>,
+    /// Response body bytes per run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_max_response_bytes: Option<u64>,
+    /// Cap on each wait of one request, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_timeout_ms: Option<u64>,
+    /// Variables (group's merged with the job's, the job's winning), as environment variables.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub vars: BTreeMap<String, String>,
+    /// Secret values, decrypted by the admin for this trigger only; environment variables too,
+    /// masked in the job log. Never printed by `Debug`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub secrets: BTreeMap<String, String>,
+    /// Fuel budget of a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuel: Option<u64>,
+    /// Memory limit of a run in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+}
+
+impl fmt::Debug for WasmGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Triggers are logged at debug level; secret values must not be.
+        let secrets: Vec<&str> = self.secrets.keys().map(String::as_str).collect();
+        f.debug_struct("WasmGrant")
+            .field("http_allow", &self.http_allow)
+            .field("http_max_requests", &self.http_max_requests)
+            .field("http_max_response_bytes", &self.http_max_response_bytes)
+            .field("http_timeout_ms", &self.http_timeout_ms)
+            .field("vars", &self.vars)
+            .field("secrets (names only)", &secrets)
+            .field("fuel", &self.fuel)
+            .field("memory_bytes", &self.memory_bytes)
+            .finish()
+    }
 }
 
 /// Where an executor fetches a `GLUE_WASM` module: the admin serves the bytes at `url` to

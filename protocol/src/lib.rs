@@ -5,8 +5,9 @@
 //! (missing or `null` numbers become 0, missing strings become empty) so that any upstream peer
 //! can talk to us; serialization emits exactly the shapes upstream peers read.
 //!
-//! This crate deliberately depends on nothing but serde, so the admin can use it without pulling
-//! in the executor's runtime (wasmtime, process control).
+//! This crate deliberately depends on nothing but serde and `ip_network` (the address classes of
+//! network policies), so the admin can use it without pulling in the executor's runtime
+//! (wasmtime, process control).
 #![forbid(unsafe_code)]
 
 pub mod admin_api;
@@ -14,12 +15,15 @@ pub mod enums;
 pub mod envelope;
 pub mod executor_api;
 mod lenient;
+pub mod net_policy;
 pub mod request;
 
 pub use admin_api::{CallbackBody, HandleCallbackParam, RegistryParam};
 pub use enums::{BlockStrategy, GlueType, HandleCode, REGISTRY_GROUP_EXECUTOR};
 pub use envelope::Envelope;
-pub use executor_api::{IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam, WasmModuleRef};
+pub use executor_api::{
+    IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam, WasmGrant, WasmModuleRef,
+};
 pub use request::{AdminRequest, AdminRequestError, ExecutorRequest, ExecutorRequestError};
 
 /// Header carrying the shared access token on every admin↔executor request.

@@ -18,7 +18,7 @@ use jobwheel_protocol::executor_api::paths as executor_paths;
 use jobwheel_protocol::{
     ACCESS_TOKEN_HEADER, BEAT_TIMEOUT_SECS, BlockStrategy, CallbackBody, DEAD_TIMEOUT_SECS, GlueType,
     HandleCallbackParam, HandleCode, IdleBeatParam, KillParam, LogParam, LogResult, REGISTRY_GROUP_EXECUTOR,
-    RegistryParam, TriggerParam, WasmModuleRef,
+    RegistryParam, TriggerParam, WasmGrant, WasmModuleRef,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -144,6 +144,7 @@ fn bean_trigger() -> TriggerParam {
         broadcast_index: 0,
         broadcast_total: 1,
         wasm_module: None,
+        wasm_grant: None,
     }
 }
 
@@ -221,6 +222,7 @@ fn run_requests() {
                 broadcast_index: 0,
                 broadcast_total: 1,
                 wasm_module: None,
+                wasm_grant: None,
             },
         ),
         // Gen B (disableHtmlEscaping): a sharded script job; the parameter keeps its space.
@@ -241,6 +243,7 @@ fn run_requests() {
                 broadcast_index: 2,
                 broadcast_total: 3,
                 wasm_module: None,
+                wasm_grant: None,
             },
         ),
         // Our GLUE_WASM extension: the 12 upstream keys plus `wasmModule`.
@@ -267,6 +270,7 @@ fn run_requests() {
                         .into(),
                     size: 1024,
                 }),
+                wasm_grant: None,
             },
         ),
         // Gson leniency: numeric strings, nulls, a float for a long, missing and unknown fields.
@@ -304,6 +308,28 @@ fn trigger_param_we_send_has_exactly_upstream_keys() {
     want.sort_unstable();
     assert_eq!(keys(&wasm), want, "wasmModule is the only extra key, and only when set");
     assert_eq!(keys(&wasm["wasmModule"]), ["digest", "size", "url"], "wasmModule's keys");
+}
+
+#[test]
+fn wasm_grant_round_trips_with_camel_case_keys_and_debug_hides_secret_values() {
+    let grant = WasmGrant {
+        http_allow: vec!["https://api.example.com".into()],
+        http_max_requests: Some(3),
+        vars: [("CHECK_URL".to_owned(), "https://api.example.com/health".to_owned())].into(),
+        secrets: [("CHECK_TOKEN".to_owned(), "tok-secret-value".to_owned())].into(),
+        fuel: Some(1_000_000),
+        ..WasmGrant::default()
+    };
+    let value = serde_json::to_value(&grant).expect("serializes");
+    assert_eq!(
+        keys(&value),
+        ["fuel", "httpAllow", "httpMaxRequests", "secrets", "vars"],
+        "unset fields are omitted"
+    );
+    let back: WasmGrant = serde_json::from_value(value).expect("deserializes");
+    assert_eq!(back, grant);
+    let debug = format!("{grant:?}");
+    assert!(debug.contains("CHECK_TOKEN") && !debug.contains("tok-secret-value"), "{debug}");
 }
 
 #[test]

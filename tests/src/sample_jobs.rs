@@ -1,4 +1,5 @@
-//! The sample Wasm jobs (`sample-jobs/`), built once per test process for `wasm32-wasip1`.
+//! The sample Wasm jobs (`sample-jobs/`), built once per test process: preview1 modules for
+//! `wasm32-wasip1`, components (`http-check`) for `wasm32-wasip2`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,26 +9,41 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Builds every sample job (release, `wasm32-wasip1`) on first call and returns the target dir.
-/// `JOBWHEEL_SAMPLE_JOBS_TARGET_DIR` overrides where they are built.
-fn built() -> &'static PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let target = std::env::var_os("JOBWHEEL_SAMPLE_JOBS_TARGET_DIR")
-            .map_or_else(|| repo().join("sample-jobs/target"), PathBuf::from);
-        let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-            .args(["build", "--release", "--target", "wasm32-wasip1", "--manifest-path"])
-            .arg(repo().join("sample-jobs/Cargo.toml"))
-            .env("CARGO_TARGET_DIR", &target)
-            .status()
-            .expect("run cargo to build sample-jobs");
-        assert!(status.success(), "building sample-jobs for wasm32-wasip1 failed (is the target installed?)");
-        target.join("wasm32-wasip1/release")
-    })
+/// Where the sample jobs are built: `JOBWHEEL_SAMPLE_JOBS_TARGET_DIR`, else `sample-jobs/target`.
+fn target_dir() -> PathBuf {
+    std::env::var_os("JOBWHEEL_SAMPLE_JOBS_TARGET_DIR")
+        .map_or_else(|| repo().join("sample-jobs/target"), PathBuf::from)
 }
 
-/// The bytes of sample job `name` (e.g. `hello`, `cpu-burner`).
-pub fn sample_job(name: &str) -> Vec<u8> {
-    let path = built().join(format!("{name}.wasm"));
+/// Runs `cargo build --release --target <target> <extra>` on the sample-jobs workspace and
+/// returns the directory of the built `.wasm` files.
+fn build(target: &str, extra: &[&str]) -> PathBuf {
+    let dir = target_dir();
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["build", "--release", "--target", target])
+        .args(extra)
+        .arg("--manifest-path")
+        .arg(repo().join("sample-jobs/Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &dir)
+        .status()
+        .expect("run cargo to build sample-jobs");
+    assert!(status.success(), "building sample-jobs for {target} failed (is the target installed?)");
+    dir.join(target).join("release")
+}
+
+fn read(dir: &Path, name: &str) -> Vec<u8> {
+    let path = dir.join(format!("{name}.wasm"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// The bytes of preview1 sample job `name` (e.g. `hello`, `cpu-burner`).
+pub fn sample_job(name: &str) -> Vec<u8> {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    read(BUILT.get_or_init(|| build("wasm32-wasip1", &[])), name)
+}
+
+/// The bytes of component sample job `name` (`http-check`), built for `wasm32-wasip2`.
+pub fn sample_component(name: &str) -> Vec<u8> {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    read(BUILT.get_or_init(|| build("wasm32-wasip2", &["-p", "http-check"])), name)
 }

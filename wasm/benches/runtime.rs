@@ -53,7 +53,14 @@ fn quiet() -> Arc<dyn LogSink> {
 }
 
 fn input(param: &str) -> RunInput {
-    RunInput { job_id: 1, log_id: 1, param: param.to_owned(), shard_index: 0, shard_total: 1, timeout: None }
+    RunInput {
+        job_id: 1,
+        log_id: 1,
+        param: param.to_owned(),
+        shard_index: 0,
+        shard_total: 1,
+        ..RunInput::default()
+    }
 }
 
 /// Value at quantile `q` of sorted samples.

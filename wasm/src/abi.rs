@@ -13,3 +13,9 @@ pub const ENTRY_EXPORT: &str = "_start";
 /// Prefix of lines the runtime itself writes into the job log (truncation notes and the like),
 /// so readers can tell them from guest output.
 pub const HOST_NOTE_PREFIX: &str = "[jobwheel]";
+
+/// Whether `name` is one of the variables the runtime itself sets (the job's own variables
+/// cannot replace them, so a guest can trust `JOBWHEEL_*`).
+pub fn is_reserved_env(name: &str) -> bool {
+    name.starts_with("JOBWHEEL_")
+}

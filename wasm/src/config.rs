@@ -1,7 +1,10 @@
 //! Runtime configuration: engine-wide settings plus the per-run limits every store gets.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::net::{NetLimits, NetPolicy};
 
 /// How guest CPU is metered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,8 +33,9 @@ pub struct RuntimeConfig {
     pub memory_cache_capacity: usize,
     /// CPU metering and its budget.
     pub metering: Metering,
-    /// Epoch tick driving a wall-clock yield backstop (for work that is cheap in fuel but slow,
-    /// like bulk `memory.fill`); `None` disables epoch interruption.
+    /// Epoch tick driving a wall-clock yield backstop (for time spent outside fuel-metered wasm
+    /// code, such as long host calls; wasmtime 48 charges bulk memory ops per byte, so those are
+    /// metered); `None` disables epoch interruption.
     pub epoch_tick: Option<Duration>,
     /// Largest linear memory a run may grow to, in bytes.
     pub max_memory_bytes: usize,
@@ -46,6 +50,11 @@ pub struct RuntimeConfig {
     pub max_line_bytes: usize,
     /// Longest result message kept from result-marker lines.
     pub max_result_message_bytes: usize,
+    /// Executor-wide allow-list for components' outbound HTTP: a request must match it *and*
+    /// the job's policy. Empty (the default) refuses every request.
+    pub http_allow: Arc<NetPolicy>,
+    /// Ceilings of the per-run HTTP budgets; a job's own limits are lowered to these.
+    pub http_limits: NetLimits,
 }
 
 impl RuntimeConfig {
@@ -64,6 +73,8 @@ impl RuntimeConfig {
             max_output_bytes: 1 << 20,
             max_line_bytes: 8 << 10,
             max_result_message_bytes: 4 << 10,
+            http_allow: Arc::new(NetPolicy::default()),
+            http_limits: NetLimits::default(),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! On-disk cache of precompiled modules, so an executor restart does not recompile.
+//! On-disk cache of precompiled modules and components, so an executor restart does not
+//! recompile. The payload says which kind it is (wasmtime's `detect_precompiled`).
 //!
 //! Layout: `<root>/wasmtime48-<compat>/<digest>.cwasm`, where `<compat>` hashes
 //! `Engine::precompile_compatibility_hash` (target, compiler flags, tunables, wasmtime
@@ -12,9 +13,25 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use wasmtime::{Engine, Module};
+use wasmtime::component::Component;
+use wasmtime::{Engine, Module, Precompiled};
 
 use crate::error::WasmError;
+
+/// A compiled artifact of either kind.
+pub(crate) enum Compiled {
+    Module(Module),
+    Component(Component),
+}
+
+impl Compiled {
+    pub(crate) fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
+        match self {
+            Compiled::Module(module) => module.serialize(),
+            Compiled::Component(component) => component.serialize(),
+        }
+    }
+}
 
 /// Identifies our file format; bump the digit if it changes.
 const MAGIC: &[u8; 8] = b"JWCWASM1";
@@ -47,7 +64,7 @@ impl DiskCache {
 
     /// Loads the artifact for `digest`, or `None` if absent. A corrupt or incompatible file is
     /// deleted (so the caller recompiles and rewrites it). Blocking: call off the async threads.
-    pub(crate) fn load(&self, engine: &Engine, digest: &str) -> Option<Module> {
+    pub(crate) fn load(&self, engine: &Engine, digest: &str) -> Option<Compiled> {
         let path = self.path(digest);
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
@@ -69,7 +86,7 @@ impl DiskCache {
         }
     }
 
-    /// Writes `artifact` (from `Module::serialize`) for `digest` atomically: a temp file in the
+    /// Writes `artifact` (from [`Compiled::serialize`]) for `digest` atomically: a temp file in the
     /// same directory renamed over the final name, so readers never see a partial file.
     pub(crate) fn store(&self, digest: &str, artifact: &[u8]) -> io::Result<()> {
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
@@ -82,7 +99,7 @@ impl DiskCache {
 }
 
 /// Checks our header and checksum, then hands the payload to wasmtime.
-fn deserialize_checked(engine: &Engine, bytes: &[u8]) -> Result<Module, String> {
+fn deserialize_checked(engine: &Engine, bytes: &[u8]) -> Result<Compiled, String> {
     if bytes.len() < HEADER_LEN || &bytes[..MAGIC.len()] != MAGIC {
         return Err("not a jobwheel artifact (bad header)".to_owned());
     }
@@ -91,14 +108,21 @@ fn deserialize_checked(engine: &Engine, bytes: &[u8]) -> Result<Module, String> 
         return Err("checksum mismatch (file corrupted)".to_owned());
     }
     #[allow(unsafe_code, reason = "loading precompiled native code is inherently unsafe in wasmtime")]
-    // SAFETY: `Module::deserialize` trusts that the bytes came from `Module::serialize` of a
-    // compatible engine. They do: the cache directory is private to this executor (it never
-    // receives artifacts from the admin or users; modules arrive as wasm and are compiled
-    // here), files are written only by `DiskCache::store` from `Module::serialize`, the
-    // SHA-256 checked just above rules out corruption on disk, and wasmtime itself rejects
-    // artifacts from another version or configuration with an error.
-    let module = unsafe { Module::deserialize(engine, payload) };
-    module.map_err(|error| format!("rejected by wasmtime: {error:#}"))
+    // SAFETY: `Module::deserialize` / `Component::deserialize` trust that the bytes came from
+    // `serialize` of the same kind on a compatible engine. They do: the cache directory is
+    // private to this executor (it never receives artifacts from the admin or users; modules
+    // arrive as wasm and are compiled here), files are written only by `DiskCache::store` from
+    // `Compiled::serialize`, the SHA-256 checked just above rules out corruption on disk, the
+    // kind is read from the artifact itself, and wasmtime rejects artifacts from another
+    // version or configuration with an error.
+    let compiled = unsafe {
+        match Engine::detect_precompiled(payload) {
+            Some(Precompiled::Module) => Module::deserialize(engine, payload).map(Compiled::Module),
+            Some(Precompiled::Component) => Component::deserialize(engine, payload).map(Compiled::Component),
+            None => return Err("not a wasmtime artifact".to_owned()),
+        }
+    };
+    compiled.map_err(|error| format!("rejected by wasmtime: {error:#}"))
 }
 
 /// Feeds `Hash` output into SHA-256: `DefaultHasher`'s algorithm may change between Rust

@@ -1,7 +1,9 @@
-//! jobwheel's sandboxed WebAssembly GLUE runtime: one wasmtime engine, a digest-keyed module
-//! cache (memory + disk), and fuel-metered, cancellable runs in a fresh WASI preview1 store.
+//! jobwheel's sandboxed WebAssembly GLUE runtime: one wasmtime engine, a digest-keyed cache
+//! (memory + disk), and fuel-metered, cancellable runs of WASI preview1 modules and WASI 0.2
+//! command components in a fresh store each. Components may make outbound HTTP requests
+//! through `wasi:http` under a network policy ([`NetGrant`], [`RuntimeConfig::http_allow`]).
 //!
-//! The crate knows nothing about HTTP or xxl-job: the executor fetches module bytes, hands in a
+//! The crate knows nothing about xxl-job: the executor fetches module bytes, hands in a
 //! [`RunInput`] and a [`LogSink`], and maps the returned [`RunReport`] to its own protocol.
 //! Guest failures (traps, non-zero exits, OOM, fuel exhaustion) are *data* in
 //! [`Outcome`]; only infrastructure problems (bad digest, uncompilable module, engine setup)
@@ -13,12 +15,14 @@
 #![warn(missing_docs)]
 
 pub mod abi;
+mod component;
 mod config;
 mod disk_cache;
 mod error;
 mod limiter;
 mod loader;
 mod memory_cache;
+mod net;
 mod outcome;
 mod output;
 mod run;
@@ -28,6 +32,7 @@ mod ticker;
 pub use config::{Metering, RuntimeConfig};
 pub use error::WasmError;
 pub use loader::{LoadSource, LoadedModule, ModuleLoad};
+pub use net::{NetGrant, NetLimits, NetPolicy, PolicyError};
 pub use outcome::{FailureKind, Outcome, RunReport, RunStats};
 pub use output::LogSink;
 pub use run::RunInput;

@@ -3,11 +3,13 @@
 
 use wasmtime::ResourceLimiter;
 
-/// Limits for one store. One instance, one memory, a few tables: job modules are single
-/// WASI commands, and a single memory keeps "peak memory" meaningful.
+/// Limits for one store. One memory, so "peak memory" stays meaningful; one instance for a
+/// module (a single WASI command), more for a component (its core instances and adapters).
 pub(crate) struct RunLimiter {
     max_memory_bytes: usize,
     max_table_elements: usize,
+    instances: usize,
+    tables: usize,
     peak_memory_bytes: usize,
     /// Size of the first memory growth we refused, so an out-of-memory trap can be explained.
     denied_memory_bytes: Option<usize>,
@@ -16,10 +18,17 @@ pub(crate) struct RunLimiter {
 }
 
 impl RunLimiter {
-    pub(crate) fn new(max_memory_bytes: usize, max_table_elements: usize) -> RunLimiter {
+    pub(crate) fn new(
+        max_memory_bytes: usize,
+        max_table_elements: usize,
+        instances: usize,
+        tables: usize,
+    ) -> RunLimiter {
         RunLimiter {
             max_memory_bytes,
             max_table_elements,
+            instances,
+            tables,
             peak_memory_bytes: 0,
             denied_memory_bytes: None,
             denied_table_elements: None,
@@ -81,11 +90,11 @@ impl ResourceLimiter for RunLimiter {
     }
 
     fn instances(&self) -> usize {
-        1
+        self.instances
     }
 
     fn tables(&self) -> usize {
-        8
+        self.tables
     }
 
     fn memories(&self) -> usize {

@@ -1,5 +1,6 @@
-//! Guest stdout/stderr capture: split into lines, forward to the run's [`LogSink`] within a
-//! byte budget, and pick out result-marker lines and the last stderr line for the outcome.
+//! Guest stdout/stderr capture: split into lines, mask secret values, forward to the run's
+//! [`LogSink`] within a byte budget, and pick out result-marker lines and the last stderr line
+//! for the outcome.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -53,6 +54,9 @@ pub(crate) struct CaptureSummary {
 struct CaptureState {
     sink: Arc<dyn LogSink>,
     limits: OutputLimits,
+    /// Secret values; replaced by [`MASK`] in every line (a value split by the line-length
+    /// limit is not recognised — keep secrets shorter than `max_line_bytes`).
+    masked: Vec<String>,
     stdout_partial: Vec<u8>,
     stderr_partial: Vec<u8>,
     /// Bytes of guest output seen, including what was dropped after truncation.
@@ -71,10 +75,18 @@ pub(crate) struct OutputCapture {
 }
 
 impl OutputCapture {
-    pub(crate) fn new(sink: Arc<dyn LogSink>, limits: OutputLimits) -> OutputCapture {
+    pub(crate) fn new(
+        sink: Arc<dyn LogSink>,
+        limits: OutputLimits,
+        mut masked: Vec<String>,
+    ) -> OutputCapture {
+        masked.retain(|value| !value.is_empty());
+        // Longest first, so a secret that contains another is masked whole.
+        masked.sort_by_key(|value| std::cmp::Reverse(value.len()));
         let state = CaptureState {
             sink,
             limits,
+            masked,
             stdout_partial: Vec::new(),
             stderr_partial: Vec::new(),
             seen_bytes: 0,
@@ -162,7 +174,12 @@ impl CaptureState {
 
     fn line(&mut self, stream: Stream, raw: &[u8]) {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let text = String::from_utf8_lossy(raw);
+        let mut text = String::from_utf8_lossy(raw);
+        for secret in &self.masked {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), MASK).into();
+            }
+        }
         // Markers and the last stderr line are tracked even after truncation, so a job that
         // floods its log still reports why it failed.
         if let Some(message) = text.strip_prefix(RESULT_MARKER) {
@@ -176,7 +193,7 @@ impl CaptureState {
         if self.truncated {
             return;
         }
-        if self.forwarded_bytes + raw.len() + 1 > self.limits.max_output_bytes {
+        if self.forwarded_bytes + text.len() + 1 > self.limits.max_output_bytes {
             self.truncated = true;
             let budget = self.limits.max_output_bytes;
             self.sink.line(&format!(
@@ -184,7 +201,7 @@ impl CaptureState {
             ));
             return;
         }
-        self.forwarded_bytes += raw.len() + 1;
+        self.forwarded_bytes += text.len() + 1;
         self.sink.line(&text);
     }
 
@@ -197,6 +214,9 @@ impl CaptureState {
         self.result_message = Some(truncate_str(&combined, max).to_owned());
     }
 }
+
+/// What a secret value becomes in the job log.
+pub(crate) const MASK: &str = "****";
 
 /// Longest prefix of `text` within `max` bytes that ends on a character boundary.
 fn truncate_str(text: &str, max: usize) -> &str {
@@ -280,7 +300,7 @@ mod tests {
         let sink_lines = lines.clone();
         let sink = Arc::new(move |line: &str| sink_lines.lock().expect("lock").push(line.to_owned()));
         let limits = OutputLimits { max_output_bytes, max_line_bytes, max_result_message_bytes: 32 };
-        (OutputCapture::new(sink, limits), lines)
+        (OutputCapture::new(sink, limits, vec!["s3cret".to_owned(), String::new()]), lines)
     }
 
     #[test]
@@ -293,6 +313,16 @@ mod tests {
         assert_eq!(*lines.lock().expect("lock"), vec!["err line", "hello", "world"]);
         assert_eq!(summary.last_stderr_line.as_deref(), Some("err line"));
         assert_eq!(summary.output_bytes, 21);
+    }
+
+    #[test]
+    fn secret_values_are_masked_in_lines_and_result_messages() {
+        let (capture, lines) = capture(1 << 20, 1 << 10);
+        capture.write(Stream::Stdout, b"token=s3cret and s3cret again\n");
+        capture.write(Stream::Stdout, format!("{RESULT_MARKER}got s3cret\n").as_bytes());
+        let summary = capture.finish();
+        assert_eq!(*lines.lock().expect("lock"), vec!["token=**** and **** again"]);
+        assert_eq!(summary.result_message.as_deref(), Some("got ****"));
     }
 
     #[test]

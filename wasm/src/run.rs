@@ -1,5 +1,6 @@
-//! One sandboxed run: a fresh store with WASI preview1 (no dirs, no host env, no sockets, no
-//! inherited stdio), limits and fuel, raced against cancellation and the optional timeout.
+//! One sandboxed run: a fresh store (WASI preview1 for a module, WASI 0.2 for a component; no
+//! dirs, no host env, no sockets, no inherited stdio, `wasi:http` only through the policy),
+//! limits and fuel, raced against cancellation and the optional timeout.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,15 +11,18 @@ use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::abi;
-use crate::config::Metering;
+use crate::component::{self, COMPONENT_INSTANCES, COMPONENT_TABLES, ComponentState};
+use crate::config::{Metering, RuntimeConfig};
 use crate::limiter::RunLimiter;
-use crate::loader::LoadedModule;
+use crate::loader::{LoadedModule, Prepared};
+use crate::net::NetGrant;
+use crate::net::hooks::PolicyHooks;
 use crate::outcome::{self, FailureKind, Outcome, RunFacts, RunReport, RunStats};
 use crate::output::{CaptureSummary, LogSink, OutputCapture, OutputLimits, Stream};
 use crate::runtime::Runtime;
 
 /// What one run of a job receives (see `docs/guest-abi.md` for how the guest sees it).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RunInput {
     /// The job's id.
     pub job_id: i32,
@@ -32,9 +36,21 @@ pub struct RunInput {
     pub shard_total: i32,
     /// Wall-clock limit for the run; `None` means only cancellation and fuel stop it.
     pub timeout: Option<Duration>,
+    /// Extra environment variables (the job's variables and secrets), set after the ABI's own
+    /// so they cannot shadow them.
+    pub env: Vec<(String, String)>,
+    /// Values masked as `****` wherever guest output contains them (secret values).
+    pub masked: Vec<String>,
+    /// The job's outbound HTTP grant; `None` refuses every request. Modules cannot make
+    /// requests at all (preview1 has no `wasi:http`).
+    pub network: Option<NetGrant>,
+    /// The job's fuel budget; `None` = the runtime's. Capped by the runtime's budget.
+    pub fuel: Option<u64>,
+    /// The job's memory limit in bytes; `None` = the runtime's. Capped by the runtime's limit.
+    pub max_memory_bytes: Option<usize>,
 }
 
-/// Per-store data: the WASI context and the resource limiter.
+/// Per-store data of a module run: the WASI context and the resource limiter.
 pub(crate) struct RunState {
     pub(crate) wasi: WasiP1Ctx,
     limiter: RunLimiter,
@@ -46,6 +62,12 @@ enum Ended {
     InstantiateFailed(wasmtime::Error),
     TimedOut(Duration),
     Cancelled,
+}
+
+/// What the store knows once the run is over.
+struct StoreEnd {
+    fuel_left: Option<u64>,
+    limiter: RunLimiter,
 }
 
 impl Runtime {
@@ -71,84 +93,87 @@ impl Runtime {
                 max_line_bytes: config.max_line_bytes,
                 max_result_message_bytes: config.max_result_message_bytes,
             },
+            input.masked.clone(),
         );
-        if input.param.contains('\0') {
+        if let Some(message) = bad_input(&input) {
             let summary = capture.finish();
-            let message =
-                "the job parameter contains a NUL byte, which WASI cannot pass to a guest".to_owned();
             let outcome = outcome::failed(FailureKind::BadInput, message, &summary);
             let stats = RunStats { wall_time: started.elapsed(), ..RunStats::default() };
             return RunReport { outcome, stats };
         }
 
-        let wasi = WasiCtxBuilder::new()
-            .stdout(capture.stream(Stream::Stdout))
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(capture.stream(Stream::Stdout))
             .stderr(capture.stream(Stream::Stderr))
             .args(&[abi::ARGV0, input.param.as_str()])
             .env(abi::ENV_PARAM, &input.param)
             .env(abi::ENV_JOB_ID, input.job_id.to_string())
             .env(abi::ENV_LOG_ID, input.log_id.to_string())
             .env(abi::ENV_SHARD_INDEX, input.shard_index.to_string())
-            .env(abi::ENV_SHARD_TOTAL, input.shard_total.to_string())
-            .build_p1();
-        let limiter = RunLimiter::new(config.max_memory_bytes, config.max_table_elements);
-        let mut store = Store::new(&self.inner.engine, RunState { wasi, limiter });
-        store.limiter(|state| &mut state.limiter);
-        let fuel_budget = match config.metering {
-            Metering::Fuel { budget, yield_interval } => {
-                // Both only fail when fuel is disabled in the engine, which `Metering::Fuel`
-                // rules out; a failure here would surface as an immediate out-of-fuel trap.
-                let set = store
-                    .set_fuel(budget)
-                    .and_then(|()| store.fuel_async_yield_interval(Some(yield_interval)));
-                if let Err(error) = set {
-                    tracing::error!(error = format!("{error:#}"), "cannot configure fuel for a run");
-                }
-                Some(budget)
+            .env(abi::ENV_SHARD_TOTAL, input.shard_total.to_string());
+        for (key, value) in &input.env {
+            if !abi::is_reserved_env(key) {
+                wasi.env(key, value);
             }
+        }
+        let max_memory_bytes =
+            input.max_memory_bytes.map_or(config.max_memory_bytes, |m| m.min(config.max_memory_bytes));
+        let fuel_budget = match config.metering {
+            Metering::Fuel { budget, .. } => Some(input.fuel.map_or(budget, |fuel| fuel.min(budget))),
             Metering::Off => None,
         };
-        if config.epoch_tick.is_some() {
-            // Yield (not trap) at every tick: the epoch is a fairness and cancellation
-            // backstop, the deadline itself is enforced by the timeout below.
-            store.set_epoch_deadline(1);
-            store.epoch_deadline_async_yield_and_update(1);
-        }
 
-        let ended = {
-            let store = &mut store;
-            let work = async move {
-                let instance = match module.pre.instantiate_async(&mut *store).await {
-                    Ok(instance) => instance,
-                    Err(error) => return Ended::InstantiateFailed(error),
+        let (ended, end) = match &module.prepared {
+            Prepared::Module(pre) => {
+                let limiter = RunLimiter::new(max_memory_bytes, config.max_table_elements, 1, 8);
+                let mut store = Store::new(&self.inner.engine, RunState { wasi: wasi.build_p1(), limiter });
+                store.limiter(|state| &mut state.limiter);
+                configure(&mut store, config, fuel_budget);
+                let work = async {
+                    let instance = match pre.instantiate_async(&mut store).await {
+                        Ok(instance) => instance,
+                        Err(error) => return Ended::InstantiateFailed(error),
+                    };
+                    let entry = match instance.get_typed_func::<(), ()>(&mut store, abi::ENTRY_EXPORT) {
+                        Ok(entry) => entry,
+                        Err(error) => return Ended::Finished(Err(error)),
+                    };
+                    Ended::Finished(entry.call_async(&mut store, ()).await)
                 };
-                let entry = match instance.get_typed_func::<(), ()>(&mut *store, abi::ENTRY_EXPORT) {
-                    Ok(entry) => entry,
-                    Err(error) => return Ended::Finished(Err(error)),
-                };
-                Ended::Finished(entry.call_async(&mut *store, ()).await)
-            };
-            let deadline = async {
-                match input.timeout {
-                    Some(limit) => {
-                        tokio::time::sleep(limit).await;
-                        limit
+                let ended = race(work, input.timeout, &cancel).await;
+                let fuel_left = store.get_fuel().ok();
+                (ended, StoreEnd { fuel_left, limiter: store.into_data().limiter })
+            }
+            Prepared::Component(pre) => {
+                let limiter = RunLimiter::new(
+                    max_memory_bytes,
+                    config.max_table_elements,
+                    COMPONENT_INSTANCES,
+                    COMPONENT_TABLES,
+                );
+                let grant = input.network.as_ref().map(|NetGrant { policy, limits }| {
+                    (Arc::clone(policy), limits.capped_by(config.http_limits))
+                });
+                let hooks = PolicyHooks::new(grant, Arc::clone(&config.http_allow), capture.clone());
+                let state = ComponentState::new(wasi.build(), hooks, limiter);
+                let mut store = Store::new(&self.inner.engine, state);
+                store.limiter(|state| &mut state.limiter);
+                configure(&mut store, config, fuel_budget);
+                let work = async {
+                    match component::call(pre, &mut store).await {
+                        Ok(()) => Ended::Finished(Ok(())),
+                        Err(component::Failure::Instantiate(error)) => Ended::InstantiateFailed(error),
+                        Err(component::Failure::Run(error)) => Ended::Finished(Err(error)),
                     }
-                    None => std::future::pending().await,
-                }
-            };
-            // `biased`: check cancellation first on every wake-up, so a guest that yields
-            // constantly cannot starve it. Dropping `work` is wasmtime's supported abort.
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => Ended::Cancelled,
-                limit = deadline => Ended::TimedOut(limit),
-                ended = work => ended,
+                };
+                let ended = race(work, input.timeout, &cancel).await;
+                let fuel_left = store.get_fuel().ok();
+                (ended, StoreEnd { fuel_left, limiter: store.into_data().limiter })
             }
         };
 
         let summary = capture.finish();
-        let limiter = &store.data().limiter;
+        let limiter = &end.limiter;
         let facts = RunFacts {
             fuel_budget,
             max_wasm_stack: config.max_wasm_stack,
@@ -171,7 +196,7 @@ impl Runtime {
             Ended::Cancelled => Outcome::Cancelled,
         };
         let fuel_used =
-            fuel_budget.map_or(0, |budget| budget.saturating_sub(store.get_fuel().unwrap_or(budget)));
+            fuel_budget.map_or(0, |budget| budget.saturating_sub(end.fuel_left.unwrap_or(budget)));
         let stats = RunStats {
             fuel_used,
             peak_memory_bytes: limiter.peak_memory_bytes(),
@@ -181,6 +206,63 @@ impl Runtime {
         };
         capture.note(&stats.to_string());
         RunReport { outcome, stats }
+    }
+}
+
+/// Input a guest cannot be given, in words for the job log.
+fn bad_input(input: &RunInput) -> Option<String> {
+    if input.param.contains('\0') {
+        return Some("the job parameter contains a NUL byte, which WASI cannot pass to a guest".to_owned());
+    }
+    input
+        .env
+        .iter()
+        .find(|(key, value)| key.is_empty() || key.contains(['=', '\0']) || value.contains('\0'))
+        .map(|(key, _)| {
+            format!("the variable `{key}` cannot be passed to a guest (empty name, `=` or a NUL byte)")
+        })
+}
+
+/// Fuel and epochs, the same for both kinds of store.
+fn configure<T>(store: &mut Store<T>, config: &RuntimeConfig, fuel_budget: Option<u64>) {
+    if let (Metering::Fuel { yield_interval, .. }, Some(budget)) = (config.metering, fuel_budget) {
+        // Both only fail when fuel is disabled in the engine, which `Metering::Fuel` rules
+        // out; a failure here would surface as an immediate out-of-fuel trap.
+        let set = store.set_fuel(budget).and_then(|()| store.fuel_async_yield_interval(Some(yield_interval)));
+        if let Err(error) = set {
+            tracing::error!(error = format!("{error:#}"), "cannot configure fuel for a run");
+        }
+    }
+    if config.epoch_tick.is_some() {
+        // Yield (not trap) at every tick: the epoch is a fairness and cancellation backstop,
+        // the deadline itself is enforced by the timeout in `race`.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_async_yield_and_update(1);
+    }
+}
+
+/// Runs `work` until it ends, the timeout elapses or `cancel` fires.
+async fn race(
+    work: impl Future<Output = Ended>,
+    timeout: Option<Duration>,
+    cancel: &CancellationToken,
+) -> Ended {
+    let deadline = async {
+        match timeout {
+            Some(limit) => {
+                tokio::time::sleep(limit).await;
+                limit
+            }
+            None => std::future::pending().await,
+        }
+    };
+    // `biased`: check cancellation first on every wake-up, so a guest that yields constantly
+    // cannot starve it. Dropping `work` is wasmtime's supported abort.
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Ended::Cancelled,
+        limit = deadline => Ended::TimedOut(limit),
+        ended = work => ended,
     }
 }
 

@@ -1,9 +1,11 @@
-//! The [`Runtime`]: one wasmtime engine, its WASI linker, and the module caches.
+//! The [`Runtime`]: one wasmtime engine, its WASI linkers (preview1 modules, 0.2 components),
+//! and the module caches.
 
 use std::sync::Arc;
 
 use wasmtime::{Config, Engine, Linker};
 
+use crate::component::{self, ComponentState};
 use crate::config::{Metering, RuntimeConfig};
 use crate::disk_cache::DiskCache;
 use crate::error::WasmError;
@@ -22,14 +24,15 @@ pub struct Runtime {
 pub(crate) struct Inner {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<RunState>,
+    pub(crate) components: wasmtime::component::Linker<ComponentState>,
     pub(crate) config: RuntimeConfig,
     pub(crate) disk: Option<DiskCache>,
     pub(crate) modules: MemoryCache<LoadedModule>,
 }
 
 impl Runtime {
-    /// Builds the engine (fuel and/or epoch interruption per `config`), the WASI preview1
-    /// linker, and opens the disk cache directory; starts the epoch ticker thread if enabled.
+    /// Builds the engine (fuel and/or epoch interruption per `config`), the WASI preview1 and
+    /// 0.2 linkers, and opens the disk cache directory; starts the epoch ticker thread if enabled.
     pub fn new(config: RuntimeConfig) -> Result<Runtime, WasmError> {
         if let Metering::Fuel { yield_interval: 0, .. } = config.metering {
             // wasmtime rejects a zero interval per store; fail once, here, instead.
@@ -51,6 +54,7 @@ impl Runtime {
         let mut linker: Linker<RunState> = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut RunState| &mut state.wasi)
             .map_err(engine_error)?;
+        let components = component::linker(&engine).map_err(engine_error)?;
 
         let disk = match &config.cache_dir {
             Some(root) => Some(DiskCache::open(root, &engine)?),
@@ -60,7 +64,7 @@ impl Runtime {
             ticker::spawn(&engine, tick)?;
         }
         let modules = MemoryCache::new(config.memory_cache_capacity);
-        Ok(Runtime { inner: Arc::new(Inner { engine, linker, config, disk, modules }) })
+        Ok(Runtime { inner: Arc::new(Inner { engine, linker, components, config, disk, modules }) })
     }
 
     /// The configuration this runtime was built with.

@@ -186,6 +186,8 @@ impl Engine {
             broadcast_index: shard.index,
             broadcast_total: shard.total,
             wasm_module: wasm_module.clone(),
+            // Filled in with the job's grants by the Wasm settings work (admin side).
+            wasm_grant: None,
         };
 
         let (address, route_msg) = self.pick_address(job.id, targets, strategy, broadcast_shard).await;

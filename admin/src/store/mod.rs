@@ -33,8 +33,8 @@ pub use types::*;
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
-        CredentialStore, GroupStore, JobStore, LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store,
-        UserStore, WasmStore,
+        CredentialStore, GrantStore, GroupStore, JobStore, LogReportStore, LogStore, ScheduleStore,
+        ScheduleTx, Store, UserStore, WasmStore,
     };
 }
 
@@ -79,6 +79,7 @@ pub trait Store:
     + UserStore
     + CredentialStore
     + WasmStore
+    + GrantStore
     + Send
     + Sync
 {
@@ -314,6 +315,42 @@ pub trait CredentialStore: Send + Sync {
     async fn delete_api_token(&self, id: i64, user_id: UserId) -> Result<bool, StoreError>;
     /// Deletes every token of a user (the user was deleted).
     async fn delete_user_tokens(&self, user_id: UserId) -> Result<u64, StoreError>;
+}
+
+/// What Wasm jobs are granted: network policy and limits per job, variables and secrets per
+/// group and job (secrets sealed by the caller; the store never sees plaintext), and history.
+#[async_trait]
+pub trait GrantStore: Send + Sync {
+    /// The job's grant row, `None` if never saved.
+    async fn load_job_grant(&self, job_id: JobId) -> Result<Option<JobGrantRow>, StoreError>;
+    /// Inserts or replaces the job's grant row.
+    async fn save_job_grant(&self, job_id: JobId, grant: &JobGrantRow, now_ms: i64)
+    -> Result<(), StoreError>;
+    /// An owner's variables and secrets, by name.
+    async fn list_variables(&self, owner: VariableOwner) -> Result<Vec<VariableRow>, StoreError>;
+    /// The group's and the job's variables and secrets together (the trigger merges them).
+    async fn trigger_variables(&self, group_id: i32, job_id: JobId) -> Result<Vec<VariableRow>, StoreError>;
+    /// Inserts or replaces one variable (a secret's `value` is already sealed).
+    async fn put_variable(
+        &self,
+        owner: VariableOwner,
+        name: &str,
+        secret: bool,
+        value: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+    /// Deletes one variable; false if there was none.
+    async fn delete_variable(&self, owner: VariableOwner, name: &str) -> Result<bool, StoreError>;
+    /// Records a change and keeps the newest entries only.
+    async fn add_grant_history(
+        &self,
+        owner: VariableOwner,
+        author: &str,
+        change: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+    /// The owner's history, newest first.
+    async fn list_grant_history(&self, owner: VariableOwner) -> Result<Vec<GrantHistoryRow>, StoreError>;
 }
 
 /// Wasm modules by digest and the per-job version history.

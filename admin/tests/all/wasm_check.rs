@@ -2,7 +2,9 @@
 //! executor's own runtime: every verdict here must match `jobwheel_wasm::Runtime::validate`,
 //! so an upload the admin accepts is one the executor will load.
 
-use jobwheel_admin::wasm_check::{self, MAX_MODULE_BYTES, ModuleInfo, WasmCheckError, inspect, wasi_p1};
+use jobwheel_admin::wasm_check::{
+    self, MAX_MODULE_BYTES, ModuleInfo, WasmCheckError, inspect, wasi_p1, wasi_p2,
+};
 use jobwheel_wasm::{Runtime, RuntimeConfig};
 use sha2::{Digest, Sha256};
 
@@ -34,7 +36,17 @@ fn refused() -> Vec<(&'static str, Vec<u8>, WasmCheckError)> {
         ("empty", Vec::new(), WasmCheckError::Empty),
         ("text", b"fn main() {}".to_vec(), WasmCheckError::NotWasm),
         ("wat source", b"(module)".to_vec(), WasmCheckError::NotWasm),
-        ("component", wat("(component)"), WasmCheckError::Component),
+        ("component without wasi:cli/run", wat("(component)"), WasmCheckError::NoRunExport),
+        (
+            "component importing an unknown interface",
+            component(&["wasi:teleport/beam@0.2.0"]),
+            WasmCheckError::UnsupportedComponentImport { import: "wasi:teleport/beam@0.2.0".to_owned() },
+        ),
+        (
+            "component importing WASI 0.3",
+            component(&["wasi:cli/environment@0.3.0"]),
+            WasmCheckError::UnsupportedComponentImport { import: "wasi:cli/environment@0.3.0".to_owned() },
+        ),
         (
             "truncated",
             truncated,
@@ -121,8 +133,32 @@ fn refused() -> Vec<(&'static str, Vec<u8>, WasmCheckError)> {
 }
 
 /// Modules the admin accepts beyond the plain command: Wasm 3.0 features wasmtime enables.
+/// A minimal WASI 0.2 command component: imports `interfaces` and exports `wasi:cli/run`
+/// returning `ok`. Each import asks for a function `get-arguments`, so a linker that lacks the
+/// interface refuses it (an empty instance type would link against anything).
+fn component(interfaces: &[&str]) -> Vec<u8> {
+    let imports: String = interfaces
+        .iter()
+        .map(|name| format!(r#"(import "{name}" (instance (export "get-arguments" (func (result (list string))))))"#))
+        .collect();
+    wat(&format!(
+        r#"(component
+  {imports}
+  (core module $m (func (export "run") (result i32) (i32.const 0)))
+  (core instance $i (instantiate $m))
+  (func $run (result (result)) (canon lift (core func $i "run")))
+  (instance $cli-run (export "run" (func $run)))
+  (export "wasi:cli/run@0.2.12" (instance $cli-run)))"#
+    ))
+}
+
 fn accepted() -> Vec<(&'static str, Vec<u8>)> {
     vec![
+        ("bare component", component(&[])),
+        (
+            "component using wasi:cli/environment",
+            component(&["wasi:cli/environment@0.2.0"]),
+        ),
         ("command", wat(COMMAND)),
         ("bare _start", wat(r#"(module (func (export "_start")))"#)),
         (
@@ -143,6 +179,7 @@ fn a_command_module_is_described() {
         ModuleInfo {
             digest: hex::encode(Sha256::digest(&bytes)),
             size: bytes.len() as u64,
+            kind: "module",
             exports: vec!["memory".to_owned(), "_start".to_owned()],
             imports: vec![
                 "wasi_snapshot_preview1.fd_write".to_owned(),
@@ -169,7 +206,11 @@ fn refused_modules_get_their_message() {
 fn messages_say_what_to_do() {
     let message = |bytes: &[u8]| inspect(bytes).expect_err("refused").to_string();
     assert!(message(b"PK\x03\x04").contains("does not start with the `\\0asm` magic number"));
-    assert!(message(&wat("(component)")).contains("build with `--target wasm32-wasip1`"));
+    assert!(message(&wat("(component)")).contains("does not export wasi:cli/run"));
+    assert!(
+        message(&component(&["wasi:teleport/beam@0.2.0"]))
+            .starts_with("the component imports wasi:teleport/beam@0.2.0")
+    );
     assert!(message(&wat(r#"(module (func (export "main")))"#)).contains("no `_start` export"));
     assert_eq!(
         message(&wat(r#"(module (import "env" "foo" (func)) (func (export "_start")))"#)),
@@ -215,6 +256,35 @@ fn every_sample_job_is_accepted() {
             info.imports
         );
         assert!(!info.imports.is_empty(), "{name} uses WASI");
+    }
+}
+
+#[test]
+fn the_http_check_component_is_accepted_with_its_imports() {
+    let bytes = jobwheel_tests::sample_jobs::sample_component("http-check");
+    let info = inspect(&bytes).expect("accepted");
+    assert_eq!(info.kind, "component");
+    assert!(info.exports.iter().any(|e| e.starts_with("wasi:cli/run@0.2.")), "{:?}", info.exports);
+    assert!(
+        info.imports.iter().any(|i| i.starts_with("wasi:http/outgoing-handler@0.2.")),
+        "{:?}",
+        info.imports
+    );
+    assert!(info.imports.iter().all(|i| wasi_p2::provides(i)), "{:?}", info.imports);
+}
+
+/// Each interface of the admin's WASI 0.2 list is one of the vendored WASI 0.2 WIT files that
+/// the executor's linker implements (`wit/deps/`, copied from wasmtime-wasi-http 48), and a real
+/// component using several of them links (above).
+#[test]
+fn the_wasi_p2_list_names_vendored_wasi_interfaces() {
+    let deps = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/deps");
+    for interface in wasi_p2::INTERFACES {
+        let (package, name) = interface.split_once('/').expect("package/interface");
+        let file = deps.join(format!("{}.wit", package.trim_start_matches("wasi:")));
+        let wit = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert!(wit.contains(&format!("package {package}@0.2.")), "{interface}: {} is another package", file.display());
+        assert!(wit.contains(&format!("interface {name} {{")), "{interface} is not in {}", file.display());
     }
 }
 

@@ -9,9 +9,10 @@
 //! access token only to configured admins.
 
 use anyhow::{Context as _, bail};
-use jobwheel_protocol::WasmModuleRef;
-use jobwheel_wasm::{LoadSource, LogSink, Outcome, RunInput, Runtime};
+use jobwheel_protocol::{WasmGrant, WasmModuleRef};
+use jobwheel_wasm::{LoadSource, LogSink, NetGrant, NetLimits, NetPolicy, Outcome, RunInput, Runtime};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::admin_client::AdminClient;
 use crate::handler::{HandlerFuture, JobContext, JobHandler};
@@ -74,7 +75,7 @@ async fn run_module(glue: Arc<WasmGlue>, reference: WasmModuleRef, ctx: JobConte
     };
     ctx.log(format!("----------- wasm module sha256:{} ({how}) -----------", reference.digest));
 
-    let input = RunInput {
+    let mut input = RunInput {
         job_id: ctx.job_id(),
         log_id: ctx.log_id(),
         param: ctx.param().to_owned(),
@@ -82,7 +83,17 @@ async fn run_module(glue: Arc<WasmGlue>, reference: WasmModuleRef, ctx: JobConte
         shard_total: ctx.shard_total(),
         // The job thread enforces `executorTimeout` and cancels the run through the stop token.
         timeout: None,
+        ..RunInput::default()
     };
+    if let Some(grant) = ctx.wasm_grant() {
+        if let Err(message) = apply_grant(&mut input, grant) {
+            ctx.handle_fail(message);
+            return Ok(());
+        }
+        if input.network.is_some() && !load.module.is_component() {
+            ctx.log("the job's network policy does not apply: a preview1 module has no wasi:http; build the job as a WASI 0.2 component (e.g. --target wasm32-wasip2) to make requests");
+        }
+    }
     let sink_ctx = ctx.clone();
     let sink: Arc<dyn LogSink> = Arc::new(move |line: &str| sink_ctx.log_raw(line));
     // The runtime ends every run's log with a `[jobwheel] fuel used …, peak memory …` line.
@@ -104,4 +115,25 @@ async fn run_module(glue: Arc<WasmGlue>, reference: WasmModuleRef, ctx: JobConte
         }
         Outcome::Cancelled => bail!("wasm run stopped"),
     }
+}
+
+/// Puts the trigger's grants into the run's input: variables and secrets as environment
+/// variables (secret values masked in the log), per-job limits, the network policy. The runtime
+/// caps every limit by the executor's ceilings.
+fn apply_grant(input: &mut RunInput, grant: &WasmGrant) -> Result<(), String> {
+    input.env = grant.vars.iter().chain(&grant.secrets).map(|(k, v)| (k.clone(), v.clone())).collect();
+    input.masked = grant.secrets.values().cloned().collect();
+    input.fuel = grant.fuel;
+    input.max_memory_bytes = grant.memory_bytes.map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX));
+    if !grant.http_allow.is_empty() {
+        let policy = NetPolicy::parse(&grant.http_allow).map_err(|error| format!("the job's {error}"))?;
+        let defaults = NetLimits::default();
+        let limits = NetLimits {
+            max_requests: grant.http_max_requests.unwrap_or(defaults.max_requests),
+            max_response_bytes: grant.http_max_response_bytes.unwrap_or(defaults.max_response_bytes),
+            request_timeout: grant.http_timeout_ms.map_or(defaults.request_timeout, Duration::from_millis),
+        };
+        input.network = Some(NetGrant { policy: Arc::new(policy), limits });
+    }
+    Ok(())
 }

@@ -96,6 +96,7 @@ impl Worker {
             param: param.executor_params.clone(),
             shard_index: param.broadcast_index,
             shard_total: param.broadcast_total,
+            wasm_grant: param.wasm_grant.clone().map(Arc::new),
         };
         // Not a child of the thread's token: the handler must learn of a stop only after this
         // worker has classified the ending, or a fast handler could finish "on its own" first.

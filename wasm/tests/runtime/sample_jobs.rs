@@ -1,8 +1,9 @@
 //! The real sample jobs (built with the guest SDK for wasm32-wasip1) through the runtime.
 //!
 //! The jobs are built once per test process with
-//! `cargo build --release --target wasm32-wasip1 --manifest-path sample-jobs/Cargo.toml`;
-//! set `JOBWHEEL_SAMPLE_JOBS_TARGET_DIR` to build elsewhere than `sample-jobs/target`.
+//! `cargo build --release --target wasm32-wasip1 --manifest-path sample-jobs/Cargo.toml`
+//! (components: `--target wasm32-wasip2 -p http-check`); set `JOBWHEEL_SAMPLE_JOBS_TARGET_DIR`
+//! to build elsewhere than `sample-jobs/target`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,35 +19,47 @@ fn sample_jobs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../sample-jobs")
 }
 
-/// Builds all sample jobs once and returns the directory holding the `.wasm` files.
-fn built() -> &'static Path {
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let target_dir = std::env::var_os("JOBWHEEL_SAMPLE_JOBS_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| sample_jobs_dir().join("target"));
-        let output = Command::new(env!("CARGO"))
-            .args(["build", "--release", "--target", "wasm32-wasip1", "--manifest-path"])
-            .arg(sample_jobs_dir().join("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&target_dir)
-            .env_remove("CARGO_TARGET_DIR")
-            .output()
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
-        if !output.status.success() {
-            return Err(format!("building sample jobs failed:\n{}", String::from_utf8_lossy(&output.stderr)));
-        }
-        Ok(target_dir.join("wasm32-wasip1/release"))
-    });
-    match built {
-        Ok(dir) => dir,
-        Err(message) => panic!("{message}"),
+/// Builds sample jobs for `target` (with `extra` cargo arguments) and returns the directory
+/// holding the `.wasm` files.
+fn build(target: &str, extra: &[&str]) -> Result<PathBuf, String> {
+    let target_dir = std::env::var_os("JOBWHEEL_SAMPLE_JOBS_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| sample_jobs_dir().join("target"));
+    let output = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--target", target])
+        .args(extra)
+        .arg("--manifest-path")
+        .arg(sample_jobs_dir().join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "building sample jobs for {target} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
     }
+    Ok(target_dir.join(target).join("release"))
 }
 
-fn sample(name: &str) -> Fixture {
-    let path = built().join(format!("{name}.wasm"));
+fn read(built: &Result<PathBuf, String>, name: &str) -> Fixture {
+    let dir = built.as_ref().unwrap_or_else(|message| panic!("{message}"));
+    let path = dir.join(format!("{name}.wasm"));
     Fixture::from_bytes(std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+/// Preview1 sample job `name`, built once per test process.
+fn sample(name: &str) -> Fixture {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    read(BUILT.get_or_init(|| build("wasm32-wasip1", &[])), name)
+}
+
+/// Component sample job `name` (`http-check`), built once per test process.
+pub(crate) fn sample_component(name: &str) -> Fixture {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    read(BUILT.get_or_init(|| build("wasm32-wasip2", &["-p", "http-check"])), name)
 }
 
 async fn run_sample(runtime: &Runtime, name: &str, input: RunInput) -> (RunReport, Log) {

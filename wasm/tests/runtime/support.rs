@@ -57,7 +57,7 @@ pub(crate) fn input(param: &str) -> RunInput {
         param: param.to_owned(),
         shard_index: 2,
         shard_total: 5,
-        timeout: None,
+        ..RunInput::default()
     }
 }
 

@@ -36,6 +36,7 @@ macro_rules! log_columns {
 
 mod batch;
 mod credentials;
+mod grants;
 mod groups;
 mod jobs;
 mod logs;

@@ -10,10 +10,12 @@
 use chrono::{DateTime, Utc};
 
 mod credentials;
+mod grants;
 mod jobs;
 mod logs;
 
 pub use credentials::*;
+pub use grants::*;
 pub use jobs::*;
 pub use logs::*;
 

@@ -1,0 +1,209 @@
+//! WASI 0.2 components through the runtime: the Rust `http-check` sample (built for
+//! `wasm32-wasip2`) calling a local HTTP server under network policies.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jobwheel_wasm::{
+    FailureKind, LoadSource, NetGrant, NetLimits, NetPolicy, Outcome, RunInput, RunReport, Runtime,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::http_server::TestServer;
+use crate::sample_jobs::sample_component;
+use crate::support::{Log, config, input, load, load_with_source};
+
+fn runtime_allowing(entries: &[&str]) -> Runtime {
+    let mut config = config();
+    config.max_memory_bytes = 64 << 20;
+    config.http_allow = Arc::new(NetPolicy::parse(entries).expect("executor allow-list"));
+    Runtime::new(config).expect("runtime")
+}
+
+fn grant(entries: &[&str]) -> NetGrant {
+    NetGrant { policy: Arc::new(NetPolicy::parse(entries).expect("policy")), limits: NetLimits::default() }
+}
+
+/// Runs `http-check` against `url` with `network`, the secret token `tok-123` and `vars`.
+async fn check(
+    runtime: &Runtime,
+    url: &str,
+    network: Option<NetGrant>,
+    vars: &[(&str, &str)],
+) -> (RunReport, Log) {
+    let module = load(runtime, &sample_component("http-check")).await;
+    assert!(module.is_component());
+    let mut env: Vec<(String, String)> =
+        vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    env.push(("CHECK_URL".to_owned(), url.to_owned()));
+    env.push(("CHECK_TOKEN".to_owned(), "tok-123".to_owned()));
+    let input = RunInput {
+        env,
+        masked: vec!["tok-123".to_owned()],
+        network,
+        timeout: Some(Duration::from_secs(60)),
+        ..input("")
+    };
+    let log = Log::new();
+    let report = runtime.run(&module, input, log.sink(), CancellationToken::new()).await;
+    (report, log)
+}
+
+fn failure(report: &RunReport) -> &str {
+    match &report.outcome {
+        Outcome::Failed { kind: FailureKind::Exit(1), message } => message,
+        other => panic!("expected exit 1, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_allowed_request_carries_the_secret_and_leaves_one_log_line() {
+    let server = TestServer::start().await;
+    let runtime = runtime_allowing(&["http://127.0.0.1:*"]);
+    let origin = format!("http://127.0.0.1:{}", server.port);
+    let (report, log) =
+        check(&runtime, &server.url("/ok?key=do-not-log"), Some(grant(&[&origin])), &[]).await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Succeeded { message: Some("status=200".to_owned()) },
+        "{:?}",
+        log.lines()
+    );
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].authorization.as_deref(), Some("Bearer tok-123"));
+    let line = format!("[jobwheel] http GET {origin}/ok -> 200, 4 bytes");
+    assert_eq!(log.count(&line), 1, "{:?}", log.lines());
+    let host_lines: Vec<String> =
+        log.lines().into_iter().filter(|l| l.starts_with("[jobwheel] http")).collect();
+    assert!(
+        !host_lines.iter().any(|l| l.contains("do-not-log")),
+        "the query string stays out of the log line"
+    );
+    assert_eq!(log.count("tok-123"), 0);
+}
+
+#[tokio::test]
+async fn an_origin_outside_the_policy_is_refused_without_a_trap() {
+    let server = TestServer::start().await;
+    let runtime = runtime_allowing(&["http://127.0.0.1:*"]);
+    let (report, log) =
+        check(&runtime, &server.url("/ok"), Some(grant(&["https://api.example.com"])), &[]).await;
+    assert!(failure(&report).contains("HttpRequestDenied"), "{report:?}");
+    assert_eq!(log.count("is not in the job's network policy"), 1, "{:?}", log.lines());
+    assert!(server.seen().is_empty());
+}
+
+#[tokio::test]
+async fn no_policy_means_no_network() {
+    let server = TestServer::start().await;
+    let runtime = runtime_allowing(&["http://127.0.0.1:*"]);
+    let (report, log) = check(&runtime, &server.url("/ok"), None, &[]).await;
+    failure(&report);
+    assert_eq!(log.count("denied"), 1, "{:?}", log.lines());
+    assert!(server.seen().is_empty());
+}
+
+#[tokio::test]
+async fn the_executor_allow_list_bounds_every_policy() {
+    let server = TestServer::start().await;
+    let runtime = runtime_allowing(&[]);
+    let origin = format!("http://127.0.0.1:{}", server.port);
+    let (report, log) = check(&runtime, &server.url("/ok"), Some(grant(&[&origin])), &[]).await;
+    failure(&report);
+    assert_eq!(log.count("not in the executor's allow-list"), 1, "{:?}", log.lines());
+
+    // The cloud metadata address, named by the job but not by the operator.
+    let runtime = runtime_allowing(&["http://127.0.0.1:*"]);
+    let (report, log) = check(
+        &runtime,
+        "http://169.254.169.254/latest/meta-data",
+        Some(grant(&["http://169.254.169.254"])),
+        &[],
+    )
+    .await;
+    failure(&report);
+    assert_eq!(
+        log.count("http GET http://169.254.169.254:80/latest/meta-data denied"),
+        1,
+        "{:?}",
+        log.lines()
+    );
+    assert!(server.seen().is_empty());
+}
+
+#[tokio::test]
+async fn a_name_resolving_to_loopback_is_refused_unless_the_address_is_granted() {
+    let server = TestServer::start().await;
+    let runtime = runtime_allowing(&["http://localhost:*", "127.0.0.0/8"]);
+    let url = format!("http://localhost:{}/ok", server.port);
+    let origin = format!("http://localhost:{}", server.port);
+    let (report, log) = check(&runtime, &url, Some(grant(&[&origin])), &[]).await;
+    assert!(failure(&report).contains("DestinationIpProhibited"), "{report:?}");
+    assert_eq!(log.count("resolved to 127.0.0.1, a loopback address"), 1, "{:?}", log.lines());
+    assert!(server.seen().is_empty());
+
+    let (report, log) = check(&runtime, &url, Some(grant(&[&origin, "127.0.0.1"])), &[]).await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Succeeded { message: Some("status=200".to_owned()) },
+        "{:?}",
+        log.lines()
+    );
+    assert_eq!(server.seen().len(), 1);
+}
+
+#[tokio::test]
+async fn a_redirect_is_not_followed_by_the_host_and_its_next_hop_is_checked() {
+    let allowed = TestServer::start().await;
+    let elsewhere = TestServer::start().await;
+    let runtime = runtime_allowing(&["http://127.0.0.1:*"]);
+    let origin = format!("http://127.0.0.1:{}", allowed.port);
+    let url = allowed.url(&format!("/redirect?to={}", elsewhere.url("/ok")));
+    let (report, log) = check(&runtime, &url, Some(grant(&[&origin])), &[]).await;
+    failure(&report);
+    assert_eq!(log.count(&format!("http GET {origin}/redirect -> 302")), 1, "{:?}", log.lines());
+    assert_eq!(log.count(&format!("http://127.0.0.1:{}/ok denied", elsewhere.port)), 1, "{:?}", log.lines());
+    assert!(elsewhere.seen().is_empty(), "the host never followed the redirect");
+}
+
+#[tokio::test]
+async fn requests_and_response_bytes_are_limited_per_run() {
+    let server = TestServer::start().await;
+    let runtime = runtime_allowing(&["http://127.0.0.1:*"]);
+    let origin = format!("http://127.0.0.1:{}", server.port);
+    let mut limited = grant(&[&origin]);
+    limited.limits.max_requests = 2;
+    let (report, log) =
+        check(&runtime, &server.url("/ok"), Some(limited.clone()), &[("CHECK_REPEAT", "3")]).await;
+    failure(&report);
+    assert_eq!(log.count(&format!("[jobwheel] http GET {origin}/ok -> 200")), 2, "{:?}", log.lines());
+    assert_eq!(log.count("limit of 2 requests is reached"), 1, "{:?}", log.lines());
+    assert_eq!(server.seen().len(), 2);
+
+    limited.limits.max_response_bytes = 1024;
+    let (report, log) = check(&runtime, &server.url("/big"), Some(limited), &[]).await;
+    failure(&report);
+    assert_eq!(log.count("response byte limit is reached"), 1, "{:?}", log.lines());
+}
+
+#[tokio::test]
+async fn a_component_reports_its_error_as_exit_1_and_comes_back_from_the_disk_cache() {
+    let cache = tempfile::tempdir().expect("temp dir");
+    let mut config = config();
+    config.max_memory_bytes = 64 << 20;
+    config.cache_dir = Some(cache.path().to_owned());
+    let component = sample_component("http-check");
+    let first = Runtime::new(config.clone()).expect("runtime");
+    let (_, source) = load_with_source(&first, &component).await;
+    assert_eq!(source, LoadSource::Compiled);
+
+    let second = Runtime::new(config).expect("runtime");
+    let (module, source) = load_with_source(&second, &component).await;
+    assert_eq!(source, LoadSource::Disk);
+    assert!(module.is_component());
+    let log = Log::new();
+    let report = second.run(&module, input(""), log.sink(), CancellationToken::new()).await;
+    assert!(failure(&report).contains("set the variable CHECK_URL"), "{report:?}");
+    assert_eq!(log.count("[jobwheel] fuel used"), 1, "{:?}", log.lines());
+}

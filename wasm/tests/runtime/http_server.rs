@@ -1,0 +1,101 @@
+//! A tiny HTTP/1.1 server on 127.0.0.1 for the outbound-HTTP tests: fixed routes, records what
+//! it was asked, one request per connection. Dropping it stops the accept loop.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// One request the server saw.
+#[derive(Debug, Clone)]
+pub(crate) struct Seen {
+    pub(crate) path: String,
+    pub(crate) authorization: Option<String>,
+}
+
+pub(crate) struct TestServer {
+    pub(crate) port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    accept: JoinHandle<()>,
+}
+
+impl TestServer {
+    /// Serves `/ok` (200 `fine`), `/big` (200, 64 KiB), `/redirect?to=URL` (302 to URL);
+    /// anything else is 404.
+    pub(crate) async fn start() -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind test server");
+        let port = listener.local_addr().expect("address").port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = Arc::clone(&seen);
+        let accept = tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let record = Arc::clone(&record);
+                tokio::spawn(async move {
+                    let Some(head) = read_head(&mut stream).await else { return };
+                    let request = parse(&head);
+                    let response = respond(&request.path);
+                    record.lock().expect("lock").push(request);
+                    let _ = stream.write_all(&response).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        TestServer { port, seen, accept }
+    }
+
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub(crate) fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().expect("lock").clone()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// Reads up to the blank line ending the head (bounded: 64 KiB).
+async fn read_head(stream: &mut tokio::net::TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 || head.len() > 64 << 10 {
+            return None;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    Some(String::from_utf8_lossy(&head).into_owned())
+}
+
+fn parse(head: &str) -> Seen {
+    let mut lines = head.lines();
+    let path = lines.next().and_then(|line| line.split_whitespace().nth(1)).unwrap_or("/").to_owned();
+    let authorization = lines
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+        .map(|(_, value)| value.trim().to_owned());
+    Seen { path, authorization }
+}
+
+fn respond(path: &str) -> Vec<u8> {
+    let (status, headers, body) = match path.split_once('?').map_or((path, ""), |(p, q)| (p, q)) {
+        ("/ok", _) => ("200 OK", String::new(), b"fine".to_vec()),
+        ("/big", _) => ("200 OK", String::new(), vec![b'x'; 64 << 10]),
+        ("/redirect", query) => {
+            let to = query.strip_prefix("to=").unwrap_or("/ok");
+            ("302 Found", format!("location: {to}\r\n"), Vec::new())
+        }
+        _ => ("404 Not Found", String::new(), b"no such route".to_vec()),
+    };
+    let mut response =
+        format!("HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n{headers}\r\n", body.len())
+            .into_bytes();
+    response.extend_from_slice(&body);
+    response
+}
