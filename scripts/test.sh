@@ -4,9 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Rust toolchain pieces: lints, formatting, and the Wasm target the sample jobs are built for.
+# Rust toolchain pieces: lints, formatting, and the Wasm targets the sample jobs are built for
+# (preview1 modules and WASI 0.2 components).
 rustup component add clippy rustfmt >/dev/null 2>&1 || true
-rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
+for target in wasm32-wasip1 wasm32-wasip2; do
+  rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+done
 
 # Database servers for the storage contract suites; start them if they are down.
 if command -v pg_isready >/dev/null && ! pg_isready -q -h 127.0.0.1 -p 5432; then

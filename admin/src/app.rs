@@ -19,6 +19,7 @@ use tracing::Instrument as _;
 
 use crate::config::AdminConfig;
 use crate::http::{self, AccessToken, AdminCore, CallbackQueue, HttpState, RecentRegistrations};
+use crate::sealing::SecretBox;
 use crate::secrets::{self, TokenSource};
 use crate::store::{self, Store};
 
@@ -29,6 +30,8 @@ pub struct CoreContext {
     pub access_token: String,
     /// This admin's base URL, as shown in trigger messages.
     pub admin_address: String,
+    /// Opens the secret values a Wasm job's trigger carries.
+    pub secret_box: Arc<SecretBox>,
 }
 
 /// Runs the admin on `listener` until `shutdown` resolves, then shuts down gracefully.
@@ -47,9 +50,15 @@ where
 {
     let local = listener.local_addr().context("listener has no local address")?;
     let store = store::connect(&config.database_url).await.context("cannot open the database")?;
-    let secrets = secrets::prepare(store.as_ref(), config.access_token.as_deref(), &config.data_dir)
-        .await
-        .context("cannot prepare the access token and the first admin user")?;
+    let secrets = secrets::prepare(
+        store.as_ref(),
+        config.access_token.as_deref(),
+        config.secret_key.as_deref(),
+        &config.data_dir,
+    )
+    .await
+    .context("cannot prepare the access token, the secret key and the first admin user")?;
+    let secret_box = Arc::clone(&secrets.secret_box);
     if let Some(notice) = secrets.first_start_notice(&admin_url(local)) {
         show_once(&notice);
     }
@@ -69,6 +78,7 @@ where
         store: Arc::clone(&store),
         access_token: secrets.access_token.clone(),
         admin_address: admin_url(local),
+        secret_box: Arc::clone(&secret_box),
     })
     .context("cannot start the admin core")?;
     let tasks = TaskTracker::new();
@@ -84,6 +94,7 @@ where
         executor_dead_timeout: config.executor_dead_timeout,
         lang: config.i18n,
         module_info: http::ModuleInfoCache::default(),
+        secret_box,
     });
     drop(secrets);
 

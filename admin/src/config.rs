@@ -40,6 +40,10 @@ pub struct Cli {
     /// Unset: a token is generated on first start and kept in `{data-dir}/access-token`.
     #[arg(long, env = "JOBWHEEL_ACCESS_TOKEN", hide_env_values = true)]
     pub access_token: Option<String>,
+    /// Key sealing the secret values of Wasm jobs, 64 hex characters. Unset: generated on first
+    /// start and kept in `{data-dir}/secret-key`. Admins sharing a database must share it.
+    #[arg(long, env = "JOBWHEEL_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
     /// Directory for the generated access token (default: the SQLite database's directory, or
     /// `data` for PostgreSQL/MySQL).
     #[arg(long, env = "JOBWHEEL_DATA_DIR")]
@@ -153,7 +157,10 @@ pub struct AdminConfig {
     pub database_url: String,
     /// `None`: use the token stored in `data_dir`, or generate one on first start.
     pub access_token: Option<String>,
-    /// Where a generated access token is kept (`{data_dir}/access-token`).
+    /// `None`: use the key stored in `data_dir`, or generate one on first start.
+    pub secret_key: Option<String>,
+    /// Where a generated access token and secret key are kept (`{data_dir}/access-token`,
+    /// `{data_dir}/secret-key`).
     pub data_dir: PathBuf,
     pub i18n: MessageLang,
     pub trigger_pools: TriggerPools,
@@ -183,6 +190,7 @@ impl std::fmt::Debug for AdminConfig {
         f.debug_struct("AdminConfig")
             .field("database", &scheme)
             .field("access_token", &self.access_token.as_ref().map(|_| "<set>"))
+            .field("secret_key", &self.secret_key.as_ref().map(|_| "<set>"))
             .field("data_dir", &self.data_dir)
             .field("i18n", &self.i18n)
             .field("trigger_pools", &self.trigger_pools)
@@ -205,6 +213,7 @@ impl AdminConfig {
             data_dir: default_data_dir(&database_url),
             database_url,
             access_token,
+            secret_key: None,
             i18n: MessageLang::Zh,
             trigger_pools: TriggerPools { fast_max: 300, slow_max: 200, fast_queue: 2000, slow_queue: 5000 },
             log_retention_days: Some(30),
@@ -238,6 +247,8 @@ impl AdminConfig {
             Some(url) => return Err(ConfigError::BadWebhookUrl(url.to_owned())),
         };
         let mut config = Self::new(database_url, access_token);
+        config.secret_key =
+            cli.secret_key.as_deref().map(str::trim).filter(|k| !k.is_empty()).map(str::to_owned);
         if let Some(dir) = &cli.data_dir {
             config.data_dir = dir.clone();
         }

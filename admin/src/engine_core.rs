@@ -49,6 +49,7 @@ impl EngineCore {
         }
         let mut engine_config = EngineConfig::new(context.admin_address);
         engine_config.lang = lang;
+        engine_config.secrets = Some(Arc::clone(&context.secret_box));
         engine_config.fast_pool_max = config.trigger_pools.fast_max;
         engine_config.slow_pool_max = config.trigger_pools.slow_max;
         engine_config.fast_queue = config.trigger_pools.fast_queue;

@@ -20,6 +20,7 @@ pub mod executor_client;
 pub mod http;
 pub mod lang;
 pub mod routing;
+pub mod sealing;
 pub mod secrets;
 pub mod store;
 pub mod wasm_check;

@@ -7,6 +7,9 @@
 //! `xxl_job_user` is empty the user `admin` is created with a random password, stored only as
 //! an argon2 hash and shown once.
 //!
+//! The same goes for the secret key that seals the secret values of Wasm jobs
+//! (`crate::sealing`): `--secret-key`, else `{data-dir}/secret-key`, else generated there.
+//!
 //! The token lives in a file rather than in the database because the schema is upstream's and
 //! jobwheel adds no settings table; a file beside the SQLite database is where an operator of
 //! the default setup looks for it. Several admins sharing a PostgreSQL/MySQL database need the
@@ -19,6 +22,7 @@ use std::path::{Path, PathBuf};
 use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier as _, SaltString};
 use rand::Rng as _;
 
+use crate::sealing::{KEY_FILE, SealError, SecretBox};
 use crate::store::{Page, Store, StoreError, User, UserFilter};
 
 /// File name of the stored access token inside the data directory.
@@ -41,6 +45,8 @@ pub enum SecretsError {
     EmptyTokenFile { path: PathBuf },
     #[error("cannot store the generated access token in {path}: {source}")]
     WriteToken { path: PathBuf, source: std::io::Error },
+    #[error("--secret-key / {KEY_FILE}: {0}")]
+    SecretKey(SealError),
     #[error("cannot hash a password: {0}")]
     Hash(argon2::password_hash::Error),
     #[error("cannot create the first admin user: {0}")]
@@ -63,6 +69,8 @@ pub struct Secrets {
     /// The token executors must send; never blank.
     pub access_token: String,
     pub token_source: TokenSource,
+    /// Seals and opens the secret values of Wasm jobs.
+    pub secret_box: std::sync::Arc<SecretBox>,
     /// The clear-text password of the `admin` user this start created, if it created one.
     pub admin_password: Option<String>,
 }
@@ -111,33 +119,45 @@ impl Secrets {
     }
 }
 
-/// Decides the access token and creates the first admin user if there is none.
+/// Decides the access token and the secret key, and creates the first admin user if there is
+/// none.
 pub async fn prepare(
     store: &dyn Store,
     configured_token: Option<&str>,
+    configured_secret_key: Option<&str>,
     data_dir: &Path,
 ) -> Result<Secrets, SecretsError> {
     let (access_token, token_source) = match configured_token {
         Some(token) => (token.to_owned(), TokenSource::Configured),
-        None => stored_or_generated_token(data_dir)?,
+        None => stored_or_generated(data_dir, TOKEN_FILE, || hex::encode(rand::random::<[u8; 32]>()))?,
     };
+    let key = match configured_secret_key {
+        Some(key) => key.to_owned(),
+        None => stored_or_generated(data_dir, KEY_FILE, SecretBox::generate_key)?.0,
+    };
+    let secret_box = std::sync::Arc::new(SecretBox::from_hex(&key).map_err(SecretsError::SecretKey)?);
     let admin_password = create_first_admin(store).await?;
-    Ok(Secrets { access_token, token_source, admin_password })
+    Ok(Secrets { access_token, token_source, secret_box, admin_password })
 }
 
-/// Reads `{data_dir}/access-token`, or generates and stores a token if the file does not exist.
-fn stored_or_generated_token(data_dir: &Path) -> Result<(String, TokenSource), SecretsError> {
-    let path = data_dir.join(TOKEN_FILE);
+/// Reads `{data_dir}/{file}` (the access token or the secret key), or generates one with
+/// `generate` and stores it if the file does not exist.
+fn stored_or_generated(
+    data_dir: &Path,
+    file: &str,
+    generate: fn() -> String,
+) -> Result<(String, TokenSource), SecretsError> {
+    let path = data_dir.join(file);
     if let Some(token) = read_token(&path)? {
         return Ok((token, TokenSource::Stored(path)));
     }
-    let token = hex::encode(rand::random::<[u8; 32]>());
+    let token = generate();
     let write_error = |source| SecretsError::WriteToken { path: path.clone(), source };
     std::fs::create_dir_all(data_dir).map_err(write_error)?;
     // Write a private temporary file completely, then hard-link it into place: `link` fails if
     // the name exists, so two admins starting together on one directory cannot both win, and a
     // reader never sees a half-written token.
-    let temp = data_dir.join(format!(".{TOKEN_FILE}.{:016x}.tmp", rand::random::<u64>()));
+    let temp = data_dir.join(format!(".{file}.{:016x}.tmp", rand::random::<u64>()));
     let linked = write_private(&temp, &token).and_then(|()| std::fs::hard_link(&temp, &path));
     // The temporary name is only scaffolding; failing to remove it changes nothing.
     let _ = std::fs::remove_file(&temp);

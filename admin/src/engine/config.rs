@@ -72,6 +72,9 @@ pub struct EngineConfig {
     pub dead_timeout: Duration,
     /// The time source of every decision the engine makes (tests use a `ManualClock`).
     pub clock: Arc<dyn Clock>,
+    /// Opens the secret values Wasm jobs' triggers carry; `None` fails the trigger of a job
+    /// that has secrets (with a message saying so).
+    pub secrets: Option<Arc<crate::sealing::SecretBox>>,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -108,6 +111,7 @@ impl EngineConfig {
             lost_after: Duration::from_millis(super::LOST_AFTER_MS.unsigned_abs()),
             dead_timeout: Duration::from_millis(super::DEAD_TIMEOUT_MS.unsigned_abs()),
             clock: Arc::new(SystemClock),
+            secrets: None,
         }
     }
 

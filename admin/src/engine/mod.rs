@@ -32,6 +32,7 @@ mod complete;
 mod config;
 mod fail;
 mod fix_delay;
+mod grant;
 mod i18n;
 mod misfire;
 mod pool;

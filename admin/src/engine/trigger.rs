@@ -171,7 +171,15 @@ impl Engine {
         let executor_param =
             request.executor_param.clone().or_else(|| j.executor_param.clone()).unwrap_or_default();
         let is_wasm = j.glue_type.parse::<GlueType>() == Ok(GlueType::GlueWasm);
-        let wasm_module = if is_wasm { self.wasm_module_ref(job.id).await? } else { None };
+        let (wasm_module, grant) = if is_wasm {
+            (self.wasm_module_ref(job.id).await?, self.wasm_grant(job).await?)
+        } else {
+            (None, Ok(None))
+        };
+        let (wasm_grant, grant_problem) = match grant {
+            Ok(grant) => (grant, None),
+            Err(reason) => (None, Some(reason)),
+        };
         let param = TriggerParam {
             job_id: job.id.0,
             executor_handler: j.executor_handler.clone().unwrap_or_default(),
@@ -186,19 +194,19 @@ impl Engine {
             broadcast_index: shard.index,
             broadcast_total: shard.total,
             wasm_module: wasm_module.clone(),
-            // Filled in with the job's grants by the Wasm settings work (admin side).
-            wasm_grant: None,
+            wasm_grant,
         };
 
         let (address, route_msg) = self.pick_address(job.id, targets, strategy, broadcast_shard).await;
         let wasm_missing = is_wasm && wasm_module.is_none();
-        let (code, run_msg) = match (&address, wasm_missing) {
-            (Some(_), true) => (FAIL_CODE, Some("GLUE_WASM job has no module uploaded".to_owned())),
-            (Some(address), false) => {
+        let (code, run_msg) = match (&address, wasm_missing, grant_problem) {
+            (Some(_), true, _) => (FAIL_CODE, Some("GLUE_WASM job has no module uploaded".to_owned())),
+            (Some(_), false, Some(reason)) => (FAIL_CODE, Some(reason)),
+            (Some(address), false, None) => {
                 let reply = self.client.run(address, &param).await;
                 (reply.code, Some(run_result_msg(lang, address, reply.code, reply.msg.as_deref())))
             }
-            (None, _) => (FAIL_CODE, None),
+            (None, ..) => (FAIL_CODE, None),
         };
         tracing::debug!(log_id = log_id.0, address = ?address, code, "trigger sent");
 

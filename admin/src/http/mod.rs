@@ -50,6 +50,8 @@ pub(crate) struct HttpState {
     pub(crate) lang: crate::lang::MessageLang,
     /// What uploaded Wasm modules export and import, by digest.
     pub(crate) module_info: mgmt::ModuleInfoCache,
+    /// Seals secret values written through the API (never opens them: reads show "set").
+    pub(crate) secret_box: Arc<crate::sealing::SecretBox>,
 }
 
 /// All routes of the admin.

@@ -139,7 +139,9 @@ fn refused() -> Vec<(&'static str, Vec<u8>, WasmCheckError)> {
 fn component(interfaces: &[&str]) -> Vec<u8> {
     let imports: String = interfaces
         .iter()
-        .map(|name| format!(r#"(import "{name}" (instance (export "get-arguments" (func (result (list string))))))"#))
+        .map(|name| {
+            format!(r#"(import "{name}" (instance (export "get-arguments" (func (result (list string))))))"#)
+        })
         .collect();
     wat(&format!(
         r#"(component
@@ -155,10 +157,7 @@ fn component(interfaces: &[&str]) -> Vec<u8> {
 fn accepted() -> Vec<(&'static str, Vec<u8>)> {
     vec![
         ("bare component", component(&[])),
-        (
-            "component using wasi:cli/environment",
-            component(&["wasi:cli/environment@0.2.0"]),
-        ),
+        ("component using wasi:cli/environment", component(&["wasi:cli/environment@0.2.0"])),
         ("command", wat(COMMAND)),
         ("bare _start", wat(r#"(module (func (export "_start")))"#)),
         (
@@ -283,7 +282,11 @@ fn the_wasi_p2_list_names_vendored_wasi_interfaces() {
         let (package, name) = interface.split_once('/').expect("package/interface");
         let file = deps.join(format!("{}.wit", package.trim_start_matches("wasi:")));
         let wit = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        assert!(wit.contains(&format!("package {package}@0.2.")), "{interface}: {} is another package", file.display());
+        assert!(
+            wit.contains(&format!("package {package}@0.2.")),
+            "{interface}: {} is another package",
+            file.display()
+        );
         assert!(wit.contains(&format!("interface {name} {{")), "{interface} is not in {}", file.display());
     }
 }

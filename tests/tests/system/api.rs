@@ -42,6 +42,15 @@ impl Api {
         self.call(reqwest::Method::POST, path, Some(body)).await
     }
 
+    pub(crate) async fn put(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+        self.call(reqwest::Method::PUT, path, Some(body)).await
+    }
+
+    /// The raw text of a GET (to search a whole answer for a value that must not be there).
+    pub(crate) async fn get_text(&self, path: &str) -> anyhow::Result<String> {
+        Ok(self.get(path).await?.to_string())
+    }
+
     /// Creates a job in `group` from upstream's form fields (`fields` override the defaults:
     /// a stopped BEAN `demoJobHandler` job with no schedule); its id.
     pub(crate) async fn job(&self, group: i64, desc: &str, fields: Value) -> anyhow::Result<i64> {

@@ -2,13 +2,15 @@
 //! driven through the management API, on SQLite, PostgreSQL and MariaDB. The scenarios run
 //! side by side on one stack per database: cron and fix-rate jobs on time (`schedules`), the
 //! ten routing strategies observed live (`routing`), child jobs, retries, kill, Wasm and script
-//! GLUE together (`flows`), and lost-job marking after an executor is killed (last, as it
+//! GLUE together (`flows`), Wasm components calling an HTTP server under their network policy
+//! with a variable and a secret (`wasm_http`), and lost-job marking after an executor is killed (last, as it
 //! takes an executor away).
 
 mod api;
 mod flows;
 mod routing;
 mod schedules;
+mod wasm_http;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,7 +61,9 @@ impl Stack {
                     APP,
                     std::slice::from_ref(&admin.base),
                     &path,
-                    &["--enable-script-glue"],
+                    // Wasm jobs may call the test's HTTP server on loopback (jobwheel's
+                    // executor-wide allow-list; each job's own policy narrows it further).
+                    &["--enable-script-glue", "--wasm-http-allow", "http://127.0.0.1:*,127.0.0.1"],
                 )
                 .await?,
             );
@@ -109,11 +113,16 @@ impl Stack {
 async fn scenarios(url: &str) -> anyhow::Result<()> {
     let mut stack = Stack::start(url).await?;
     let outcome = async {
-        let (schedules, routing, flows) =
-            tokio::join!(schedules::run(&stack), routing::run(&stack), flows::run(&stack));
+        let (schedules, routing, flows, wasm_http) = tokio::join!(
+            schedules::run(&stack),
+            routing::run(&stack),
+            flows::run(&stack),
+            wasm_http::run(&stack)
+        );
         schedules.context("schedules")?;
         routing.context("routing")?;
         flows.context("flows")?;
+        wasm_http.context("wasm http")?;
         flows::lost_job(&mut stack).await.context("lost job")
     }
     .await;

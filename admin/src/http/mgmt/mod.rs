@@ -24,6 +24,7 @@ use crate::store::{Page, UserRow};
 pub(crate) mod auth;
 mod dashboard;
 mod glue;
+mod grants;
 mod groups;
 mod job_input;
 mod jobs;
@@ -59,12 +60,22 @@ pub(crate) fn router() -> Router<Arc<HttpState>> {
         .route("/api/v1/jobs/{id}/stop", post(jobs::stop))
         .route("/api/v1/jobs/{id}/trigger", post(jobs::trigger))
         .route("/api/v1/jobs/{id}/glue", get(glue::get).put(glue::save))
+        .route("/api/v1/jobs/{id}/grant", get(grants::get_job).put(grants::put_job))
+        .route(
+            "/api/v1/jobs/{id}/secrets/{name}",
+            put(grants::put_job_secret).delete(grants::delete_job_secret),
+        )
         .route("/api/v1/jobs/{id}/wasm", get(wasm_versions::versions).post(wasm_versions::upload))
         .route("/api/v1/jobs/{id}/wasm/rollback", post(wasm_versions::rollback))
         .route("/api/v1/wasm/validate", post(wasm_versions::validate))
         .route("/api/v1/schedule/next", get(jobs::next_times))
         .route("/api/v1/groups", get(groups::list).post(groups::create))
         .route("/api/v1/groups/{id}", get(groups::get).put(groups::update).delete(groups::delete))
+        .route("/api/v1/groups/{id}/variables", get(grants::get_group).put(grants::put_group))
+        .route(
+            "/api/v1/groups/{id}/secrets/{name}",
+            put(grants::put_group_secret).delete(grants::delete_group_secret),
+        )
         .route("/api/v1/users", get(users::list).post(users::create))
         .route("/api/v1/users/{id}", put(users::update).delete(users::delete))
         .route("/api/v1/tokens", get(tokens::list).post(tokens::create))

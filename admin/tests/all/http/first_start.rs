@@ -58,7 +58,7 @@ async fn first_start_generates_the_token_and_admin_once() -> anyhow::Result<()> 
 async fn the_notice_shows_generated_secrets_once_and_the_password_verifies() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let store = jobwheel_admin::store::connect(&crate::http::sqlite_url(dir.path())).await?;
-    let first = secrets::prepare(store.as_ref(), None, dir.path()).await?;
+    let first = secrets::prepare(store.as_ref(), None, None, dir.path()).await?;
     assert!(matches!(&first.token_source, TokenSource::Generated(p) if p == &dir.path().join(TOKEN_FILE)));
     let password = first.admin_password.clone().expect("the first start creates admin");
     let notice = first.first_start_notice("http://127.0.0.1:8080").expect("a notice");
@@ -68,8 +68,14 @@ async fn the_notice_shows_generated_secrets_once_and_the_password_verifies() -> 
     assert!(secrets::verify_password(&password, &stored));
     assert!(!secrets::verify_password("123456", &stored));
 
-    let second = secrets::prepare(store.as_ref(), None, dir.path()).await?;
+    let second = secrets::prepare(store.as_ref(), None, None, dir.path()).await?;
     assert_eq!(second.access_token, first.access_token);
+    // The secret key was generated once (private file) and is the same on the second start.
+    let key_file = dir.path().join(jobwheel_admin::sealing::KEY_FILE);
+    assert_eq!(std::fs::metadata(&key_file)?.permissions().mode() & 0o777, 0o600);
+    let owner = jobwheel_admin::store::VariableOwner::Job(jobwheel_admin::store::JobId(1));
+    let sealed = first.secret_box.seal(owner, "TOKEN", "value");
+    assert_eq!(second.secret_box.open(owner, "TOKEN", &sealed).as_deref(), Ok("value"));
     assert!(matches!(second.token_source, TokenSource::Stored(_)));
     assert!(second.admin_password.is_none());
     assert_eq!(second.first_start_notice("http://127.0.0.1:8080"), None, "nothing is shown twice");
@@ -81,9 +87,13 @@ async fn the_notice_shows_generated_secrets_once_and_the_password_verifies() -> 
 async fn a_configured_token_wins_and_no_file_is_written() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let store = jobwheel_admin::store::connect(&crate::http::sqlite_url(dir.path())).await?;
-    let prepared = secrets::prepare(store.as_ref(), Some("given"), &dir.path().join("secrets")).await?;
+    let key = jobwheel_admin::sealing::SecretBox::generate_key();
+    let prepared =
+        secrets::prepare(store.as_ref(), Some("given"), Some(&key), &dir.path().join("secrets")).await?;
     assert_eq!((prepared.access_token.as_str(), &prepared.token_source), ("given", &TokenSource::Configured));
-    assert!(!dir.path().join("secrets").join(TOKEN_FILE).exists());
+    assert!(!dir.path().join("secrets").exists(), "neither the token nor the key is written");
+    let bad = secrets::prepare(store.as_ref(), Some("given"), Some("not-hex"), dir.path()).await;
+    assert!(bad.is_err_and(|e| e.to_string().contains("64 hex characters")));
     // Only the admin user is new, so the notice shows the password and no token.
     let notice = prepared.first_start_notice("http://x").expect("admin was created");
     assert!(!notice.contains("given") && notice.contains("password:"), "{notice}");

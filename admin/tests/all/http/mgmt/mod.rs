@@ -12,6 +12,7 @@ use crate::http::{Admin, sqlite_url, test_config};
 mod authz;
 mod dashboard;
 mod glue;
+mod grants;
 mod groups;
 mod jobs;
 mod limits;

@@ -1,0 +1,403 @@
+//! What a GLUE_WASM job is granted (docs/api.md "Wasm grants"): its network policy and limits
+//! (`/api/v1/jobs/{id}/grant`), variables and write-only secrets of jobs and executor groups
+//! (`…/secrets/{name}`), and the history of changes. Secret values are sealed on the way in
+//! and never leave through any read: reads list their names only.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use chrono::Utc;
+use jobwheel_protocol::net_policy::NetPolicy;
+use serde::{Deserialize, Serialize};
+
+use super::ApiJson;
+use super::auth::Principal;
+use super::jobs::permitted_job;
+use crate::http::{ApiError, HttpState};
+use crate::store::{GroupId, JobGrantRow, JobId, VariableOwner, VariableRow};
+
+/// Longest variable or secret value (64 KiB; environment variables, not files).
+const VALUE_MAX: usize = 64 << 10;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct VariablesView {
+    /// Plain variables, with values.
+    variables: BTreeMap<String, String>,
+    /// Secrets by name only: the value is write-only.
+    secrets: Vec<SecretView>,
+    history: Vec<HistoryView>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SecretView {
+    name: String,
+    set: bool,
+    update_time: i64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HistoryView {
+    author: String,
+    change: String,
+    time: i64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct JobGrantView {
+    http_allow: Vec<String>,
+    http_max_requests: Option<i32>,
+    http_max_response_bytes: Option<i64>,
+    http_timeout_ms: Option<i64>,
+    fuel: Option<i64>,
+    memory_bytes: Option<i64>,
+    #[serde(flatten)]
+    variables: VariablesView,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct JobGrantInput {
+    #[serde(default)]
+    http_allow: Vec<String>,
+    http_max_requests: Option<i32>,
+    http_max_response_bytes: Option<i64>,
+    http_timeout_ms: Option<i64>,
+    fuel: Option<i64>,
+    memory_bytes: Option<i64>,
+    /// Replaces the plain variables (secrets are set one by one).
+    #[serde(default)]
+    variables: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct VariablesInput {
+    variables: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SecretInput {
+    value: String,
+}
+
+/// `GET /api/v1/jobs/{id}/grant`.
+pub(crate) async fn get_job(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+) -> Result<Json<JobGrantView>, ApiError> {
+    let job = permitted_job(&state, &principal, id).await?;
+    Ok(Json(job_view(&state, job.id).await?))
+}
+
+/// `PUT /api/v1/jobs/{id}/grant`: policy, limits and plain variables, all at once.
+pub(crate) async fn put_job(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+    ApiJson(input): ApiJson<JobGrantInput>,
+) -> Result<Json<JobGrantView>, ApiError> {
+    let job = permitted_job(&state, &principal, id).await?;
+    NetPolicy::parse(&input.http_allow).map_err(|error| ApiError::BadRequest(error.to_string()))?;
+    for (name, value) in [
+        ("httpMaxRequests", input.http_max_requests.map(i64::from)),
+        ("httpMaxResponseBytes", input.http_max_response_bytes),
+        ("httpTimeoutMs", input.http_timeout_ms),
+        ("fuel", input.fuel),
+        ("memoryBytes", input.memory_bytes),
+    ] {
+        if value.is_some_and(|v| v < 1) {
+            return Err(ApiError::BadRequest(format!(
+                "{name} must be at least 1, or left out for the executor's default"
+            )));
+        }
+    }
+    let owner = VariableOwner::Job(job.id);
+    let before = state.store.load_job_grant(job.id).await?.unwrap_or_default();
+    let row = JobGrantRow {
+        http_allow: input
+            .http_allow
+            .iter()
+            .map(|e| e.trim())
+            .filter(|e| !e.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        http_max_requests: input.http_max_requests,
+        http_max_response_bytes: input.http_max_response_bytes,
+        http_timeout_ms: input.http_timeout_ms,
+        fuel: input.fuel,
+        memory_bytes: input.memory_bytes,
+    };
+    let mut changes = Vec::new();
+    if before.http_allow != row.http_allow {
+        changes.push(format!(
+            "network policy: [{}] → [{}]",
+            before.http_allow.replace('\n', ", "),
+            row.http_allow.replace('\n', ", ")
+        ));
+    }
+    if (
+        before.http_max_requests,
+        before.http_max_response_bytes,
+        before.http_timeout_ms,
+        before.fuel,
+        before.memory_bytes,
+    ) != (
+        row.http_max_requests,
+        row.http_max_response_bytes,
+        row.http_timeout_ms,
+        row.fuel,
+        row.memory_bytes,
+    ) {
+        changes.push(format!(
+            "limits: requests {:?}, response bytes {:?}, timeout ms {:?}, fuel {:?}, memory bytes {:?}",
+            row.http_max_requests,
+            row.http_max_response_bytes,
+            row.http_timeout_ms,
+            row.fuel,
+            row.memory_bytes
+        ));
+    }
+    let now = Utc::now().timestamp_millis();
+    changes.extend(replace_variables(&state, owner, &input.variables, now).await?);
+    state.store.save_job_grant(job.id, &row, now).await?;
+    record(&state, owner, &principal, &changes, now).await?;
+    Ok(Json(job_view(&state, job.id).await?))
+}
+
+/// `PUT /api/v1/jobs/{id}/secrets/{name}`.
+pub(crate) async fn put_job_secret(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path((id, name)): Path<(i32, String)>,
+    ApiJson(input): ApiJson<SecretInput>,
+) -> Result<StatusCode, ApiError> {
+    let job = permitted_job(&state, &principal, id).await?;
+    put_secret(&state, &principal, VariableOwner::Job(job.id), &name, &input.value).await
+}
+
+/// `DELETE /api/v1/jobs/{id}/secrets/{name}`.
+pub(crate) async fn delete_job_secret(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path((id, name)): Path<(i32, String)>,
+) -> Result<StatusCode, ApiError> {
+    let job = permitted_job(&state, &principal, id).await?;
+    delete_secret(&state, &principal, VariableOwner::Job(job.id), &name).await
+}
+
+/// `GET /api/v1/groups/{id}/variables`.
+pub(crate) async fn get_group(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+) -> Result<Json<VariablesView>, ApiError> {
+    principal.require_group(GroupId(id))?;
+    Ok(Json(variables_view(&state, VariableOwner::Group(GroupId(id))).await?))
+}
+
+/// `PUT /api/v1/groups/{id}/variables`: replaces the group's plain variables.
+pub(crate) async fn put_group(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+    ApiJson(input): ApiJson<VariablesInput>,
+) -> Result<Json<VariablesView>, ApiError> {
+    let owner = group_owner(&state, &principal, id).await?;
+    let now = Utc::now().timestamp_millis();
+    let changes = replace_variables(&state, owner, &input.variables, now).await?;
+    record(&state, owner, &principal, &changes, now).await?;
+    Ok(Json(variables_view(&state, owner).await?))
+}
+
+/// `PUT /api/v1/groups/{id}/secrets/{name}`.
+pub(crate) async fn put_group_secret(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path((id, name)): Path<(i32, String)>,
+    ApiJson(input): ApiJson<SecretInput>,
+) -> Result<StatusCode, ApiError> {
+    let owner = group_owner(&state, &principal, id).await?;
+    put_secret(&state, &principal, owner, &name, &input.value).await
+}
+
+/// `DELETE /api/v1/groups/{id}/secrets/{name}`.
+pub(crate) async fn delete_group_secret(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path((id, name)): Path<(i32, String)>,
+) -> Result<StatusCode, ApiError> {
+    let owner = group_owner(&state, &principal, id).await?;
+    delete_secret(&state, &principal, owner, &name).await
+}
+
+/// Group variables are shared by every job of the group: administrators only.
+async fn group_owner(state: &HttpState, principal: &Principal, id: i32) -> Result<VariableOwner, ApiError> {
+    principal.require_admin()?;
+    state
+        .store
+        .load_group(GroupId(id))
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("executor group {id} not found")))?;
+    Ok(VariableOwner::Group(GroupId(id)))
+}
+
+async fn job_view(state: &HttpState, job: JobId) -> Result<JobGrantView, ApiError> {
+    let row = state.store.load_job_grant(job).await?.unwrap_or_default();
+    Ok(JobGrantView {
+        http_allow: row.http_allow.lines().map(str::to_owned).collect(),
+        http_max_requests: row.http_max_requests,
+        http_max_response_bytes: row.http_max_response_bytes,
+        http_timeout_ms: row.http_timeout_ms,
+        fuel: row.fuel,
+        memory_bytes: row.memory_bytes,
+        variables: variables_view(state, VariableOwner::Job(job)).await?,
+    })
+}
+
+async fn variables_view(state: &HttpState, owner: VariableOwner) -> Result<VariablesView, ApiError> {
+    let rows = state.store.list_variables(owner).await?;
+    let (secret_rows, plain_rows): (Vec<VariableRow>, Vec<VariableRow>) =
+        rows.into_iter().partition(|r| r.secret != 0);
+    let history = state
+        .store
+        .list_grant_history(owner)
+        .await?
+        .into_iter()
+        .map(|h| HistoryView { author: h.author, change: h.change_text, time: h.add_ms })
+        .collect();
+    Ok(VariablesView {
+        variables: plain_rows.into_iter().map(|r| (r.name, r.value)).collect(),
+        secrets: secret_rows
+            .into_iter()
+            .map(|r| SecretView { name: r.name, set: true, update_time: r.update_ms })
+            .collect(),
+        history,
+    })
+}
+
+/// Makes `wanted` the owner's plain variables; returns the changes in words.
+async fn replace_variables(
+    state: &HttpState,
+    owner: VariableOwner,
+    wanted: &BTreeMap<String, String>,
+    now: i64,
+) -> Result<Vec<String>, ApiError> {
+    let current = state.store.list_variables(owner).await?;
+    for (name, value) in wanted {
+        check_name(name)?;
+        check_value(name, value)?;
+        if current.iter().any(|r| r.name == *name && r.secret != 0) {
+            return Err(ApiError::Conflict(format!(
+                "{name} is a secret here; delete the secret first to make it a plain variable"
+            )));
+        }
+    }
+    let mut changes = Vec::new();
+    for row in current.iter().filter(|r| r.secret == 0 && !wanted.contains_key(&r.name)) {
+        state.store.delete_variable(owner, &row.name).await?;
+        changes.push(format!("variable {} removed", row.name));
+    }
+    for (name, value) in wanted {
+        match current.iter().find(|r| r.name == *name) {
+            Some(row) if row.value == *value => continue,
+            Some(_) => changes.push(format!("variable {name} changed")),
+            None => changes.push(format!("variable {name} added")),
+        }
+        state.store.put_variable(owner, name, false, value, now).await?;
+    }
+    Ok(changes)
+}
+
+async fn put_secret(
+    state: &HttpState,
+    principal: &Principal,
+    owner: VariableOwner,
+    name: &str,
+    value: &str,
+) -> Result<StatusCode, ApiError> {
+    check_name(name)?;
+    check_value(name, value)?;
+    let current = state.store.list_variables(owner).await?;
+    let existing = current.iter().find(|r| r.name == name);
+    if existing.is_some_and(|r| r.secret == 0) {
+        return Err(ApiError::Conflict(format!(
+            "{name} is a plain variable here; remove it first to make it a secret"
+        )));
+    }
+    let now = Utc::now().timestamp_millis();
+    let sealed = state.secret_box.seal(owner, name, value);
+    state.store.put_variable(owner, name, true, &sealed, now).await?;
+    let change =
+        if existing.is_some() { format!("secret {name} changed") } else { format!("secret {name} set") };
+    record(state, owner, principal, &[change], now).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn delete_secret(
+    state: &HttpState,
+    principal: &Principal,
+    owner: VariableOwner,
+    name: &str,
+) -> Result<StatusCode, ApiError> {
+    let current = state.store.list_variables(owner).await?;
+    if !current.iter().any(|r| r.name == name && r.secret != 0) {
+        return Err(ApiError::NotFound(format!("no secret named {name} here")));
+    }
+    state.store.delete_variable(owner, name).await?;
+    let now = Utc::now().timestamp_millis();
+    record(state, owner, principal, &[format!("secret {name} removed")], now).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn record(
+    state: &HttpState,
+    owner: VariableOwner,
+    principal: &Principal,
+    changes: &[String],
+    now: i64,
+) -> Result<(), ApiError> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let author = &principal.user.user.username;
+    state.store.add_grant_history(owner, author, &changes.join("; "), now).await?;
+    Ok(())
+}
+
+/// An environment variable name: letters, digits and `_`, not starting with a digit, at most
+/// 128 characters, and not in the runtime's own `JOBWHEEL_` namespace.
+fn check_name(name: &str) -> Result<(), ApiError> {
+    let valid = !name.is_empty()
+        && name.len() <= 128
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !name.as_bytes()[0].is_ascii_digit();
+    if !valid {
+        return Err(ApiError::BadRequest(format!(
+            "`{name}` is not a variable name: use letters, digits and _, not starting with a digit, at most 128 characters"
+        )));
+    }
+    if name.starts_with("JOBWHEEL_") {
+        return Err(ApiError::BadRequest(format!(
+            "`{name}`: names starting with JOBWHEEL_ are the runtime's own"
+        )));
+    }
+    Ok(())
+}
+
+fn check_value(name: &str, value: &str) -> Result<(), ApiError> {
+    if value.len() > VALUE_MAX || value.contains('\0') {
+        return Err(ApiError::BadRequest(format!(
+            "the value of {name} must be at most 64 KiB and contain no NUL byte"
+        )));
+    }
+    Ok(())
+}

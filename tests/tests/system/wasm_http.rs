@@ -1,0 +1,107 @@
+//! A Wasm component job doing a real job's work through real processes: the Rust `http-check`
+//! sample calls an HTTP server on loopback that its network policy allows, with a URL from a
+//! job variable and a bearer token from a job secret. The server sees the token; the job log
+//! has the host's request line and never the token; no API read returns it. A second job whose
+//! policy names another origin is refused with a job-log line and still reports.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context as _, ensure};
+use axum::Router;
+use axum::http::HeaderMap;
+use axum::routing::get;
+use jobwheel_tests::sample_jobs::sample_component;
+use serde_json::json;
+
+use crate::Stack;
+use crate::api::all_done;
+
+const SECRET: &str = "sys-secret-token-42";
+
+pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let app = Router::new().route(
+        "/check",
+        get(move |headers: HeaderMap| async move {
+            let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+            record.lock().expect("lock").push(auth);
+            "healthy"
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let outcome = scenario(stack, port, &seen).await;
+    server.abort();
+    outcome
+}
+
+async fn scenario(stack: &Stack, port: u16, seen: &Mutex<Vec<String>>) -> anyhow::Result<()> {
+    let api = &stack.api;
+    let origin = format!("http://127.0.0.1:{port}");
+    let allowed = upload(stack, "http-check allowed").await?;
+    api.put(
+        &format!("/jobs/{allowed}/grant"),
+        json!({"httpAllow": [origin], "variables": {"CHECK_URL": format!("{origin}/check?key=abc")}}),
+    )
+    .await?;
+    api.put(&format!("/jobs/{allowed}/secrets/CHECK_TOKEN"), json!({"value": SECRET})).await?;
+    let refused = upload(stack, "http-check refused").await?;
+    api.put(
+        &format!("/jobs/{refused}/grant"),
+        json!({"httpAllow": ["https://api.example.com"], "variables": {"CHECK_URL": format!("{origin}/check")}}),
+    )
+    .await?;
+    api.trigger(allowed, None).await?;
+    api.trigger(refused, None).await?;
+
+    let logs = api.wait_logs(allowed, Duration::from_secs(90), "the allowed run", |l| all_done(l, 1)).await?;
+    let log_id = logs[0]["id"].as_i64().context("log id")?;
+    let content = api.content(log_id).await?;
+    ensure!(logs[0]["handleCode"] == 200, "{logs:#?}\n{content}");
+    ensure!(logs[0]["handleMsg"].as_str().unwrap_or_default().contains("status=200"), "{logs:#?}");
+    ensure!(content.contains(&format!("[jobwheel] http GET {origin}/check -> 200")), "{content}");
+    ensure!(!content.contains(SECRET), "the secret is in the job log: {content}");
+    ensure!(
+        seen.lock().expect("lock").iter().any(|auth| *auth == format!("Bearer {SECRET}")),
+        "the server saw no token"
+    );
+    for path in [
+        format!("/jobs/{allowed}/grant"),
+        format!("/jobs/{allowed}"),
+        format!("/logs/{log_id}"),
+        format!("/logs?jobId={allowed}"),
+    ] {
+        let text = api.get_text(&path).await?;
+        ensure!(!text.contains(SECRET), "GET {path} returns the secret: {text}");
+    }
+    let grant = api.get(&format!("/jobs/{allowed}/grant")).await?;
+    ensure!(grant["secrets"][0]["name"] == "CHECK_TOKEN" && grant["secrets"][0]["set"] == true, "{grant}");
+    ensure!(
+        grant["history"].as_array().is_some_and(|h| h.len() == 2),
+        "policy and secret changes recorded: {grant}"
+    );
+
+    let logs = api.wait_logs(refused, Duration::from_secs(90), "the refused run", |l| all_done(l, 1)).await?;
+    let content = api.content(logs[0]["id"].as_i64().context("log id")?).await?;
+    ensure!(logs[0]["handleCode"] == 500, "{logs:#?}");
+    ensure!(content.contains("is not in the job's network policy"), "{content}");
+    Ok(())
+}
+
+/// A GLUE_WASM job running the `http-check` component; its id.
+async fn upload(stack: &Stack, desc: &str) -> anyhow::Result<i64> {
+    let job =
+        stack.api.job(stack.group, desc, json!({"glueType": "GLUE_WASM", "executorHandler": ""})).await?;
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/jobs/{job}/wasm?remark=system", stack.admin_base()))
+        .bearer_auth(crate::API_TOKEN)
+        .header("content-type", "application/wasm")
+        .body(sample_component("http-check"))
+        .send()
+        .await?;
+    ensure!(response.status().is_success(), "upload: {} {}", response.status(), response.text().await?);
+    Ok(job)
+}
