@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use chrono::Utc;
 use jobwheel_admin::store::{
     Group, GroupId, JobId, LogId, LogTriggerUpdate, NewApiToken, NewLog, NewWasmVersion, UserId,
+    VariableOwner,
 };
 use jobwheel_executor::{ExecutorConfig, Handlers, JobContext};
 use serde_json::{Value, json};
@@ -65,6 +66,9 @@ pub(crate) struct World {
     _executor_dir: tempfile::TempDir,
     counter: AtomicU32,
 }
+
+/// The name of the secret `{name}` stands for.
+const MATRIX_SECRET: &str = "MATRIX_SECRET";
 
 /// The smallest module the upload check accepts: a WASI command.
 fn module() -> Vec<u8> {
@@ -248,7 +252,7 @@ impl World {
             (method, templated) if templated.contains("{id}") => {
                 let (id, with) = self.resource(method, templated, side).await;
                 body = with;
-                let filled = templated.replace("{id}", &id.to_string());
+                let filled = templated.replace("{id}", &id.to_string()).replace("{name}", MATRIX_SECRET);
                 match templated {
                     "/api/v1/logs/{id}/content" => format!("{filled}?fromLine=1"),
                     _ => filled,
@@ -257,6 +261,16 @@ impl World {
             _ => path.to_owned(),
         };
         Target { path, body }
+    }
+
+    /// A secret write's body; a delete needs the secret to exist first.
+    async fn secret_body(&self, method: &str, owner: VariableOwner) -> Body {
+        if method == "DELETE" {
+            // The store holds sealed text; a delete never opens it.
+            self.env.store().put_variable(owner, MATRIX_SECRET, true, "00", 0).await.expect("secret");
+            return Body::None;
+        }
+        Body::Json(json!({"value": "matrix-secret-value"}))
     }
 
     /// The id for a `{id}` path and the body its method needs.
@@ -281,6 +295,19 @@ impl World {
             "/api/v1/jobs/{id}/wasm/rollback" => {
                 let (id, version) = self.wasm_job(group).await;
                 (id.0.into(), Body::Json(json!({"versionId": version})))
+            }
+            "/api/v1/jobs/{id}/secrets/{name}" => {
+                let id = self.job(group, "BEAN").await;
+                (id.0.into(), self.secret_body(method, VariableOwner::Job(id)).await)
+            }
+            "/api/v1/groups/{id}/secrets/{name}" | "/api/v1/groups/{id}/variables" => {
+                let id = if side == Side::Own { self.own } else { self.group().await };
+                let body = if path.ends_with("/variables") {
+                    json_if(method == "PUT", json!({"variables": {"MATRIX": "1"}}))
+                } else {
+                    self.secret_body(method, VariableOwner::Group(id)).await
+                };
+                (id.0.into(), body)
             }
             "/api/v1/jobs/{id}" => {
                 let id = self.job(group, "BEAN").await;
