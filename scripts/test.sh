@@ -31,6 +31,32 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyxxl' 2>/dev/
 fi
 export JOBWHEEL_PYXXL_PYTHON="$venv/bin/python"
 
+# Guest toolchains for the Python and JavaScript sample components (sample-jobs/components),
+# kept beside the build: componentize-py from PyPI, componentize-js from npm, both pinned. The
+# components are rebuilt only when their sources or the WIT change (each build takes ~20 s).
+tools="$(realpath -m "${CARGO_TARGET_DIR:-target}")/guest-tools"
+if [ ! -x "$tools/py/bin/componentize-py" ]; then
+  python3 -m venv "$tools/py"
+  "$tools/py/bin/pip" install --quiet --disable-pip-version-check 'componentize-py==0.25.1'
+fi
+if [ ! -x "$tools/js/node_modules/.bin/componentize-js" ]; then
+  mkdir -p "$tools/js"
+  (cd "$tools/js" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund '@bytecodealliance/componentize-js@0.23.0')
+fi
+components="$tools/components"
+stamp="$(cat sample-jobs/components/python/app.py sample-jobs/components/js/app.js wit/*.wit wit/deps/*.wit | sha256sum | cut -c1-16)"
+if [ "$(cat "$components/stamp" 2>/dev/null)" != "$stamp" ]; then
+  echo "== guest components (Python, JavaScript)"
+  rm -rf "$components"
+  mkdir -p "$components/python" "$components/js"
+  (cd sample-jobs/components/python && PYTHONDONTWRITEBYTECODE=1 "$tools/py/bin/componentize-py" \
+    -d ../../../wit -w jobwheel:job/job componentize -p . app -o "$components/python/http-check.wasm")
+  (cd sample-jobs/components/js && "$tools/js/node_modules/.bin/componentize-js" \
+    --wit ../../../wit --world-name jobwheel:job/job -o "$components/js/http-check.wasm" app.js)
+  echo "$stamp" >"$components/stamp"
+fi
+export JOBWHEEL_GUEST_COMPONENTS="$components"
+
 export JOBWHEEL_TEST_POSTGRES_URL="${JOBWHEEL_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export JOBWHEEL_TEST_MYSQL_URL="${JOBWHEEL_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/test}"
 

@@ -1,5 +1,7 @@
-//! WASI 0.2 components through the runtime: the Rust `http-check` sample (built for
-//! `wasm32-wasip2`) calling a local HTTP server under network policies.
+//! WASI 0.2 components through the runtime: the `http-check` sample — in Rust (built for
+//! `wasm32-wasip2` here), Python (componentize-py) and JavaScript (componentize-js), the latter
+//! two built by `scripts/test.sh` into `JOBWHEEL_GUEST_COMPONENTS` — calling a local HTTP
+//! server under network policies.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::http_server::TestServer;
 use crate::sample_jobs::sample_component;
-use crate::support::{Log, config, input, load, load_with_source};
+use crate::support::{Fixture, Log, config, input, load, load_with_source};
 
 fn runtime_allowing(entries: &[&str]) -> Runtime {
     let mut config = config();
@@ -24,6 +26,23 @@ fn grant(entries: &[&str]) -> NetGrant {
     NetGrant { policy: Arc::new(NetPolicy::parse(entries).expect("policy")), limits: NetLimits::default() }
 }
 
+/// `http-check` in every language available: Rust always; Python and JavaScript from
+/// `JOBWHEEL_GUEST_COMPONENTS` (required under `CI`, where the suites must run).
+fn http_checks() -> Vec<(&'static str, Fixture)> {
+    let mut all = vec![("rust", sample_component("http-check"))];
+    match std::env::var_os("JOBWHEEL_GUEST_COMPONENTS") {
+        Some(dir) => {
+            for language in ["python", "js"] {
+                let path = std::path::Path::new(&dir).join(language).join("http-check.wasm");
+                let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                all.push((language, Fixture::from_bytes(bytes)));
+            }
+        }
+        None => assert!(std::env::var_os("CI").is_none(), "JOBWHEEL_GUEST_COMPONENTS must be set in CI"),
+    }
+    all
+}
+
 /// Runs `http-check` against `url` with `network`, the secret token `tok-123` and `vars`.
 async fn check(
     runtime: &Runtime,
@@ -31,7 +50,17 @@ async fn check(
     network: Option<NetGrant>,
     vars: &[(&str, &str)],
 ) -> (RunReport, Log) {
-    let module = load(runtime, &sample_component("http-check")).await;
+    check_with(runtime, &sample_component("http-check"), url, network, vars).await
+}
+
+async fn check_with(
+    runtime: &Runtime,
+    component: &Fixture,
+    url: &str,
+    network: Option<NetGrant>,
+    vars: &[(&str, &str)],
+) -> (RunReport, Log) {
+    let module = load(runtime, component).await;
     assert!(module.is_component());
     let mut env: Vec<(String, String)> =
         vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
@@ -56,42 +85,45 @@ fn failure(report: &RunReport) -> &str {
     }
 }
 
+/// One test for both verdicts so each language's component is compiled once (the Python and
+/// JavaScript ones take tens of seconds); the compiled artifacts are kept in the test target
+/// directory, so a rerun loads them from disk.
 #[tokio::test]
-async fn an_allowed_request_carries_the_secret_and_leaves_one_log_line() {
-    let server = TestServer::start().await;
-    let runtime = runtime_allowing(&["http://127.0.0.1:*"]);
-    let origin = format!("http://127.0.0.1:{}", server.port);
-    let (report, log) =
-        check(&runtime, &server.url("/ok?key=do-not-log"), Some(grant(&[&origin])), &[]).await;
-    assert_eq!(
-        report.outcome,
-        Outcome::Succeeded { message: Some("status=200".to_owned()) },
-        "{:?}",
-        log.lines()
-    );
-    let seen = server.seen();
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].authorization.as_deref(), Some("Bearer tok-123"));
-    let line = format!("[jobwheel] http GET {origin}/ok -> 200, 4 bytes");
-    assert_eq!(log.count(&line), 1, "{:?}", log.lines());
-    let host_lines: Vec<String> =
-        log.lines().into_iter().filter(|l| l.starts_with("[jobwheel] http")).collect();
-    assert!(
-        !host_lines.iter().any(|l| l.contains("do-not-log")),
-        "the query string stays out of the log line"
-    );
-    assert_eq!(log.count("tok-123"), 0);
-}
+async fn every_language_calls_an_allowed_origin_with_its_secret_and_is_refused_elsewhere() {
+    let mut config = config();
+    config.max_memory_bytes = 64 << 20;
+    config.http_allow = Arc::new(NetPolicy::parse(&["http://127.0.0.1:*"]).expect("allow-list"));
+    config.cache_dir = Some(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache"));
+    let runtime = Runtime::new(config).expect("runtime");
+    for (language, component) in http_checks() {
+        let server = TestServer::start().await;
+        let origin = format!("http://127.0.0.1:{}", server.port);
+        let url = server.url("/ok?key=do-not-log");
+        let (report, log) = check_with(&runtime, &component, &url, Some(grant(&[&origin])), &[]).await;
+        let lines = log.lines();
+        let ok = Outcome::Succeeded { message: Some("status=200".to_owned()) };
+        assert_eq!(report.outcome, ok, "{language}: {lines:?}");
+        let seen = server.seen();
+        assert_eq!(seen.len(), 1, "{language}");
+        assert_eq!(seen[0].authorization.as_deref(), Some("Bearer tok-123"), "{language}");
+        let line = format!("[jobwheel] http GET {origin}/ok -> 200, 4 bytes");
+        assert_eq!(log.count(&line), 1, "{language}: {lines:?}");
+        let host_lines: Vec<&String> = lines.iter().filter(|l| l.starts_with("[jobwheel] http")).collect();
+        assert!(
+            !host_lines.iter().any(|l| l.contains("do-not-log")),
+            "{language}: no query string in the line"
+        );
+        assert_eq!(log.count("tok-123"), 0, "{language}");
 
-#[tokio::test]
-async fn an_origin_outside_the_policy_is_refused_without_a_trap() {
-    let server = TestServer::start().await;
-    let runtime = runtime_allowing(&["http://127.0.0.1:*"]);
-    let (report, log) =
-        check(&runtime, &server.url("/ok"), Some(grant(&["https://api.example.com"])), &[]).await;
-    assert!(failure(&report).contains("HttpRequestDenied"), "{report:?}");
-    assert_eq!(log.count("is not in the job's network policy"), 1, "{:?}", log.lines());
-    assert!(server.seen().is_empty());
+        let policy = Some(grant(&["https://api.example.com"]));
+        let (report, log) = check_with(&runtime, &component, &server.url("/ok"), policy, &[]).await;
+        let message = failure(&report);
+        if language == "rust" {
+            assert!(message.contains("HttpRequestDenied"), "the guest sees the error code: {message}");
+        }
+        assert_eq!(log.count("is not in the job's network policy"), 1, "{language}: {:?}", log.lines());
+        assert_eq!(server.seen().len(), 1, "{language}: the refused request never left");
+    }
 }
 
 #[tokio::test]

@@ -88,9 +88,11 @@ impl AdminCore for RecordingCore {
     }
 }
 
-/// A configuration on `database_url` with [`TOKEN`] and a short shutdown grace.
+/// A configuration on `database_url` with [`TOKEN`], a fixed secret key (so nothing is written
+/// to a default data directory) and a short shutdown grace.
 pub(crate) fn test_config(database_url: &str) -> AdminConfig {
     let mut config = AdminConfig::new(database_url, Some(TOKEN.to_owned()));
+    config.secret_key = Some("6a".repeat(32));
     config.shutdown_grace = Duration::from_secs(5);
     config
 }
