@@ -46,6 +46,7 @@ pub(crate) static ASSETS: &[(&str, &[u8])] = assets![
     "js/ui.js",
     "js/pages/dashboard.js",
     "js/pages/glue.js",
+    "js/pages/grant.js",
     "js/pages/groups.js",
     "js/pages/job_form.js",
     "js/pages/jobs.js",

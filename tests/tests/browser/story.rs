@@ -108,6 +108,18 @@ async fn upload_module(browser: &Browser, dir: &Path) -> anyhow::Result<()> {
         versions.contains("first hello") && versions.contains("Current"),
         "the new version is current: {versions}"
     );
+    // What the job is granted: a policy, a variable, and a secret that never comes back.
+    browser.fill("#grant-policy", "https://api.example.com").await?;
+    browser.fill("#grant-variables", "CHECK_URL=https://api.example.com/health").await?;
+    browser.click("#grant-save").await?;
+    browser.wait_contains("#grant-history", "network policy").await?;
+    browser.fill("#grant-secret-name", "API_TOKEN").await?;
+    browser.fill("#grant-secret-value", "browser-secret-value-1").await?;
+    browser.click("#grant-secret-set").await?;
+    let secrets = browser.wait_contains("#grant-secrets", "API_TOKEN").await?;
+    ensure!(secrets.contains("set"), "the secret shows as set: {secrets}");
+    let page = browser.js("return document.body.innerHTML").await?.to_string();
+    ensure!(!page.contains("browser-secret-value-1"), "the secret value is not on the page");
     // Pick the file again so the screenshot shows the checked module next to the history.
     browser.find("#wasm-file").await?.send_keys(&path.display().to_string()).await?;
     browser.wait_contains("#wasm-digest", &digest).await?;

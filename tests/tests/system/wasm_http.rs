@@ -4,6 +4,8 @@
 //! has the host's request line and never the token; no API read returns it. A second job whose
 //! policy names another origin is refused with a job-log line and still reports. On the SQLite
 //! stack the same job written in Python (componentize-py) and JavaScript (componentize-js) runs
+//! too ([`other_languages`]). On the SQLite
+//! stack the same job written in Python (componentize-py) and JavaScript (componentize-js) runs
 //! too — once, because each executor compiles a 15–19 MB component on its first run.
 
 use std::sync::{Arc, Mutex};
@@ -93,15 +95,77 @@ async fn scenario(stack: &Stack, port: u16, seen: &Mutex<Vec<String>>) -> anyhow
     Ok(())
 }
 
-/// A GLUE_WASM job running the `http-check` component; its id.
+/// The same job in Python and JavaScript, run alone after the other scenarios: the executor
+/// compiles each 15–19 MB component on its first run, which takes both cores for a while.
+pub(crate) async fn other_languages(stack: &Stack) -> anyhow::Result<()> {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let app = Router::new().route(
+        "/check",
+        get(move |headers: HeaderMap| async move {
+            let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+            record.lock().expect("lock").push(auth);
+            "healthy"
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let origin = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let outcome = async {
+        let api = &stack.api;
+        for (language, bytes) in component_files()? {
+            let job = upload_bytes(stack, &format!("http-check {language}"), bytes).await?;
+            let token = format!("{SECRET}-{language}");
+            let grant = json!({"httpAllow": [origin], "variables": {"CHECK_URL": format!("{origin}/check")}});
+            api.put(&format!("/jobs/{job}/grant"), grant).await?;
+            api.put(&format!("/jobs/{job}/secrets/CHECK_TOKEN"), json!({"value": token})).await?;
+            api.trigger(job, None).await?;
+            let logs = api.wait_logs(job, Duration::from_secs(300), "the run", |l| all_done(l, 1)).await?;
+            let content = api.content(logs[0]["id"].as_i64().context("log id")?).await?;
+            ensure!(logs[0]["handleCode"] == 200, "{language}: {logs:#?}\n{content}");
+            ensure!(
+                content.contains(&format!("[jobwheel] http GET {origin}/check -> 200")),
+                "{language}: {content}"
+            );
+            ensure!(!content.contains(&token), "{language}: the secret is in the job log");
+            let saw = seen.lock().expect("lock").iter().any(|auth| *auth == format!("Bearer {token}"));
+            ensure!(saw, "{language}: the server saw no token");
+        }
+        Ok(())
+    }
+    .await;
+    server.abort();
+    outcome
+}
+
+/// The Python and JavaScript `http-check` components `scripts/test.sh` built into
+/// `JOBWHEEL_GUEST_COMPONENTS` (required under `CI`; elsewhere skipped without it).
+fn component_files() -> anyhow::Result<Vec<(&'static str, Vec<u8>)>> {
+    let Some(dir) = std::env::var_os("JOBWHEEL_GUEST_COMPONENTS") else {
+        ensure!(std::env::var_os("CI").is_none(), "JOBWHEEL_GUEST_COMPONENTS must be set in CI");
+        return Ok(Vec::new());
+    };
+    let mut all = Vec::new();
+    for language in ["python", "js"] {
+        let path = std::path::Path::new(&dir).join(language).join("http-check.wasm");
+        all.push((language, std::fs::read(&path).with_context(|| path.display().to_string())?));
+    }
+    Ok(all)
+}
+
+/// A GLUE_WASM job running the Rust `http-check` component; its id.
 async fn upload(stack: &Stack, desc: &str) -> anyhow::Result<i64> {
+    upload_bytes(stack, desc, sample_component("http-check")).await
+}
+
+async fn upload_bytes(stack: &Stack, desc: &str, bytes: Vec<u8>) -> anyhow::Result<i64> {
     let job =
         stack.api.job(stack.group, desc, json!({"glueType": "GLUE_WASM", "executorHandler": ""})).await?;
     let response = reqwest::Client::new()
         .post(format!("{}/api/v1/jobs/{job}/wasm?remark=system", stack.admin_base()))
         .bearer_auth(crate::API_TOKEN)
         .header("content-type", "application/wasm")
-        .body(sample_component("http-check"))
+        .body(bytes)
         .send()
         .await?;
     ensure!(response.status().is_success(), "upload: {} {}", response.status(), response.text().await?);

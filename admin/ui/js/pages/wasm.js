@@ -1,11 +1,14 @@
-// Wasm module of a GLUE_WASM job: pick or drop a .wasm file, see it validated by the admin
-// (digest, size, exports, imports — or what is wrong), upload it with a remark, and browse or
-// roll back the version history (newest first, up to 30).
+// Wasm module of a GLUE_WASM job: pick or drop a .wasm file (a preview1 module or a WASI 0.2
+// component), see it validated by the admin (digest, size, exports, imports — or what is
+// wrong), upload it with a remark, browse or roll back the version history (newest first, up
+// to 30), and edit what the job is granted (grant.js: network policy, limits, variables,
+// secrets).
 
 import { api, get, post } from '../api.js';
 import { formatSize, formatTime, h, replace } from '../dom.js';
 import { t } from '../i18n.js';
 import { badge, confirmDialog, field, guarded, notify, pageHeader, table } from '../ui.js';
+import { grantCard } from './grant.js';
 import { triggerModal } from './jobs.js';
 
 const MAX_BYTES = 32 * 1024 * 1024;
@@ -101,6 +104,7 @@ export async function render({ main, params }) {
       h('div', { class: 'form-actions' }, upload)),
     h('div', { class: 'card' }, h('h3', {}, t('wasm.versions')), versionsBox));
   await loadVersions();
+  main.append(await grantCard(id));
 }
 
 function moduleInfo(name, m) {
@@ -108,6 +112,7 @@ function moduleInfo(name, m) {
     h('dt', {}, t('wasm.file')), h('dd', {}, name),
     h('dt', {}, t('wasm.digest')), h('dd', { class: 'mono', id: 'wasm-digest' }, m.digest),
     h('dt', {}, t('wasm.size')), h('dd', {}, formatSize(m.size)),
+    h('dt', {}, t('wasm.kind')), h('dd', { id: 'wasm-kind' }, t(m.kind === 'component' ? 'wasm.component' : 'wasm.module')),
     h('dt', {}, t('wasm.exports')), h('dd', { class: 'mono' }, (m.exports || []).join(', ')),
     h('dt', {}, t('wasm.imports')), h('dd', { class: 'mono' }, (m.imports || []).join(', ') || '—'));
 }
