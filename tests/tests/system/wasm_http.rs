@@ -23,28 +23,52 @@ use crate::api::all_done;
 
 const SECRET: &str = "sys-secret-token-42";
 
-pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
-    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let record = Arc::clone(&seen);
-    let app = Router::new().route(
-        "/check",
-        get(move |headers: HeaderMap| async move {
-            let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-            record.lock().expect("lock").push(auth);
-            "healthy"
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let port = listener.local_addr()?.port();
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
-    let outcome = scenario(stack, port, &seen).await;
-    server.abort();
-    outcome
+/// An HTTP server on loopback answering `GET /check` and keeping each request's
+/// `Authorization` header; the accept loop ends when the value is dropped.
+struct CheckServer {
+    origin: String,
+    seen: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
-async fn scenario(stack: &Stack, port: u16, seen: &Mutex<Vec<String>>) -> anyhow::Result<()> {
+impl CheckServer {
+    async fn start() -> anyhow::Result<CheckServer> {
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let record = Arc::clone(&seen);
+        let app = Router::new().route(
+            "/check",
+            get(move |headers: HeaderMap| async move {
+                let auth =
+                    headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+                record.lock().expect("lock").push(auth);
+                "healthy"
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let origin = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
+        let task = tokio::spawn(async move { axum::serve(listener, app).await });
+        Ok(CheckServer { origin, seen, task })
+    }
+
+    fn saw(&self, authorization: &str) -> bool {
+        self.seen.lock().expect("lock").iter().any(|auth| auth == authorization)
+    }
+}
+
+impl Drop for CheckServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
+    let server = CheckServer::start().await?;
+    scenario(stack, &server).await
+}
+
+async fn scenario(stack: &Stack, server: &CheckServer) -> anyhow::Result<()> {
     let api = &stack.api;
-    let origin = format!("http://127.0.0.1:{port}");
+    let origin = &server.origin;
     let allowed = upload(stack, "http-check allowed").await?;
     api.put(
         &format!("/jobs/{allowed}/grant"),
@@ -68,10 +92,7 @@ async fn scenario(stack: &Stack, port: u16, seen: &Mutex<Vec<String>>) -> anyhow
     ensure!(logs[0]["handleMsg"].as_str().unwrap_or_default().contains("status=200"), "{logs:#?}");
     ensure!(content.contains(&format!("[jobwheel] http GET {origin}/check -> 200")), "{content}");
     ensure!(!content.contains(SECRET), "the secret is in the job log: {content}");
-    ensure!(
-        seen.lock().expect("lock").iter().any(|auth| *auth == format!("Bearer {SECRET}")),
-        "the server saw no token"
-    );
+    ensure!(server.saw(&format!("Bearer {SECRET}")), "the server saw no token");
     for path in [
         format!("/jobs/{allowed}/grant"),
         format!("/jobs/{allowed}"),
@@ -98,44 +119,26 @@ async fn scenario(stack: &Stack, port: u16, seen: &Mutex<Vec<String>>) -> anyhow
 /// The same job in Python and JavaScript, run alone after the other scenarios: the executor
 /// compiles each 15–19 MB component on its first run, which takes both cores for a while.
 pub(crate) async fn other_languages(stack: &Stack) -> anyhow::Result<()> {
-    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let record = Arc::clone(&seen);
-    let app = Router::new().route(
-        "/check",
-        get(move |headers: HeaderMap| async move {
-            let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-            record.lock().expect("lock").push(auth);
-            "healthy"
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let origin = format!("http://127.0.0.1:{}", listener.local_addr()?.port());
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
-    let outcome = async {
-        let api = &stack.api;
-        for (language, bytes) in component_files()? {
-            let job = upload_bytes(stack, &format!("http-check {language}"), bytes).await?;
-            let token = format!("{SECRET}-{language}");
-            let grant = json!({"httpAllow": [origin], "variables": {"CHECK_URL": format!("{origin}/check")}});
-            api.put(&format!("/jobs/{job}/grant"), grant).await?;
-            api.put(&format!("/jobs/{job}/secrets/CHECK_TOKEN"), json!({"value": token})).await?;
-            api.trigger(job, None).await?;
-            let logs = api.wait_logs(job, Duration::from_secs(300), "the run", |l| all_done(l, 1)).await?;
-            let content = api.content(logs[0]["id"].as_i64().context("log id")?).await?;
-            ensure!(logs[0]["handleCode"] == 200, "{language}: {logs:#?}\n{content}");
-            ensure!(
-                content.contains(&format!("[jobwheel] http GET {origin}/check -> 200")),
-                "{language}: {content}"
-            );
-            ensure!(!content.contains(&token), "{language}: the secret is in the job log");
-            let saw = seen.lock().expect("lock").iter().any(|auth| *auth == format!("Bearer {token}"));
-            ensure!(saw, "{language}: the server saw no token");
-        }
-        Ok(())
+    let server = CheckServer::start().await?;
+    let (api, origin) = (&stack.api, &server.origin);
+    for (language, bytes) in component_files()? {
+        let job = upload_bytes(stack, &format!("http-check {language}"), bytes).await?;
+        let token = format!("{SECRET}-{language}");
+        let grant = json!({"httpAllow": [origin], "variables": {"CHECK_URL": format!("{origin}/check")}});
+        api.put(&format!("/jobs/{job}/grant"), grant).await?;
+        api.put(&format!("/jobs/{job}/secrets/CHECK_TOKEN"), json!({"value": token})).await?;
+        api.trigger(job, None).await?;
+        let logs = api.wait_logs(job, Duration::from_secs(300), "the run", |l| all_done(l, 1)).await?;
+        let content = api.content(logs[0]["id"].as_i64().context("log id")?).await?;
+        ensure!(logs[0]["handleCode"] == 200, "{language}: {logs:#?}\n{content}");
+        ensure!(
+            content.contains(&format!("[jobwheel] http GET {origin}/check -> 200")),
+            "{language}: {content}"
+        );
+        ensure!(!content.contains(&token), "{language}: the secret is in the job log");
+        ensure!(server.saw(&format!("Bearer {token}")), "{language}: the server saw no token");
     }
-    .await;
-    server.abort();
-    outcome
+    Ok(())
 }
 
 /// The Python and JavaScript `http-check` components `scripts/test.sh` built into
