@@ -1,5 +1,5 @@
 //! The sample Wasm jobs (`sample-jobs/`), built once per test process: preview1 modules for
-//! `wasm32-wasip1`, components (`http-check`) for `wasm32-wasip2`.
+//! `wasm32-wasip1`, components (`http-check`, `sandbox-probe`) for `wasm32-wasip2`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,8 +42,9 @@ pub fn sample_job(name: &str) -> Vec<u8> {
     read(BUILT.get_or_init(|| build("wasm32-wasip1", &[])), name)
 }
 
-/// The bytes of component sample job `name` (`http-check`), built for `wasm32-wasip2`.
+/// The bytes of component sample job `name` (`http-check`, `sandbox-probe`), built for
+/// `wasm32-wasip2`.
 pub fn sample_component(name: &str) -> Vec<u8> {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    read(BUILT.get_or_init(|| build("wasm32-wasip2", &["-p", "http-check"])), name)
+    read(BUILT.get_or_init(|| build("wasm32-wasip2", &["-p", "http-check", "-p", "sandbox-probe"])), name)
 }

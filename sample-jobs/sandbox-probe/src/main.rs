@@ -1,5 +1,7 @@
 //! Tries to reach the host (files, environment, network, processes) and succeeds only if
-//! every attempt was denied; each attempt is logged with the error the sandbox gave.
+//! every attempt was denied; each attempt is logged with the error the sandbox gave. The same
+//! source builds as a preview1 module and as a WASI 0.2 component (where `std::net` is
+//! `wasi:sockets`, linked but denied); a job parameter `host:port` adds a TCP connect to it.
 
 use jobwheel_guest_sdk::{log, report};
 
@@ -18,8 +20,17 @@ fn ok_or_denied<T>(result: std::io::Result<T>, got: impl FnOnce(T) -> String) ->
     result.map(got).map_err(|e| e.to_string())
 }
 
-jobwheel_guest_sdk::main!(|_ctx| {
+jobwheel_guest_sdk::main!(|ctx| {
     let mut escapes = Vec::new();
+    let mut probes = 10;
+    if !ctx.param().is_empty() {
+        probes += 1;
+        probe(
+            &format!("TCP connect {}", ctx.param()),
+            || ok_or_denied(std::net::TcpStream::connect(ctx.param()), |_| "connected".to_owned()),
+            &mut escapes,
+        );
+    }
     probe(
         "read /etc/passwd",
         || ok_or_denied(std::fs::read("/etc/passwd"), |b| format!("{} bytes", b.len())),
@@ -76,7 +87,7 @@ jobwheel_guest_sdk::main!(|_ctx| {
     );
 
     if escapes.is_empty() {
-        report("all 10 probes were denied");
+        report(&format!("all {probes} probes were denied"));
         Ok(())
     } else {
         Err(format!("sandbox escapes: {}", escapes.join("; ")))

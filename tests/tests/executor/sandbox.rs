@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use jobwheel_executor::Handlers;
-use jobwheel_tests::sample_jobs::sample_job;
+use jobwheel_tests::sample_jobs::{sample_component, sample_job};
 use jobwheel_tests::wasm_trigger;
 use serde_json::json;
 
@@ -18,6 +18,8 @@ use crate::support::{SETTLE, rig, wait_log_contains};
 enum Guest {
     /// A sample job from `sample-jobs/`.
     Sample(&'static str),
+    /// A sample job built as a WASI 0.2 component.
+    Component(&'static str),
     /// A module written in WAT here.
     Wat(&'static str),
 }
@@ -66,6 +68,21 @@ fn attempts() -> Vec<Attempt> {
             &["denied: TCP connect 127.0.0.1:22", "denied: TCP listen", "denied: UDP bind"],
         ),
         probe("spawn a process", &["denied: spawn sh"]),
+        Attempt {
+            what: "open sockets, read files and spawn from a component (wasi:sockets is linked, every use denied)",
+            guest: Guest::Component("sandbox-probe"),
+            param: "",
+            timeout: 0,
+            kill_after: None,
+            code: 200,
+            message: "all 10 probes were denied",
+            log: &[
+                "denied: TCP connect 127.0.0.1:22",
+                "denied: UDP bind",
+                "denied: read /etc/passwd",
+                "denied: spawn sh",
+            ],
+        },
         Attempt {
             what: "exhaust memory",
             guest: Guest::Sample("memory-hog"),
@@ -191,6 +208,7 @@ async fn every_escape_attempt_fails_inside_its_guest_while_other_jobs_run() {
             Guest::Sample(name) => {
                 modules.entry(name).or_insert_with(|| rig.admin.add_module(sample_job(name))).clone()
             }
+            Guest::Component(name) => rig.admin.add_module(sample_component(name)),
             Guest::Wat(text) => rig.admin.add_module(wat::parse_str(text).expect("fixture")),
         };
         let id = i32::try_from(n).expect("few rows") + 1;

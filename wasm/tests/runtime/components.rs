@@ -239,3 +239,31 @@ async fn a_component_reports_its_error_as_exit_1_and_comes_back_from_the_disk_ca
     assert!(failure(&report).contains("set the variable CHECK_URL"), "{report:?}");
     assert_eq!(log.count("[jobwheel] fuel used"), 1, "{:?}", log.lines());
 }
+
+/// The sandbox probe built as a component: files, host environment, processes and every socket
+/// (`wasi:sockets` is linked, every use denied) stay out of reach even for a job whose network
+/// policy allows the very address it tries over TCP; only `wasi:http` goes through the policy.
+#[tokio::test]
+async fn a_component_reaches_nothing_but_wasi_http() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listener");
+    let address = listener.local_addr().expect("address");
+    let runtime = runtime_allowing(&["http://127.0.0.1:*"]);
+    let probe = load(&runtime, &sample_component("sandbox-probe")).await;
+    assert!(probe.is_component());
+    let input = RunInput {
+        network: Some(grant(&[&format!("http://{address}")])),
+        timeout: Some(Duration::from_secs(60)),
+        ..input(&address.to_string())
+    };
+    let log = Log::new();
+    let report = runtime.run(&probe, input, log.sink(), CancellationToken::new()).await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Succeeded { message: Some("all 11 probes were denied".to_owned()) },
+        "{:?}",
+        log.lines()
+    );
+    assert_eq!(log.count(&format!("denied: TCP connect {address}")), 1, "{:?}", log.lines());
+    let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+    assert!(accepted.is_err(), "nothing connected to the listener");
+}
