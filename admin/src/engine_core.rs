@@ -78,6 +78,10 @@ impl EngineCore {
 
 #[async_trait]
 impl AdminCore for EngineCore {
+    async fn wasm_version_changed(&self, job_id: JobId) {
+        self.engine.prepare_wasm(job_id);
+    }
+
     async fn on_callbacks(&self, items: Vec<HandleCallbackParam>) {
         let count = items.len();
         if let Err(e) = self.engine.on_callbacks(items).await {

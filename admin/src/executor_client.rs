@@ -9,8 +9,11 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use jobwheel_protocol::envelope::FAIL_CODE;
 use jobwheel_protocol::envelope::{AckEnvelope, Envelope};
-use jobwheel_protocol::executor_api::{IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam};
+use jobwheel_protocol::executor_api::{
+    IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam, WasmModuleRef,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -46,6 +49,12 @@ pub trait ExecutorApi: Probe + Send + Sync {
     async fn kill(&self, address: &str, job_id: i32) -> ExecutorReply;
     /// `POST {address}/log`.
     async fn log(&self, address: &str, param: &LogParam) -> LogReply;
+    /// `POST {address}/wasmPrepare` (jobwheel executors only): compile `module` now. Clients
+    /// that cannot say so answer a failure, which callers ignore.
+    async fn prepare_wasm(&self, address: &str, module: &WasmModuleRef) -> ExecutorReply {
+        let _ = (address, module);
+        ExecutorReply { code: FAIL_CODE, msg: Some("not supported by this client".to_owned()) }
+    }
 }
 
 /// Why the HTTP client could not be built.
@@ -150,6 +159,10 @@ impl ExecutorApi for HttpExecutorClient {
         let envelope: Envelope<LogResult> = self.call(address, "log", Some(param)).await;
         let (code, msg) = (envelope.code, envelope.msg.clone());
         LogReply { code, msg, result: envelope.into_payload() }
+    }
+
+    async fn prepare_wasm(&self, address: &str, module: &WasmModuleRef) -> ExecutorReply {
+        self.ack(address, "wasmPrepare", Some(module)).await
     }
 }
 

@@ -77,6 +77,10 @@ async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) ->
         },
         ExecutorRequest::Kill(p) if state.jobs.kill(p.job_id) => reply(&Envelope::<()>::success()),
         ExecutorRequest::Kill(_) => reply(&Envelope::<()>::success_msg("job thread already killed.")),
+        ExecutorRequest::WasmPrepare(module) => match state.jobs.prepare_wasm(module) {
+            Ok(()) => reply(&Envelope::<()>::success()),
+            Err(msg) => reply(&Envelope::<()>::fail(msg)),
+        },
         ExecutorRequest::Log(p) => {
             let file = state.logs.file_for(p.log_date_time(), p.log_id);
             reply(&Envelope::success_with(read_log(&file, p.from_line_num).await))

@@ -14,6 +14,9 @@ pub mod paths {
     pub const RUN: &str = "/run";
     pub const KILL: &str = "/kill";
     pub const LOG: &str = "/log";
+    /// jobwheel extension: "compile this module now", sent by a jobwheel admin after an upload
+    /// so the first trigger does not pay a cold compile. Body: a `WasmModuleRef`.
+    pub const WASM_PREPARE: &str = "/wasmPrepare";
 }
 
 /// Body of `POST /run` (upstream `TriggerParam`, 3.x `TriggerRequest`).

@@ -8,7 +8,7 @@
 use serde::de::DeserializeOwned;
 
 use crate::admin_api::{CallbackBody, HandleCallbackParam, RegistryParam};
-use crate::executor_api::{IdleBeatParam, KillParam, LogParam, TriggerParam, paths};
+use crate::executor_api::{IdleBeatParam, KillParam, LogParam, TriggerParam, WasmModuleRef, paths};
 
 /// Column widths of `xxl_job_registry` (`registry_group varchar(50)`, the others 255); longer
 /// values are refused like blank ones rather than failing (MySQL) or being stored (SQLite).
@@ -32,6 +32,8 @@ pub enum ExecutorRequest {
     Kill(KillParam),
     /// `/log`.
     Log(LogParam),
+    /// `/wasmPrepare` (jobwheel only).
+    WasmPrepare(WasmModuleRef),
 }
 
 /// Why an executor request was not decoded. The messages are upstream's.
@@ -52,6 +54,7 @@ impl ExecutorRequest {
             paths::RUN => executor_json(path, body).map(|p| Self::Run(Box::new(p))),
             paths::KILL => executor_json(path, body).map(Self::Kill),
             paths::LOG => executor_json(path, body).map(Self::Log),
+            paths::WASM_PREPARE => executor_json(path, body).map(Self::WasmPrepare),
             _ => Err(ExecutorRequestError::UnknownPath),
         }
     }

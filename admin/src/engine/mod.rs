@@ -36,6 +36,7 @@ mod grant;
 mod i18n;
 mod misfire;
 mod pool;
+mod prepare;
 mod recover;
 mod registry;
 mod report;

@@ -267,7 +267,7 @@ impl Engine {
 
     /// `wasmModule` for a GLUE_WASM job: its newest uploaded version. The URL is relative;
     /// executors resolve it against the admin address they are configured with.
-    async fn wasm_module_ref(&self, job_id: JobId) -> Result<Option<WasmModuleRef>, EngineError> {
+    pub(super) async fn wasm_module_ref(&self, job_id: JobId) -> Result<Option<WasmModuleRef>, EngineError> {
         let Some(module) = self.store.current_wasm_module(job_id).await? else {
             return Ok(None);
         };

@@ -49,6 +49,12 @@ pub trait AdminCore: Send + Sync + 'static {
         Err(no_engine())
     }
 
+    /// A new module version of job `job_id` became current (upload or rollback): let the
+    /// group's executors compile it before its first trigger. Returns at once; best effort.
+    async fn wasm_version_changed(&self, job_id: JobId) {
+        let _ = job_id;
+    }
+
     /// One page of a run's job log, read from the executor that ran it.
     async fn read_log(&self, log_id: LogId, from_line: i32) -> Result<LogResult, EngineError> {
         let _ = (log_id, from_line);

@@ -10,7 +10,7 @@ pub(crate) mod wasm;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use jobwheel_protocol::{GlueType, TriggerParam};
+use jobwheel_protocol::{GlueType, TriggerParam, WasmModuleRef};
 
 use crate::handler::{Handlers, JobHandler};
 use wasm::{WasmGlue, WasmHandler};
@@ -75,6 +75,18 @@ impl GlueFactory {
             }
             other => Err(format!("glueType[{other}] is not valid.")),
         }
+    }
+
+    /// Starts compiling a module a jobwheel admin announced; refuses a malformed digest.
+    pub(crate) fn prepare_wasm(&self, module: WasmModuleRef) -> Result<(), String> {
+        if !is_sha256_hex(&module.digest) {
+            return Err(format!(
+                "invalid module digest {:?}: expected 64 hex characters of SHA-256",
+                module.digest
+            ));
+        }
+        self.wasm.prepare(module);
+        Ok(())
     }
 
     /// Creates the handler for `key`; fails with upstream's message for an unknown BEAN name.

@@ -33,6 +33,24 @@ impl WasmGlue {
     async fn fetch(&self, reference: &WasmModuleRef) -> anyhow::Result<Vec<u8>> {
         self.admins.download_module(reference, self.max_module_bytes).await
     }
+
+    /// Fetches and compiles `reference` in the background (a jobwheel admin's `/wasmPrepare`
+    /// after an upload), so the first trigger of a new version finds it compiled — or joins
+    /// the compile in flight — instead of paying for it. The same path as a trigger's load:
+    /// only configured admins are fetched from, the digest is checked, the result cached.
+    pub(crate) fn prepare(self: &Arc<Self>, reference: WasmModuleRef) {
+        let glue = Arc::clone(self);
+        tokio::spawn(async move {
+            match glue.runtime.module(&reference.digest, || glue.fetch(&reference)).await {
+                Ok(load) => {
+                    tracing::info!(digest = %reference.digest, source = ?load.source, "wasm module prepared")
+                }
+                Err(error) => {
+                    tracing::warn!(digest = %reference.digest, %error, "cannot prepare wasm module")
+                }
+            }
+        });
+    }
 }
 
 /// The handler of one job thread running one module version.

@@ -98,6 +98,11 @@ impl JobThreads {
     }
 
     /// `/run`: accepts `param` into its job's queue, or says why not (upstream message).
+    /// `/wasmPrepare`: compile an announced module ahead of its first trigger.
+    pub(crate) fn prepare_wasm(&self, module: jobwheel_protocol::WasmModuleRef) -> Result<(), String> {
+        self.glue.prepare_wasm(module)
+    }
+
     pub(crate) fn run(self: &Arc<Self>, param: TriggerParam) -> Result<(), String> {
         let glue_type: GlueType =
             param.glue_type.parse().map_err(|_| format!("glueType[{}] is not valid.", param.glue_type))?;

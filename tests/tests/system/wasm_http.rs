@@ -16,7 +16,9 @@ use axum::Router;
 use axum::http::HeaderMap;
 use axum::routing::get;
 use jobwheel_tests::sample_jobs::sample_component;
+use jobwheel_tests::wait::wait_until;
 use serde_json::json;
+use sha2::{Digest as _, Sha256};
 
 use crate::Stack;
 use crate::api::all_done;
@@ -122,7 +124,15 @@ pub(crate) async fn other_languages(stack: &Stack) -> anyhow::Result<()> {
     let server = CheckServer::start().await?;
     let (api, origin) = (&stack.api, &server.origin);
     for (language, bytes) in component_files()? {
+        let digest = hex::encode(Sha256::digest(&bytes));
         let job = upload_bytes(stack, &format!("http-check {language}"), bytes).await?;
+        // The upload is announced to the group's executors (the ones still running: the lost-job
+        // scenario killed one), which compile it before any trigger.
+        let prepared = format!("wasm module prepared digest={digest}");
+        wait_until(Duration::from_secs(300), "every executor compiled the upload", || {
+            stack.executors.iter().filter(|e| e.is_running()).all(|e| e.log_count(&prepared) == 1)
+        })
+        .await;
         let token = format!("{SECRET}-{language}");
         let grant = json!({"httpAllow": [origin], "variables": {"CHECK_URL": format!("{origin}/check")}});
         api.put(&format!("/jobs/{job}/grant"), grant).await?;
@@ -136,6 +146,10 @@ pub(crate) async fn other_languages(stack: &Stack) -> anyhow::Result<()> {
             "{language}: {content}"
         );
         ensure!(!content.contains(&token), "{language}: the secret is in the job log");
+        ensure!(
+            content.contains("(compiled module cached in memory)"),
+            "{language}: the run compiled again: {content}"
+        );
         ensure!(server.saw(&format!("Bearer {token}")), "{language}: the server saw no token");
     }
     Ok(())

@@ -16,7 +16,7 @@ use super::auth::Principal;
 use super::jobs::{glue_type_of, permitted_job};
 use super::{ApiJson, ApiQuery};
 use crate::http::{ApiError, HttpState};
-use crate::store::{JobRow, NewWasmVersion, WasmVersionRow};
+use crate::store::{JobId, JobRow, NewWasmVersion, WasmVersionRow};
 use crate::wasm_check::{MAX_MODULE_BYTES, ModuleInfo, inspect};
 
 /// Remarks are short notes ("fix timezone bug"), like GLUE remarks.
@@ -168,6 +168,8 @@ pub(crate) async fn upload(
         created_at_ms: now_ms,
     };
     let version_id = state.store.add_wasm_version(&version).await?;
+    // Executors compile the new version now rather than at its first trigger.
+    state.core.wasm_version_changed(JobId(id)).await;
     state.module_info.put(info.clone());
     Ok((
         StatusCode::CREATED,
@@ -217,6 +219,8 @@ pub(crate) async fn rollback(
         created_at_ms: now_ms,
     };
     let version_id = state.store.add_wasm_version(&version).await?;
+    // Executors compile the new version now rather than at its first trigger.
+    state.core.wasm_version_changed(JobId(id)).await;
     let module = (*module_info(&state, &target.digest).await?).clone();
     Ok((
         StatusCode::CREATED,
