@@ -6,7 +6,8 @@ use jobwheel_protocol::executor_api::paths;
 use jobwheel_protocol::{ExecutorRequest, ExecutorRequestError};
 use libfuzzer_sys::fuzz_target;
 
-const PATHS: [&str; 6] = [paths::BEAT, paths::IDLE_BEAT, paths::RUN, paths::KILL, paths::LOG, "/nope"];
+const PATHS: [&str; 7] =
+    [paths::BEAT, paths::IDLE_BEAT, paths::RUN, paths::KILL, paths::LOG, paths::WASM_PREPARE, "/nope"];
 
 fuzz_target!(|data: &[u8]| {
     // The first byte picks the endpoint, the rest is the body.
@@ -29,6 +30,7 @@ fuzz_target!(|data: &[u8]| {
         ExecutorRequest::Run(p) => serde_json::to_vec(p),
         ExecutorRequest::Kill(p) => serde_json::to_vec(p),
         ExecutorRequest::Log(p) => serde_json::to_vec(p),
+        ExecutorRequest::WasmPrepare(p) => serde_json::to_vec(p),
     }
     .expect("a decoded request serializes");
     assert_eq!(ExecutorRequest::parse(path, &json).as_ref(), Ok(&request), "round trip of {path}");
