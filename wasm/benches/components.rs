@@ -55,7 +55,7 @@ async fn run() -> anyhow::Result<()> {
             let module = load(&runtime, &hello).await?;
             report(
                 "warm run, preview1 module (hello)",
-                runs(&runtime, &module, RunInput::default(), samples).await?,
+                runs(&runtime, &module, RunInput { shard_total: 1, ..RunInput::default() }, samples).await?,
             );
             let no_request = input(&grant, &origin, "0");
             report(
