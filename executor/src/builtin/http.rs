@@ -8,9 +8,11 @@
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
+
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
+use jobwheel_protocol::net_policy::non_public_class;
 use serde::Deserialize;
 
 use crate::handler::{HandlerFuture, JobContext, JobHandler};
@@ -129,33 +131,10 @@ async fn resolve_checked(host: &str, port: u16, policy: HttpPolicy) -> anyhow::R
     Ok(first)
 }
 
+/// Public in the sense of the IANA special-purpose registries (and not multicast): the same
+/// classification Wasm jobs' network policies use.
 fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.is_documentation()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b)) // carrier-grade NAT
-                || (a == 198 && (b == 18 || b == 19))) // benchmarking
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00 // unique local
-                || (first & 0xffc0) == 0xfe80) // link local
-        }
-    }
+    non_public_class(ip).is_none()
 }
 
 #[cfg(test)]
