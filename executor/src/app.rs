@@ -70,6 +70,9 @@ pub async fn run(
     }
     wasm_config.http_allow = Arc::clone(&config.wasm.http_allow);
     wasm_config.http_limits = config.wasm.http_limits;
+    if let Some(slots) = config.wasm.pool_slots {
+        wasm_config.allocation = jobwheel_wasm::Allocation::Pooling { slots };
+    }
     let runtime = jobwheel_wasm::Runtime::new(wasm_config).context("cannot start the Wasm runtime")?;
     let wasm = WasmGlue::new(runtime, client.clone(), config.wasm.max_module_bytes);
     let glue = GlueFactory::new(handlers, config.script_glue.then(|| logs.glue_source_dir()), Arc::new(wasm));

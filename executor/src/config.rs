@@ -93,6 +93,11 @@ pub struct Cli {
     /// Ceiling of each wait (connect, first byte, between bytes) of one request, in seconds.
     #[arg(long, env = "JOBWHEEL_WASM_HTTP_TIMEOUT_SECS", default_value_t = 30)]
     pub wasm_http_timeout_secs: u64,
+    /// Wasm runs that may be instantiated at once from wasmtime's pooling allocator (memory,
+    /// tables and stacks reserved at start and reused; further runs wait for a free slot
+    /// within their timeout). 0 allocates per run instead.
+    #[arg(long, env = "JOBWHEEL_WASM_POOL_SLOTS", default_value_t = 0)]
+    pub wasm_pool_slots: u32,
     /// Let the built-in `httpJobHandler` call loopback, private and link-local addresses.
     #[arg(long, env = "JOBWHEEL_HTTP_HANDLER_ALLOW_PRIVATE")]
     pub http_handler_allow_private: bool,
@@ -145,6 +150,8 @@ pub struct WasmSettings {
     pub http_allow: Arc<NetPolicy>,
     /// Ceilings of a run's HTTP budgets.
     pub http_limits: NetLimits,
+    /// Pooling allocator slots; `None` allocates per run.
+    pub pool_slots: Option<u32>,
 }
 
 impl Default for WasmSettings {
@@ -156,6 +163,7 @@ impl Default for WasmSettings {
             max_fuel: 1_000_000_000_000,
             http_allow: Arc::new(NetPolicy::default()),
             http_limits: NetLimits::default(),
+            pool_slots: None,
         }
     }
 }
@@ -278,6 +286,7 @@ impl ExecutorConfig {
                 max_response_bytes: cli.wasm_http_max_response_mb.saturating_mul(1 << 20),
                 request_timeout: Duration::from_secs(cli.wasm_http_timeout_secs),
             },
+            pool_slots: (cli.wasm_pool_slots > 0).then_some(cli.wasm_pool_slots),
         };
         Ok(config)
     }

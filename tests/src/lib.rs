@@ -1,7 +1,9 @@
 //! Shared helpers for jobwheel's system tests and benchmarks: a fake admin that records what
-//! executors send, an in-process executor harness on a free port, and condition waits.
+//! executors send, an in-process executor harness on a free port, real admin and executor
+//! processes with a management-API client, and condition waits.
 #![forbid(unsafe_code)]
 
+pub mod api;
 pub mod cluster;
 pub mod databases;
 pub mod executor_harness;

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jobwheel_wasm::{
-    LoadedModule, LogSink, NetGrant, NetLimits, NetPolicy, Outcome, RunInput, Runtime, RuntimeConfig,
+    Allocation, LoadedModule, LogSink, NetGrant, NetLimits, NetPolicy, Outcome, RunInput, Runtime,
+    RuntimeConfig,
 };
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -34,40 +35,43 @@ async fn run() -> anyhow::Result<()> {
         }
     }
 
-    let mut config = RuntimeConfig::new(None);
+    // Compiled artifacts are shared through a disk cache, so each allocator compiles once.
+    let cache = tempfile::tempdir()?;
+    let mut config = RuntimeConfig::new(Some(cache.path().to_path_buf()));
     config.http_allow = Arc::new(NetPolicy::parse(&["http://127.0.0.1:*"])?);
     let server = serve().await?;
     let origin = format!("http://127.0.0.1:{}", server.0);
     let grant =
         NetGrant { policy: Arc::new(NetPolicy::parse(&[origin.as_str()])?), limits: NetLimits::default() };
 
-    for (language, bytes) in &components {
-        let runtime = Runtime::new(config.clone())?;
-        let started = Instant::now();
-        let component = load(&runtime, bytes).await?;
-        println!(
-            "{language} http-check: {:.2} MB, compiled in {:.2} s",
-            bytes.len() as f64 / 1e6,
-            started.elapsed().as_secs_f64()
-        );
-        let samples = if *language == "Rust" { 1000 } else { 100 };
-        if *language == "Rust" {
-            let module = load(&runtime, &hello).await?;
-            report(
-                "warm run, preview1 module (hello)",
-                runs(&runtime, &module, RunInput { shard_total: 1, ..RunInput::default() }, samples).await?,
+    for allocation in [Allocation::OnDemand, Allocation::Pooling { slots: 16 }] {
+        println!("# allocator: {allocation:?}");
+        let runtime = Runtime::new(RuntimeConfig { allocation, ..config.clone() })?;
+        for (language, bytes) in &components {
+            let started = Instant::now();
+            let component = load(&runtime, bytes).await?;
+            println!(
+                "{language} http-check: {:.2} MB, loaded (compiled or from disk) in {:.2} s",
+                bytes.len() as f64 / 1e6,
+                started.elapsed().as_secs_f64()
             );
-            let no_request = input(&grant, &origin, "0");
+            let samples = if *language == "Rust" { 1000 } else { 100 };
+            if *language == "Rust" {
+                let module = load(&runtime, &hello).await?;
+                let plain = RunInput { shard_total: 1, ..RunInput::default() };
+                report("warm run, preview1 module (hello)", runs(&runtime, &module, plain, samples).await?);
+                let no_request = input(&grant, &origin, "0");
+                report(
+                    "warm run, Rust component, no request",
+                    runs(&runtime, &component, no_request, samples).await?,
+                );
+            }
+            let one_request = input(&grant, &origin, "1");
             report(
-                "warm run, Rust component, no request",
-                runs(&runtime, &component, no_request, samples).await?,
+                &format!("warm run, {language} component, one GET through the policy"),
+                runs(&runtime, &component, one_request, samples).await?,
             );
         }
-        let one_request = input(&grant, &origin, "1");
-        report(
-            &format!("warm run, {language} component, one GET through the policy"),
-            runs(&runtime, &component, one_request, samples).await?,
-        );
     }
     server.1.abort();
     Ok(())
@@ -88,15 +92,21 @@ async fn runs(
     input: RunInput,
     n: usize,
 ) -> anyhow::Result<Vec<Duration>> {
-    let quiet: Arc<dyn LogSink> = Arc::new(|_: &str| {});
     let mut samples = Vec::with_capacity(n);
     for i in 0..n + n / 10 {
+        // The run's lines, shown only if it fails.
+        let lines: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        let sink: Arc<dyn LogSink> = {
+            let lines = Arc::clone(&lines);
+            Arc::new(move |line: &str| lines.lock().expect("lines").push(line.to_owned()))
+        };
         let started = Instant::now();
-        let report = runtime.run(module, input.clone(), Arc::clone(&quiet), CancellationToken::new()).await;
+        let report = runtime.run(module, input.clone(), sink, CancellationToken::new()).await;
         anyhow::ensure!(
             matches!(report.outcome, Outcome::Succeeded { .. }),
-            "run failed: {:?}",
-            report.outcome
+            "run {i} failed: {:?}\n{:#?}",
+            report.outcome,
+            lines.lock().expect("lines")
         );
         if i >= n / 10 {
             samples.push(started.elapsed());
@@ -124,11 +134,20 @@ async fn serve() -> anyhow::Result<(u16, tokio::task::JoinHandle<()>)> {
     let task = tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
             tokio::spawn(async move {
+                // Read the whole request head first: closing with unread bytes would reset the
+                // connection under the guest's feet.
+                let mut head = Vec::new();
                 let mut buf = [0u8; 4096];
-                let _ = stream.read(&mut buf).await;
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
                 let _ = stream
                     .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\nconnection: close\r\n\r\nfine")
                     .await;
+                let _ = stream.shutdown().await;
             });
         }
     });

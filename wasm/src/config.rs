@@ -23,6 +23,21 @@ pub enum Metering {
     Off,
 }
 
+/// How runs get their linear memory, tables, instances and fiber stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allocation {
+    /// Mapped and unmapped for every run (wasmtime's default allocator).
+    OnDemand,
+    /// wasmtime's pooling allocator: `slots` runs at a time reuse address space reserved once
+    /// at start (a slot keeps a module's copy-on-write memory image mapped between runs, so
+    /// instantiating a large pre-initialized heap is cheaper). A run that finds every slot in
+    /// use waits for one, within its timeout and cancellation.
+    Pooling {
+        /// Runs that may hold a slot at once (at least 1).
+        slots: u32,
+    },
+}
+
 /// Settings for a [`crate::Runtime`]. Build with [`RuntimeConfig::new`] and adjust fields.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -55,6 +70,8 @@ pub struct RuntimeConfig {
     pub http_allow: Arc<NetPolicy>,
     /// Ceilings of the per-run HTTP budgets; a job's own limits are lowered to these.
     pub http_limits: NetLimits,
+    /// Instance allocation strategy.
+    pub allocation: Allocation,
 }
 
 impl RuntimeConfig {
@@ -75,6 +92,7 @@ impl RuntimeConfig {
             max_result_message_bytes: 4 << 10,
             http_allow: Arc::new(NetPolicy::default()),
             http_limits: NetLimits::default(),
+            allocation: Allocation::OnDemand,
         }
     }
 }

@@ -25,11 +25,12 @@ mod memory_cache;
 mod net;
 mod outcome;
 mod output;
+mod pool;
 mod run;
 mod runtime;
 mod ticker;
 
-pub use config::{Metering, RuntimeConfig};
+pub use config::{Allocation, Metering, RuntimeConfig};
 pub use error::WasmError;
 pub use loader::{LoadSource, LoadedModule, ModuleLoad};
 pub use net::{NetGrant, NetLimits, NetPolicy, PolicyError};

@@ -19,6 +19,7 @@ use crate::net::NetGrant;
 use crate::net::hooks::PolicyHooks;
 use crate::outcome::{self, FailureKind, Outcome, RunFacts, RunReport, RunStats};
 use crate::output::{CaptureSummary, LogSink, OutputCapture, OutputLimits, Stream};
+use crate::pool::{MODULE_TABLES, NoSlot};
 use crate::runtime::Runtime;
 
 /// What one run of a job receives (see `docs/guest-abi.md` for how the guest sees it).
@@ -123,9 +124,25 @@ impl Runtime {
             Metering::Off => None,
         };
 
-        let (ended, end) = match &module.prepared {
-            Prepared::Module(pre) => {
-                let limiter = RunLimiter::new(max_memory_bytes, config.max_table_elements, 1, 8);
+        // The timeout counts from here, so a wait for a pool slot is part of it.
+        let deadline = input.timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
+        let waiting = |slots| {
+            capture.note(&format!("waiting for a free Wasm slot: all {slots} are in use by other runs"));
+        };
+        let slot = self.inner.slots.acquire(deadline.map(|(at, _)| at), &cancel, waiting).await;
+        let (ended, end) = match (slot, &module.prepared) {
+            (Err(no_slot), _) => {
+                let ended = match (no_slot, deadline) {
+                    (NoSlot::TimedOut, Some((_, limit))) => Ended::TimedOut(limit),
+                    _ => Ended::Cancelled,
+                };
+                let limiter = RunLimiter::new(max_memory_bytes, config.max_table_elements, 1, MODULE_TABLES);
+                (ended, StoreEnd { fuel_left: None, limiter })
+            }
+            // `_slot` is dropped at the end of its arm, after the store: the instance's pool
+            // memory is back before another run may take the slot.
+            (Ok(_slot), Prepared::Module(pre)) => {
+                let limiter = RunLimiter::new(max_memory_bytes, config.max_table_elements, 1, MODULE_TABLES);
                 let mut store = Store::new(&self.inner.engine, RunState { wasi: wasi.build_p1(), limiter });
                 store.limiter(|state| &mut state.limiter);
                 configure(&mut store, config, fuel_budget);
@@ -140,11 +157,11 @@ impl Runtime {
                     };
                     Ended::Finished(entry.call_async(&mut store, ()).await)
                 };
-                let ended = race(work, input.timeout, &cancel).await;
+                let ended = race(work, deadline, &cancel).await;
                 let fuel_left = store.get_fuel().ok();
                 (ended, StoreEnd { fuel_left, limiter: store.into_data().limiter })
             }
-            Prepared::Component(pre) => {
+            (Ok(_slot), Prepared::Component(pre)) => {
                 let limiter = RunLimiter::new(
                     max_memory_bytes,
                     config.max_table_elements,
@@ -166,7 +183,7 @@ impl Runtime {
                         Err(component::Failure::Run(error)) => Ended::Finished(Err(error)),
                     }
                 };
-                let ended = race(work, input.timeout, &cancel).await;
+                let ended = race(work, deadline, &cancel).await;
                 let fuel_left = store.get_fuel().ok();
                 (ended, StoreEnd { fuel_left, limiter: store.into_data().limiter })
             }
@@ -241,16 +258,16 @@ fn configure<T>(store: &mut Store<T>, config: &RuntimeConfig, fuel_budget: Optio
     }
 }
 
-/// Runs `work` until it ends, the timeout elapses or `cancel` fires.
+/// Runs `work` until it ends, the deadline passes or `cancel` fires.
 async fn race(
     work: impl Future<Output = Ended>,
-    timeout: Option<Duration>,
+    deadline: Option<(tokio::time::Instant, Duration)>,
     cancel: &CancellationToken,
 ) -> Ended {
     let deadline = async {
-        match timeout {
-            Some(limit) => {
-                tokio::time::sleep(limit).await;
+        match deadline {
+            Some((at, limit)) => {
+                tokio::time::sleep_until(at).await;
                 limit
             }
             None => std::future::pending().await,

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use wasmtime::{Config, Engine, Linker};
 
 use crate::component::{self, ComponentState};
-use crate::config::{Metering, RuntimeConfig};
+use crate::config::{Allocation, Metering, RuntimeConfig};
 use crate::disk_cache::DiskCache;
 use crate::error::WasmError;
 use crate::loader::LoadedModule;
 use crate::memory_cache::MemoryCache;
+use crate::pool::{self, Slots};
 use crate::run::RunState;
 use crate::ticker;
 
@@ -28,11 +29,12 @@ pub(crate) struct Inner {
     pub(crate) config: RuntimeConfig,
     pub(crate) disk: Option<DiskCache>,
     pub(crate) modules: MemoryCache<LoadedModule>,
+    pub(crate) slots: Slots,
 }
 
 impl Runtime {
-    /// Builds the engine (fuel and/or epoch interruption per `config`), the WASI preview1 and
-    /// 0.2 linkers, and opens the disk cache directory; starts the epoch ticker thread if enabled.
+    /// Builds the engine (fuel and/or epoch interruption, allocator per `config`), the WASI
+    /// preview1 and 0.2 linkers, and opens the disk cache directory; starts the epoch ticker thread if enabled.
     pub fn new(config: RuntimeConfig) -> Result<Runtime, WasmError> {
         if let Metering::Fuel { yield_interval: 0, .. } = config.metering {
             // wasmtime rejects a zero interval per store; fail once, here, instead.
@@ -48,6 +50,13 @@ impl Runtime {
             // The wasm stack lives on the async fiber stack, which must be larger (engine
             // creation fails otherwise); keep room for host frames on top.
             .async_stack_size(config.max_wasm_stack.max(1 << 20) + (1 << 20));
+        let pooled = match config.allocation {
+            Allocation::OnDemand => None,
+            Allocation::Pooling { slots } => {
+                wasmtime_config.allocation_strategy(pool::strategy(&config, slots.max(1)));
+                Some(slots.max(1))
+            }
+        };
         let engine_error = |error: wasmtime::Error| WasmError::Engine { message: format!("{error:#}") };
         let engine = Engine::new(&wasmtime_config).map_err(engine_error)?;
 
@@ -64,7 +73,8 @@ impl Runtime {
             ticker::spawn(&engine, tick)?;
         }
         let modules = MemoryCache::new(config.memory_cache_capacity);
-        Ok(Runtime { inner: Arc::new(Inner { engine, linker, components, config, disk, modules }) })
+        let slots = Slots::new(pooled);
+        Ok(Runtime { inner: Arc::new(Inner { engine, linker, components, config, disk, modules, slots }) })
     }
 
     /// The configuration this runtime was built with.

@@ -9,7 +9,7 @@ use jobwheel_tests::sample_jobs::sample_job;
 use serde_json::json;
 
 use crate::Stack;
-use crate::api::{addresses, all_done};
+use jobwheel_tests::api::{addresses, all_done};
 
 pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
     let (child, retry, kill, glue) =

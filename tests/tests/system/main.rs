@@ -6,7 +6,6 @@
 //! with a variable and a secret (`wasm_http`), and lost-job marking after an executor is killed (last, as it
 //! takes an executor away).
 
-mod api;
 mod flows;
 mod routing;
 mod schedules;
@@ -16,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use api::Api;
 use jobwheel_admin::store::Store;
+use jobwheel_tests::api::Api;
 use jobwheel_tests::cluster::Daemon;
 use jobwheel_tests::databases::{FreshDatabase, Server};
 use serde_json::json;

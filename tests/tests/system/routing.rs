@@ -8,7 +8,7 @@ use anyhow::{Context as _, ensure};
 use serde_json::{Value, json};
 
 use crate::Stack;
-use crate::api::{Api, addresses, all_done};
+use jobwheel_tests::api::{Api, addresses, all_done};
 
 /// Triggers `job` `n` times, one after another, and waits for all runs; their addresses.
 async fn route(api: &Api, job: i64, n: usize) -> anyhow::Result<Vec<String>> {

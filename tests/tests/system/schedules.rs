@@ -10,7 +10,7 @@ use jobwheel_tests::outcomes::claims;
 use serde_json::json;
 
 use crate::Stack;
-use crate::api::all_done;
+use jobwheel_tests::api::all_done;
 
 pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
     let api = &stack.api;

@@ -4,9 +4,7 @@
 //! has the host's request line and never the token; no API read returns it. A second job whose
 //! policy names another origin is refused with a job-log line and still reports. On the SQLite
 //! stack the same job written in Python (componentize-py) and JavaScript (componentize-js) runs
-//! too ([`other_languages`]). On the SQLite
-//! stack the same job written in Python (componentize-py) and JavaScript (componentize-js) runs
-//! too — once, because each executor compiles a 15–19 MB component on its first run.
+//! too ([`other_languages`]) — once, because each executor compiles a 15–19 MB component.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,7 +19,7 @@ use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
 use crate::Stack;
-use crate::api::all_done;
+use jobwheel_tests::api::all_done;
 
 const SECRET: &str = "sys-secret-token-42";
 

@@ -4,6 +4,11 @@
 //! itself after any check (DNS rebinding) and has no way to inject a connector.
 //! Redirects are never followed here: a 3xx goes back to the guest, and a follow-up request is a
 //! new request through the policy.
+//!
+//! The guest's request body is read whole before connecting (at most [`MAX_REQUEST_BODY`]). A
+//! streamed body would go out chunked — even an empty GET's, which some servers refuse — and a
+//! server that answers and closes before reading it (ours in the benchmark did) would close
+//! the guest's body stream under it, so the guest saw "connection reset" for a good response.
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -11,7 +16,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use http_body_util::BodyExt;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
 use jobwheel_protocol::net_policy::non_public_class;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -21,6 +27,9 @@ use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, WasiBody};
 
 use super::body::{MeteredBody, RequestLog};
+
+/// Largest request body a guest may send.
+pub(crate) const MAX_REQUEST_BODY: u64 = 8 << 20;
 
 /// Where a request goes.
 pub(crate) struct Target {
@@ -90,11 +99,14 @@ fn fail(reason: impl Into<String>, error: Error) -> Failure {
 }
 
 async fn exchange(
-    mut request: http::Request<WasiBody>,
+    request: http::Request<WasiBody>,
     target: &Target,
     timeouts: Timeouts,
     grants: impl Fn(IpAddr) -> bool,
 ) -> Result<(http::Response<hyper::body::Incoming>, IoFuture), Failure> {
+    let (parts, body) = request.into_parts();
+    let body = read_body(body, timeouts.first_byte).await?;
+    let mut request = http::Request::from_parts(parts, body);
     let addresses = resolve(target, timeouts.connect).await?;
     let checked: Vec<SocketAddr> = addresses
         .iter()
@@ -182,6 +194,34 @@ async fn exchange(
     };
     let io: IoFuture = Box::new(async move { connection.await.map_err(Error::from) });
     Ok((response, io))
+}
+
+/// The guest's whole request body (it writes it while we wait), as a body of known length.
+async fn read_body(mut body: WasiBody, within: Duration) -> Result<WasiBody, Failure> {
+    let mut data = Vec::new();
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            // Trailers are dropped: HTTP/1.1 would need a chunked body to carry them.
+            let frame = frame.map_err(|error| fail(format!("reading the request body: {error}"), error))?;
+            let Ok(chunk) = frame.into_data() else { continue };
+            data.extend_from_slice(&chunk);
+            if data.len() as u64 > MAX_REQUEST_BODY {
+                return Err(fail(
+                    format!("the request body is over {MAX_REQUEST_BODY} bytes"),
+                    Error::HttpRequestBodySize(Some(data.len() as u64)),
+                ));
+            }
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(within, read).await {
+        Ok(Ok(())) => Ok(Full::new(Bytes::from(data)).map_err(|never| match never {}).boxed_unsync()),
+        Ok(Err(failure)) => Err(failure),
+        Err(_) => Err(fail(
+            format!("the guest did not finish its request body within {within:?}"),
+            Error::ConnectionWriteTimeout,
+        )),
+    }
 }
 
 type Http1 = (

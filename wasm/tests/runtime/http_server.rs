@@ -1,5 +1,6 @@
 //! A tiny HTTP/1.1 server on 127.0.0.1 for the outbound-HTTP tests: fixed routes, records what
-//! it was asked, one request per connection. Dropping it stops the accept loop.
+//! it was asked, one request per connection. It answers after the request head without reading
+//! a body, as some real servers do. Dropping it stops the accept loop.
 
 use std::sync::{Arc, Mutex};
 

@@ -8,6 +8,7 @@ mod fixtures;
 mod http_server;
 mod limits;
 mod loading;
+mod pooling;
 mod runs;
 mod sample_jobs;
 mod support;

@@ -1,4 +1,4 @@
-//! The management API as the system tests use it: an administrator's API token, JSON in and
+//! The management API as the system tests and benchmarks use it: an administrator's API token, JSON in and
 //! out, and waits on log rows.
 
 use std::time::Duration;
@@ -8,14 +8,14 @@ use serde_json::{Value, json};
 
 /// A client of one admin's `/api/v1`.
 #[derive(Clone)]
-pub(crate) struct Api {
+pub struct Api {
     base: String,
     token: String,
     http: reqwest::Client,
 }
 
 impl Api {
-    pub(crate) fn new(base: &str, token: &str) -> Api {
+    pub fn new(base: &str, token: &str) -> Api {
         Api { base: base.to_owned(), token: token.to_owned(), http: reqwest::Client::new() }
     }
 
@@ -34,26 +34,26 @@ impl Api {
         Ok(if text.is_empty() { Value::Null } else { serde_json::from_str(&text)? })
     }
 
-    pub(crate) async fn get(&self, path: &str) -> anyhow::Result<Value> {
+    pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
         self.call(reqwest::Method::GET, path, None).await
     }
 
-    pub(crate) async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+    pub async fn post(&self, path: &str, body: Value) -> anyhow::Result<Value> {
         self.call(reqwest::Method::POST, path, Some(body)).await
     }
 
-    pub(crate) async fn put(&self, path: &str, body: Value) -> anyhow::Result<Value> {
+    pub async fn put(&self, path: &str, body: Value) -> anyhow::Result<Value> {
         self.call(reqwest::Method::PUT, path, Some(body)).await
     }
 
     /// The raw text of a GET (to search a whole answer for a value that must not be there).
-    pub(crate) async fn get_text(&self, path: &str) -> anyhow::Result<String> {
+    pub async fn get_text(&self, path: &str) -> anyhow::Result<String> {
         Ok(self.get(path).await?.to_string())
     }
 
     /// Creates a job in `group` from upstream's form fields (`fields` override the defaults:
     /// a stopped BEAN `demoJobHandler` job with no schedule); its id.
-    pub(crate) async fn job(&self, group: i64, desc: &str, fields: Value) -> anyhow::Result<i64> {
+    pub async fn job(&self, group: i64, desc: &str, fields: Value) -> anyhow::Result<i64> {
         let mut form = json!({
             "jobGroup": group, "jobDesc": desc, "author": "system-test",
             "scheduleType": "NONE", "scheduleConf": "",
@@ -69,7 +69,7 @@ impl Api {
     }
 
     /// Triggers a job once, optionally on the given addresses.
-    pub(crate) async fn trigger(&self, job: i64, address_list: Option<&str>) -> anyhow::Result<()> {
+    pub async fn trigger(&self, job: i64, address_list: Option<&str>) -> anyhow::Result<()> {
         let mut body = json!({"executorParam": ""});
         if let Some(list) = address_list {
             body["addressList"] = json!(list);
@@ -78,7 +78,7 @@ impl Api {
     }
 
     /// The job's logs, oldest first.
-    pub(crate) async fn logs(&self, job: i64) -> anyhow::Result<Vec<Value>> {
+    pub async fn logs(&self, job: i64) -> anyhow::Result<Vec<Value>> {
         let listed = self.get(&format!("/logs?jobId={job}&limit=500")).await?;
         let mut items = listed["items"].as_array().cloned().unwrap_or_default();
         items.reverse();
@@ -86,7 +86,7 @@ impl Api {
     }
 
     /// Waits until `condition` holds for the job's logs (oldest first); returns them.
-    pub(crate) async fn wait_logs(
+    pub async fn wait_logs(
         &self,
         job: i64,
         timeout: Duration,
@@ -107,18 +107,18 @@ impl Api {
     }
 
     /// The whole execution log of a run, from its executor.
-    pub(crate) async fn content(&self, log: i64) -> anyhow::Result<String> {
+    pub async fn content(&self, log: i64) -> anyhow::Result<String> {
         let page = self.get(&format!("/logs/{log}/content?fromLine=1")).await?;
         Ok(page["logContent"].as_str().unwrap_or_default().to_owned())
     }
 }
 
 /// Runs that finished (a handle code), and all with 200.
-pub(crate) fn all_done(logs: &[Value], n: usize) -> bool {
+pub fn all_done(logs: &[Value], n: usize) -> bool {
     logs.len() >= n && logs.iter().all(|l| l["handleCode"].as_i64().unwrap_or(0) > 0)
 }
 
 /// The executor address of each log.
-pub(crate) fn addresses(logs: &[Value]) -> Vec<String> {
+pub fn addresses(logs: &[Value]) -> Vec<String> {
     logs.iter().map(|l| l["executorAddress"].as_str().unwrap_or_default().to_owned()).collect()
 }
