@@ -1,46 +1,66 @@
-//! Result callbacks to the admin: batched, spooled to disk when no admin accepts them, and
-//! retried until one does (upstream `TriggerCallbackThread`).
+//! Result callbacks to the admin: batched, journaled to disk, sent, and retried until an admin
+//! stores them (upstream `TriggerCallbackThread`, which keeps them in memory until sent).
 //!
-//! Durability: a batch that fails is written to `{log-path}/callbacklogs/` (JSON, fsynced, temp
-//! file + rename) before the sender moves on, and the retry task deletes a spool file only after
-//! an admin accepted its contents. So a result survives admin outages and executor restarts; the
-//! admin ignores duplicates (`handle_code > 0` guard), which makes at-least-once delivery safe.
-//! Results still in the in-memory queue when the process is SIGKILLed are lost, exactly the
-//! milliseconds between a run ending and its batch being sent; graceful shutdown drains them.
+//! Durability: the journal task takes every finished result waiting, writes the batch to a
+//! journal file (fsync: one per batch, so under load many results share one) and only then hands
+//! it to the sender. The sender deletes the file once an admin answered 200 — which a jobwheel
+//! admin does only after storing — or turns it into a spool file for the retry task. At start,
+//! journal files of a killed process are spooled too (`spool.rs`). So a result survives admin
+//! outages, database errors and executor SIGKILLs; the admin ignores duplicates (`handle_code >
+//! 0` guard), which makes at-least-once delivery exact. What a SIGKILL can still take: results
+//! between their run's end and the journal's fsync (the batching window, milliseconds). Such a
+//! run looks, from outside, like one killed while running: upstream's `execute end(finish)` line
+//! is appended to a job log only after its result is journaled, and the admin's lost-job monitor
+//! closes it.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use jobwheel_protocol::HandleCallbackParam;
 use jobwheel_protocol::admin_api::paths;
-use md5::{Digest, Md5};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::admin_client::AdminClient;
 use crate::joblog::{LogDir, append_line};
+use crate::spool;
 
 /// Largest batch sent in one POST (upstream 3.4.1+ sends at most 50; larger batches keep the
 /// admin's per-request overhead low at high trigger rates, and admins accept any size).
 const MAX_BATCH: usize = 1000;
 
-const SPOOL_PREFIX: &str = "xxl-job-callback-";
-const SPOOL_SUFFIX: &str = ".log";
+/// A finished run's result, and whether its job log gets the `execute end(finish)` line.
+#[derive(Debug)]
+struct Finished {
+    result: HandleCallbackParam,
+    end_line: bool,
+}
 
 /// Producer handle: job threads push finished runs here.
 #[derive(Debug, Clone)]
 pub(crate) struct Callbacks {
-    tx: mpsc::UnboundedSender<HandleCallbackParam>,
+    tx: mpsc::UnboundedSender<Finished>,
 }
 
 impl Callbacks {
-    pub(crate) fn push(&self, param: HandleCallbackParam) {
-        if self.tx.send(param).is_err() {
+    /// Queues a result for the journal. With `end_line`, upstream's closing line is appended to
+    /// the run's job log once the result is journaled, so a log that shows the end shows a
+    /// result that survives a SIGKILL.
+    pub(crate) fn push(&self, result: HandleCallbackParam, end_line: bool) {
+        if self.tx.send(Finished { result, end_line }).is_err() {
             tracing::error!("callback queue closed; result dropped (executor is shutting down)");
         }
     }
+}
+
+/// Upstream's last job-log line of a run that ended normally.
+fn end_line(result: &HandleCallbackParam) -> String {
+    let shown = if result.handle_msg.is_empty() { "null" } else { result.handle_msg.as_str() };
+    format!(
+        "<br>----------- xxl-job job execute end(finish) -----------<br>----------- Result: handleCode={}, handleMsg = {shown}",
+        result.handle_code
+    )
 }
 
 #[derive(Debug, Clone)]
@@ -49,8 +69,12 @@ struct Delivery {
     logs: LogDir,
 }
 
-/// Starts the sender and the spool-retry task. Both stop when `stop` is cancelled; the sender
-/// first drains and delivers (or spools) everything already queued.
+/// A batch on its first trip, with its journal file (`None` if it could not be written).
+type Journaled = (Option<PathBuf>, Vec<HandleCallbackParam>);
+
+/// Spools what a killed predecessor left in the journal, then starts the journal, sender and
+/// spool-retry tasks. They stop when `stop` is cancelled, after the journal task has written and
+/// the sender has delivered (or spooled) everything already finished.
 pub(crate) fn spawn(
     tracker: &TaskTracker,
     client: AdminClient,
@@ -58,16 +82,25 @@ pub(crate) fn spawn(
     retry_interval: Duration,
     stop: CancellationToken,
 ) -> Callbacks {
+    let recovered = spool::recover_journal(&logs.callback_spool_dir());
+    if recovered > 0 {
+        tracing::info!(files = recovered, "callbacks journaled before a restart will be sent again");
+    }
     let (tx, rx) = mpsc::unbounded_channel();
+    let (journaled_tx, journaled_rx) = mpsc::unbounded_channel();
     let delivery = Delivery { client, logs };
-    tracker.spawn(send_loop(delivery.clone(), rx, stop.clone()));
+    tracker.spawn(journal_loop(delivery.clone(), rx, journaled_tx, stop.clone()));
+    tracker.spawn(send_loop(delivery.clone(), journaled_rx));
     tracker.spawn(retry_loop(delivery, retry_interval, stop));
     Callbacks { tx }
 }
 
-async fn send_loop(
+/// Takes every finished result waiting (up to [`MAX_BATCH`]), writes the batch to the journal
+/// and hands it to the sender; on `stop`, does the same with what is left and ends.
+async fn journal_loop(
     delivery: Delivery,
-    mut rx: mpsc::UnboundedReceiver<HandleCallbackParam>,
+    mut rx: mpsc::UnboundedReceiver<Finished>,
+    journaled: mpsc::UnboundedSender<Journaled>,
     stop: CancellationToken,
 ) {
     loop {
@@ -86,15 +119,43 @@ async fn send_loop(
                 Err(_) => break,
             }
         }
-        delivery.deliver_or_spool(batch).await;
+        let _ = journaled.send(delivery.journal_and_end(batch).await);
     }
     rx.close();
     let mut rest = Vec::new();
     while let Ok(p) = rx.try_recv() {
         rest.push(p);
     }
-    if !rest.is_empty() {
-        delivery.deliver_or_spool(rest).await;
+    while !rest.is_empty() {
+        let chunk: Vec<Finished> = rest.drain(..rest.len().min(MAX_BATCH)).collect();
+        let _ = journaled.send(delivery.journal_and_end(chunk).await);
+    }
+}
+
+/// Sends journaled batches, merging those that piled up during the previous POST into one (up
+/// to [`MAX_BATCH`] results), as the batches themselves merge results; ends when the journal
+/// task has ended.
+async fn send_loop(delivery: Delivery, mut journaled: mpsc::UnboundedReceiver<Journaled>) {
+    let mut carried: Option<Journaled> = None;
+    loop {
+        let first = match carried.take() {
+            Some(part) => part,
+            None => match journaled.recv().await {
+                Some(part) => part,
+                None => break,
+            },
+        };
+        let mut items = first.1.len();
+        let mut parts = vec![first];
+        while let Ok(next) = journaled.try_recv() {
+            if items + next.1.len() > MAX_BATCH {
+                carried = Some(next);
+                break;
+            }
+            items += next.1.len();
+            parts.push(next);
+        }
+        delivery.deliver_or_spool(parts).await;
     }
 }
 
@@ -111,27 +172,99 @@ async fn retry_loop(delivery: Delivery, interval: Duration, stop: CancellationTo
 }
 
 impl Delivery {
-    async fn deliver_or_spool(&self, batch: Vec<HandleCallbackParam>) {
+    /// Journals the results of `finished`, then appends the end line to the job logs of the
+    /// runs that ended normally (before the batch goes out, so a log read after the admin has
+    /// the result shows the end too).
+    async fn journal_and_end(&self, finished: Vec<Finished>) -> Journaled {
+        let ends: Vec<(PathBuf, String)> = finished
+            .iter()
+            .filter(|f| f.end_line)
+            .map(|f| (self.logs.file_for(f.result.log_date_tim, f.result.log_id), end_line(&f.result)))
+            .collect();
+        let journaled = self.journal(finished.into_iter().map(|f| f.result).collect()).await;
+        if !ends.is_empty() {
+            let _ = tokio::task::spawn_blocking(move || {
+                for (path, line) in &ends {
+                    append_line(path, line);
+                }
+            })
+            .await;
+        }
+        journaled
+    }
+
+    /// Writes `batch` to the journal, off the async threads.
+    async fn journal(&self, batch: Vec<HandleCallbackParam>) -> Journaled {
+        if !self.client.is_configured() {
+            return (None, batch);
+        }
+        let dir = self.logs.callback_spool_dir();
+        match tokio::task::spawn_blocking(move || (spool::write_journal(&dir, &batch), batch)).await {
+            Ok((Ok(path), batch)) => (Some(path), batch),
+            Ok((Err(e), batch)) => {
+                tracing::error!(count = batch.len(), error = %e, "cannot journal callbacks; sending them from memory");
+                (None, batch)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "journal task failed; results lost");
+                (None, Vec::new())
+            }
+        }
+    }
+
+    /// Sends the results of `parts` in one POST; on success deletes their journal files, on
+    /// failure turns them into spool files (writing one for a part that has none).
+    async fn deliver_or_spool(&self, parts: Vec<Journaled>) {
+        // The results move into one batch; each part keeps its journal file and length.
+        let mut batch = Vec::with_capacity(parts.iter().map(|(_, items)| items.len()).sum());
+        let parts: Vec<(Option<PathBuf>, usize)> = parts
+            .into_iter()
+            .map(|(journal, items)| {
+                let len = items.len();
+                batch.extend(items);
+                (journal, len)
+            })
+            .collect();
+        if batch.is_empty() {
+            return;
+        }
         if !self.client.is_configured() {
             tracing::debug!(count = batch.len(), "no admin configured; callbacks not sent");
             return;
         }
         match self.client.post(paths::CALLBACK, &batch).await {
             Ok(()) => {
+                for journal in parts.iter().filter_map(|(journal, _)| journal.as_ref()) {
+                    if let Err(e) = tokio::fs::remove_file(journal).await {
+                        tracing::warn!(file = %journal.display(), error = %e, "cannot remove a delivered journal file");
+                    }
+                }
                 self.note_in_logs(batch, "<br>----------- xxl-job job callback finish.".to_owned()).await
             }
             Err(e) => {
                 tracing::warn!(count = batch.len(), error = %e, "callback failed; spooling to disk");
                 let note = format!("<br>----------- xxl-job job callback fail, callbackResult:{e}");
                 let dir = self.logs.callback_spool_dir();
-                let spooled = batch.clone();
-                let result = tokio::task::spawn_blocking(move || write_spool(&dir, &spooled)).await;
+                let result = tokio::task::spawn_blocking(move || {
+                    let mut start = 0;
+                    for (journal, len) in parts {
+                        let spooled = match journal {
+                            Some(journal) => spool::journal_to_spool(&journal),
+                            None => spool::write_spool(&dir, &batch[start..start + len]),
+                        };
+                        start += len;
+                        match spooled {
+                            Ok(path) => tracing::info!(file = %path.display(), "callbacks spooled"),
+                            Err(e) => tracing::error!(error = %e, "cannot spool callbacks; results lost"),
+                        }
+                    }
+                    batch
+                })
+                .await;
                 match result {
-                    Ok(Ok(path)) => tracing::info!(file = %path.display(), "callbacks spooled"),
-                    Ok(Err(e)) => tracing::error!(error = %e, "cannot spool callbacks; results lost"),
+                    Ok(batch) => self.note_in_logs(batch, note).await,
                     Err(e) => tracing::error!(error = %e, "spool task failed; results lost"),
                 }
-                self.note_in_logs(batch, note).await;
             }
         }
     }
@@ -139,9 +272,9 @@ impl Delivery {
     /// Re-sends every spool file; deletes each only once an admin accepted it.
     async fn retry_spool(&self) {
         let dir = self.logs.callback_spool_dir();
-        let files = tokio::task::spawn_blocking(move || list_spool(&dir)).await.unwrap_or_default();
+        let files = tokio::task::spawn_blocking(move || spool::list_spool(&dir)).await.unwrap_or_default();
         for file in files {
-            let batch = match read_spool(&file).await {
+            let batch = match spool::read_spool(&file).await {
                 Ok(b) => b,
                 Err(e) => {
                     tracing::error!(file = %file.display(), error = %e, "unreadable callback spool file; renamed to .corrupt");
@@ -179,47 +312,4 @@ impl Delivery {
         })
         .await;
     }
-}
-
-/// Writes `batch` durably as `{dir}/xxl-job-callback-{md5 of json}.log`.
-fn write_spool(dir: &Path, batch: &[HandleCallbackParam]) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
-    let json = serde_json::to_vec(batch).map_err(std::io::Error::other)?;
-    let digest = hex::encode(Md5::digest(&json));
-    let path = dir.join(format!("{SPOOL_PREFIX}{digest}{SPOOL_SUFFIX}"));
-    let tmp = dir.join(format!(".{SPOOL_PREFIX}{digest}.tmp"));
-    let mut file = std::fs::File::create(&tmp)?;
-    file.write_all(&json)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, &path)?;
-    // Make the rename itself durable.
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(path)
-}
-
-fn list_spool(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(SPOOL_PREFIX) && n.ends_with(SPOOL_SUFFIX))
-        })
-        .collect();
-    files.sort();
-    files
-}
-
-async fn read_spool(path: &Path) -> anyhow::Result<Vec<HandleCallbackParam>> {
-    let bytes = tokio::fs::read(path).await?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Vec::new());
-    }
-    Ok(serde_json::from_slice(&bytes)?)
 }

@@ -33,6 +33,7 @@ mod joblog;
 mod jobs;
 mod server;
 mod signal;
+mod spool;
 
 pub use admin_client::AdminError;
 pub use app::run;

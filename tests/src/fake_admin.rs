@@ -1,6 +1,6 @@
 //! A fake admin: serves `api/registry`, `api/registryRemove` and `api/callback` (at `/` and under
-//! `/xxl-job-admin`), records every request, and can be switched to failing or stopped and
-//! restarted on the same port to simulate outages.
+//! `/xxl-job-admin`), records every request, and can be switched to failing, to holding
+//! callbacks unanswered, or stopped and restarted on the same port to simulate outages.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -35,11 +35,15 @@ pub struct Recorded {
     pub rejected_tokens: usize,
     /// Module downloads served, by digest.
     pub module_fetches: Vec<String>,
+    /// Results of callback POSTs received while holding: never answered 200, never stored.
+    pub held: Vec<HandleCallbackParam>,
 }
 
 struct AdminState {
     token: Option<String>,
     failing: AtomicBool,
+    /// While true, callbacks are received but not answered (a slow store, a dying admin).
+    holding: tokio::sync::watch::Sender<bool>,
     recorded: Mutex<Recorded>,
     /// Wasm modules served at `api/wasm/{digest}`, like a jobwheel admin's module store.
     modules: Mutex<HashMap<String, Vec<u8>>>,
@@ -59,6 +63,7 @@ impl FakeAdmin {
         let state = Arc::new(AdminState {
             token: token.map(str::to_owned),
             failing: AtomicBool::new(false),
+            holding: tokio::sync::watch::Sender::new(false),
             recorded: Mutex::new(Recorded::default()),
             modules: Mutex::new(HashMap::new()),
         });
@@ -79,6 +84,13 @@ impl FakeAdmin {
     /// Makes every API call answer `{"code":500}` (true) or succeed again (false).
     pub fn set_failing(&self, failing: bool) {
         self.state.failing.store(failing, Ordering::SeqCst);
+    }
+
+    /// Holds callback POSTs unanswered (true): their results go to [`Recorded::held`], and when
+    /// released (false) they are answered `{"code":500}`, as by an admin that could not store
+    /// them. Nothing held ever counts as delivered.
+    pub fn hold_callbacks(&self, holding: bool) {
+        self.state.holding.send_replace(holding);
     }
 
     /// Stops listening entirely (connections are refused until [`FakeAdmin::restart`]).
@@ -198,6 +210,12 @@ async fn callback(
     headers: HeaderMap,
     axum::Json(body): axum::Json<CallbackBody>,
 ) -> axum::Json<Value> {
+    if *state.holding.borrow() {
+        state.recorded.lock().expect("recorded").held.extend(body.into_items());
+        let mut holding = state.holding.subscribe();
+        let _ = holding.wait_for(|holding| !*holding).await;
+        return axum::Json(json!({"code": 500, "msg": "fake admin held this callback"}));
+    }
     record(&state, &headers, |r| {
         r.callback_batches += 1;
         r.callbacks.extend(body.into_items());

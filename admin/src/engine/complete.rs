@@ -23,8 +23,10 @@ impl Engine {
     /// (upstream "log repeate callback.", only logged), then the log is completed. The batch
     /// is stored in one go (one transaction where the backend supports it).
     ///
-    /// Errors are storage failures; the caller should then answer the executor with a
-    /// failure so it spools and retries the batch (repeats are harmless).
+    /// `Ok` once the results are committed; errors are storage failures, and the caller then
+    /// answers the executor with a failure so it spools and retries the batch (repeats are
+    /// harmless). Completion failures (child triggers, FIX_DELAY) are logged, not returned:
+    /// the results are stored, and a resent batch would be ignored as a repeat anyway.
     pub async fn on_callbacks(self: &Arc<Self>, items: Vec<HandleCallbackParam>) -> Result<(), EngineError> {
         let handle_time = to_datetime(self.config.now_ms());
         let results: Vec<HandleResult> = items
@@ -45,7 +47,8 @@ impl Engine {
                 HandleOutcome::Repeated => tracing::debug!(log_id = result.log_id.0, "log repeate callback."),
             }
         }
-        self.complete_all(applied).await
+        self.complete_all(applied).await;
+        Ok(())
     }
 
     /// Stores one result under the repeat guard and completes the log; false if the log was
@@ -71,26 +74,29 @@ impl Engine {
         }
     }
 
-    /// Completes logs whose results were just stored, reading their jobs in one query.
-    async fn complete_all(self: &Arc<Self>, logs: Vec<LogRow>) -> Result<(), EngineError> {
+    /// Completes logs whose results were just stored, reading their jobs in one query. Every
+    /// failure is logged here; the results themselves are stored either way.
+    async fn complete_all(self: &Arc<Self>, logs: Vec<LogRow>) {
         if logs.is_empty() {
-            return Ok(());
+            return;
         }
         let mut ids: Vec<JobId> = logs.iter().map(|log| log.job_id).collect();
         ids.sort_unstable_by_key(|id| id.0);
         ids.dedup();
-        let jobs: HashMap<JobId, JobRow> =
-            self.store.load_jobs(&ids).await?.into_iter().map(|job| (job.id, job)).collect();
-        let mut first_error = None;
+        let jobs: HashMap<JobId, JobRow> = match self.store.load_jobs(&ids).await {
+            Ok(jobs) => jobs.into_iter().map(|job| (job.id, job)).collect(),
+            Err(error) => {
+                tracing::error!(%error, count = logs.len(), "results stored, but their jobs cannot be read to complete them");
+                return;
+            }
+        };
         for log in logs {
             let log_id = log.id;
             let job = jobs.get(&log.job_id);
             if let Err(e) = self.complete(log, job).await {
                 tracing::error!(log_id = log_id.0, error = %e, "completing the log failed");
-                first_error.get_or_insert(e);
             }
         }
-        first_error.map_or(Ok(()), Err)
     }
 
     /// Upstream `XxlJobCompleter.complete`, for a log whose result was just stored: child jobs

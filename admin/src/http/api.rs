@@ -7,8 +7,10 @@
 //!
 //! Differences from upstream, each deliberate: the token is always checked (the admin always
 //! has one); registry writes happen before the reply, so an executor whose registration could
-//! not be stored hears so and tries its next admin; and a newly seen executor's group is
-//! refreshed at once instead of at the next 30 s registry pass.
+//! not be stored hears so and tries its next admin; callbacks are answered only once their
+//! results are committed (code 500 with the reason otherwise, so the executor keeps them and
+//! resends); and a newly seen executor's group is refreshed at once instead of at the next 30 s
+//! registry pass.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -101,10 +103,16 @@ async fn dispatch(state: &HttpState, uri: &str, request: Request<Body>) -> Reply
         Ok(AdminRequest::Registry(param)) => registry(state, registry_key(param)).await,
         Ok(AdminRequest::RegistryRemove(param)) => registry_remove(state, registry_key(param)).await,
         Ok(AdminRequest::Callback(items)) => {
-            if !items.is_empty() {
-                state.callbacks.push(items).await;
+            if items.is_empty() {
+                return Reply::success();
             }
-            Reply::success()
+            // Answered only once stored: an executor forgets a batch when it gets 200.
+            match state.callbacks.store(items).await {
+                Ok(()) => Reply::success(),
+                Err(error) => Reply::fail(format!(
+                    "request error: the results could not be stored ({error}); keep them and send them again"
+                )),
+            }
         }
         Err(error) => Reply::fail(error.message()),
     }

@@ -17,17 +17,17 @@ fn no_engine() -> EngineError {
 }
 
 /// The admin's reaction to executor API calls.
-///
-/// Implementations handle and log their own errors: both calls happen after (callbacks) or
-/// independently of (registry) what the executor is told, as in upstream.
 #[async_trait]
 pub trait AdminCore: Send + Sync + 'static {
     /// Applies executor callbacks: store each result with upstream's repeat guard
     /// (`handle_code > 0` → ignored), then whatever completing a log implies (child jobs etc.).
     ///
-    /// Called from a bounded background queue after the HTTP reply was sent, like upstream's
-    /// callback pool; batches are never dropped, and several batches may be in flight at once.
-    async fn on_callbacks(&self, items: Vec<HandleCallbackParam>);
+    /// Called from a bounded queue that may merge batches of concurrent requests; each request
+    /// is answered with the outcome, so `Ok` must mean every result is stored (committed). An
+    /// `Err` makes the executors keep their batches and send them again, which the repeat guard
+    /// makes harmless. Failures after the results are stored (child triggers, FIX_DELAY) are the
+    /// core's to log: the results are safe.
+    async fn on_callbacks(&self, items: Vec<HandleCallbackParam>) -> Result<(), EngineError>;
 
     /// The registry rows of `app_name` changed (an executor appeared or deregistered): make the
     /// address list of its automatically registered group(s) current now, instead of at the
@@ -35,6 +35,7 @@ pub trait AdminCore: Send + Sync + 'static {
     ///
     /// Called after the registry row was written and before the executor gets its reply.
     /// Heartbeats from an executor this admin has seen within the last 90 s do not call it.
+    /// Implementations log their own errors: the registration itself is stored already.
     async fn refresh_group(&self, app_name: &str);
 
     /// Triggers a job once now (management API "trigger once"): `executor_param` replaces the
@@ -68,6 +69,6 @@ pub trait AdminCore: Send + Sync + 'static {
     }
 
     /// Stops whatever the core runs in the background. Called once at shutdown, after every
-    /// acknowledged callback was handed to [`AdminCore::on_callbacks`].
+    /// callback request received was applied and answered.
     async fn shutdown(&self) {}
 }

@@ -68,8 +68,8 @@ impl Worker {
             self.shared.running.store(true, Ordering::SeqCst);
             lock(&self.shared.queued).remove(&param.log_id);
             let span = tracing::info_span!("run", log_id = param.log_id);
-            let (code, msg) = self.execute(&param).instrument(span).await;
-            self.report(&param, code, msg);
+            let (code, msg, finished) = self.execute(&param).instrument(span).await;
+            self.report(&param, code, msg, finished);
             self.shared.running.store(false, Ordering::SeqCst);
             if self.shared.stop.is_cancelled() {
                 return;
@@ -77,8 +77,10 @@ impl Worker {
         }
     }
 
-    /// Runs one trigger to completion, timeout or stop; returns the callback's code and message.
-    async fn execute(&self, param: &TriggerParam) -> (i32, String) {
+    /// Runs one trigger to completion, timeout or stop; returns the callback's code and
+    /// message, and whether the run ended normally (its log then gets upstream's
+    /// `execute end(finish)` line, written once the result is journaled: `callback.rs`).
+    async fn execute(&self, param: &TriggerParam) -> (i32, String, bool) {
         let settings = &self.threads.settings;
         let log = JobLog::open(
             settings.logs.file_for(param.log_date_time, param.log_id),
@@ -127,14 +129,14 @@ impl Worker {
                 log.line(&format!(
                     "<br>----------- JobThread Exception:{msg}<br>----------- xxl-job job execute end(error) -----------"
                 ));
-                return (HandleCode::Fail.code(), msg);
+                return (HandleCode::Fail.code(), msg, false);
             }
             Ending::Panicked(msg) => {
                 let msg = format!("job handler panicked: {msg}");
                 log.line(&format!(
                     "<br>----------- JobThread Exception:{msg}<br>----------- xxl-job job execute end(error) -----------"
                 ));
-                return (HandleCode::Fail.code(), msg);
+                return (HandleCode::Fail.code(), msg, false);
             }
             Ending::TimedOut => {
                 log.line("<br>----------- xxl-job job execute timeout");
@@ -147,7 +149,7 @@ impl Worker {
                 log.line(&format!(
                     "<br>----------- JobThread Exception:{msg}<br>----------- xxl-job job execute end(error) -----------"
                 ));
-                return (HandleCode::Fail.code(), msg);
+                return (HandleCode::Fail.code(), msg, false);
             }
         };
         let (code, msg) = if code <= 0 {
@@ -155,21 +157,13 @@ impl Worker {
         } else {
             (code, msg)
         };
-        let msg = truncate_chars(msg, MAX_HANDLE_MSG_CHARS);
-        let shown = if msg.is_empty() { "null" } else { msg.as_str() };
-        log.line(&format!(
-            "<br>----------- xxl-job job execute end(finish) -----------<br>----------- Result: handleCode={code}, handleMsg = {shown}"
-        ));
-        (code, msg)
+        (code, truncate_chars(msg, MAX_HANDLE_MSG_CHARS), true)
     }
 
-    fn report(&self, param: &TriggerParam, code: i32, msg: String) {
-        self.threads.settings.callbacks.push(HandleCallbackParam {
-            log_id: param.log_id,
-            log_date_tim: param.log_date_time,
-            handle_code: code,
-            handle_msg: msg,
-        });
+    fn report(&self, param: &TriggerParam, code: i32, msg: String, end_line: bool) {
+        let result =
+            HandleCallbackParam { log_id: param.log_id, log_date_tim: param.log_date_time, handle_code: code, handle_msg: msg };
+        self.threads.settings.callbacks.push(result, end_line);
     }
 
     /// Fails every trigger still queued when the thread stops (upstream wording).
@@ -185,7 +179,7 @@ impl Worker {
                 self.threads.settings.max_log_bytes,
             );
             log.line(&format!("<br>----------- {msg}"));
-            self.report(&param, HandleCode::Fail.code(), msg);
+            self.report(&param, HandleCode::Fail.code(), msg, false);
         }
     }
 }

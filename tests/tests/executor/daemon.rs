@@ -1,11 +1,12 @@
-//! The `jobwheel-executor` binary as a real process: configuration errors, registration, and a
-//! SIGTERM that drains and deregisters.
+//! The `jobwheel-executor` binary as a real process: configuration errors, registration, a
+//! SIGTERM that drains and deregisters, and a SIGKILL that loses no result already journaled.
 
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use jobwheel_tests::{FakeAdmin, TOKEN, wait_until};
+use jobwheel_tests::cluster::Daemon;
+use jobwheel_tests::{FakeAdmin, TOKEN, trigger, wait_until};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::process::Command;
@@ -117,4 +118,50 @@ async fn insecure_no_token_warns_on_every_start() {
         assert!(warning.contains("WARN") && warning.contains("anyone who can reach"), "{warning}");
         child.kill().await.unwrap();
     }
+}
+
+/// The journal: results whose batch was on its way to the admin when the executor process was
+/// SIGKILLed (the admin had received it but not stored it) are sent again after a restart.
+/// Upstream keeps such a batch only in memory, so it would be gone.
+#[tokio::test]
+async fn results_on_their_way_to_the_admin_survive_a_sigkill() {
+    let admin = FakeAdmin::start(Some(TOKEN)).await;
+    admin.hold_callbacks(true);
+    let dir = tempfile::tempdir().unwrap();
+    let mut executor =
+        Daemon::start_executor("journal-test", &[admin.base_url()], dir.path(), &[]).await.expect("executor");
+    let http = reqwest::Client::new();
+    for n in 1..=5 {
+        let body = trigger(n, i64::from(n), "BEAN", "demoJobHandler", "");
+        let reply: serde_json::Value = http
+            .post(format!("{}/run", executor.base))
+            .header(jobwheel_protocol::ACCESS_TOKEN_HEADER, TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .expect("run")
+            .json()
+            .await
+            .expect("reply");
+        assert_eq!(reply["code"], 200, "{reply}");
+    }
+    // Usually one batch; a batch whose POST timed out meanwhile is spooled and may be held again.
+    let held_ids = |r: &jobwheel_tests::fake_admin::Recorded| {
+        let mut ids: Vec<i64> = r.held.iter().map(|c| c.log_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len()
+    };
+    admin.wait_for(SETTLE, "all five results held on their way", |r| held_ids(r) == 5).await;
+
+    executor.kill9().await.expect("SIGKILL");
+    admin.hold_callbacks(false);
+    assert!(admin.recorded().callbacks.is_empty(), "nothing was delivered before the kill");
+    executor.restart().await.expect("restart");
+    admin.wait_for(SETTLE, "the five results delivered after the restart", |r| r.callbacks.len() >= 5).await;
+    let mut delivered: Vec<i64> = admin.recorded().callbacks.iter().map(|c| c.log_id).collect();
+    delivered.sort_unstable();
+    delivered.dedup();
+    assert_eq!(delivered, [1, 2, 3, 4, 5]);
+    assert!(admin.recorded().callbacks.iter().all(|c| c.handle_code == 200));
 }

@@ -17,9 +17,17 @@ fn quick() -> Handlers {
     handlers
 }
 
+/// Spool files (upstream's name; the journal's first-trip files are not counted).
 fn spool_files(log_path: &std::path::Path) -> usize {
     std::fs::read_dir(log_path.join("callbacklogs"))
-        .map(|d| d.flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".log")).count())
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.starts_with("xxl-job-callback-") && name.ends_with(".log")
+                })
+                .count()
+        })
         .unwrap_or(0)
 }
 

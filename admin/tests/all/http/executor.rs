@@ -8,7 +8,7 @@ use jobwheel_admin::http::AdminCore;
 
 use crate::http::store_only_core::StoreOnlyCore;
 use jobwheel_admin::protocol::ACCESS_TOKEN_HEADER;
-use jobwheel_admin::store::{Group, GroupId, Job, LogId, LogTriggerUpdate, NewLog};
+use jobwheel_admin::store::{GroupId, Job, LogId, LogTriggerUpdate, NewLog};
 use jobwheel_executor::{ExecutorConfig, Handlers, JobContext};
 use serde_json::json;
 use tokio::sync::oneshot;
@@ -30,15 +30,7 @@ async fn a_real_executor_registers_and_reports_through_the_store_only_core() -> 
     })
     .await?;
     let store = Arc::clone(&admin.store);
-    let group = store
-        .add_group(&Group {
-            app_name: APP.to_owned(),
-            title: APP.to_owned(),
-            address_type: 0,
-            address_list: None,
-            update_time: None,
-        })
-        .await?;
+    let group = jobwheel_tests::fixtures::auto_group(&*store, APP).await?;
     let job_id = store.add_job(&job(group)).await?;
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

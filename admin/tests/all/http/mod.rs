@@ -9,11 +9,12 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use jobwheel_admin::app;
 use jobwheel_admin::config::AdminConfig;
+use jobwheel_admin::engine::EngineError;
 use jobwheel_admin::http::AdminCore;
 use jobwheel_admin::protocol::{ACCESS_TOKEN_HEADER, HandleCallbackParam};
 use jobwheel_admin::store::Store;
 use serde_json::Value;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::oneshot;
 
 mod api;
 mod binary;
@@ -48,7 +49,6 @@ pub(crate) struct Recorded {
 #[derive(Default)]
 pub(crate) struct RecordingCore {
     recorded: Mutex<Recorded>,
-    changed: Notify,
 }
 
 impl RecordingCore {
@@ -56,31 +56,16 @@ impl RecordingCore {
         self.recorded.lock().expect("recorded").clone()
     }
 
-    /// Waits until `condition` holds on what was recorded.
-    pub(crate) async fn wait_for(&self, what: &str, condition: impl Fn(&Recorded) -> bool) {
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        loop {
-            // Register interest before checking, so a change in between is not missed.
-            let changed = self.changed.notified();
-            if condition(&self.recorded()) {
-                return;
-            }
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                panic!("timed out waiting for {what}; recorded: {:?}", self.recorded());
-            }
-        }
-    }
-
     fn update(&self, f: impl FnOnce(&mut Recorded)) {
         f(&mut self.recorded.lock().expect("recorded"));
-        self.changed.notify_waiters();
     }
 }
 
 #[async_trait]
 impl AdminCore for RecordingCore {
-    async fn on_callbacks(&self, items: Vec<HandleCallbackParam>) {
+    async fn on_callbacks(&self, items: Vec<HandleCallbackParam>) -> Result<(), EngineError> {
         self.update(|r| r.callback_batches.push(items));
+        Ok(())
     }
 
     async fn refresh_group(&self, app_name: &str) {

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use jobwheel_protocol::{DEAD_TIMEOUT_SECS, HandleCallbackParam, REGISTRY_GROUP_EXECUTOR};
 
+use jobwheel_admin::engine::EngineError;
 use jobwheel_admin::http::AdminCore;
 use jobwheel_admin::store::{Group, HandleOutcome, HandleResult, LogId, Store, StoreError};
 
@@ -34,7 +35,7 @@ impl StoreOnlyCore {
 
 #[async_trait]
 impl AdminCore for StoreOnlyCore {
-    async fn on_callbacks(&self, items: Vec<HandleCallbackParam>) {
+    async fn on_callbacks(&self, items: Vec<HandleCallbackParam>) -> Result<(), EngineError> {
         for item in items {
             let result = HandleResult {
                 log_id: LogId(item.log_id),
@@ -42,18 +43,15 @@ impl AdminCore for StoreOnlyCore {
                 handle_code: item.handle_code,
                 handle_msg: Some(item.handle_msg).filter(|m| !m.is_empty()),
             };
-            // Upstream only logs these outcomes: the executor was answered already.
-            match self.store.apply_handle_result(&result).await {
-                Ok(HandleOutcome::Applied(_)) => {
+            match self.store.apply_handle_result(&result).await? {
+                HandleOutcome::Applied(_) => {
                     tracing::debug!(log_id = item.log_id, code = item.handle_code, "callback applied");
                 }
-                Ok(HandleOutcome::NotFound) => tracing::warn!(log_id = item.log_id, "log item not found."),
-                Ok(HandleOutcome::Repeated) => tracing::info!(log_id = item.log_id, "log repeate callback."),
-                Err(e) => {
-                    tracing::error!(log_id = item.log_id, error = %e, "cannot store a callback; its result is lost")
-                }
+                HandleOutcome::NotFound => tracing::warn!(log_id = item.log_id, "log item not found."),
+                HandleOutcome::Repeated => tracing::info!(log_id = item.log_id, "log repeate callback."),
             }
         }
+        Ok(())
     }
 
     async fn refresh_group(&self, app_name: &str) {
