@@ -91,6 +91,7 @@ where
         registrations: RecentRegistrations::new(Duration::from_secs(DEAD_TIMEOUT_SECS)),
         login_limit: http::LoginLimiter::default(),
         secure_cookie: config.secure_cookie,
+        trusted_proxies: config.trusted_proxies.clone(),
         executor_dead_timeout: config.executor_dead_timeout,
         lang: config.i18n,
         module_info: http::ModuleInfoCache::default(),

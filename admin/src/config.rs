@@ -30,11 +30,14 @@ pub const DEFAULT_DATA_DIR: &str = "data";
     about = "jobwheel admin: schedules jobs on jobwheel and xxl-job executors"
 )]
 pub struct Cli {
+    /// A one-off task instead of running the admin (it uses `--database-url`).
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// Address the admin (UI, JSON API and executor API) listens on.
     #[arg(long, env = "JOBWHEEL_LISTEN", default_value = DEFAULT_LISTEN)]
     pub listen: SocketAddr,
     /// Database: `sqlite://FILE`, `postgres://…` or `mysql://…` (`mariadb://…`).
-    #[arg(long, env = "JOBWHEEL_DATABASE_URL", default_value = DEFAULT_DATABASE_URL, hide_env_values = true)]
+    #[arg(long, env = "JOBWHEEL_DATABASE_URL", default_value = DEFAULT_DATABASE_URL, hide_env_values = true, global = true)]
     pub database_url: String,
     /// Shared secret executors send in `XXL-JOB-ACCESS-TOKEN` (and the admin sends to them).
     /// Unset: a token is generated on first start and kept in `{data-dir}/access-token`.
@@ -109,10 +112,27 @@ pub struct Cli {
     /// behind a TLS-terminating proxy; browsers then never send it over plain HTTP).
     #[arg(long, env = "JOBWHEEL_SECURE_COOKIE")]
     pub secure_cookie: bool,
+    /// Reverse proxies (addresses or CIDR networks, comma-separated) whose `X-Forwarded-For`
+    /// names the client: the login throttle then counts failures per client, not per proxy.
+    /// Unset: the header is ignored.
+    #[arg(long, env = "JOBWHEEL_TRUSTED_PROXIES", value_name = "CIDR,…")]
+    pub trusted_proxies: Option<String>,
+    /// Seconds a failed run waits before its retry (0: retry at the fail monitor's next pass,
+    /// as upstream). A job's own `retryBackoff` overrides it.
+    #[arg(long, env = "JOBWHEEL_RETRY_BACKOFF", default_value_t = 0)]
+    pub retry_backoff: u64,
     /// On an empty database, create a sample executor group and a GLUE_WASM job running this
     /// `.wasm` module (what `scripts/run.sh` does for a first run). Ignored otherwise.
     #[arg(long, env = "JOBWHEEL_DEMO_JOB", value_name = "MODULE.wasm")]
     pub demo_job: Option<PathBuf>,
+}
+
+/// One-off tasks of `jobwheel-admin`.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Account tasks for when nobody can log in.
+    #[command(subcommand)]
+    Users(crate::users::UsersCommand),
 }
 
 /// A configuration error, reported before anything starts (exit code 64).
@@ -139,6 +159,8 @@ pub enum ConfigError {
     BadWebhookUrl(String),
     #[error("--lost-job-timeout and --executor-dead-timeout must be at least 1 second")]
     ZeroTimeout,
+    #[error("--trusted-proxies: {0} (expected addresses or networks such as 10.0.0.0/8, comma-separated)")]
+    BadTrustedProxies(String),
 }
 
 /// Concurrency of the two trigger pools (upstream `xxl.job.triggerpool.{fast,slow}.max`).
@@ -179,6 +201,10 @@ pub struct AdminConfig {
     pub executor_dead_timeout: Duration,
     /// Whether the session cookie is marked `Secure`.
     pub secure_cookie: bool,
+    /// `--trusted-proxies`.
+    pub trusted_proxies: crate::trusted_proxies::TrustedProxies,
+    /// `--retry-backoff`: the default wait before a failed run's retry.
+    pub retry_backoff: Duration,
     /// A sample module to create a demo job with on an empty database.
     pub demo_job: Option<PathBuf>,
 }
@@ -200,6 +226,8 @@ impl std::fmt::Debug for AdminConfig {
             .field("alarm_webhook_url", &self.alarm_webhook_url)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("secure_cookie", &self.secure_cookie)
+            .field("trusted_proxies", &self.trusted_proxies)
+            .field("retry_backoff", &self.retry_backoff)
             .field("demo_job", &self.demo_job)
             .finish()
     }
@@ -224,6 +252,8 @@ impl AdminConfig {
             lost_job_timeout: Duration::from_secs(600),
             executor_dead_timeout: Duration::from_secs(90),
             secure_cookie: false,
+            trusted_proxies: crate::trusted_proxies::TrustedProxies::default(),
+            retry_backoff: Duration::ZERO,
             demo_job: None,
         }
     }
@@ -271,6 +301,11 @@ impl AdminConfig {
         config.lost_job_timeout = Duration::from_secs(cli.lost_job_timeout);
         config.executor_dead_timeout = Duration::from_secs(cli.executor_dead_timeout);
         config.secure_cookie = cli.secure_cookie;
+        config.trusted_proxies = crate::trusted_proxies::TrustedProxies::parse(
+            cli.trusted_proxies.as_deref().unwrap_or_default(),
+        )
+        .map_err(ConfigError::BadTrustedProxies)?;
+        config.retry_backoff = Duration::from_secs(cli.retry_backoff);
         config.demo_job = cli.demo_job.clone();
         Ok(config)
     }

@@ -55,6 +55,7 @@ impl EngineCore {
         engine_config.fast_queue = config.trigger_pools.fast_queue;
         engine_config.slow_queue = config.trigger_pools.slow_queue;
         engine_config.lost_after = config.lost_job_timeout;
+        engine_config.retry_backoff = config.retry_backoff;
         engine_config.dead_timeout = config.executor_dead_timeout;
         // Shorter timeouts need monitors that look at least twice (lost) or three times
         // (registry) per timeout; upstream's 60 s / 30 s otherwise.
@@ -82,13 +83,12 @@ impl AdminCore for EngineCore {
         self.engine.prepare_wasm(job_id);
     }
 
-    async fn on_callbacks(&self, items: Vec<HandleCallbackParam>) {
+    async fn on_callbacks(&self, items: Vec<HandleCallbackParam>) -> Result<(), EngineError> {
         let count = items.len();
-        if let Err(e) = self.engine.on_callbacks(items).await {
-            // The executor already got its 200; the results stay "running" until the lost-job
-            // monitor, so say loudly what happened.
-            tracing::error!(count, error = %e, "cannot apply executor callbacks");
-        }
+        self.engine.on_callbacks(items).await.inspect_err(|e| {
+            // The executors are told and keep their results for another attempt.
+            tracing::error!(count, error = %e, "cannot store executor callbacks");
+        })
     }
 
     async fn refresh_group(&self, app_name: &str) {

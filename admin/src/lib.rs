@@ -23,6 +23,8 @@ pub mod routing;
 pub mod sealing;
 pub mod secrets;
 pub mod store;
+pub mod trusted_proxies;
+pub mod users;
 pub mod wasm_check;
 
 pub use jobwheel_protocol as protocol;

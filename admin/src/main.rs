@@ -1,4 +1,6 @@
-//! `jobwheel-admin`: parses configuration, installs logging, and runs the admin.
+//! `jobwheel-admin`: parses configuration, installs logging, and runs the admin (or a one-off
+//! `users` task).
+#![allow(clippy::print_stdout, reason = "a one-off task prints its result, e.g. a new password")]
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -6,7 +8,7 @@ use std::sync::Arc;
 
 use clap::Parser as _;
 use jobwheel_admin::app::{run, shutdown_signal};
-use jobwheel_admin::config::{AdminConfig, Cli};
+use jobwheel_admin::config::{AdminConfig, Cli, Command};
 use jobwheel_admin::engine_core::EngineCore;
 use jobwheel_admin::http::AdminCore;
 use tracing_subscriber::EnvFilter;
@@ -22,6 +24,18 @@ async fn main() -> ExitCode {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
+    if let Some(Command::Users(task)) = &cli.command {
+        return match jobwheel_admin::users::run(&cli.database_url, task).await {
+            Ok(output) => {
+                println!("{output}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let config = match AdminConfig::from_cli(&cli) {
         Ok(config) => config,
         Err(e) => {

@@ -2,7 +2,7 @@
 //! (or while) it runs: an administrator with an API token, and jobs with every column set.
 
 use chrono::Utc;
-use jobwheel_admin::store::{GroupId, Job, NewApiToken, Store, User};
+use jobwheel_admin::store::{Group, GroupId, Job, NewApiToken, Store, User};
 use sha2::{Digest as _, Sha256};
 
 use crate::now_ms;
@@ -60,4 +60,16 @@ pub fn bean_job(group: GroupId, desc: &str, handler: &str) -> Job {
         trigger_last_time: 0,
         trigger_next_time: 0,
     }
+}
+
+/// An automatically registered group (`address_type` 0) named `app` for both AppName and title.
+pub async fn auto_group(store: &dyn Store, app: &str) -> anyhow::Result<GroupId> {
+    let group = Group {
+        app_name: app.to_owned(),
+        title: app.to_owned(),
+        address_type: 0,
+        address_list: None,
+        update_time: None,
+    };
+    Ok(store.add_group(&group).await?)
 }

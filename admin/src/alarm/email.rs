@@ -189,17 +189,21 @@ impl Labels {
     }
 }
 
-/// Upstream's `alarmContent` and HTML table.
+/// Upstream's `alarmContent` and HTML table. Every field comes from users, executors or guests
+/// (job and group names, trigger and handle messages), so each is HTML-escaped (upstream
+/// inserts them raw); only the `<br>` line breaks of the messages stay markup, as in the UI.
 fn mail_body(event: &AlarmEvent, l: &Labels) -> String {
     let log = &event.log;
+    let text = |value: &str| html_escape::encode_text(value).into_owned();
+    let lines = |value: Option<&str>| text(value.unwrap_or("null")).replace("&lt;br&gt;", "<br>");
     let mut content = format!("Alarm Job LogId={}", log.id);
     if log.trigger_code != 200 {
-        content.push_str(&format!("<br>TriggerMsg=<br>{}", log.trigger_msg.as_deref().unwrap_or("null")));
+        content.push_str(&format!("<br>TriggerMsg=<br>{}", lines(log.trigger_msg.as_deref())));
     }
     if log.handle_code > 0 && log.handle_code != 200 {
-        content.push_str(&format!("<br>HandleCode={}", log.handle_msg.as_deref().unwrap_or("null")));
+        content.push_str(&format!("<br>HandleCode={}", lines(log.handle_msg.as_deref())));
     }
-    let group = event.group.as_ref().map_or("null", |g| g.group.title.as_str());
+    let group = text(event.group.as_ref().map_or("null", |g| g.group.title.as_str()));
     format!(
         "<h5>{detail}：</span><table border=\"1\" cellpadding=\"3\" style=\"border-collapse:collapse; width:80%;\" >\n\
          \x20  <thead style=\"font-weight: bold;color: #ffffff;background-color: #ff8c00;\" >      <tr>\n\
@@ -222,7 +226,89 @@ fn mail_body(event: &AlarmEvent, l: &Labels) -> String {
         title_l = l.alarm_title,
         content_l = l.alarm_content,
         id = event.job.id,
-        desc = event.job.job.job_desc,
+        desc = text(&event.job.job.job_desc),
         alarm_type = l.alarm_type,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Group, GroupId, GroupRow, Job, JobId, JobRow, LogId, LogRow};
+
+    /// A failed run whose every text field carries markup, as a job author, an executor or a
+    /// guest could put there.
+    fn hostile_event() -> AlarmEvent {
+        let job = Job {
+            job_group: GroupId(1),
+            job_desc: "<img src=x onerror=alert(1)> nightly".to_owned(),
+            add_time: None,
+            update_time: None,
+            author: None,
+            alarm_email: Some("ops@example.invalid".to_owned()),
+            schedule_type: "NONE".to_owned(),
+            schedule_conf: None,
+            misfire_strategy: "DO_NOTHING".to_owned(),
+            executor_route_strategy: Some("FIRST".to_owned()),
+            executor_handler: Some("h".to_owned()),
+            executor_param: None,
+            executor_block_strategy: Some("SERIAL_EXECUTION".to_owned()),
+            executor_timeout: 0,
+            executor_fail_retry_count: 0,
+            glue_type: "BEAN".to_owned(),
+            glue_source: None,
+            glue_remark: None,
+            glue_updatetime: None,
+            child_jobid: None,
+            trigger_status: 0,
+            trigger_last_time: 0,
+            trigger_next_time: 0,
+        };
+        let group = Group {
+            app_name: "app".to_owned(),
+            title: "R&D <b>team</b>".to_owned(),
+            address_type: 0,
+            address_list: None,
+            update_time: None,
+        };
+        let log = LogRow {
+            id: LogId(42),
+            job_group: GroupId(1),
+            job_id: JobId(7),
+            executor_address: None,
+            executor_handler: None,
+            executor_param: None,
+            executor_sharding_param: None,
+            executor_fail_retry_count: 0,
+            trigger_time: None,
+            trigger_code: 500,
+            trigger_msg: Some("address：<a href=\"http://evil\">x</a><br>code：500".to_owned()),
+            handle_time: None,
+            handle_code: 500,
+            handle_msg: Some("<script>steal()</script><br>exit 1".to_owned()),
+            alarm_status: 0,
+        };
+        AlarmEvent {
+            job: JobRow { id: JobId(7), job, time_zone: None },
+            group: Some(GroupRow { id: GroupId(1), group }),
+            log,
+        }
+    }
+
+    #[test]
+    fn every_field_is_escaped_and_only_line_breaks_stay_markup() {
+        let body = mail_body(&hostile_event(), &Labels::of(MessageLang::En));
+        for raw in ["<img", "<b>", "<script>", "<a href", "R&D"] {
+            assert!(!body.contains(raw), "{raw} left raw in {body}");
+        }
+        for escaped in [
+            "&lt;img src=x onerror=alert(1)&gt; nightly",
+            "R&amp;D &lt;b&gt;team&lt;/b&gt;",
+            "&lt;script&gt;steal()&lt;/script&gt;<br>exit 1",
+            "address：&lt;a href=\"http://evil\"&gt;x&lt;/a&gt;<br>code：500",
+        ] {
+            assert!(body.contains(escaped), "{escaped} missing from {body}");
+        }
+        assert!(body.contains("<td>Alarm Job LogId=42<br>TriggerMsg=<br>"), "{body}");
+    }
 }

@@ -44,6 +44,8 @@ pub(crate) struct HttpState {
     pub(crate) login_limit: mgmt::LoginLimiter,
     /// Whether session cookies carry `Secure` (the admin is reached over HTTPS).
     pub(crate) secure_cookie: bool,
+    /// Proxies whose `X-Forwarded-For` names the client (login throttle).
+    pub(crate) trusted_proxies: crate::trusted_proxies::TrustedProxies,
     /// `--executor-dead-timeout`: registrations older than this are not shown as live.
     pub(crate) executor_dead_timeout: std::time::Duration,
     /// The admin's language (`--i18n`): titles in `/api/v1/meta`, trigger messages.

@@ -43,10 +43,11 @@ pub(crate) struct SessionView {
 pub(crate) async fn login(
     State(state): State<Arc<HttpState>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<LoginBody>,
 ) -> Result<Response, ApiError> {
     let username = body.username.trim().to_owned();
-    let addr = Some(peer.ip());
+    let addr = Some(state.trusted_proxies.client(peer.ip(), &headers));
     state.login_limit.check(&username, addr, Instant::now()).map_err(ApiError::TooManyRequests)?;
     let user = state.store.find_user(&username).await?;
     let verified = match user {
@@ -86,31 +87,63 @@ pub(crate) async fn login(
     Ok(response)
 }
 
-/// The password check, with upstream's MD5 hashes (adopted databases) accepted once and
-/// replaced by an argon2 hash on success. `Some(user)` when it matches.
+/// The password check, with upstream's hashes (adopted databases: 2.x MD5 hex, 3.2+ SHA-256
+/// hex) accepted and replaced by an argon2 hash on success. `Some(user)` when it matches.
 async fn check_password(
     state: &HttpState,
     mut user: UserRow,
     password: String,
 ) -> Result<Option<UserRow>, ApiError> {
     let stored = user.user.password.clone();
-    if is_legacy_md5(&stored) {
-        use md5::Digest as _;
+    if let Some(legacy) = LegacyHash::of(&stored) {
         use subtle::ConstantTimeEq as _;
-        let given = hex::encode(md5::Md5::digest(password.as_bytes()));
+        let given = legacy.digest(&password);
         if !bool::from(given.as_bytes().ct_eq(stored.to_ascii_lowercase().as_bytes())) {
             return Ok(None);
         }
         user.user.password = hash_blocking(password).await?;
         state.store.update_user(user.id, &user.user).await?;
-        tracing::info!(username = %user.user.username, "upgraded an upstream MD5 password hash to argon2");
+        tracing::info!(username = %user.user.username, from = legacy.name(), "upgraded an upstream password hash to argon2");
         return Ok(Some(user));
     }
     Ok(verify_blocking(password, stored).await.then_some(user))
 }
 
-fn is_legacy_md5(hash: &str) -> bool {
-    hash.len() == 32 && hash.bytes().all(|b| b.is_ascii_hexdigit())
+/// Password hashes upstream xxl-job stores, told apart by length.
+#[derive(Debug, Clone, Copy)]
+enum LegacyHash {
+    /// 2.x: `md5(password)`, 32 hex digits.
+    Md5,
+    /// 3.2+: `sha256(password)`, 64 hex digits.
+    Sha256,
+}
+
+impl LegacyHash {
+    fn of(hash: &str) -> Option<LegacyHash> {
+        if !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        match hash.len() {
+            32 => Some(LegacyHash::Md5),
+            64 => Some(LegacyHash::Sha256),
+            _ => None,
+        }
+    }
+
+    /// The lower-case hex digest of `password` in this format.
+    fn digest(self, password: &str) -> String {
+        match self {
+            LegacyHash::Md5 => hex::encode(<md5::Md5 as md5::Digest>::digest(password.as_bytes())),
+            LegacyHash::Sha256 => hex::encode(<sha2::Sha256 as sha2::Digest>::digest(password.as_bytes())),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            LegacyHash::Md5 => "md5",
+            LegacyHash::Sha256 => "sha-256",
+        }
+    }
 }
 
 /// An argon2 hash no password matches, verified for unknown usernames.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use jobwheel_admin::alarm::Alarmer;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{FIX_DELAY_PARKED, Placement, Recovery, TriggerType, ring_second};
-use jobwheel_admin::store::Store;
+use jobwheel_admin::store::{JobId, Store};
 
 use crate::engine::support::{Db, FakeExecutor, T0, engine_with, group, job, load, logs};
 
@@ -193,15 +193,20 @@ async fn stop_start_rules_of_upstream() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A FIX_DELAY job of `delay_s` seconds due just before T0, on an unregistered manual address.
+async fn fix_delay_job(store: &dyn Store, delay_s: u32) -> anyhow::Result<JobId> {
+    let g = group(store, "app", &["http://a:9999/"]).await?;
+    let mut j = job(g, T0 - 100);
+    j.schedule_type = "FIX_DELAY".to_owned();
+    j.schedule_conf = Some(delay_s.to_string());
+    Ok(store.add_job(&j).await?)
+}
+
 #[tokio::test]
 async fn fix_delay_parks_until_completion() -> anyhow::Result<()> {
     let (_db, store, fake, clock) = setup().await?;
     let engine = engine_with(store.clone(), fake.clone(), clock.clone(), Alarmer::default());
-    let g = group(&*store, "app", &["http://a:9999/"]).await?;
-    let mut j = job(g, T0 - 100);
-    j.schedule_type = "FIX_DELAY".to_owned();
-    j.schedule_conf = Some("30".to_owned());
-    let id = store.add_job(&j).await?;
+    let id = fix_delay_job(&*store, 30).await?;
 
     let report = engine.schedule_cycle(T0).await?;
     assert_eq!(report.fires.len(), 1, "no ring push while the run is open");
@@ -222,6 +227,26 @@ async fn fix_delay_parks_until_completion() -> anyhow::Result<()> {
     // Completion + 30 s, rounded up to a whole second.
     assert_eq!(stored.trigger_next_time, T0 + 43_000);
     assert_eq!(stored.trigger_last_time, T0 - 100);
+    Ok(())
+}
+
+/// A FIX_DELAY job whose run never reports (its executor vanished) is re-armed when the
+/// lost-job monitor closes the run, as a callback would: it does not stay parked forever.
+#[tokio::test]
+async fn fix_delay_rearms_when_the_lost_job_monitor_closes_its_run() -> anyhow::Result<()> {
+    let (_db, store, fake, clock) = setup().await?;
+    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), Alarmer::default());
+    let id = fix_delay_job(&*store, 30).await?;
+    engine.schedule_cycle(T0).await?;
+    engine.wait_triggers_idle().await;
+    assert_eq!(load(&*store, id).await?.trigger_next_time, FIX_DELAY_PARKED);
+
+    // Upstream's lost-job rule: still running 10 minutes later on an unregistered executor.
+    let later = T0 + 11 * 60_000;
+    clock.set(later);
+    let log_id = logs(&*store, id).await?[0].id;
+    assert_eq!(engine.mark_lost_jobs(later).await?, [log_id]);
+    assert_eq!(load(&*store, id).await?.trigger_next_time, later + 30_000, "re-armed: completion + 30 s");
     Ok(())
 }
 

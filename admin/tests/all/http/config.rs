@@ -100,6 +100,19 @@ fn smtp_settings_are_complete_or_absent() -> anyhow::Result<()> {
 }
 
 #[test]
+fn trusted_proxies_and_retry_backoff() -> anyhow::Result<()> {
+    let config = parse(&["--trusted-proxies", "10.0.0.0/8, ::1", "--retry-backoff", "45"])?;
+    assert!(!config.trusted_proxies.is_empty());
+    assert_eq!(config.retry_backoff, Duration::from_secs(45));
+    let defaults = parse(&[])?;
+    assert!(defaults.trusted_proxies.is_empty(), "nobody's X-Forwarded-For is believed by default");
+    assert_eq!(defaults.retry_backoff, Duration::ZERO, "upstream retries at the next pass");
+    let error = parse(&["--trusted-proxies", "10.0.0.0/8,proxy"]).expect_err("not a network").to_string();
+    assert!(error.contains("--trusted-proxies") && error.contains("\"proxy\""), "{error}");
+    Ok(())
+}
+
+#[test]
 fn invalid_settings_are_errors() {
     let cases: &[(&[&str], &str)] = &[
         (&["--access-token", "  "], "--access-token is set but blank"),

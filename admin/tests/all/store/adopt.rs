@@ -1,7 +1,7 @@
 //! An existing xxl-job MySQL database is adopted as-is: tables and rows stay, upstream's
 //! JVM-local `datetime`s read correctly with `?timezone=`, and migrating twice is harmless.
 
-use anyhow::ensure;
+use anyhow::{Context as _, ensure};
 use jobwheel_admin::store::{self, GroupId, JobId};
 
 use crate::store::at;
@@ -33,6 +33,13 @@ pub(crate) async fn check_mysql(url: &str) -> anyhow::Result<()> {
         .execute(&upstream)
         .await?;
     sqlx::raw_sql(UPSTREAM_ROWS).execute(&upstream).await?;
+    // As xxl-job 2.x kept it: MD5 hex in `password varchar(50)`.
+    sqlx::raw_sql(
+        "UPDATE xxl_job_user SET password = 'e10adc3949ba59abbe56e057f20f883e' WHERE id = 1; \
+         ALTER TABLE xxl_job_user MODIFY COLUMN password varchar(50) NOT NULL",
+    )
+    .execute(&upstream)
+    .await?;
 
     let sep = if url.contains('?') { '&' } else { '?' };
     let zoned = format!("{url}{sep}timezone=%2B08:00");
@@ -43,7 +50,12 @@ pub(crate) async fn check_mysql(url: &str) -> anyhow::Result<()> {
     );
     ensure!(job.job.add_time == Some(at("2018-11-03T14:21:31Z")), "read in UTC+8: {:?}", job.job.add_time);
     ensure!(store.load_group(GroupId(1)).await?.is_some());
-    ensure!(store.find_user("admin").await?.is_some(), "the existing user is kept");
+    let mut admin = store.find_user("admin").await?.context("the existing user is kept")?;
+    // The column is widened, so the argon2 hash of a first login fits.
+    admin.user.password = jobwheel_admin::secrets::hash_password("123456")?;
+    ensure!(store.update_user(admin.id, &admin.user).await?);
+    let kept = store.find_user("admin").await?.context("admin")?.user.password;
+    ensure!(kept == admin.user.password, "the hash was cut: {kept}");
     let log = store.page_logs(&Default::default(), store::Page { offset: 0, limit: 1 }).await?;
     ensure!(log.rows[0].trigger_time == Some(at("2024-02-29T00:00:00Z")));
     // Written back through the same zone, a time keeps upstream's local representation.

@@ -30,14 +30,26 @@ pub(crate) const PASSWORD: &str = "secret-pw";
 /// A running admin with its engine, plus the directory holding its database.
 pub(crate) struct Env {
     pub(crate) admin: Admin,
+    /// The database URL (the admin's own).
+    pub(crate) url: String,
     _dir: tempfile::TempDir,
 }
 
 impl Env {
     pub(crate) async fn start() -> anyhow::Result<Self> {
+        Self::start_configured(|_| {}).await
+    }
+
+    /// Like [`start`](Self::start), with the test configuration changed by `configure` first.
+    pub(crate) async fn start_configured(
+        configure: impl FnOnce(&mut jobwheel_admin::config::AdminConfig),
+    ) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
-        let admin = Admin::start_engine(test_config(&sqlite_url(dir.path()))).await?;
-        Ok(Self { admin, _dir: dir })
+        let url = sqlite_url(dir.path());
+        let mut config = test_config(&url);
+        configure(&mut config);
+        let admin = Admin::start_engine(config).await?;
+        Ok(Self { admin, url, _dir: dir })
     }
 
     pub(crate) fn store(&self) -> &dyn Store {

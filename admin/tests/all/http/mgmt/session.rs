@@ -1,7 +1,10 @@
-//! `/api/v1/session`: login, CSRF, logout, password change, throttling, API tokens as an
-//! alternative credential, and upstream MD5 password hashes upgraded on login.
+//! `/api/v1/session`: login, CSRF, logout, password change, throttling (per client behind a
+//! trusted proxy), API tokens as an
+//! alternative credential, upstream MD5 and SHA-256 password hashes upgraded on login, and the
+//! command-line password reset.
 
 use jobwheel_admin::store::User;
+use jobwheel_admin::trusted_proxies::TrustedProxies;
 use reqwest::Method;
 use serde_json::json;
 
@@ -70,6 +73,61 @@ async fn wrong_credentials_are_401_and_the_sixth_failure_is_throttled() -> anyho
     env.admin.stop().await
 }
 
+/// Six failed logins, each for another username, from `client` as `X-Forwarded-For` names it:
+/// the status of the sixth.
+async fn sixth_failure_from(env: &Env, client: &str, round: &str) -> u16 {
+    let anonymous = env.anonymous();
+    let mut last = 0;
+    for n in 0..6 {
+        last = anonymous
+            .request(Method::POST, "/api/v1/session")
+            .header("x-forwarded-for", client)
+            .json(&json!({"username": format!("{round}-{n}"), "password": "x"}))
+            .send()
+            .await
+            .expect("the admin answers")
+            .status()
+            .as_u16();
+    }
+    last
+}
+
+/// `--trusted-proxies`: behind a trusted proxy the per-address limit counts the client that
+/// `X-Forwarded-For` names, so one client's failures do not lock out the others; from any
+/// other peer the header is ignored (a client could write anything into it).
+#[tokio::test]
+async fn the_throttle_counts_the_client_a_trusted_proxy_names() -> anyhow::Result<()> {
+    let env = Env::start_configured(|config| {
+        config.trusted_proxies = TrustedProxies::parse("127.0.0.0/8").expect("valid");
+    })
+    .await?;
+    assert_eq!(sixth_failure_from(&env, "203.0.113.1", "a").await, 429, "that client is throttled");
+    assert_eq!(sixth_failure_from(&env, "203.0.113.1", "b").await, 429, "still");
+    // Another client behind the same proxy has its own count: its first five are 401s.
+    let other = env.anonymous();
+    let response = other
+        .request(Method::POST, "/api/v1/session")
+        .header("x-forwarded-for", "203.0.113.1, 203.0.113.2")
+        .json(&json!({"username": "c", "password": "x"}))
+        .send()
+        .await?;
+    assert_eq!(response.status(), 401, "the nearest untrusted hop is the client");
+    env.admin.stop().await?;
+
+    // Without trusted proxies the header changes nothing: every request is from 127.0.0.1.
+    let env = Env::start().await?;
+    assert_eq!(sixth_failure_from(&env, "203.0.113.1", "a").await, 429);
+    let response = env
+        .anonymous()
+        .request(Method::POST, "/api/v1/session")
+        .header("x-forwarded-for", "203.0.113.2")
+        .json(&json!({"username": "c", "password": "x"}))
+        .send()
+        .await?;
+    assert_eq!(response.status(), 429, "a forged header does not escape the throttle");
+    env.admin.stop().await
+}
+
 #[tokio::test]
 async fn cookie_writes_need_the_csrf_token_and_logout_ends_the_session() -> anyhow::Result<()> {
     let env = Env::start().await?;
@@ -118,33 +176,69 @@ async fn changing_the_password_ends_other_sessions_and_checks_the_rules() -> any
 }
 
 #[tokio::test]
-async fn an_upstream_md5_password_logs_in_once_and_is_rehashed_with_argon2() -> anyhow::Result<()> {
+async fn upstream_md5_and_sha256_passwords_log_in_and_are_rehashed_with_argon2() -> anyhow::Result<()> {
     let env = Env::start().await?;
-    // xxl-job stores md5(password) in hex; its default admin has md5("123456").
-    env.store()
-        .add_user(&User {
-            username: "legacy".to_owned(),
-            password: "e10adc3949ba59abbe56e057f20f883e".to_owned(),
+    // xxl-job 2.x stores md5(password) in hex, 3.2+ sha256(password); its default admin's
+    // password is "123456".
+    let legacy = [
+        ("legacy-md5", "e10adc3949ba59abbe56e057f20f883e"),
+        ("legacy-sha", "8d969eef6ecad3c29a3a629280e686cf0c3f5d5a86aff3ca12020c923adc6c92"),
+    ];
+    for (username, hash) in legacy {
+        let user = User {
+            username: username.to_owned(),
+            password: hash.to_owned(),
             token: None,
             role: 1,
             permission: None,
-        })
-        .await?;
+        };
+        env.store().add_user(&user).await?;
+    }
     let anonymous = env.anonymous();
-    assert_eq!(
-        anonymous.post("/api/v1/session", json!({"username": "legacy", "password": "1234567"})).await.0,
-        401
-    );
-    assert_eq!(
-        anonymous.post("/api/v1/session", json!({"username": "legacy", "password": "123456"})).await.0,
-        200
-    );
-    let stored = env.store().find_user("legacy").await?.expect("user").user.password;
-    assert!(stored.starts_with("$argon2id$"), "rehashed: {stored}");
-    assert_eq!(
-        anonymous.post("/api/v1/session", json!({"username": "legacy", "password": "123456"})).await.0,
-        200
-    );
+    for (username, hash) in legacy {
+        let login = |password: &str| json!({"username": username, "password": password});
+        assert_eq!(anonymous.post("/api/v1/session", login("1234567")).await.0, 401, "{username}");
+        // The hash itself is not a password.
+        assert_eq!(anonymous.post("/api/v1/session", login(hash)).await.0, 401, "{username}");
+        assert_eq!(anonymous.post("/api/v1/session", login("123456")).await.0, 200, "{username}");
+        let stored = env.store().find_user(username).await?.expect("user").user.password;
+        assert!(stored.starts_with("$argon2id$"), "{username} rehashed: {stored}");
+        assert_eq!(anonymous.post("/api/v1/session", login("123456")).await.0, 200, "{username}");
+    }
+    env.admin.stop().await
+}
+
+/// `jobwheel-admin users reset-password USER` for a lockout: prints a new password once, which
+/// logs in; the old one and the user's sessions stop working; an unknown user is an error.
+#[tokio::test]
+async fn reset_password_from_the_command_line_prints_a_password_that_logs_in() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let old_session = env.login("root").await;
+    assert_eq!(old_session.get("/api/v1/meta").await.0, 200);
+
+    let reset = |username: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_jobwheel-admin"))
+            .args(["users", "reset-password", username, "--database-url", &env.url])
+            .env("RUST_LOG", "warn")
+            .output()
+    };
+    let output = reset("root")?;
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let password = String::from_utf8(output.stdout)?.trim().to_owned();
+    assert_eq!(password.len(), 20, "{password}");
+
+    let anonymous = env.anonymous();
+    let login = |password: &str| json!({"username": "root", "password": password});
+    assert_eq!(anonymous.post("/api/v1/session", login(PASSWORD)).await.0, 401, "the old password");
+    assert_eq!(anonymous.post("/api/v1/session", login(&password)).await.0, 200, "the new password");
+    assert_eq!(old_session.get("/api/v1/meta").await.0, 401, "sessions of the user end");
+
+    let unknown = reset("nobody")?;
+    assert!(!unknown.status.success());
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(stderr.contains("no user named `nobody`"), "{stderr}");
+    assert!(unknown.stdout.is_empty());
     env.admin.stop().await
 }
 
