@@ -9,6 +9,10 @@
 //! - more than 5 s late → upstream's misfire rules per job: `FIRE_ONCE_NOW` fires the newest of
 //!   the job's late claims once, as MISFIRE, and discards the rest; `DO_NOTHING` discards them.
 //!
+//! A claim with a shard (`"i/total"`) is what is left of a broadcast trigger whose admin died
+//! between shards: it fires that shard only, routed like upstream's retry of one shard. Under
+//! `FIRE_ONCE_NOW` every left shard of the newest fire time fires.
+//!
 //! The job's `trigger_next_time` was already advanced when the claim was taken, so nothing is
 //! refreshed — except a FIX_DELAY job parked for a run that is now discarded, which is
 //! rescheduled from now. Firing goes through `consume_claim_and_insert_log`, so even if the
@@ -81,21 +85,29 @@ impl Engine {
             Some(job) => MisfireStrategy::of(&job.job.misfire_strategy) == MisfireStrategy::FireOnceNow,
             None => false,
         };
-        // pending_claims orders by fire time: the newest is last.
-        let newest = if fire_once { claims.pop() } else { None };
+        // pending_claims orders by fire time: the newest are last. The newest fire time may
+        // hold several claims: the unfired shards of one broadcast trigger, which fire together.
+        let newest = match claims.last() {
+            Some(last) if fire_once => {
+                let newest_fire = last.fire_time_ms;
+                let first_newest = claims.iter().position(|c| c.fire_time_ms == newest_fire).unwrap_or(0);
+                claims.split_off(first_newest)
+            }
+            _ => Vec::new(),
+        };
         let mut done = Vec::new();
         for claim in claims {
             if self.store.discard_claim(claim.id).await? {
                 done.push((claim.id, Recovery::Discarded));
             }
         }
-        match newest {
-            Some(claim) => {
-                self.fire_recovered(&claim, TriggerType::Misfire);
-                done.push((claim.id, Recovery::FiredMisfire));
-            }
+        if newest.is_empty() {
             // Nothing of this job fires: a FIX_DELAY job parked for it must not wait forever.
-            None => self.unpark_fix_delay(job_id, now_ms).await?,
+            self.unpark_fix_delay(job_id, now_ms).await?;
+        }
+        for claim in newest {
+            self.fire_recovered(&claim, TriggerType::Misfire);
+            done.push((claim.id, Recovery::FiredMisfire));
         }
         Ok(done)
     }
@@ -104,6 +116,8 @@ impl Engine {
         self.hold_claim(claim.id);
         self.submit_trigger(TriggerRequest {
             claim: Some(claim.id),
+            // A shard of a broadcast whose admin died between shards: only that shard fires.
+            sharding_param: claim.shard.clone(),
             ..TriggerRequest::new(claim.job_id, trigger_type)
         });
     }

@@ -65,6 +65,33 @@ pub enum TriggerOutcome {
     JobMissing,
 }
 
+/// The shard claims a broadcast trigger holds while it fires them one by one; whatever is still
+/// held when the trigger ends early (an error midway) is released, so recovery may pick it up.
+struct HeldClaims<'a> {
+    engine: &'a Engine,
+    claims: Vec<ClaimId>,
+}
+
+impl HeldClaims<'_> {
+    fn hold(&mut self, claim: ClaimId) {
+        self.engine.hold_claim(claim);
+        self.claims.push(claim);
+    }
+
+    fn release(&mut self, claim: ClaimId) {
+        self.engine.release_claim(claim);
+        self.claims.retain(|held| *held != claim);
+    }
+}
+
+impl Drop for HeldClaims<'_> {
+    fn drop(&mut self) {
+        for claim in self.claims.drain(..) {
+            self.engine.release_claim(claim);
+        }
+    }
+}
+
 /// The addresses of one trigger and where they came from.
 struct Targets {
     address_type: i16,
@@ -122,14 +149,42 @@ impl Engine {
             trigger_time: to_datetime(trigger_time_ms),
         };
 
+        // A ring claim covers the whole trigger; a broadcast with several shards splits it into
+        // one claim per shard first, so each shard goes out by consuming its own claim and a
+        // crash between shards leaves the rest pending for recovery (docs/engine.md).
+        let mut shard_claims = vec![None; shards.len()];
+        let mut first_log = None;
+        let mut held = HeldClaims { engine: self, claims: Vec::new() };
+        match request.claim {
+            Some(claim) if shards.len() > 1 => {
+                let Some((log_id, rest)) = self.store.split_claim(claim, &new_log, shards.len()).await?
+                else {
+                    return Ok(TriggerOutcome::ClaimGone);
+                };
+                first_log = Some(log_id);
+                for (slot, shard_claim) in shard_claims.iter_mut().skip(1).zip(rest) {
+                    held.hold(shard_claim);
+                    *slot = Some(shard_claim);
+                }
+            }
+            claim => shard_claims[0] = claim,
+        }
+
         let mut fired = Vec::with_capacity(shards.len());
-        for (position, shard) in shards.into_iter().enumerate() {
-            let log_id = match (position, request.claim) {
-                (0, Some(claim)) => match self.consume_claim_batched(claim, new_log).await? {
+        for (position, (shard, shard_claim)) in shards.into_iter().zip(shard_claims).enumerate() {
+            let log_id = match (first_log.filter(|_| position == 0), shard_claim) {
+                (Some(log_id), _) => log_id,
+                (None, Some(claim)) => match self.consume_claim_batched(claim, new_log).await? {
                     Some(log_id) => log_id,
-                    None => return Ok(TriggerOutcome::ClaimGone),
+                    None if position == 0 => return Ok(TriggerOutcome::ClaimGone),
+                    None => {
+                        // Another admin's recovery took this shard while we were slow; it fires it.
+                        tracing::warn!(index = shard.index, total = shard.total, "shard fired elsewhere");
+                        held.release(claim);
+                        continue;
+                    }
                 },
-                _ => self.store.insert_log(&new_log).await?,
+                (None, None) => self.store.insert_log(&new_log).await?,
             };
             let code = self
                 .process_trigger(
@@ -144,6 +199,9 @@ impl Engine {
                 )
                 .await?;
             fired.push((log_id, code));
+            if let Some(claim) = shard_claim {
+                held.release(claim);
+            }
         }
         if request.claim.is_some() && fired.first().is_some_and(|(_, code)| *code != SUCCESS_CODE) {
             // A FIX_DELAY job parked for this run will get no callback: its run is over.

@@ -179,6 +179,18 @@ pub trait ScheduleStore: Send + Sync {
         }
         Ok(out)
     }
+    /// Splits a broadcast trigger's claim into one claim per shard, in one transaction: if
+    /// `claim` is still pending it becomes shard `0/total` (fired, with a new log row from
+    /// `log`), and a pending claim `"i/total"` with the same job and fire time is inserted for
+    /// each `i` in `1..total`. Their ids come back in shard order (`None`: the claim was no
+    /// longer pending). Each shard then fires by consuming its own claim, so shards that had
+    /// not gone out when an admin died stay pending for recovery.
+    async fn split_claim(
+        &self,
+        claim: ClaimId,
+        log: &NewLog,
+        total: usize,
+    ) -> Result<Option<(LogId, Vec<ClaimId>)>, StoreError>;
     /// Marks a pending claim discarded; false if it was no longer pending.
     async fn discard_claim(&self, claim: ClaimId) -> Result<bool, StoreError>;
     /// Deletes fired and discarded claims with `fire_time_ms < before_ms`; the number deleted.

@@ -31,11 +31,17 @@ static DUE_JOBS: Sql = Sql::new(concat!(
     " WHERE trigger_status = 1 AND trigger_next_time <= ? ORDER BY id ASC LIMIT ?"
 ));
 static PENDING_CLAIMS: Sql = Sql::new(
-    "SELECT id, job_id, fire_time_ms, claimed_at_ms, status, log_id \
+    "SELECT id, job_id, fire_time_ms, claimed_at_ms, status, log_id, shard \
     FROM jobwheel_ring_claim WHERE status = 0 AND fire_time_ms <= ? ORDER BY fire_time_ms, id",
 );
 static TAKE_CLAIM: Sql = Sql::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE id = ? AND status = 0");
 static SET_CLAIM_LOG: Sql = Sql::new("UPDATE jobwheel_ring_claim SET log_id = ? WHERE id = ?");
+static TAKE_FIRST_SHARD: Sql =
+    Sql::new("UPDATE jobwheel_ring_claim SET status = 1, shard = ? WHERE id = ? AND status = 0");
+static INSERT_SHARD_CLAIM: Sql = Sql::new(
+    "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status, shard) \
+    SELECT job_id, fire_time_ms, I64(?), 0, ? FROM jobwheel_ring_claim WHERE id = ? RETURNING id",
+);
 static DISCARD_CLAIM: Sql = Sql::new("UPDATE jobwheel_ring_claim SET status = 2 WHERE id = ? AND status = 0");
 static PURGE_CLAIMS: Sql = Sql::new("DELETE FROM jobwheel_ring_claim WHERE status <> 0 AND fire_time_ms < ?");
 
@@ -85,6 +91,30 @@ impl ScheduleStore for SqlStore {
         items: &[(ClaimId, NewLog)],
     ) -> Result<Vec<Option<LogId>>, StoreError> {
         self.consume_claims_batch(items).await
+    }
+
+    async fn split_claim(
+        &self,
+        claim: ClaimId,
+        log: &NewLog,
+        total: usize,
+    ) -> Result<Option<(LogId, Vec<ClaimId>)>, StoreError> {
+        let mut tx = self.db.begin().await?;
+        if tx.ex().execute(&TAKE_FIRST_SHARD, &args![format!("0/{total}"), claim]).await? == 0 {
+            return Ok(None);
+        }
+        let insert = args![log.job_group, log.job_id, secs(log.trigger_time)];
+        let log_id = LogId(tx.ex().insert_id(&INSERT_LOG, &insert).await?);
+        tx.ex().execute(&SET_CLAIM_LOG, &args![log_id, claim]).await?;
+        let claimed_at_ms = chrono::Utc::now().timestamp_millis();
+        let mut shards = Vec::with_capacity(total.saturating_sub(1));
+        // One row per shard: a broadcast group has a handful of executors, not thousands.
+        for index in 1..total {
+            let shard = args![claimed_at_ms, format!("{index}/{total}"), claim];
+            shards.push(ClaimId(tx.ex().insert_id(&INSERT_SHARD_CLAIM, &shard).await?));
+        }
+        tx.commit().await?;
+        Ok(Some((log_id, shards)))
     }
 
     async fn discard_claim(&self, claim: ClaimId) -> Result<bool, StoreError> {

@@ -181,4 +181,8 @@ pub struct ClaimRow {
     pub status: i16,
     /// The log row the claim turned into, once fired.
     pub log_id: Option<LogId>,
+    /// `"index/total"` when the claim is one shard of a broadcast trigger (see
+    /// [`ScheduleStore::split_claim`](crate::store::ScheduleStore::split_claim)); `None` for a
+    /// whole trigger.
+    pub shard: Option<String>,
 }

@@ -1,7 +1,9 @@
-//! Engine tests: the scheduler with controlled time (and its claim recovery on every backend),
+//! Engine tests: the scheduler with controlled time (and its claim recovery on every backend,
+//! broadcast shards included),
 //! the trigger path and the monitors against a fake executor, alarms to local SMTP and webhook
 //! receivers, and one end-to-end run on a real in-process executor.
 
+mod broadcast_recovery;
 mod client;
 mod completion;
 mod real_executor;

@@ -79,6 +79,9 @@ pub(crate) struct FakeExecutor {
     pub(crate) kills: Mutex<Vec<(String, i32)>>,
     pub(crate) run_replies: Mutex<HashMap<String, ExecutorReply>>,
     pub(crate) dead: Mutex<Vec<String>>,
+    /// `/run` calls to this address are recorded, then wait for the notify (an admin "dying"
+    /// in the middle of a trigger).
+    pub(crate) hold_runs: Mutex<Option<(String, Arc<tokio::sync::Notify>)>>,
 }
 
 impl FakeExecutor {
@@ -88,6 +91,13 @@ impl FakeExecutor {
 
     pub(crate) fn fail_runs_at(&self, address: &str, msg: &str) {
         self.run_replies.lock().expect("lock").insert(address.to_owned(), ProbeResult::failed(msg));
+    }
+
+    /// Makes `/run` calls to `address` wait until the returned notify is notified.
+    pub(crate) fn hold_runs_at(&self, address: &str) -> Arc<tokio::sync::Notify> {
+        let release = Arc::new(tokio::sync::Notify::new());
+        *self.hold_runs.lock().expect("lock") = Some((address.to_owned(), Arc::clone(&release)));
+        release
     }
 
     pub(crate) fn kill_beats_of(&self, address: &str) {
@@ -114,6 +124,12 @@ impl Probe for FakeExecutor {
 impl ExecutorApi for FakeExecutor {
     async fn run(&self, address: &str, param: &TriggerParam) -> ExecutorReply {
         self.runs.lock().expect("lock").push((address.to_owned(), param.clone()));
+        let hold = self.hold_runs.lock().expect("lock").clone();
+        if let Some((held, release)) = hold
+            && held == address
+        {
+            release.notified().await;
+        }
         self.run_replies.lock().expect("lock").get(address).cloned().unwrap_or_else(ProbeResult::ok)
     }
 
@@ -141,10 +157,22 @@ pub(crate) fn engine_with(
     clock: Arc<ManualClock>,
     alarmer: Alarmer,
 ) -> Arc<Engine> {
+    engine_configured(store, client, clock, alarmer, |_| {})
+}
+
+/// Like [`engine_with`], with the configuration changed by `configure` first.
+pub(crate) fn engine_configured(
+    store: Arc<dyn Store>,
+    client: Arc<dyn ExecutorApi>,
+    clock: Arc<ManualClock>,
+    alarmer: Alarmer,
+    configure: impl FnOnce(&mut EngineConfig),
+) -> Arc<Engine> {
     let router = Router::new(clock.clone(), Arc::new(Zero), MessageLang::Zh);
     let mut config = EngineConfig::new("10.0.0.1");
     config.clock = clock;
     config.time_zone = chrono_tz::UTC;
+    configure(&mut config);
     Engine::new(store, client, router, alarmer, config)
 }
 
