@@ -72,10 +72,18 @@ echo "== cargo test"
 # built twice, once per feature set.
 cargo build --workspace --bins --tests
 log="$(mktemp)"
+chaos_report="${CARGO_TARGET_DIR:-target}/chaos-report.txt"
+rm -f "$chaos_report"
 trap 'rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"
 # One closing line for the whole run (cargo prints one per test binary, the last often a
 # doc-test binary with nothing in it).
+# The chaos suite's books (tests/tests/chaos): what it killed and how every second was accounted.
+if [ -f "$chaos_report" ]; then
+  echo "== chaos suite"
+  cat "$chaos_report"
+  echo
+fi
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
 

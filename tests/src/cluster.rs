@@ -17,19 +17,19 @@ use tokio::process::{Child, Command};
 
 use crate::TOKEN;
 
-/// `target/<profile>/<name>` for the profile of the running test binary.
+/// `target/<profile>/<name>` for the profile of the running test or benchmark binary.
 pub fn binary(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
-    // Test binaries live in target/<profile>/deps, binaries one level up.
-    let dir = exe.parent().and_then(Path::parent).context("target directory")?;
-    let path = dir.join(name);
-    if !path.is_file() {
-        bail!(
-            "{} missing: build it first (`cargo build --workspace --bins`, as scripts/test.sh does)",
-            path.display()
-        );
+    // Test binaries live in target/<profile>/deps, binaries (benchmarks too) one level up.
+    let own_dir = exe.parent().context("target directory")?;
+    let candidates = [Some(own_dir), own_dir.parent()];
+    if let Some(path) = candidates.into_iter().flatten().map(|dir| dir.join(name)).find(|p| p.is_file()) {
+        return Ok(path);
     }
-    Ok(path)
+    bail!(
+        "{name} missing beside {}: build it first (`cargo build --workspace --bins`, as scripts/test.sh does)",
+        exe.display()
+    )
 }
 
 /// A port that was free a moment ago.
@@ -228,6 +228,16 @@ impl Daemon {
             bail!("{} is still running", self.binary);
         }
         self.spawn().await
+    }
+
+    /// Starts it again on a new free port (after a kill), as a restarted container comes back
+    /// on a new address: an executor then registers anew and its old address goes stale.
+    pub async fn restart_elsewhere(&mut self) -> anyhow::Result<()> {
+        let port = free_port()?;
+        let listen = self.args.iter().position(|a| a == "--listen").context("no --listen flag")?;
+        self.args[listen + 1] = format!("127.0.0.1:{port}");
+        self.base = format!("http://127.0.0.1:{port}");
+        self.restart().await
     }
 
     /// The last `lines` lines of its stderr.

@@ -16,6 +16,8 @@ pub struct ClaimOutcome {
     pub log_id: Option<i64>,
     pub trigger_code: Option<i64>,
     pub handle_code: Option<i64>,
+    /// `"i/n"` for one shard of a broadcast trigger.
+    pub shard: Option<String>,
 }
 
 /// Every claim scheduled in `[from_ms, to_ms)`, with its log row's codes.
@@ -23,7 +25,8 @@ pub async fn claims(url: &str, from_ms: i64, to_ms: i64) -> anyhow::Result<Vec<C
     let sql = |int: &str| {
         format!(
             "SELECT CAST(c.job_id AS {int}), CAST(c.fire_time_ms AS {int}), CAST(c.status AS {int}), \
-             CAST(c.log_id AS {int}), CAST(l.trigger_code AS {int}), CAST(l.handle_code AS {int}) \
+             CAST(c.log_id AS {int}), CAST(l.trigger_code AS {int}), CAST(l.handle_code AS {int}), \
+             c.shard \
              FROM jobwheel_ring_claim c LEFT JOIN xxl_job_log l ON l.id = c.log_id \
              WHERE c.fire_time_ms >= {from_ms} AND c.fire_time_ms < {to_ms}"
         )
@@ -42,6 +45,7 @@ pub async fn claims(url: &str, from_ms: i64, to_ms: i64) -> anyhow::Result<Vec<C
                         log_id: r.try_get(3)?,
                         trigger_code: r.try_get(4)?,
                         handle_code: r.try_get(5)?,
+                        shard: r.try_get(6)?,
                     })
                 })
                 .collect::<Result<Vec<_>, sqlx::Error>>()?

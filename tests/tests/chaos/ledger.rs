@@ -1,0 +1,245 @@
+//! The chaos suite's books: what the database says became of every scheduled second (ring
+//! claims and log rows), set against what the executors' own job logs say they ran and
+//! finished. Any loss or double is an error naming the first case; otherwise the counts.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::ensure;
+use jobwheel_admin::store::JobId;
+use jobwheel_tests::outcomes::{ClaimOutcome, claims};
+use sqlx::Row as _;
+
+/// The scheduled seconds under test, and when the database was down.
+pub(crate) struct Window {
+    pub(crate) from_ms: i64,
+    pub(crate) to_ms: i64,
+    pub(crate) outage: Option<(i64, i64)>,
+}
+
+impl Window {
+    /// Whether a second may have been skipped because the database was down: the misfire rule
+    /// skips what is more than 5 s late when the schedulers reconnect.
+    fn in_outage(&self, second_ms: i64) -> bool {
+        self.outage.is_some_and(|(from, to)| second_ms >= from - 1_000 && second_ms <= to + 10_000)
+    }
+}
+
+/// Upstream's texts (zh_CN) for runs the admin closed itself.
+const LOST_TEXT: &str = "任务结果丢失";
+const STALLED_TEXT: &str = "调度中断";
+
+/// One log row.
+struct LogRow {
+    trigger_code: i64,
+    handle_code: i64,
+    handle_msg: String,
+}
+
+async fn load_logs(url: &str) -> anyhow::Result<HashMap<i64, LogRow>> {
+    let pool = sqlx::PgPool::connect(url).await?;
+    let rows = sqlx::query(
+        "SELECT CAST(id AS BIGINT), CAST(trigger_code AS BIGINT), CAST(handle_code AS BIGINT), \
+         COALESCE(handle_msg, '') FROM xxl_job_log",
+    )
+    .fetch_all(&pool)
+    .await?;
+    pool.close().await;
+    let mut logs = HashMap::new();
+    for row in rows {
+        let log = LogRow { trigger_code: row.try_get(1)?, handle_code: row.try_get(2)?, handle_msg: row.try_get(3)? };
+        logs.insert(row.try_get::<i64, _>(0)?, log);
+    }
+    Ok(logs)
+}
+
+/// Waits (bounded) until no claim of the window is pending and every run is closed.
+pub(crate) async fn settle(url: &str, window: &Window) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let pending = claims(url, window.from_ms, window.to_ms).await?.iter().filter(|c| c.status == 0).count();
+        let open = load_logs(url)
+            .await?
+            .values()
+            .filter(|l| (l.trigger_code == 0 || l.trigger_code == 200) && l.handle_code == 0)
+            .count();
+        if (pending == 0 && open == 0) || tokio::time::Instant::now() > deadline {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// What an executor's job log says about one run: how often it started, and the result it
+/// finished with (the end line is written only once the result is journaled).
+#[derive(Default)]
+struct Ran {
+    starts: usize,
+    finished: Option<i64>,
+}
+
+fn executor_runs(dirs: &[PathBuf]) -> anyhow::Result<HashMap<i64, Ran>> {
+    let mut runs: HashMap<i64, Ran> = HashMap::new();
+    for root in dirs {
+        let Ok(days) = std::fs::read_dir(root) else { continue };
+        for day in days.filter_map(Result::ok).filter(|d| d.path().is_dir()) {
+            for file in std::fs::read_dir(day.path())?.filter_map(Result::ok) {
+                read_run(&file.path(), &mut runs);
+            }
+        }
+    }
+    Ok(runs)
+}
+
+fn read_run(path: &Path, runs: &mut HashMap<i64, Ran>) {
+    let Some(log_id) = path.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse().ok()) else { return };
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let ran = runs.entry(log_id).or_default();
+    ran.starts += text.matches("xxl-job job execute start").count();
+    if let Some(rest) = text.split("Result: handleCode=").nth(1) {
+        ran.finished = rest.split(',').next().and_then(|code| code.trim().parse().ok());
+    }
+}
+
+/// The books, once they balance.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    seconds: usize,
+    fired: usize,
+    shards: usize,
+    skipped_shards: usize,
+    skipped_by_misfire: usize,
+    /// Which seconds of the window those were.
+    misfire_seconds: BTreeSet<i64>,
+    skipped_while_database_down: usize,
+    succeeded: usize,
+    trigger_failed: usize,
+    closed_as_lost: usize,
+    closed_as_stalled: usize,
+    other_failures: usize,
+    finished_at_executors: usize,
+}
+
+impl fmt::Display for Counts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "scheduled job-seconds: {}", self.seconds)?;
+        writeln!(f, "  fired exactly once: {} (broadcast shards among them: {})", self.fired, self.shards)?;
+        writeln!(
+            f,
+            "  skipped by the misfire rule after recovery: {} (and {} single broadcast shards)",
+            self.skipped_by_misfire, self.skipped_shards
+        )?;
+        if !self.misfire_seconds.is_empty() {
+            writeln!(f, "    at window seconds {:?}", self.misfire_seconds)?;
+        }
+        writeln!(f, "  skipped while the database was down: {}", self.skipped_while_database_down)?;
+        writeln!(f, "runs: {} succeeded, {} trigger failed (no live executor)", self.succeeded, self.trigger_failed)?;
+        writeln!(f, "  closed by the lost-job monitor: {} lost, {} stalled", self.closed_as_lost, self.closed_as_stalled)?;
+        writeln!(f, "  other failures: {}", self.other_failures)?;
+        write!(f, "results finished at executors: {}, each recorded exactly once; lost 0, doubled 0", self.finished_at_executors)
+    }
+}
+
+/// Checks the books; the counts, or the first loss or double.
+pub(crate) async fn account(
+    url: &str,
+    jobs: &[JobId],
+    window: &Window,
+    executor_dirs: &[PathBuf],
+) -> anyhow::Result<Counts> {
+    let outcomes = claims(url, window.from_ms, window.to_ms).await?;
+    let logs = load_logs(url).await?;
+    let runs = executor_runs(executor_dirs)?;
+    let mut per_second: BTreeMap<(i64, i64), Vec<&ClaimOutcome>> = BTreeMap::new();
+    for claim in &outcomes {
+        per_second.entry((claim.job_id, claim.fire_ms)).or_default().push(claim);
+    }
+    let mut counts = Counts::default();
+    let (mut lost, mut doubled) = (Vec::new(), Vec::new());
+    for job in jobs.iter().map(|j| i64::from(j.0)) {
+        for second in (window.from_ms / 1000..window.to_ms / 1000).map(|s| s * 1000) {
+            counts.seconds += 1;
+            let all = per_second.get(&(job, second)).map_or(&[][..], Vec::as_slice);
+            let fired: Vec<&&ClaimOutcome> = all.iter().filter(|c| c.status == 1).collect();
+            if fired.is_empty() {
+                if all.iter().any(|c| c.status == 2) {
+                    counts.skipped_by_misfire += 1;
+                    counts.misfire_seconds.insert((second - window.from_ms) / 1000);
+                } else if window.in_outage(second) {
+                    counts.skipped_while_database_down += 1;
+                } else {
+                    lost.push((job, second));
+                }
+                continue;
+            }
+            // A broadcast split into shard claims: together (fired or, when recovered too late,
+            // discarded by the misfire rule) they must be shards 0..n of n, each once.
+            let split: Vec<(&str, i64)> =
+                all.iter().filter_map(|c| Some((c.shard.as_deref()?, c.status))).collect();
+            let whole = if split.is_empty() {
+                fired.len() == 1
+            } else {
+                let total = split.len();
+                let expected: BTreeSet<String> = (0..total).map(|i| format!("{i}/{total}")).collect();
+                let got: BTreeSet<String> = split.iter().map(|(s, _)| (*s).to_owned()).collect();
+                let discarded = split.iter().filter(|(_, status)| *status == 2).count();
+                counts.shards += total - discarded;
+                counts.skipped_shards += discarded;
+                got == expected && split.iter().all(|(_, status)| *status != 0)
+            };
+            if whole {
+                counts.fired += 1;
+            } else {
+                let claims: Vec<(i64, Option<&str>)> = all.iter().map(|c| (c.status, c.shard.as_deref())).collect();
+                doubled.push((job, second, claims));
+            }
+        }
+    }
+    let lost_seconds: BTreeSet<i64> = lost.iter().map(|(_, s)| (s - window.from_ms) / 1000).collect();
+    ensure!(
+        lost.is_empty(),
+        "{} scheduled seconds never fired (first: job and second {:?}; window seconds {lost_seconds:?}, outage {:?})",
+        lost.len(),
+        lost.first(),
+        window.outage.map(|(from, to)| ((from - window.from_ms) / 1000, (to - window.from_ms) / 1000))
+    );
+    ensure!(
+        doubled.is_empty(),
+        "{} seconds fired twice or with shards missing (first: job, second, claims as (status, shard) {:?})",
+        doubled.len(),
+        doubled.first()
+    );
+
+    let (mut unclosed, mut results_lost, mut runs_doubled) = (Vec::new(), Vec::new(), Vec::new());
+    for log_id in outcomes.iter().filter(|c| c.status == 1).filter_map(|c| c.log_id) {
+        let Some(log) = logs.get(&log_id) else {
+            unclosed.push(log_id);
+            continue;
+        };
+        let ran = runs.get(&log_id);
+        if ran.is_some_and(|r| r.starts > 1) {
+            runs_doubled.push(log_id);
+        }
+        if let Some(code) = ran.and_then(|r| r.finished) {
+            counts.finished_at_executors += 1;
+            let closed_by_admin = log.handle_msg.contains(LOST_TEXT) || log.handle_msg.contains(STALLED_TEXT);
+            if log.handle_code != code || closed_by_admin {
+                results_lost.push((log_id, code, log.handle_code));
+            }
+        }
+        match (log.trigger_code, log.handle_code) {
+            (0 | 200, 0) => unclosed.push(log_id),
+            (_, 200) => counts.succeeded += 1,
+            (_, _) if log.handle_msg.contains(LOST_TEXT) => counts.closed_as_lost += 1,
+            (_, _) if log.handle_msg.contains(STALLED_TEXT) => counts.closed_as_stalled += 1,
+            (0 | 200, _) => counts.other_failures += 1,
+            (_, _) => counts.trigger_failed += 1,
+        }
+    }
+    ensure!(results_lost.is_empty(), "{} finished results not recorded as finished (first: log, executor code, stored code {:?})", results_lost.len(), results_lost.first());
+    ensure!(runs_doubled.is_empty(), "{} runs executed twice (first: log {:?})", runs_doubled.len(), runs_doubled.first());
+    ensure!(unclosed.is_empty(), "{} runs never closed (first: log {:?})", unclosed.len(), unclosed.first());
+    Ok(counts)
+}

@@ -1,0 +1,168 @@
+//! The chaos suite: two `jobwheel-admin` processes on one PostgreSQL database and two
+//! `jobwheel-executor` processes run 50 every-second jobs (one of them a sharding broadcast)
+//! while random SIGKILLs hit any of the four every few seconds and PostgreSQL itself is stopped
+//! for 10 s. Then every scheduled second of every job must be accounted for (`ledger.rs`):
+//! fired exactly once (per shard for the broadcast), or skipped by the misfire rule while the
+//! database was down; every result an executor finished recorded exactly once; every run that
+//! was in flight at an executor's death closed by the lost-job monitor. The counts are printed
+//! and written to `chaos-report.txt` in the target directory (`scripts/test.sh` shows it).
+//!
+//! A killed admin comes back on its address; a killed executor comes back on a new port (as a
+//! restarted container would), so its old address goes stale and the lost-job monitor closes
+//! the runs it took down with it. Timeouts are short so the suite settles in about two minutes.
+
+mod ledger;
+mod postgres;
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use jobwheel_admin::store::{JobId, Store};
+use jobwheel_tests::cluster::Daemon;
+use jobwheel_tests::databases::{FreshDatabase, Server};
+use jobwheel_tests::now_ms;
+use rand::{Rng as _, SeedableRng as _};
+
+use crate::ledger::Window;
+
+const JOBS: usize = 50;
+const APP: &str = "chaos-app";
+/// How long the kills go on.
+const CHAOS: Duration = Duration::from_secs(45);
+/// When, into the chaos, the database goes away, and for how long.
+const OUTAGE_AT: Duration = Duration::from_secs(15);
+const OUTAGE: Duration = Duration::from_secs(10);
+/// `--lost-job-timeout`: longer than the outage, so a result journaled by an executor that
+/// then died is re-sent by its successor before its run counts as lost.
+const LOST_TIMEOUT_SECS: &str = "20";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_is_lost_or_doubled_under_sigkills_and_a_database_outage() -> anyhow::Result<()> {
+    let Some(db) = FreshDatabase::create(Server::Postgres).await? else { return Ok(()) };
+    let outcome = run(&db.url).await;
+    postgres::ensure_up().await?;
+    db.drop_it().await?;
+    outcome
+}
+
+/// The four processes, and which one a kill hits.
+struct Cluster {
+    admins: Vec<Daemon>,
+    executors: Vec<Daemon>,
+}
+
+impl Cluster {
+    async fn kill_and_restart(&mut self, victim: usize, down: Duration) -> anyhow::Result<String> {
+        let (daemon, name, elsewhere) = match victim {
+            0 | 1 => (&mut self.admins[victim], format!("admin {victim}"), false),
+            n => (&mut self.executors[n - 2], format!("executor {}", n - 2), true),
+        };
+        daemon.kill9().await?;
+        tokio::time::sleep(down).await;
+        let restarted = if elsewhere { daemon.restart_elsewhere().await } else { daemon.restart().await };
+        restarted.with_context(|| format!("restarting {name}"))?;
+        Ok(name)
+    }
+}
+
+async fn run(url: &str) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let store = jobwheel_admin::store::connect(url).await?;
+    let flags = ["--lost-job-timeout", LOST_TIMEOUT_SECS, "--executor-dead-timeout", "3"];
+    let env = [("RUST_LOG", "warn")];
+    let mut admins = Vec::new();
+    for n in 0..2 {
+        admins.push(Daemon::start_admin(url, &dir.path().join(format!("admin{n}")), &flags, &env).await?);
+    }
+    let bases: Vec<String> = admins.iter().map(|a| a.base.clone()).collect();
+    let mut executors = Vec::new();
+    for n in 0..2 {
+        executors.push(Daemon::start_executor(APP, &bases, &dir.path().join(format!("executor{n}")), &[]).await?);
+    }
+    let mut cluster = Cluster { admins, executors };
+    let group = jobwheel_tests::fixtures::auto_group(&*store, APP).await?;
+    // An idle scheduler looks for new jobs only every 5 s: the first fire lies beyond that.
+    let first_fire = (now_ms() / 1000 + 7) * 1000;
+    let jobs = add_jobs(&*store, group, first_fire).await?;
+
+    let seed: u64 = rand::random();
+    println!("chaos seed {seed}");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut kills = Vec::new();
+    let started = tokio::time::Instant::now();
+    let mut outage = None;
+    while started.elapsed() < CHAOS {
+        tokio::time::sleep(Duration::from_millis(rng.random_range(2_000..4_000))).await;
+        if outage.is_none() && started.elapsed() >= OUTAGE_AT {
+            let from = now_ms();
+            postgres::stop().await?;
+            tokio::time::sleep(OUTAGE).await;
+            postgres::start().await?;
+            outage = Some((from, now_ms()));
+            kills.push(format!("database down at second {}", (from - first_fire) / 1000));
+            continue;
+        }
+        let victim = rng.random_range(0..4);
+        let down = Duration::from_millis(rng.random_range(300..1_500));
+        let at = (now_ms() - first_fire) / 1000;
+        kills.push(format!("{} at second {at}", cluster.kill_and_restart(victim, down).await?));
+    }
+    let window = Window { from_ms: first_fire, to_ms: (now_ms() / 1000) * 1000, outage };
+    for job in &jobs {
+        store.stop_job(*job, chrono::Utc::now()).await?;
+    }
+
+    let executor_dirs: Vec<_> = (0..2).map(|n| dir.path().join(format!("executor{n}")).join("logs")).collect();
+    let settled = ledger::settle(url, &window).await;
+    let report = match settled {
+        Ok(()) => ledger::account(url, &jobs, &window, &executor_dirs).await,
+        Err(e) => Err(e),
+    };
+    let summary = format!(
+        "chaos seed {seed}: {} kills and an outage of {:?} ({})\n{}",
+        kills.len().saturating_sub(1),
+        OUTAGE,
+        kills.join(", "),
+        match &report {
+            Ok(counts) => counts.to_string(),
+            Err(e) => format!("FAILED: {e:#}"),
+        }
+    );
+    println!("{summary}");
+    write_report(&summary);
+    for daemon in cluster.admins.iter_mut().chain(cluster.executors.iter_mut()) {
+        daemon.stop().await?;
+    }
+    report.map(|_| ())
+}
+
+/// 49 FAILOVER jobs on `demoJobHandler` and one SHARDING_BROADCAST on `shardingJobHandler`,
+/// every second from `first_fire_ms`.
+async fn add_jobs(
+    store: &dyn Store,
+    group: jobwheel_admin::store::GroupId,
+    first_fire_ms: i64,
+) -> anyhow::Result<Vec<JobId>> {
+    let mut jobs = Vec::new();
+    for n in 0..JOBS {
+        let broadcast = n == 0;
+        let handler = if broadcast { "shardingJobHandler" } else { "demoJobHandler" };
+        let mut job = jobwheel_tests::fixtures::bean_job(group, &format!("chaos {n}"), handler);
+        job.executor_route_strategy = Some(if broadcast { "SHARDING_BROADCAST" } else { "FAILOVER" }.to_owned());
+        job.schedule_type = "CRON".to_owned();
+        job.schedule_conf = Some("* * * * * ?".to_owned());
+        job.executor_fail_retry_count = 0;
+        job.trigger_status = 1;
+        job.trigger_next_time = first_fire_ms;
+        jobs.push(store.add_job(&job).await?);
+    }
+    Ok(jobs)
+}
+
+/// Writes the counts beside the build, where `scripts/test.sh` prints them.
+fn write_report(summary: &str) {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| "target".into(), std::path::PathBuf::from);
+    if let Err(e) = std::fs::write(target.join("chaos-report.txt"), summary) {
+        eprintln!("cannot write chaos-report.txt: {e}");
+    }
+}
