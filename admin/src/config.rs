@@ -301,10 +301,9 @@ impl AdminConfig {
         config.lost_job_timeout = Duration::from_secs(cli.lost_job_timeout);
         config.executor_dead_timeout = Duration::from_secs(cli.executor_dead_timeout);
         config.secure_cookie = cli.secure_cookie;
-        config.trusted_proxies = crate::trusted_proxies::TrustedProxies::parse(
-            cli.trusted_proxies.as_deref().unwrap_or_default(),
-        )
-        .map_err(ConfigError::BadTrustedProxies)?;
+        config.trusted_proxies =
+            crate::trusted_proxies::TrustedProxies::parse(cli.trusted_proxies.as_deref().unwrap_or_default())
+                .map_err(ConfigError::BadTrustedProxies)?;
         config.retry_backoff = Duration::from_secs(cli.retry_backoff);
         config.demo_job = cli.demo_job.clone();
         Ok(config)

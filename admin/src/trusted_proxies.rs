@@ -96,7 +96,9 @@ mod tests {
     #[test]
     fn lists_parse_with_bare_addresses_and_refuse_junk_by_name() {
         let proxies = TrustedProxies::parse(" 10.0.0.0/8, 192.168.1.7 ,::1").expect("valid");
-        assert!(proxies.trusts(ip("10.1.2.3")) && proxies.trusts(ip("192.168.1.7")) && proxies.trusts(ip("::1")));
+        assert!(
+            proxies.trusts(ip("10.1.2.3")) && proxies.trusts(ip("192.168.1.7")) && proxies.trusts(ip("::1"))
+        );
         assert!(!proxies.trusts(ip("192.168.1.8")));
         assert!(TrustedProxies::parse("").expect("empty").is_empty());
         let error = TrustedProxies::parse("10.0.0.0/8,proxy.local").expect_err("junk");

@@ -161,8 +161,12 @@ impl Worker {
     }
 
     fn report(&self, param: &TriggerParam, code: i32, msg: String, end_line: bool) {
-        let result =
-            HandleCallbackParam { log_id: param.log_id, log_date_tim: param.log_date_time, handle_code: code, handle_msg: msg };
+        let result = HandleCallbackParam {
+            log_id: param.log_id,
+            log_date_tim: param.log_date_time,
+            handle_code: code,
+            handle_msg: msg,
+        };
         self.threads.settings.callbacks.push(result, end_line);
     }
 

@@ -49,7 +49,11 @@ async fn load_logs(url: &str) -> anyhow::Result<HashMap<i64, LogRow>> {
     pool.close().await;
     let mut logs = HashMap::new();
     for row in rows {
-        let log = LogRow { trigger_code: row.try_get(1)?, handle_code: row.try_get(2)?, handle_msg: row.try_get(3)? };
+        let log = LogRow {
+            trigger_code: row.try_get(1)?,
+            handle_code: row.try_get(2)?,
+            handle_msg: row.try_get(3)?,
+        };
         logs.insert(row.try_get::<i64, _>(0)?, log);
     }
     Ok(logs)
@@ -59,7 +63,8 @@ async fn load_logs(url: &str) -> anyhow::Result<HashMap<i64, LogRow>> {
 pub(crate) async fn settle(url: &str, window: &Window) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
     loop {
-        let pending = claims(url, window.from_ms, window.to_ms).await?.iter().filter(|c| c.status == 0).count();
+        let pending =
+            claims(url, window.from_ms, window.to_ms).await?.iter().filter(|c| c.status == 0).count();
         let open = load_logs(url)
             .await?
             .values()
@@ -135,10 +140,22 @@ impl fmt::Display for Counts {
             writeln!(f, "    at window seconds {:?}", self.misfire_seconds)?;
         }
         writeln!(f, "  skipped while the database was down: {}", self.skipped_while_database_down)?;
-        writeln!(f, "runs: {} succeeded, {} trigger failed (no live executor)", self.succeeded, self.trigger_failed)?;
-        writeln!(f, "  closed by the lost-job monitor: {} lost, {} stalled", self.closed_as_lost, self.closed_as_stalled)?;
+        writeln!(
+            f,
+            "runs: {} succeeded, {} trigger failed (no live executor)",
+            self.succeeded, self.trigger_failed
+        )?;
+        writeln!(
+            f,
+            "  closed by the lost-job monitor: {} lost, {} stalled",
+            self.closed_as_lost, self.closed_as_stalled
+        )?;
         writeln!(f, "  other failures: {}", self.other_failures)?;
-        write!(f, "results finished at executors: {}, each recorded exactly once; lost 0, doubled 0", self.finished_at_executors)
+        write!(
+            f,
+            "results finished at executors: {}, each recorded exactly once; lost 0, doubled 0",
+            self.finished_at_executors
+        )
     }
 }
 
@@ -192,7 +209,8 @@ pub(crate) async fn account(
             if whole {
                 counts.fired += 1;
             } else {
-                let claims: Vec<(i64, Option<&str>)> = all.iter().map(|c| (c.status, c.shard.as_deref())).collect();
+                let claims: Vec<(i64, Option<&str>)> =
+                    all.iter().map(|c| (c.status, c.shard.as_deref())).collect();
                 doubled.push((job, second, claims));
             }
         }
@@ -238,8 +256,18 @@ pub(crate) async fn account(
             (_, _) => counts.trigger_failed += 1,
         }
     }
-    ensure!(results_lost.is_empty(), "{} finished results not recorded as finished (first: log, executor code, stored code {:?})", results_lost.len(), results_lost.first());
-    ensure!(runs_doubled.is_empty(), "{} runs executed twice (first: log {:?})", runs_doubled.len(), runs_doubled.first());
+    ensure!(
+        results_lost.is_empty(),
+        "{} finished results not recorded as finished (first: log, executor code, stored code {:?})",
+        results_lost.len(),
+        results_lost.first()
+    );
+    ensure!(
+        runs_doubled.is_empty(),
+        "{} runs executed twice (first: log {:?})",
+        runs_doubled.len(),
+        runs_doubled.first()
+    );
     ensure!(unclosed.is_empty(), "{} runs never closed (first: log {:?})", unclosed.len(), unclosed.first());
     Ok(counts)
 }

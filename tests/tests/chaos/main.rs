@@ -77,7 +77,8 @@ async fn run(url: &str) -> anyhow::Result<()> {
     let bases: Vec<String> = admins.iter().map(|a| a.base.clone()).collect();
     let mut executors = Vec::new();
     for n in 0..2 {
-        executors.push(Daemon::start_executor(APP, &bases, &dir.path().join(format!("executor{n}")), &[]).await?);
+        executors
+            .push(Daemon::start_executor(APP, &bases, &dir.path().join(format!("executor{n}")), &[]).await?);
     }
     let mut cluster = Cluster { admins, executors };
     let group = jobwheel_tests::fixtures::auto_group(&*store, APP).await?;
@@ -112,7 +113,8 @@ async fn run(url: &str) -> anyhow::Result<()> {
         store.stop_job(*job, chrono::Utc::now()).await?;
     }
 
-    let executor_dirs: Vec<_> = (0..2).map(|n| dir.path().join(format!("executor{n}")).join("logs")).collect();
+    let executor_dirs: Vec<_> =
+        (0..2).map(|n| dir.path().join(format!("executor{n}")).join("logs")).collect();
     let settled = ledger::settle(url, &window).await;
     let report = match settled {
         Ok(()) => ledger::account(url, &jobs, &window, &executor_dirs).await,
@@ -148,7 +150,8 @@ async fn add_jobs(
         let broadcast = n == 0;
         let handler = if broadcast { "shardingJobHandler" } else { "demoJobHandler" };
         let mut job = jobwheel_tests::fixtures::bean_job(group, &format!("chaos {n}"), handler);
-        job.executor_route_strategy = Some(if broadcast { "SHARDING_BROADCAST" } else { "FAILOVER" }.to_owned());
+        job.executor_route_strategy =
+            Some(if broadcast { "SHARDING_BROADCAST" } else { "FAILOVER" }.to_owned());
         job.schedule_type = "CRON".to_owned();
         job.schedule_conf = Some("* * * * * ?".to_owned());
         job.executor_fail_retry_count = 0;
@@ -161,7 +164,8 @@ async fn add_jobs(
 
 /// Writes the counts beside the build, where `scripts/test.sh` prints them.
 fn write_report(summary: &str) {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| "target".into(), std::path::PathBuf::from);
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| "target".into(), std::path::PathBuf::from);
     if let Err(e) = std::fs::write(target.join("chaos-report.txt"), summary) {
         eprintln!("cannot write chaos-report.txt: {e}");
     }

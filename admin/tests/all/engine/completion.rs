@@ -276,9 +276,10 @@ async fn a_retry_waits_for_the_backoff_after_the_failure() -> anyhow::Result<()>
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
     let clock = Arc::new(ManualClock::new(T0));
-    let engine = engine_configured(store.clone(), fake.clone(), clock.clone(), Alarmer::default(), |config| {
-        config.retry_backoff = Duration::from_secs(30);
-    });
+    let engine =
+        engine_configured(store.clone(), fake.clone(), clock.clone(), Alarmer::default(), |config| {
+            config.retry_backoff = Duration::from_secs(30);
+        });
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let mut j = job(g, 0);
     j.trigger_status = 0;
