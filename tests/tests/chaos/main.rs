@@ -4,8 +4,8 @@
 //! for 10 s. Then every scheduled second of every job must be accounted for (`ledger.rs`):
 //! fired exactly once (per shard for the broadcast), or skipped by the misfire rule while the
 //! database was down; every result an executor finished recorded exactly once; every run that
-//! was in flight at an executor's death closed by the lost-job monitor. The counts are printed
-//! and written to `chaos-report.txt` in the target directory (`scripts/test.sh` shows it).
+//! was in flight at an executor's death closed by the lost-job monitor. The counts are
+//! written to `chaos-report.txt` in the target directory, which `scripts/test.sh` prints.
 //!
 //! A killed admin comes back on its address; a killed executor comes back on a new port (as a
 //! restarted container would), so its old address goes stale and the lost-job monitor closes
@@ -87,7 +87,6 @@ async fn run(url: &str) -> anyhow::Result<()> {
     let jobs = add_jobs(&*store, group, first_fire).await?;
 
     let seed: u64 = rand::random();
-    println!("chaos seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut kills = Vec::new();
     let started = tokio::time::Instant::now();
@@ -130,12 +129,11 @@ async fn run(url: &str) -> anyhow::Result<()> {
             Err(e) => format!("FAILED: {e:#}"),
         }
     );
-    println!("{summary}");
-    write_report(&summary);
+    write_report(&summary)?;
     for daemon in cluster.admins.iter_mut().chain(cluster.executors.iter_mut()) {
         daemon.stop().await?;
     }
-    report.map(|_| ())
+    report.map(|_| ()).with_context(|| summary.clone())
 }
 
 /// 49 FAILOVER jobs on `demoJobHandler` and one SHARDING_BROADCAST on `shardingJobHandler`,
@@ -163,10 +161,9 @@ async fn add_jobs(
 }
 
 /// Writes the counts beside the build, where `scripts/test.sh` prints them.
-fn write_report(summary: &str) {
+fn write_report(summary: &str) -> anyhow::Result<()> {
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| "target".into(), std::path::PathBuf::from);
-    if let Err(e) = std::fs::write(target.join("chaos-report.txt"), summary) {
-        eprintln!("cannot write chaos-report.txt: {e}");
-    }
+    let path = target.join("chaos-report.txt");
+    std::fs::write(&path, summary).with_context(|| format!("writing {}", path.display()))
 }
