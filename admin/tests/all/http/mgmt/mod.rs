@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::http::{Admin, sqlite_url, test_config};
 
+mod adoption;
 mod authz;
 mod dashboard;
 mod glue;
@@ -52,6 +53,12 @@ impl Env {
         Ok(Self { admin, url, _dir: dir })
     }
 
+    /// An admin with its engine on the existing database at `url`.
+    pub(crate) async fn start_on(url: &str) -> anyhow::Result<Self> {
+        let admin = Admin::start_engine(test_config(url)).await?;
+        Ok(Self { admin, url: url.to_owned(), _dir: tempfile::tempdir()? })
+    }
+
     pub(crate) fn store(&self) -> &dyn Store {
         &*self.admin.store
     }
@@ -69,10 +76,15 @@ impl Env {
 
     /// A client logged in as `username` (password [`PASSWORD`]).
     pub(crate) async fn login(&self, username: &str) -> Client {
+        self.login_with(username, PASSWORD).await
+    }
+
+    /// A client logged in as `username` with `password`.
+    pub(crate) async fn login_with(&self, username: &str, password: &str) -> Client {
         let mut client = self.anonymous();
         let response = client
             .request(Method::POST, "/api/v1/session")
-            .json(&json!({"username": username, "password": PASSWORD}))
+            .json(&json!({"username": username, "password": password}))
             .send()
             .await
             .expect("admin answers");
