@@ -2,8 +2,9 @@
 //! log is taken once (`alarm_status` 0 → −1, so only one admin handles it), retried while it
 //! has retries left, and alarmed; its `alarm_status` then records the alarm's outcome.
 //!
-//! jobwheel extension: with a non-zero `retry_backoff`, a failed log is left untouched until
-//! that long after its result (or trigger) time. The wait lives in the database — the log
+//! jobwheel extension: with a non-zero retry backoff (the job's own `retryBackoff`, else the
+//! admin's `retry_backoff`), a failed log is left untouched until that long after its result
+//! (or trigger) time. The wait lives in the database — the log
 //! simply stays `alarm_status = 0` — so it survives an admin restart.
 
 use std::sync::Arc;
@@ -43,7 +44,7 @@ impl Engine {
     pub async fn handle_failures(self: &Arc<Self>, now_ms: i64) -> Result<Vec<FailHandled>, EngineError> {
         let mut handled = Vec::new();
         for log_id in self.store.failed_log_ids(FAIL_BATCH).await? {
-            if !self.config.retry_backoff.is_zero() && !self.backoff_over(log_id, now_ms).await? {
+            if !self.backoff_over(log_id, now_ms).await? {
                 continue;
             }
             if !self.store.claim_alarm(log_id).await? {
@@ -55,12 +56,19 @@ impl Engine {
         Ok(handled)
     }
 
-    /// Whether `retry_backoff` has passed since the log's result (or trigger, if it never ran).
+    /// Whether the job's retry backoff (its own, else `retry_backoff`) has passed since the
+    /// log's result (or trigger, if it never ran).
     async fn backoff_over(&self, log_id: LogId, now_ms: i64) -> Result<bool, EngineError> {
         let Some(log) = self.store.load_log(log_id).await? else { return Ok(false) };
+        let backoff_ms = match self.store.job_retry_backoff(log.job_id).await? {
+            Some(secs) => i64::from(secs) * 1000,
+            None => i64::try_from(self.config.retry_backoff.as_millis()).unwrap_or(i64::MAX),
+        };
+        if backoff_ms == 0 {
+            return Ok(true);
+        }
         let since = log.handle_time.or(log.trigger_time).map_or(0, |t| t.timestamp_millis());
-        let backoff = i64::try_from(self.config.retry_backoff.as_millis()).unwrap_or(i64::MAX);
-        Ok(now_ms.saturating_sub(since) >= backoff)
+        Ok(now_ms.saturating_sub(since) >= backoff_ms)
     }
 
     async fn handle_failure(self: &Arc<Self>, log: LogRow) -> Result<FailHandled, EngineError> {

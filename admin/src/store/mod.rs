@@ -143,6 +143,11 @@ pub trait JobStore: Send + Sync {
     /// keeps the name as given; validating it is the caller's (and the engine falls back to its
     /// own zone when a stored name is not a zone).
     async fn set_job_time_zone(&self, id: JobId, time_zone: Option<&str>) -> Result<(), StoreError>;
+    /// jobwheel extension: the job's own retry backoff in seconds (`jobwheel_job_retry`), `None`
+    /// when it uses the admin's `--retry-backoff`.
+    async fn job_retry_backoff(&self, id: JobId) -> Result<Option<u32>, StoreError>;
+    /// Sets (`Some`) or clears (`None`) the job's retry backoff; nothing for a missing job.
+    async fn set_job_retry_backoff(&self, id: JobId, secs: Option<u32>) -> Result<(), StoreError>;
     /// Adds a GLUE history row and deletes all but the newest [`HISTORY_KEPT_PER_JOB`] of the job.
     async fn add_glue_history(&self, glue: &NewGlueHistory) -> Result<i32, StoreError>;
     /// The job's GLUE history, newest first.

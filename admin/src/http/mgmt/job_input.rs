@@ -23,6 +23,8 @@ const CHILD_IDS_MAX: usize = 100;
 const TIMEOUT_MAX: i32 = 999_999;
 const RETRY_MAX: i32 = 9_999;
 const ZONE_MAX: usize = 64;
+/// A day: a longer wait is a schedule, not a backoff.
+const RETRY_BACKOFF_MAX: i64 = 86_400;
 /// A GLUE source is stored in a `mediumtext` (16 MiB); a UI edit is far below.
 pub(crate) const GLUE_SOURCE_MAX: usize = 1024 * 1024;
 
@@ -54,6 +56,10 @@ pub(crate) struct JobInput {
     pub(crate) executor_timeout: i32,
     #[serde(default)]
     pub(crate) executor_fail_retry_count: i32,
+    /// jobwheel extension: seconds a failed run waits before its retry and alarm; absent or
+    /// null uses the admin's `--retry-backoff`.
+    #[serde(default)]
+    pub(crate) retry_backoff: Option<i64>,
     pub(crate) glue_type: String,
     #[serde(default)]
     pub(crate) glue_source: Option<String>,
@@ -79,6 +85,7 @@ pub(crate) struct Checked {
     pub(crate) schedule_type: ScheduleType,
     pub(crate) glue_type: GlueType,
     pub(crate) time_zone: Option<String>,
+    pub(crate) retry_backoff: Option<u32>,
 }
 
 fn bad(field: &str, rule: impl std::fmt::Display) -> ApiError {
@@ -164,12 +171,20 @@ impl JobInput {
         if !(0..=RETRY_MAX).contains(&self.executor_fail_retry_count) {
             return Err(bad("executorFailRetryCount", format!("must be 0 to {RETRY_MAX}")));
         }
+        let retry_backoff = match self.retry_backoff {
+            None => None,
+            Some(secs) => {
+                Some(u32::try_from(secs).ok().filter(|s| i64::from(*s) <= RETRY_BACKOFF_MAX).ok_or_else(
+                    || bad("retryBackoff", format!("must be 0 to {RETRY_BACKOFF_MAX} seconds")),
+                )?)
+            }
+        };
         if self.glue_source.as_ref().is_some_and(|s| s.len() > GLUE_SOURCE_MAX) {
             return Err(bad("glueSource", format!("at most {GLUE_SOURCE_MAX} bytes")));
         }
         max_chars("glueRemark", self.glue_remark.as_deref(), 128)?;
         self.check_children(state, principal, this).await?;
-        Ok(Checked { group, schedule_type, glue_type, time_zone })
+        Ok(Checked { group, schedule_type, glue_type, time_zone, retry_backoff })
     }
 
     /// Child job ids: numeric, existing, permitted, not the job itself (CVE-2024-42681 was

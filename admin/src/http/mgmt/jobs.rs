@@ -41,6 +41,8 @@ pub(crate) struct JobView {
     executor_block_strategy: Option<String>,
     executor_timeout: i32,
     executor_fail_retry_count: i32,
+    /// Only on single-job reads (`None` in the list, like `timeZone`).
+    retry_backoff: Option<u32>,
     glue_type: String,
     glue_remark: Option<String>,
     glue_updatetime: Option<i64>,
@@ -71,6 +73,7 @@ impl From<JobRow> for JobView {
             executor_block_strategy: j.executor_block_strategy,
             executor_timeout: j.executor_timeout,
             executor_fail_retry_count: j.executor_fail_retry_count,
+            retry_backoff: None,
             glue_type: j.glue_type,
             glue_remark: j.glue_remark,
             glue_updatetime: ms(j.glue_updatetime),
@@ -138,7 +141,8 @@ pub(crate) async fn get(
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<Json<JobView>, ApiError> {
-    Ok(Json(permitted_job(&state, &principal, id).await?.into()))
+    let row = permitted_job(&state, &principal, id).await?;
+    Ok(Json(reload(&state, row.id).await?))
 }
 
 /// `POST /api/v1/jobs`: a new, stopped job.
@@ -182,12 +186,8 @@ pub(crate) async fn create(
     input.apply(&checked, &mut job);
     let id = state.store.add_job(&job).await?;
     state.store.set_job_time_zone(id, checked.time_zone.as_deref()).await?;
-    let row = state
-        .store
-        .load_job(id)
-        .await?
-        .ok_or_else(|| ApiError::internal(anyhow::anyhow!("job {id} vanished")))?;
-    Ok((StatusCode::CREATED, Json(row.into())))
+    state.store.set_job_retry_backoff(id, checked.retry_backoff).await?;
+    Ok((StatusCode::CREATED, Json(reload(&state, id).await?)))
 }
 
 /// `PUT /api/v1/jobs/{id}`. The GLUE type is fixed at creation (upstream's form disables it);
@@ -215,6 +215,7 @@ pub(crate) async fn update(
     }
     state.store.update_job(current.id, &job).await?;
     state.store.set_job_time_zone(current.id, checked.time_zone.as_deref()).await?;
+    state.store.set_job_retry_backoff(current.id, checked.retry_backoff).await?;
     Ok(Json(reload(&state, current.id).await?))
 }
 
@@ -255,7 +256,8 @@ pub(crate) async fn stop(
 async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiError> {
     let row =
         state.store.load_job(id).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
-    Ok(row.into())
+    let retry_backoff = state.store.job_retry_backoff(id).await?;
+    Ok(JobView { retry_backoff, ..row.into() })
 }
 
 /// The first fire time of a job being started, in its zone (the engine's rule).

@@ -90,17 +90,25 @@ static SET_JOB_ZONE: Sql = Sql::new(
     ON CONFLICT (job_id) DO UPDATE SET time_zone = excluded.time_zone",
 );
 static CLEAR_JOB_ZONE: Sql = Sql::new("DELETE FROM jobwheel_job_zone WHERE job_id = ?");
+static JOB_RETRY: Sql = Sql::new("SELECT I64(backoff_secs) FROM jobwheel_job_retry WHERE job_id = ?");
+/// Like [`SET_JOB_ZONE`]: only for an existing job.
+static SET_JOB_RETRY: Sql = Sql::new(
+    "INSERT INTO jobwheel_job_retry (job_id, backoff_secs) SELECT id, I64(?) FROM xxl_job_info WHERE id = ? \
+    ON CONFLICT (job_id) DO UPDATE SET backoff_secs = excluded.backoff_secs",
+);
+static CLEAR_JOB_RETRY: Sql = Sql::new("DELETE FROM jobwheel_job_retry WHERE job_id = ?");
 static STOP_JOB: Sql = Sql::new(
     "UPDATE xxl_job_info SET trigger_status = 0, trigger_last_time = 0, \
     trigger_next_time = 0, update_time = TS(?) WHERE id = ?",
 );
 /// Upstream deletes a job's logs and GLUE history with it; our tables follow.
-static DELETE_JOB: [Sql; 6] = [
+static DELETE_JOB: [Sql; 7] = [
     Sql::new("DELETE FROM xxl_job_log WHERE job_id = ?"),
     Sql::new("DELETE FROM xxl_job_logglue WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_wasm_version WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_ring_claim WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_zone WHERE job_id = ?"),
+    Sql::new("DELETE FROM jobwheel_job_retry WHERE job_id = ?"),
     Sql::new("DELETE FROM xxl_job_info WHERE id = ?"),
 ];
 
@@ -195,6 +203,19 @@ impl JobStore for SqlStore {
         match time_zone {
             Some(zone) => self.ex().execute(&SET_JOB_ZONE, &args![zone, id]).await?,
             None => self.ex().execute(&CLEAR_JOB_ZONE, &args![id]).await?,
+        };
+        Ok(())
+    }
+
+    async fn job_retry_backoff(&self, id: JobId) -> Result<Option<u32>, StoreError> {
+        let secs: Option<i64> = self.ex().fetch_value(&JOB_RETRY, &args![id]).await?;
+        Ok(secs.and_then(|s| u32::try_from(s).ok()))
+    }
+
+    async fn set_job_retry_backoff(&self, id: JobId, secs: Option<u32>) -> Result<(), StoreError> {
+        match secs {
+            Some(secs) => self.ex().execute(&SET_JOB_RETRY, &args![i64::from(secs), id]).await?,
+            None => self.ex().execute(&CLEAR_JOB_RETRY, &args![id]).await?,
         };
         Ok(())
     }

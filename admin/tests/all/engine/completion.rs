@@ -269,7 +269,7 @@ async fn failures_are_retried_and_alarmed_by_mail_and_webhook() -> anyhow::Resul
 
 /// `--retry-backoff` (`EngineConfig::retry_backoff`): a failed run is retried only once the
 /// backoff has passed since its result; until then the fail monitor leaves it alone, and it
-/// neither retries nor alarms early.
+/// neither retries nor alarms early. A job's own backoff overrides the admin's.
 #[tokio::test]
 async fn a_retry_waits_for_the_backoff_after_the_failure() -> anyhow::Result<()> {
     let db = Db::sqlite().await?;
@@ -298,5 +298,19 @@ async fn a_retry_waits_for_the_backoff_after_the_failure() -> anyhow::Result<()>
     engine.wait_triggers_idle().await;
     assert_eq!(logs(&*store, id).await?.len(), 2, "one retry");
     assert!(engine.handle_failures(T0 + 90_000).await?.is_empty(), "handled once");
+
+    // A job's own backoff (the job form's `retryBackoff`) wins over the admin's: 5 s here.
+    let mut quick = job(g, 0);
+    quick.trigger_status = 0;
+    quick.executor_fail_retry_count = 1;
+    let quick = store.add_job(&quick).await?;
+    store.set_job_retry_backoff(quick, Some(5)).await?;
+    clock.set(T0 + 100_000);
+    engine.trigger(TriggerRequest::new(quick, TriggerType::Manual)).await?;
+    let failed = logs(&*store, quick).await?[0].id;
+    engine.on_callbacks(vec![callback(failed, 500, "boom")]).await?;
+    assert!(engine.handle_failures(T0 + 104_999).await?.is_empty());
+    let handled = engine.handle_failures(T0 + 105_000).await?;
+    assert_eq!((handled.len(), handled[0].retried), (1, true), "5 s, not the admin's 30 s");
     Ok(())
 }

@@ -23,6 +23,27 @@ pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
     claim_race(admins, g).await?;
     lock_race(admins, g).await?;
     job_zones(admins, g).await?;
+    job_retry_backoffs(admins, g).await?;
+    Ok(())
+}
+
+/// jobwheel's per-job retry backoff: none by default, set, replaced, cleared, nothing for a
+/// missing job, gone with the job (a new job with the id would not inherit it).
+async fn job_retry_backoffs(Admins { a, b }: &Admins, g: GroupId) -> anyhow::Result<()> {
+    let job = running_job(&**a, g, "backoff", T).await?;
+    ensure!(a.job_retry_backoff(job).await?.is_none(), "the admin's default unless set");
+    a.set_job_retry_backoff(job, Some(30)).await?;
+    ensure!(b.job_retry_backoff(job).await? == Some(30));
+    a.set_job_retry_backoff(job, Some(86_400)).await?;
+    ensure!(b.job_retry_backoff(job).await? == Some(86_400), "replaced, not duplicated");
+    a.set_job_retry_backoff(job, None).await?;
+    ensure!(b.job_retry_backoff(job).await?.is_none(), "cleared");
+    let missing = JobId(i32::MAX);
+    a.set_job_retry_backoff(missing, Some(5)).await?;
+    ensure!(a.job_retry_backoff(missing).await?.is_none(), "no row for a job that does not exist");
+    a.set_job_retry_backoff(job, Some(7)).await?;
+    ensure!(a.delete_job(job).await?);
+    ensure!(a.job_retry_backoff(job).await?.is_none(), "deleted with its job");
     Ok(())
 }
 

@@ -42,7 +42,7 @@ export default {
   'job.required': '{field} is required.', 'job.tooLong': '{field} may have at most {max} characters.',
   'job.cronRequired': 'Enter a cron expression.', 'job.secondsRule': 'The interval must be a whole number of seconds, at least 1.',
   'job.handlerRequired': 'BEAN mode needs a JobHandler.', 'job.timeoutRule': 'Timeout must be 0–999999 seconds.',
-  'job.retryRule': 'Retries must be 0–9999.', 'job.childRule': 'Child job IDs must be numbers separated by commas.',
+  'job.retryRule': 'Retries must be 0–9999.', 'job.retryBackoff': 'Retry backoff (seconds)', 'job.retryBackoffDefault': 'The admin\'s default', 'job.retryBackoffHint': 'How long a failed run waits before its retry and alarm; empty uses the admin\'s --retry-backoff.', 'job.retryBackoffRule': 'The retry backoff must be 0–86400 seconds.', 'job.childRule': 'Child job IDs must be numbers separated by commas.',
 
   'jobs.add': 'Add job', 'jobs.editTitle': 'Edit job #{id}', 'jobs.copy': 'Copy', 'jobs.status': 'Status',
   'jobs.statusAll': 'All statuses', 'jobs.running': 'Running', 'jobs.stopped': 'Stopped', 'jobs.start': 'Start',

@@ -42,7 +42,7 @@ export default {
   'job.required': '请输入{field}。', 'job.tooLong': '{field}最多 {max} 个字符。',
   'job.cronRequired': '请输入 Cron 表达式。', 'job.secondsRule': '固定间隔必须是不小于 1 的整数秒。',
   'job.handlerRequired': 'BEAN 模式请输入 JobHandler。', 'job.timeoutRule': '任务超时时间须为 0~999999 秒。',
-  'job.retryRule': '失败重试次数须为 0~9999。', 'job.childRule': '子任务ID 须为以逗号分隔的数字。',
+  'job.retryRule': '失败重试次数须为 0~9999。', 'job.retryBackoff': '重试退避（秒）', 'job.retryBackoffDefault': '调度中心默认值', 'job.retryBackoffHint': '失败后等待多久再重试并告警；留空使用调度中心的 --retry-backoff。', 'job.retryBackoffRule': '重试退避须为 0~86400 秒。', 'job.childRule': '子任务ID 须为以逗号分隔的数字。',
 
   'jobs.add': '新增任务', 'jobs.editTitle': '编辑任务 #{id}', 'jobs.copy': '复制', 'jobs.status': '状态',
   'jobs.statusAll': '全部状态', 'jobs.running': '运行中', 'jobs.stopped': '已停止', 'jobs.start': '启动',

@@ -11,7 +11,7 @@ const DEFAULTS = {
   jobGroup: '', jobDesc: '', author: '', alarmEmail: '',
   scheduleType: 'CRON', scheduleConf: '', timeZone: '',
   misfireStrategy: 'DO_NOTHING', executorRouteStrategy: 'FIRST', executorHandler: '', executorParam: '',
-  executorBlockStrategy: 'SERIAL_EXECUTION', executorTimeout: 0, executorFailRetryCount: 0,
+  executorBlockStrategy: 'SERIAL_EXECUTION', executorTimeout: 0, executorFailRetryCount: 0, retryBackoff: '',
   glueType: 'BEAN', childJobId: '',
 };
 
@@ -74,7 +74,8 @@ export async function render({ main, params, app }) {
       field(t('job.misfireStrategy'), enumSelect('misfireStrategy', 'misfireStrategies')),
       field(t('job.executorBlockStrategy'), enumSelect('executorBlockStrategy', 'blockStrategies')),
       field(t('job.executorTimeout'), input('executorTimeout', { inputmode: 'numeric', maxlength: 6 }), t('job.executorTimeoutHint')),
-      field(t('job.executorFailRetryCount'), input('executorFailRetryCount', { inputmode: 'numeric', maxlength: 4 }))),
+      field(t('job.executorFailRetryCount'), input('executorFailRetryCount', { inputmode: 'numeric', maxlength: 4 })),
+      field(t('job.retryBackoff'), input('retryBackoff', { inputmode: 'numeric', maxlength: 5, placeholder: t('job.retryBackoffDefault') }), t('job.retryBackoffHint'))),
     h('div', { class: 'form-actions' },
       h('button', { type: 'submit', class: 'btn btn-primary', id: 'job-save' }, t('common.save')),
       h('a', { class: 'btn', href: '#/jobs' }, t('common.cancel'))));
@@ -130,6 +131,8 @@ function validate(v) {
   if (v.glueType === 'BEAN' && !v.executorHandler.trim()) problems.push(t('job.handlerRequired'));
   if (!/^\d{1,6}$/.test(String(v.executorTimeout).trim())) problems.push(t('job.timeoutRule'));
   if (!/^\d{1,4}$/.test(String(v.executorFailRetryCount).trim())) problems.push(t('job.retryRule'));
+  const backoff = String(v.retryBackoff ?? '').trim();
+  if (backoff && !(/^\d{1,5}$/.test(backoff) && Number(backoff) <= 86400)) problems.push(t('job.retryBackoffRule'));
   if (v.childJobId.trim() && !/^\d+(\s*,\s*\d+)*$/.test(v.childJobId.trim())) problems.push(t('job.childRule'));
   return problems;
 }
@@ -151,6 +154,7 @@ function toInput(v, id) {
     executorBlockStrategy: v.executorBlockStrategy,
     executorTimeout: Number(v.executorTimeout),
     executorFailRetryCount: Number(v.executorFailRetryCount),
+    retryBackoff: String(v.retryBackoff ?? '').trim() === '' ? null : Number(v.retryBackoff),
     glueType: v.glueType,
     childJobId: v.childJobId.replace(/\s+/g, ''),
   };

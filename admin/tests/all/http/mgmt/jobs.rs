@@ -1,5 +1,5 @@
-//! `/api/v1/jobs` and `/api/v1/schedule/next`: the form's validation, permissions, start/stop,
-//! trigger once, and the next-fire-time preview.
+//! `/api/v1/jobs` and `/api/v1/schedule/next`: the form's validation (jobwheel's `timeZone` and
+//! `retryBackoff` too), permissions, start/stop, trigger once, and the next-fire-time preview.
 
 use jobwheel_admin::store::{JobId, LogFilter, Page};
 use serde_json::{Value, json};
@@ -29,14 +29,15 @@ async fn a_job_is_created_read_listed_edited_and_deleted() -> anyhow::Result<()>
     env.admin_user("root").await;
     let group = env.group("app-one").await;
     let root = env.login("root").await;
-    let (status, job) =
-        root.post("/api/v1/jobs", with(form(group.0), "timeZone", json!("America/New_York"))).await;
+    let created = with(with(form(group.0), "timeZone", json!("America/New_York")), "retryBackoff", json!(30));
+    let (status, job) = root.post("/api/v1/jobs", created).await;
     assert_eq!(status, 201, "{job}");
     let id = job["id"].as_i64().expect("id");
     assert_eq!(
-        (job["triggerStatus"].as_i64(), job["timeZone"].as_str()),
-        (Some(0), Some("America/New_York"))
+        (job["triggerStatus"].as_i64(), job["timeZone"].as_str(), job["retryBackoff"].as_i64()),
+        (Some(0), Some("America/New_York"), Some(30))
     );
+    assert_eq!(root.get(&format!("/api/v1/jobs/{id}")).await.1["retryBackoff"], 30, "read back");
     assert_eq!(job["executorRouteStrategy"], "ROUND");
     assert!(job["addTime"].as_i64().is_some());
 
@@ -50,6 +51,7 @@ async fn a_job_is_created_read_listed_edited_and_deleted() -> anyhow::Result<()>
         (status, job["jobDesc"].as_str(), job["timeZone"].as_str()),
         (200, Some("weekly report"), None)
     );
+    assert_eq!(job["retryBackoff"], Value::Null, "absent: back to the admin's default");
     let (status, reply) =
         root.put(&format!("/api/v1/jobs/{id}"), with(form(group.0), "glueType", json!("GLUE_SHELL"))).await;
     assert_eq!(status, 400, "{reply}");
@@ -85,6 +87,8 @@ async fn every_form_rule_is_a_400_naming_the_field() -> anyhow::Result<()> {
         ("executorBlockStrategy", json!("PARALLEL")),
         ("executorTimeout", json!(1_000_000)),
         ("executorFailRetryCount", json!(-1)),
+        ("retryBackoff", json!(-1)),
+        ("retryBackoff", json!(86_401)),
         ("childJobId", json!("abc")),
         ("childJobId", json!("424242")),
     ];
