@@ -1,0 +1,102 @@
+//! An admin SIGKILLed between receiving callbacks and storing them loses none: 300 runs
+//! finish at once (a callback storm) while the test holds a lock on `xxl_job_log`, so the admin
+//! has the results in hand and cannot commit them; it is killed right there, and after its
+//! restart every result is recorded — the executor never heard 200, so it sends them again.
+//! Upstream answers before storing and would lose the whole storm.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::ensure;
+use chrono::Utc;
+use jobwheel_executor::{Handlers, JobContext};
+use jobwheel_tests::cluster::Daemon;
+use jobwheel_tests::databases::{FreshDatabase, Server};
+use jobwheel_tests::outcomes::log_totals;
+use jobwheel_tests::{TestExecutor, test_config, wait_until_async};
+use sqlx::Connection as _;
+use tokio::sync::Semaphore;
+
+use crate::support::{HANDLER, every_second, group};
+
+const RUNS: usize = 300;
+const JOBS: usize = 30;
+const API_TOKEN: &str = "storm-api-token-0123456789abcdef";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_killed_before_storing_a_callback_storm_loses_none_of_it() -> anyhow::Result<()> {
+    let Some(db) = FreshDatabase::create(Server::Postgres).await? else { return Ok(()) };
+    let outcome = storm(&db.url).await;
+    db.drop_it().await?;
+    outcome
+}
+
+async fn storm(url: &str) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let store = jobwheel_admin::store::connect(url).await?;
+    jobwheel_tests::fixtures::api_administrator(&*store, "ops", API_TOKEN).await?;
+    let mut admin = Daemon::start_admin(url, &dir.path().join("admin"), &[], &[]).await?;
+    let gate = Arc::new(Semaphore::new(0));
+    let mut config = test_config(&dir.path().join("executor"));
+    config.admin_addresses = vec![admin.base.clone()];
+    let mut handlers = Handlers::new();
+    let held = Arc::clone(&gate);
+    handlers.register(HANDLER, move |_ctx: JobContext| {
+        let held = Arc::clone(&held);
+        async move {
+            held.acquire().await?.forget();
+            Ok(())
+        }
+    });
+    let executor = TestExecutor::start(config, handlers).await;
+    let g = group(&*store, &format!("http://{}/", executor.addr)).await?;
+    let mut jobs = Vec::new();
+    for n in 0..JOBS {
+        let job = every_second(&*store, g, n, 0).await?;
+        store.stop_job(job, Utc::now()).await?;
+        jobs.push(job);
+    }
+    let http = reqwest::Client::new();
+    for n in 0..RUNS {
+        let trigger = format!("{}/api/v1/jobs/{}/trigger", admin.base, jobs[n % JOBS].0);
+        let response = http.post(trigger).bearer_auth(API_TOKEN).json(&serde_json::json!({})).send().await?;
+        ensure!(response.status().is_success(), "trigger {n}: {}", response.status());
+    }
+    wait_until_async(Duration::from_secs(60), "every run dispatched", || async {
+        let (logs, triggered, _) = log_totals(url).await.ok()?;
+        (logs == RUNS as i64 && triggered == RUNS as i64).then_some(())
+    })
+    .await;
+
+    // Writes to the log table wait for the test; reads do not.
+    let mut lock = sqlx::PgConnection::connect(url).await?;
+    sqlx::query("BEGIN").execute(&mut lock).await?;
+    sqlx::query("LOCK TABLE xxl_job_log IN EXCLUSIVE MODE").execute(&mut lock).await?;
+    let probe = sqlx::PgPool::connect(url).await?;
+    gate.add_permits(RUNS);
+    // The admin has received results and is waiting to store them.
+    wait_until_async(Duration::from_secs(30), "the admin storing callbacks, held by the lock", || async {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_locks WHERE NOT granted AND relation = 'xxl_job_log'::regclass",
+        )
+        .fetch_one(&probe)
+        .await
+        .ok()?;
+        (waiting > 0).then_some(())
+    })
+    .await;
+    admin.kill9().await?;
+    sqlx::query("ROLLBACK").execute(&mut lock).await?;
+    let (_, _, recorded) = log_totals(url).await?;
+    ensure!(recorded == 0, "nothing was stored before the kill ({recorded})");
+
+    admin.restart().await?;
+    let recorded = wait_until_async(Duration::from_secs(60), "every result recorded", || async {
+        let (_, _, succeeded) = log_totals(url).await.ok()?;
+        (succeeded == RUNS as i64).then_some(succeeded)
+    })
+    .await;
+    ensure!(recorded == RUNS as i64);
+    executor.stop().await?;
+    admin.stop().await
+}
