@@ -8,16 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::ensure;
-use chrono::Utc;
-use jobwheel_executor::{Handlers, JobContext};
 use jobwheel_tests::cluster::Daemon;
 use jobwheel_tests::databases::{FreshDatabase, Server};
 use jobwheel_tests::outcomes::log_totals;
-use jobwheel_tests::{TestExecutor, test_config, wait_until_async};
+use jobwheel_tests::wait_until_async;
 use sqlx::Connection as _;
 use tokio::sync::Semaphore;
 
-use crate::support::{HANDLER, every_second, group};
+use crate::support::{gated_executor, group, stopped_jobs, trigger_and_dispatch};
 
 const RUNS: usize = 300;
 const JOBS: usize = 30;
@@ -37,36 +35,10 @@ async fn storm(url: &str) -> anyhow::Result<()> {
     jobwheel_tests::fixtures::api_administrator(&*store, "ops", API_TOKEN).await?;
     let mut admin = Daemon::start_admin(url, &dir.path().join("admin"), &[], &[]).await?;
     let gate = Arc::new(Semaphore::new(0));
-    let mut config = test_config(&dir.path().join("executor"));
-    config.admin_addresses = vec![admin.base.clone()];
-    let mut handlers = Handlers::new();
-    let held = Arc::clone(&gate);
-    handlers.register(HANDLER, move |_ctx: JobContext| {
-        let held = Arc::clone(&held);
-        async move {
-            held.acquire().await?.forget();
-            Ok(())
-        }
-    });
-    let executor = TestExecutor::start(config, handlers).await;
+    let executor = gated_executor(&dir.path().join("executor"), &admin.base, &gate).await;
     let g = group(&*store, &format!("http://{}/", executor.addr)).await?;
-    let mut jobs = Vec::new();
-    for n in 0..JOBS {
-        let job = every_second(&*store, g, n, 0).await?;
-        store.stop_job(job, Utc::now()).await?;
-        jobs.push(job);
-    }
-    let http = reqwest::Client::new();
-    for n in 0..RUNS {
-        let trigger = format!("{}/api/v1/jobs/{}/trigger", admin.base, jobs[n % JOBS].0);
-        let response = http.post(trigger).bearer_auth(API_TOKEN).json(&serde_json::json!({})).send().await?;
-        ensure!(response.status().is_success(), "trigger {n}: {}", response.status());
-    }
-    wait_until_async(Duration::from_secs(60), "every run dispatched", || async {
-        let (logs, triggered, _) = log_totals(url).await.ok()?;
-        (logs == RUNS as i64 && triggered == RUNS as i64).then_some(())
-    })
-    .await;
+    let jobs = stopped_jobs(&*store, g, JOBS).await?;
+    trigger_and_dispatch(&admin.base, API_TOKEN, &jobs, RUNS, url).await?;
 
     // Writes to the log table wait for the test; reads do not.
     let mut lock = sqlx::PgConnection::connect(url).await?;

@@ -7,36 +7,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::ensure;
-use chrono::Utc;
-use jobwheel_executor::{Handlers, JobContext};
 use jobwheel_tests::cluster::Daemon;
 use jobwheel_tests::outcomes::log_totals;
-use jobwheel_tests::{TestExecutor, test_config, wait_until_async};
+use jobwheel_tests::wait_until_async;
 use tokio::sync::Semaphore;
 
-use crate::support::{HANDLER, every_second, group};
+use crate::support::{gated_executor, group, stopped_jobs, trigger_and_dispatch};
 
 const RUNS: usize = 1000;
 const JOBS: usize = 100;
 const ADMIN_DOWN: Duration = Duration::from_secs(60);
 const API_TOKEN: &str = "durability-api-token-0123456789";
-
-/// An executor whose runs wait for `gate` (so they finish while the admin is down).
-async fn gated_executor(log_dir: &std::path::Path, admin: &str, gate: &Arc<Semaphore>) -> TestExecutor {
-    let mut config = test_config(log_dir);
-    config.admin_addresses = vec![admin.to_owned()];
-    let mut handlers = Handlers::new();
-    let gate = Arc::clone(gate);
-    handlers.register(HANDLER, move |ctx: JobContext| {
-        let gate = Arc::clone(&gate);
-        async move {
-            gate.acquire().await?.forget();
-            ctx.log("done after the gate opened");
-            Ok(())
-        }
-    });
-    TestExecutor::start(config, handlers).await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_finished_while_the_admin_is_down_are_all_recorded() -> anyhow::Result<()> {
@@ -49,25 +30,8 @@ async fn results_finished_while_the_admin_is_down_are_all_recorded() -> anyhow::
     let log_dir = dir.path().join("executor");
     let executor = gated_executor(&log_dir, &admin.base, &gate).await;
     let g = group(&*store, &format!("http://{}/", executor.addr)).await?;
-    let mut jobs = Vec::new();
-    for n in 0..JOBS {
-        // Created stopped: only the manual triggers below run.
-        let job = every_second(&*store, g, n, 0).await?;
-        store.stop_job(job, Utc::now()).await?;
-        jobs.push(job);
-    }
-
-    let http = reqwest::Client::new();
-    for n in 0..RUNS {
-        let url = format!("{}/api/v1/jobs/{}/trigger", admin.base, jobs[n % JOBS].0);
-        let response = http.post(url).bearer_auth(API_TOKEN).json(&serde_json::json!({})).send().await?;
-        ensure!(response.status().is_success(), "trigger {n}: {}", response.status());
-    }
-    wait_until_async(Duration::from_secs(60), "every run dispatched", || async {
-        let (logs, triggered, _) = log_totals(&url).await.ok()?;
-        (logs == RUNS as i64 && triggered == RUNS as i64).then_some(())
-    })
-    .await;
+    let jobs = stopped_jobs(&*store, g, JOBS).await?;
+    trigger_and_dispatch(&admin.base, API_TOKEN, &jobs, RUNS, &url).await?;
 
     // The admin goes away; the runs finish and their callbacks are spooled.
     admin.stop().await?;

@@ -1,8 +1,15 @@
-//! Jobs and an in-process executor shared by the HA and durability tests.
+//! Jobs, in-process executors and manual triggers shared by the HA and durability tests.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::ensure;
+use chrono::Utc;
 use jobwheel_admin::store::{Group, GroupId, JobId, Store};
 use jobwheel_executor::{Handlers, JobContext};
-use jobwheel_tests::{TestExecutor, test_config};
+use jobwheel_tests::outcomes::log_totals;
+use jobwheel_tests::{TestExecutor, test_config, wait_until_async};
+use tokio::sync::Semaphore;
 
 /// The BEAN handler of every job here: succeeds at once.
 pub(crate) const HANDLER: &str = "haNoop";
@@ -42,4 +49,65 @@ pub(crate) async fn every_second(
     job.trigger_status = 1;
     job.trigger_next_time = first_fire_ms;
     Ok(store.add_job(&job).await?)
+}
+
+/// An executor reporting to `admin` whose runs each wait for a permit of `gate`, so the test
+/// decides when they finish.
+pub(crate) async fn gated_executor(
+    log_dir: &std::path::Path,
+    admin: &str,
+    gate: &Arc<Semaphore>,
+) -> TestExecutor {
+    let mut config = test_config(log_dir);
+    config.admin_addresses = vec![admin.to_owned()];
+    let mut handlers = Handlers::new();
+    let gate = Arc::clone(gate);
+    handlers.register(HANDLER, move |ctx: JobContext| {
+        let gate = Arc::clone(&gate);
+        async move {
+            gate.acquire().await?.forget();
+            ctx.log("done after the gate opened");
+            Ok(())
+        }
+    });
+    TestExecutor::start(config, handlers).await
+}
+
+/// `count` stopped jobs of `group`: only manual triggers run them.
+pub(crate) async fn stopped_jobs(
+    store: &dyn Store,
+    group: GroupId,
+    count: usize,
+) -> anyhow::Result<Vec<JobId>> {
+    let mut jobs = Vec::new();
+    for n in 0..count {
+        let job = every_second(store, group, n, 0).await?;
+        store.stop_job(job, Utc::now()).await?;
+        jobs.push(job);
+    }
+    Ok(jobs)
+}
+
+/// Triggers `runs` runs round-robin over `jobs` through the management API of the admin at
+/// `base`, and waits until the database at `url` shows every one dispatched.
+pub(crate) async fn trigger_and_dispatch(
+    base: &str,
+    token: &str,
+    jobs: &[JobId],
+    runs: usize,
+    url: &str,
+) -> anyhow::Result<()> {
+    let http = reqwest::Client::new();
+    for n in 0..runs {
+        let trigger = format!("{base}/api/v1/jobs/{}/trigger", jobs[n % jobs.len()].0);
+        let response = http.post(trigger).bearer_auth(token).json(&serde_json::json!({})).send().await?;
+        ensure!(response.status().is_success(), "trigger {n}: {}", response.status());
+    }
+    let expected = i64::try_from(runs)?;
+    wait_until_async(Duration::from_secs(60), "every run dispatched", || async {
+        let (logs, triggered, _) = log_totals(url).await.ok()?;
+        (logs == expected && triggered == expected).then_some(())
+    })
+    .await;
+    Ok(())
 }

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use jobwheel_admin::alarm::Alarmer;
 use jobwheel_admin::clock::ManualClock;
-use jobwheel_admin::engine::{Recovery, ring_second};
+use jobwheel_admin::engine::{Engine, Recovery, ring_second};
+use jobwheel_admin::store::{JobId, Store};
+use tokio::sync::Notify;
 
 use crate::engine::support::{Db, FakeExecutor, T0, engine_with, group, job, logs, wait_for};
 
@@ -17,7 +19,20 @@ const A: &str = "http://a:9999/";
 const B: &str = "http://b:9999/";
 const C: &str = "http://c:9999/";
 
-async fn unfired_shards_are_recovered(db: &Db) -> anyhow::Result<()> {
+/// Two admins on `db`, a broadcast job over three executors due at T0 + 2 s, and admin A stuck
+/// on shard 0's `/run` after claiming and splitting the trigger.
+struct Stuck {
+    store_a: Arc<dyn Store>,
+    store_b: Arc<dyn Store>,
+    fake: Arc<FakeExecutor>,
+    a: Arc<Engine>,
+    b: Arc<Engine>,
+    id: JobId,
+    /// Lets A's shard 0 return.
+    release: Arc<Notify>,
+}
+
+async fn stuck_on_shard_zero(db: &Db, misfire_strategy: &str) -> anyhow::Result<Stuck> {
     let store_a = db.connect().await?;
     let store_b = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
@@ -27,9 +42,9 @@ async fn unfired_shards_are_recovered(db: &Db) -> anyhow::Result<()> {
     let mut broadcast = job(g, T0 + 2000);
     broadcast.schedule_conf = Some("0 0 * * * ?".to_owned());
     broadcast.executor_route_strategy = Some("SHARDING_BROADCAST".to_owned());
+    broadcast.misfire_strategy = misfire_strategy.to_owned();
     let id = store_a.add_job(&broadcast).await?;
 
-    // A claims the trigger and fires it; shard 0's /run never returns.
     let release = fake.hold_runs_at(A);
     assert_eq!(a.schedule_cycle(T0).await?.fires.len(), 1);
     a.drain_ring(ring_second(T0 + 2000));
@@ -37,6 +52,12 @@ async fn unfired_shards_are_recovered(db: &Db) -> anyhow::Result<()> {
         Ok((fake.runs().len() == 1).then_some(()))
     })
     .await?;
+    Ok(Stuck { store_a, store_b, fake, a, b, id, release })
+}
+
+async fn unfired_shards_are_recovered(db: &Db) -> anyhow::Result<()> {
+    // A claims the trigger and fires it; shard 0's /run never returns.
+    let Stuck { store_a, store_b, fake, a, b, id, release } = stuck_on_shard_zero(db, "DO_NOTHING").await?;
     let pending = store_b.pending_claims(i64::MAX).await?;
     let mut shards: Vec<Option<&str>> = pending.iter().map(|c| c.shard.as_deref()).collect();
     shards.sort_unstable();
@@ -68,25 +89,7 @@ async fn unfired_shards_are_recovered(db: &Db) -> anyhow::Result<()> {
 /// A broadcast whose admin dies between shards and is recovered more than 5 s late follows
 /// misfire FIRE_ONCE_NOW: every unfired shard of that fire time fires, as one trigger would.
 async fn late_shards_misfire_together(db: &Db) -> anyhow::Result<()> {
-    let store_a = db.connect().await?;
-    let store_b = db.connect().await?;
-    let fake = Arc::new(FakeExecutor::default());
-    let a = engine_with(store_a.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
-    let b = engine_with(store_b.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
-    let g = group(&*store_a, "app", &[A, B, C]).await?;
-    let mut broadcast = job(g, T0 + 2000);
-    broadcast.schedule_conf = Some("0 0 * * * ?".to_owned());
-    broadcast.executor_route_strategy = Some("SHARDING_BROADCAST".to_owned());
-    broadcast.misfire_strategy = "FIRE_ONCE_NOW".to_owned();
-    let id = store_a.add_job(&broadcast).await?;
-
-    let _release = fake.hold_runs_at(A);
-    assert_eq!(a.schedule_cycle(T0).await?.fires.len(), 1);
-    a.drain_ring(ring_second(T0 + 2000));
-    wait_for(Duration::from_secs(10), "shard 0 at its executor", || async {
-        Ok((fake.runs().len() == 1).then_some(()))
-    })
-    .await?;
+    let Stuck { store_a, fake, b, id, .. } = stuck_on_shard_zero(db, "FIRE_ONCE_NOW").await?;
     let done = b.recover_claims(T0 + 20_000).await?;
     assert_eq!(done.len(), 2, "{done:?}");
     assert!(done.iter().all(|(_, r)| *r == Recovery::FiredMisfire));
