@@ -79,6 +79,10 @@ impl EngineCore {
 
 #[async_trait]
 impl AdminCore for EngineCore {
+    fn readiness(&self) -> Result<(), String> {
+        self.engine.scheduler_readiness()
+    }
+
     async fn wasm_version_changed(&self, job_id: JobId) {
         self.engine.prepare_wasm(job_id);
     }

@@ -53,12 +53,14 @@ pub async fn run(
         callback_stop.clone(),
     );
     spawn_cleaner(&background, logs.root().to_path_buf(), config.log_retention_days, background_stop.clone());
-    if client.is_configured() {
+    let registered = client.is_configured().then(|| Arc::new(std::sync::atomic::AtomicBool::new(false)));
+    if let Some(flag) = &registered {
         background.spawn(heartbeat::run(
             client.clone(),
             config.app_name.clone(),
             address.clone(),
             config.timings.registry_interval,
+            Arc::clone(flag),
             background_stop.clone(),
         ));
     }
@@ -92,6 +94,7 @@ pub async fn run(
         logs,
         access_token: config.access_token.clone(),
         path_prefix: config.path_prefix.clone(),
+        registered,
     });
 
     let server_stop = CancellationToken::new();

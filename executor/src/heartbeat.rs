@@ -1,6 +1,8 @@
 //! Registry heartbeat: registers the executor with the admins every 30 s and deregisters it
 //! once on graceful shutdown (upstream `ExecutorRegistryThread`).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jobwheel_protocol::admin_api::paths;
@@ -11,12 +13,14 @@ use tracing::Instrument;
 use crate::admin_client::AdminClient;
 
 /// Runs until `shutdown`, then sends one `registryRemove`. Registers immediately at start so a
-/// new executor is routable without waiting for the first interval.
+/// new executor is routable without waiting for the first interval. `registered` follows the
+/// outcome of the last beat (`/readyz`).
 pub(crate) async fn run(
     client: AdminClient,
     app_name: String,
     address: String,
     interval: Duration,
+    registered_flag: Arc<AtomicBool>,
     shutdown: CancellationToken,
 ) {
     let param = RegistryParam {
@@ -28,7 +32,9 @@ pub(crate) async fn run(
     async move {
         let mut registered = false;
         loop {
-            match client.post(paths::REGISTRY, &param).await {
+            let beat = client.post(paths::REGISTRY, &param).await;
+            registered_flag.store(beat.is_ok(), Ordering::Relaxed);
+            match beat {
                 Ok(()) if !registered => {
                     tracing::info!("registered with admin");
                     registered = true;
@@ -45,7 +51,10 @@ pub(crate) async fn run(
             }
         }
         match client.post(paths::REGISTRY_REMOVE, &param).await {
-            Ok(()) => tracing::info!("deregistered from admin"),
+            Ok(()) => {
+                registered_flag.store(false, Ordering::Relaxed);
+                tracing::info!("deregistered from admin");
+            }
             Err(e) => tracing::warn!(error = %e, "registryRemove failed"),
         }
     }

@@ -3,17 +3,22 @@
 //!
 //! Dispatch is one handler that validates in upstream's order — method, path, token, route —
 //! because upstream peers expect exactly those messages, and every reply is HTTP 200 with the
-//! outcome in the JSON envelope.
+//! outcome in the JSON envelope. Two jobwheel additions come first and answer `GET` without a
+//! token, for service managers and probes: `/healthz` (the process serves HTTP) and `/readyz`
+//! (registered with an admin, or no admin configured; else 503). Upstream answers any `GET`
+//! with its "HttpMethod not support." envelope, which no peer relies on for these paths.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Method, Request, header};
+use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
 use jobwheel_protocol::envelope::Envelope;
 use jobwheel_protocol::{ACCESS_TOKEN_HEADER, ExecutorRequest, ExecutorRequestError};
+use serde_json::json;
 use subtle::ConstantTimeEq;
 
 use crate::joblog::{LogDir, read_log};
@@ -30,14 +35,35 @@ pub(crate) struct ApiState {
     pub(crate) access_token: Option<String>,
     /// e.g. `/xxl-job-executor`; empty for none. Never ends with `/`.
     pub(crate) path_prefix: String,
+    /// Whether the last registry beat reached an admin; `None` when no admin is configured.
+    pub(crate) registered: Option<Arc<AtomicBool>>,
 }
 
 pub(crate) fn router(state: Arc<ApiState>) -> Router {
     Router::new().fallback(dispatch).with_state(state)
 }
 
+/// `GET /readyz`: ready once a registry beat reached an admin (and while they keep doing so).
+fn readiness(state: &ApiState) -> Response {
+    let (ready, admin) = match &state.registered {
+        None => (true, "none configured"),
+        Some(flag) if flag.load(Ordering::Relaxed) => (true, "registered"),
+        Some(_) => (false, "not registered: the last registry beat reached no admin"),
+    };
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let body = json!({"status": if ready { "ready" } else { "not ready" }, "checks": {"admin": admin}});
+    (status, Json(body)).into_response()
+}
+
 async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) -> Response {
     let (parts, body) = request.into_parts();
+    if parts.method == Method::GET {
+        match parts.uri.path() {
+            "/healthz" => return (StatusCode::OK, Json(json!({"status": "up"}))).into_response(),
+            "/readyz" => return readiness(&state),
+            _ => {}
+        }
+    }
     if parts.method != Method::POST {
         return reply(&Envelope::<()>::fail("invalid request, HttpMethod not support."));
     }

@@ -106,6 +106,8 @@ pub struct Engine {
     last_clean_ms: Mutex<i64>,
     /// Group commit of the trigger path's store calls.
     batches: batch::Batches,
+    /// When the schedule thread last began a pass (epoch ms; 0 = not started): readiness.
+    schedule_beat_ms: std::sync::atomic::AtomicI64,
     tracker: TaskTracker,
 }
 
@@ -143,6 +145,7 @@ impl Engine {
             in_flight: Mutex::new(HashSet::new()),
             last_clean_ms: Mutex::new(0),
             batches: batch::Batches::default(),
+            schedule_beat_ms: std::sync::atomic::AtomicI64::new(0),
             tracker,
         })
     }

@@ -54,6 +54,7 @@ impl Engine {
     /// Upstream's schedule thread: a pre-read per cycle (plus claim recovery), then sleep to
     /// the next whole second — or five seconds ahead when nothing was due.
     async fn schedule_loop(self: Arc<Self>, shutdown: CancellationToken) {
+        self.schedule_beat();
         let first = 5000 - self.config.now_ms().rem_euclid(1000);
         if sleep_or_stop(ms(first), &shutdown).await {
             return;
@@ -65,6 +66,7 @@ impl Engine {
         while !shutdown.is_cancelled() {
             let started = Instant::now();
             let now_ms = self.config.now_ms();
+            self.schedule_beat();
             if now_ms >= next_cycle_ms {
                 let found = match self.schedule_cycle(now_ms).await {
                     Ok(report) => report.pre_read > 0,
@@ -152,5 +154,28 @@ async fn sleep_or_stop(pause: Duration, shutdown: &CancellationToken) -> bool {
     tokio::select! {
         () = shutdown.cancelled() => true,
         () = tokio::time::sleep(pause) => false,
+    }
+}
+
+/// A schedule thread whose last pass began longer ago than this is reported as stalled.
+const SCHEDULE_STALL_MS: i64 = 15_000;
+
+impl Engine {
+    fn schedule_beat(&self) {
+        self.schedule_beat_ms.store(self.config.now_ms(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Readiness of the schedule thread: running (scheduling, or standing by while another
+    /// admin holds the schedule lock — both begin a pass every second or so), or why not.
+    pub fn scheduler_readiness(&self) -> Result<(), String> {
+        let beat = self.schedule_beat_ms.load(std::sync::atomic::Ordering::Relaxed);
+        if beat == 0 {
+            return Err("the scheduler has not started".to_owned());
+        }
+        let since = self.config.now_ms() - beat;
+        if since > SCHEDULE_STALL_MS {
+            return Err(format!("the scheduler's last pass began {} s ago", since / 1000));
+        }
+        Ok(())
     }
 }

@@ -68,6 +68,12 @@ pub trait AdminCore: Send + Sync + 'static {
         Err(no_engine())
     }
 
+    /// Whether the core's background work runs (`/readyz`): `Err` says what does not. Cores
+    /// without a scheduler are ready.
+    fn readiness(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Stops whatever the core runs in the background. Called once at shutdown, after every
     /// callback request received was applied and answered.
     async fn shutdown(&self) {}

@@ -17,6 +17,7 @@ pub mod api;
 mod callback_queue;
 pub mod core;
 pub mod error;
+mod health;
 mod mgmt;
 mod registrations;
 mod token;
@@ -66,6 +67,8 @@ pub(crate) fn router(state: Arc<HttpState>) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(mgmt::MAX_JSON_BYTES))
         .layer(axum::middleware::from_fn(mgmt::json_errors));
     Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
         .merge(management)
         .merge(executor_api.clone())
         .nest(LEGACY_CONTEXT_PATH, executor_api)

@@ -70,6 +70,7 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
 }
 
 /// Everything the admin stores. Object-safe: the admin holds an `Arc<dyn Store>`.
+#[async_trait]
 pub trait Store:
     GroupStore
     + JobStore
@@ -85,6 +86,9 @@ pub trait Store:
 {
     /// The database behind this store.
     fn backend(&self) -> Backend;
+    /// One cheap read of upstream's lock table: the database answers and the schema is there
+    /// (the readiness probe).
+    async fn ping(&self) -> Result<(), StoreError>;
 }
 
 /// Executor groups (`xxl_job_group`) and executor registrations (`xxl_job_registry`).

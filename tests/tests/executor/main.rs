@@ -6,6 +6,7 @@ mod builtin;
 mod config;
 mod daemon;
 mod delivery;
+mod health;
 mod limits;
 mod logs;
 mod sandbox;

@@ -7,8 +7,9 @@
 //! [`Backend`](super::Backend); everything else is one code path.
 
 use super::db::Ex;
+use super::dialect::Sql;
 use super::pool::Db;
-use super::{Backend, Store};
+use super::{Backend, Store, StoreError};
 
 // Column lists as macros so that statements stay `static`s built with `concat!`.
 
@@ -62,8 +63,17 @@ impl SqlStore {
     }
 }
 
+/// The readiness probe's read.
+static PING: Sql = Sql::new("SELECT I64(COUNT(*)) FROM xxl_job_lock");
+
+#[async_trait::async_trait]
 impl Store for SqlStore {
     fn backend(&self) -> Backend {
         self.db.backend()
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        let _: Option<i64> = self.ex().fetch_value(&PING, &[]).await?;
+        Ok(())
     }
 }

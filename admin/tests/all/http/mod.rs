@@ -23,6 +23,7 @@ mod demo;
 mod engine;
 mod executor;
 mod first_start;
+pub(crate) mod health;
 mod interop;
 mod mgmt;
 mod servers;

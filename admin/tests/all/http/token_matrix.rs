@@ -82,6 +82,7 @@ async fn the_admins_executor_facing_matrix_holds() -> anyhow::Result<()> {
     let digest = hex::encode(Sha256::digest(&module));
 
     let http = reqwest::Client::new();
+    crate::http::health::wait_ready(&http, &env.admin.base).await;
     let registry = json!({"registryGroup": "EXECUTOR", "registryKey": "matrix-app", "registryValue": "http://127.0.0.1:9/"});
     for row in table("admin-executor") {
         let path = row.path.replace("{digest}", &digest);
@@ -133,6 +134,7 @@ async fn the_executor_matrix_holds() -> anyhow::Result<()> {
                     "logId": log_id, "logDateTime": now, "glueType": "BEAN", "glueSource": "",
                     "glueUpdatetime": now, "broadcastIndex": 0, "broadcastTotal": 1
                 }),
+                "/healthz" | "/readyz" => Value::Null,
                 other => panic!("no request body for executor path {other}"),
             };
             let answer = send(&http, &base, &row, &row.path, &body, credentials).await;
