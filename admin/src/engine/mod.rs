@@ -8,7 +8,7 @@
 //!
 //! | file | upstream |
 //! |---|---|
-//! | `schedule.rs` (the pre-read), `ring.rs` (+ draining), `claims.rs`, `recover.rs`, `misfire.rs` | `JobScheduleHelper` (+ durable claims) |
+//! | `schedule.rs` (the pre-read), `ring.rs` (+ draining), `claims.rs`, `recover.rs`, `misfire.rs`, `missed.rs` | `JobScheduleHelper` (+ durable claims, missed-fire rows) |
 //! | `start.rs`, `fix_delay.rs` | `JobInfoController.start`'s first fire time; FIX_DELAY's reschedule after a run |
 //! | `pool.rs`, `trigger.rs`, `trigger_msg.rs` | `JobTriggerPoolHelper`, `XxlJobTrigger` |
 //! | `complete.rs` | `JobCompleteHelper`, `XxlJobCompleter`, log kill |
@@ -35,6 +35,7 @@ mod fix_delay;
 mod grant;
 mod i18n;
 mod misfire;
+mod missed;
 mod pool;
 mod prepare;
 mod recover;

@@ -13,6 +13,9 @@
 //! between shards: it fires that shard only, routed like upstream's retry of one shard. Under
 //! `FIRE_ONCE_NOW` every left shard of the newest fire time fires.
 //!
+//! Claims that `DO_NOTHING` discards are recorded as one missed-fire row of the job
+//! (`missed.rs`), which raises its alarm once.
+//!
 //! The job's `trigger_next_time` was already advanced when the claim was taken, so nothing is
 //! refreshed — except a FIX_DELAY job parked for a run that is now discarded, which is
 //! rescheduled from now. Firing goes through `consume_claim_and_insert_log`, so even if the
@@ -81,10 +84,10 @@ impl Engine {
         now_ms: i64,
     ) -> Result<Vec<(ClaimId, Recovery)>, EngineError> {
         tracing::warn!(job_id = job_id.0, claims = claims.len(), "schedule misfire of recovered claims");
-        let fire_once = match self.store.load_job(job_id).await? {
-            Some(job) => MisfireStrategy::of(&job.job.misfire_strategy) == MisfireStrategy::FireOnceNow,
-            None => false,
-        };
+        let job = self.store.load_job(job_id).await?;
+        let fire_once = job
+            .as_ref()
+            .is_some_and(|j| MisfireStrategy::of(&j.job.misfire_strategy) == MisfireStrategy::FireOnceNow);
         // pending_claims orders by fire time: the newest are last. The newest fire time may
         // hold several claims: the unfired shards of one broadcast trigger, which fire together.
         let newest = match claims.last() {
@@ -96,10 +99,19 @@ impl Engine {
             _ => Vec::new(),
         };
         let mut done = Vec::new();
+        let mut skipped_times = std::collections::BTreeSet::new();
         for claim in claims {
             if self.store.discard_claim(claim.id).await? {
                 done.push((claim.id, Recovery::Discarded));
+                skipped_times.insert(claim.fire_time_ms);
             }
+        }
+        // Skipped by DO_NOTHING (not superseded by a FIRE_ONCE_NOW fire): one missed-fire row
+        // for the job. Only the admin whose discards succeeded gets here with times.
+        if let (Some(job), Some(first), true) = (&job, skipped_times.first(), newest.is_empty())
+            && let Err(e) = self.record_missed_fire(job, *first, skipped_times.len(), now_ms).await
+        {
+            tracing::error!(job_id = job_id.0, error = %e, "cannot record a missed fire");
         }
         if newest.is_empty() {
             // Nothing of this job fires: a FIX_DELAY job parked for it must not wait forever.

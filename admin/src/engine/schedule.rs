@@ -63,6 +63,8 @@ pub struct CycleReport {
 struct JobPlan {
     fires: Vec<(i64, TriggerType, Placement)>,
     misfired: bool,
+    /// The fire time `DO_NOTHING` skipped, recorded as a missed fire (`missed.rs`).
+    skipped: Option<i64>,
     update: TriggerTimeUpdate,
 }
 
@@ -111,12 +113,15 @@ fn plan_job(job: &JobRow, now_ms: i64, tz: Tz) -> JobPlan {
     let mut times = Times { last: job.job.trigger_last_time, next, stopped: false };
     let mut fires = Vec::new();
     let mut misfired = false;
+    let mut skipped = None;
     if now_ms > next + PRE_READ_MS {
         misfired = true;
         tracing::warn!(job_id = job.id.0, next, "schedule misfire");
         let fire_once = MisfireStrategy::of(&job.job.misfire_strategy) == MisfireStrategy::FireOnceNow;
         if fire_once {
             fires.push((now_ms, TriggerType::Misfire, Placement::Now));
+        } else {
+            skipped = Some(next);
         }
         if fire_once && waits {
             times.park();
@@ -149,7 +154,7 @@ fn plan_job(job: &JobRow, now_ms: i64, tz: Tz) -> JobPlan {
         trigger_next_time: times.next,
         stop: times.stopped,
     };
-    JobPlan { fires, misfired, update }
+    JobPlan { fires, misfired, skipped, update }
 }
 
 impl Engine {
@@ -163,10 +168,14 @@ impl Engine {
         let mut report = CycleReport { pre_read: jobs.len(), ..CycleReport::default() };
         let mut planned = Vec::new();
         let mut claims = Vec::new();
+        let mut skipped = Vec::new();
         for job in &jobs {
             let plan = plan_job(job, now_ms, self.job_time_zone(job));
             if plan.misfired {
                 report.misfired.push(job.id);
+            }
+            if let Some(missed_ms) = plan.skipped {
+                skipped.push((job, missed_ms));
             }
             for (fire_time_ms, trigger_type, placement) in plan.fires {
                 claims.push(NewClaim { job_id: job.id, fire_time_ms, claimed_at_ms: now_ms });
@@ -179,6 +188,12 @@ impl Engine {
         }
         let claim_ids = if claims.is_empty() { Vec::new() } else { tx.insert_claims(&claims).await? };
         tx.commit().await?;
+        // After the commit, so only the admin whose pre-read advanced the job records the skip.
+        for (job, missed_ms) in skipped {
+            if let Err(e) = self.record_missed_fire(job, missed_ms, 1, now_ms).await {
+                tracing::error!(job_id = job.id.0, error = %e, "cannot record a missed fire");
+            }
+        }
 
         for ((job_id, fire_time_ms, trigger_type, placement), claim) in planned.into_iter().zip(claim_ids) {
             report.fires.push(PlannedFire { job_id, claim, fire_time_ms, trigger_type, placement });

@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::ensure;
-use chrono::Utc;
 use jobwheel_admin::store::{Group, GroupId, JobId, Store};
 use jobwheel_executor::{Handlers, JobContext};
 use jobwheel_tests::outcomes::log_totals;
@@ -73,7 +72,8 @@ pub(crate) async fn gated_executor(
     TestExecutor::start(config, handlers).await
 }
 
-/// `count` stopped jobs of `group`: only manual triggers run them.
+/// `count` stopped jobs of `group` (created stopped, so no pre-read ever finds them due and
+/// records a missed fire): only manual triggers run them.
 pub(crate) async fn stopped_jobs(
     store: &dyn Store,
     group: GroupId,
@@ -81,9 +81,8 @@ pub(crate) async fn stopped_jobs(
 ) -> anyhow::Result<Vec<JobId>> {
     let mut jobs = Vec::new();
     for n in 0..count {
-        let job = every_second(store, group, n, 0).await?;
-        store.stop_job(job, Utc::now()).await?;
-        jobs.push(job);
+        let job = jobwheel_tests::fixtures::bean_job(group, &format!("manual {n}"), HANDLER);
+        jobs.push(store.add_job(&job).await?);
     }
     Ok(jobs)
 }

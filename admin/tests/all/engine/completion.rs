@@ -172,7 +172,7 @@ async fn smtp_sink() -> anyhow::Result<(u16, Arc<Mutex<Vec<String>>>)> {
 }
 
 /// A webhook receiver keeping every JSON body.
-async fn webhook_receiver() -> anyhow::Result<(String, Arc<Mutex<Vec<serde_json::Value>>>)> {
+pub(crate) async fn webhook_receiver() -> anyhow::Result<(String, Arc<Mutex<Vec<serde_json::Value>>>)> {
     let bodies = Arc::new(Mutex::new(Vec::new()));
     let store = bodies.clone();
     let app = axum::Router::new().route(

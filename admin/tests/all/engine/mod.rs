@@ -5,7 +5,8 @@
 
 mod broadcast_recovery;
 mod client;
-mod completion;
+pub(crate) mod completion;
+mod missed_fire;
 mod real_executor;
 mod scheduler;
 mod support;

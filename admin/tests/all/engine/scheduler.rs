@@ -97,7 +97,9 @@ async fn misfire_do_nothing_skips_and_fire_once_now_fires_as_misfire() -> anyhow
         assert_eq!(load(&*store, id).await?.trigger_next_time, T0 + 3_600_000);
     }
     engine.wait_triggers_idle().await;
-    assert!(logs(&*store, skip).await?.is_empty());
+    // DO_NOTHING ran nothing; the skip is a missed-fire row (engine::missed_fire tests more).
+    let skipped = logs(&*store, skip).await?;
+    assert_eq!((skipped.len(), skipped[0].trigger_code), (1, 500));
     let rows = logs(&*store, once).await?;
     assert_eq!(rows.len(), 1);
     assert!(rows[0].trigger_msg.as_deref().unwrap_or_default().contains("调度过期补偿"));
@@ -301,7 +303,9 @@ async fn recovery_contract(db: &Db) -> anyhow::Result<()> {
     let misfired = logs(&*store_a, late).await?;
     assert_eq!(misfired.len(), 2);
     assert!(misfired[1].trigger_msg.as_deref().unwrap_or_default().contains("调度过期补偿"));
-    assert_eq!(logs(&*store_a, lost).await?.len(), 1, "DO_NOTHING discards");
+    let lost_rows = logs(&*store_a, lost).await?;
+    assert_eq!(lost_rows.len(), 2, "DO_NOTHING discards, and records the skip as a missed fire");
+    assert_eq!((lost_rows[1].trigger_code, lost_rows[1].handle_code), (500, 0));
     assert!(store_a.pending_claims(i64::MAX).await?.is_empty());
     // Fired and discarded claims are purged later; pending ones never are.
     assert!(store_a.purge_claims(i64::MAX).await? >= 4);
