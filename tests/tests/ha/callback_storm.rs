@@ -46,10 +46,14 @@ async fn storm(url: &str) -> anyhow::Result<()> {
     sqlx::query("LOCK TABLE xxl_job_log IN EXCLUSIVE MODE").execute(&mut lock).await?;
     let probe = sqlx::PgPool::connect(url).await?;
     gate.add_permits(RUNS);
-    // The admin has received results and is waiting to store them.
+    // The admin has received results and is waiting to store them: a backend waits on the
+    // table with the callback store's statement (it reads `handle_code` under a row lock; the
+    // monitors' statements do not mention it).
     wait_until_async(Duration::from_secs(30), "the admin storing callbacks, held by the lock", || async {
         let waiting: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM pg_locks WHERE NOT granted AND relation = 'xxl_job_log'::regclass",
+            "SELECT COUNT(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+             WHERE NOT l.granted AND l.relation = 'xxl_job_log'::regclass \
+             AND a.query LIKE '%handle_code%' AND a.query LIKE '%FOR UPDATE%'",
         )
         .fetch_one(&probe)
         .await
