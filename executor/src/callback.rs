@@ -183,12 +183,7 @@ impl Delivery {
             .collect();
         let journaled = self.journal(finished.into_iter().map(|f| f.result).collect()).await;
         if !ends.is_empty() {
-            let _ = tokio::task::spawn_blocking(move || {
-                for (path, line) in &ends {
-                    append_line(path, line);
-                }
-            })
-            .await;
+            append_lines(ends).await;
         }
         journaled
     }
@@ -304,12 +299,20 @@ impl Delivery {
 
     /// Appends `note` to the job log of every item in `batch`, off the async threads.
     async fn note_in_logs(&self, batch: Vec<HandleCallbackParam>, note: String) {
-        let logs = self.logs.clone();
-        let _ = tokio::task::spawn_blocking(move || {
-            for item in &batch {
-                append_line(&logs.file_for(item.log_date_tim, item.log_id), &note);
-            }
-        })
-        .await;
+        let lines = batch
+            .iter()
+            .map(|item| (self.logs.file_for(item.log_date_tim, item.log_id), note.clone()))
+            .collect();
+        append_lines(lines).await;
     }
+}
+
+/// Appends each line to its job log, off the async threads.
+async fn append_lines(lines: Vec<(PathBuf, String)>) {
+    let _ = tokio::task::spawn_blocking(move || {
+        for (path, line) in &lines {
+            append_line(path, line);
+        }
+    })
+    .await;
 }

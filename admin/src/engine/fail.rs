@@ -44,13 +44,15 @@ impl Engine {
     pub async fn handle_failures(self: &Arc<Self>, now_ms: i64) -> Result<Vec<FailHandled>, EngineError> {
         let mut handled = Vec::new();
         for log_id in self.store.failed_log_ids(FAIL_BATCH).await? {
-            if !self.backoff_over(log_id, now_ms).await? {
+            // Read once: a failed log's trigger and result no longer change, only its
+            // `alarm_status`, which the claim below decides on in the database.
+            let Some(log) = self.store.load_log(log_id).await? else { continue };
+            if !self.backoff_over(&log, now_ms).await? {
                 continue;
             }
             if !self.store.claim_alarm(log_id).await? {
                 continue; // another admin took it
             }
-            let Some(log) = self.store.load_log(log_id).await? else { continue };
             handled.push(self.handle_failure(log).await?);
         }
         Ok(handled)
@@ -58,8 +60,7 @@ impl Engine {
 
     /// Whether the job's retry backoff (its own, else `retry_backoff`) has passed since the
     /// log's result (or trigger, if it never ran).
-    async fn backoff_over(&self, log_id: LogId, now_ms: i64) -> Result<bool, EngineError> {
-        let Some(log) = self.store.load_log(log_id).await? else { return Ok(false) };
+    async fn backoff_over(&self, log: &LogRow, now_ms: i64) -> Result<bool, EngineError> {
         let backoff_ms = match self.store.job_retry_backoff(log.job_id).await? {
             Some(secs) => i64::from(secs) * 1000,
             None => i64::try_from(self.config.retry_backoff.as_millis()).unwrap_or(i64::MAX),
