@@ -23,13 +23,15 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
 fi
-# A third-party executor for the interop tests: pyxxl from PyPI, in a venv kept beside the build.
+# A third-party executor for the interop tests (pyxxl from PyPI) and the Prometheus project's
+# OpenMetrics parser for the /metrics tests (prometheus-client), in a venv kept beside the build.
 venv="$(realpath -m "${CARGO_TARGET_DIR:-target}")/pyxxl-venv"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyxxl' 2>/dev/null; then
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyxxl, prometheus_client' 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check 'pyxxl==0.4.8'
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'pyxxl==0.4.8' 'prometheus-client==0.21.1'
 fi
 export JOBWHEEL_PYXXL_PYTHON="$venv/bin/python"
+export JOBWHEEL_OPENMETRICS_PYTHON="$venv/bin/python"
 
 # Guest toolchains for the Python and JavaScript sample components (sample-jobs/components),
 # kept beside the build: componentize-py from PyPI, componentize-js from npm, both pinned. The

@@ -19,6 +19,7 @@ use tracing::Instrument as _;
 
 use crate::config::AdminConfig;
 use crate::http::{self, AccessToken, AdminCore, CallbackQueue, HttpState, RecentRegistrations};
+use crate::metrics::AdminMetrics;
 use crate::sealing::SecretBox;
 use crate::secrets::{self, TokenSource};
 use crate::store::{self, Store};
@@ -32,6 +33,8 @@ pub struct CoreContext {
     pub admin_address: String,
     /// Opens the secret values a Wasm job's trigger carries.
     pub secret_box: Arc<SecretBox>,
+    /// Where the core counts what it does (`/metrics`).
+    pub metrics: Arc<AdminMetrics>,
 }
 
 /// Runs the admin on `listener` until `shutdown` resolves, then shuts down gracefully.
@@ -74,11 +77,13 @@ where
         }
     }
 
+    let metrics = Arc::new(AdminMetrics::new());
     let core = make_core(CoreContext {
         store: Arc::clone(&store),
         access_token: secrets.access_token.clone(),
         admin_address: admin_url(local),
         secret_box: Arc::clone(&secret_box),
+        metrics: Arc::clone(&metrics),
     })
     .context("cannot start the admin core")?;
     let tasks = TaskTracker::new();
@@ -96,17 +101,40 @@ where
         lang: config.i18n,
         module_info: http::ModuleInfoCache::default(),
         secret_box,
+        metrics,
     });
     drop(secrets);
+    let metrics_listener = match config.metrics_listen {
+        Some(address) => Some(
+            TcpListener::bind(address)
+                .await
+                .with_context(|| format!("cannot listen on {address} (--metrics-listen)"))?,
+        ),
+        None => None,
+    };
 
     let server_stop = CancellationToken::new();
     let mut server = tokio::spawn(
         // The peer address feeds the login throttle.
-        axum::serve(listener, http::router(state).into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(server_stop.clone().cancelled_owned())
-            .into_future()
-            .in_current_span(),
+        axum::serve(
+            listener,
+            http::router(Arc::clone(&state)).into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(server_stop.clone().cancelled_owned())
+        .into_future()
+        .in_current_span(),
     );
+    if let Some(listener) = metrics_listener {
+        let address = listener.local_addr().context("metrics listener has no local address")?;
+        tracing::info!(%address, "serving /metrics without credentials (--metrics-listen)");
+        // Ends with the process; it holds no state worth a graceful stop.
+        tokio::spawn(
+            axum::serve(listener, http::metrics_router(Arc::clone(&state)))
+                .with_graceful_shutdown(server_stop.clone().cancelled_owned())
+                .into_future()
+                .in_current_span(),
+        );
+    }
     tracing::info!(%local, "jobwheel admin started");
 
     tokio::select! {

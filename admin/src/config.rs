@@ -121,6 +121,10 @@ pub struct Cli {
     /// as upstream). A job's own `retryBackoff` overrides it.
     #[arg(long, env = "JOBWHEEL_RETRY_BACKOFF", default_value_t = 0)]
     pub retry_backoff: u64,
+    /// Also serve `/metrics` on this address, without credentials (for a Prometheus on a
+    /// private network). Unset: `/metrics` is only on `--listen`, for administrators' API tokens.
+    #[arg(long, env = "JOBWHEEL_METRICS_LISTEN", value_name = "ADDR:PORT")]
+    pub metrics_listen: Option<SocketAddr>,
     /// On an empty database, create a sample executor group and a GLUE_WASM job running this
     /// `.wasm` module (what `scripts/run.sh` does for a first run). Ignored otherwise.
     #[arg(long, env = "JOBWHEEL_DEMO_JOB", value_name = "MODULE.wasm")]
@@ -207,6 +211,8 @@ pub struct AdminConfig {
     pub retry_backoff: Duration,
     /// A sample module to create a demo job with on an empty database.
     pub demo_job: Option<PathBuf>,
+    /// `--metrics-listen`: a second address serving `/metrics` without credentials.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 // Database URLs and tokens carry secrets; `{:?}` shows neither.
@@ -229,6 +235,7 @@ impl std::fmt::Debug for AdminConfig {
             .field("trusted_proxies", &self.trusted_proxies)
             .field("retry_backoff", &self.retry_backoff)
             .field("demo_job", &self.demo_job)
+            .field("metrics_listen", &self.metrics_listen)
             .finish()
     }
 }
@@ -255,6 +262,7 @@ impl AdminConfig {
             trusted_proxies: crate::trusted_proxies::TrustedProxies::default(),
             retry_backoff: Duration::ZERO,
             demo_job: None,
+            metrics_listen: None,
         }
     }
 
@@ -306,6 +314,7 @@ impl AdminConfig {
                 .map_err(ConfigError::BadTrustedProxies)?;
         config.retry_backoff = Duration::from_secs(cli.retry_backoff);
         config.demo_job = cli.demo_job.clone();
+        config.metrics_listen = cli.metrics_listen;
         Ok(config)
     }
 }

@@ -50,6 +50,7 @@ impl EngineCore {
         let mut engine_config = EngineConfig::new(context.admin_address);
         engine_config.lang = lang;
         engine_config.secrets = Some(Arc::clone(&context.secret_box));
+        engine_config.metrics = Arc::clone(&context.metrics);
         engine_config.fast_pool_max = config.trigger_pools.fast_max;
         engine_config.slow_pool_max = config.trigger_pools.slow_max;
         engine_config.fast_queue = config.trigger_pools.fast_queue;
@@ -81,6 +82,10 @@ impl EngineCore {
 impl AdminCore for EngineCore {
     fn readiness(&self) -> Result<(), String> {
         self.engine.scheduler_readiness()
+    }
+
+    fn scheduler_levels(&self) -> (usize, (usize, usize)) {
+        (self.engine.ring_len(), self.engine.pool_waiting())
     }
 
     async fn wasm_version_changed(&self, job_id: JobId) {

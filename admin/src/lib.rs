@@ -19,6 +19,7 @@ pub mod engine_core;
 pub mod executor_client;
 pub mod http;
 pub mod lang;
+pub mod metrics;
 pub mod routing;
 pub mod sealing;
 pub mod secrets;

@@ -21,7 +21,8 @@ use crate::glue::wasm::WasmGlue;
 use crate::handler::Handlers;
 use crate::joblog::{LogDir, spawn_cleaner};
 use crate::jobs::{JobThreads, WorkerSettings};
-use crate::server::{ApiState, router};
+use crate::metrics::ExecutorMetrics;
+use crate::server::{ApiState, metrics_router, router};
 use crate::{callback, heartbeat};
 
 /// Runs an executor on `listener` until `shutdown` resolves, then shuts down gracefully.
@@ -42,6 +43,15 @@ pub async fn run(
     let client =
         AdminClient::new(&config.admin_addresses, config.access_token.clone(), config.admin_timeout)?;
 
+    let metrics = Arc::new(ExecutorMetrics::new());
+    let metrics_listener = match config.metrics_listen {
+        Some(address) => Some(
+            TcpListener::bind(address)
+                .await
+                .with_context(|| format!("cannot listen on {address} (--metrics-listen)"))?,
+        ),
+        None => None,
+    };
     let background = TaskTracker::new();
     let background_stop = CancellationToken::new();
     let callback_stop = CancellationToken::new();
@@ -76,7 +86,7 @@ pub async fn run(
         wasm_config.allocation = jobwheel_wasm::Allocation::Pooling { slots };
     }
     let runtime = jobwheel_wasm::Runtime::new(wasm_config).context("cannot start the Wasm runtime")?;
-    let wasm = WasmGlue::new(runtime, client.clone(), config.wasm.max_module_bytes);
+    let wasm = WasmGlue::new(runtime, client.clone(), config.wasm.max_module_bytes, Arc::clone(&metrics));
     let glue = GlueFactory::new(handlers, config.script_glue.then(|| logs.glue_source_dir()), Arc::new(wasm));
     let jobs = JobThreads::new(
         glue,
@@ -87,17 +97,30 @@ pub async fn run(
             stop_grace: config.timings.stop_grace,
             max_log_bytes: config.max_log_bytes,
             max_queue: config.max_queue,
+            metrics: Arc::clone(&metrics),
         },
     );
     let state = Arc::new(ApiState {
         jobs: Arc::clone(&jobs),
+        spool_dir: logs.callback_spool_dir(),
         logs,
         access_token: config.access_token.clone(),
         path_prefix: config.path_prefix.clone(),
         registered,
+        metrics,
     });
 
     let server_stop = CancellationToken::new();
+    if let Some(listener) = metrics_listener {
+        let address = listener.local_addr().context("metrics listener has no local address")?;
+        tracing::info!(%address, "serving /metrics without credentials (--metrics-listen)");
+        tokio::spawn(
+            axum::serve(listener, metrics_router(Arc::clone(&state)))
+                .with_graceful_shutdown(server_stop.clone().cancelled_owned())
+                .into_future()
+                .in_current_span(),
+        );
+    }
     let server = tokio::spawn(
         axum::serve(listener, router(state))
             .with_graceful_shutdown(server_stop.clone().cancelled_owned())

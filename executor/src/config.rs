@@ -59,6 +59,10 @@ pub struct Cli {
     /// Seconds running jobs get to finish on SIGINT/SIGTERM before they are killed.
     #[arg(long, env = "JOBWHEEL_SHUTDOWN_GRACE", default_value_t = 10)]
     pub shutdown_grace: u64,
+    /// Also serve `/metrics` on this address, without credentials (for a Prometheus on a
+    /// private network). Unset: `/metrics` is only on `--listen`, behind the access token.
+    #[arg(long, env = "JOBWHEEL_METRICS_LISTEN", value_name = "ADDR:PORT")]
+    pub metrics_listen: Option<SocketAddr>,
     /// Most triggers waiting per job; further triggers are rejected with a clear message.
     #[arg(long, env = "JOBWHEEL_MAX_QUEUE", default_value_t = 10_000)]
     pub max_queue: usize,
@@ -200,6 +204,8 @@ pub struct ExecutorConfig {
     pub max_log_bytes: u64,
     pub wasm: WasmSettings,
     pub timings: Timings,
+    /// `--metrics-listen`: a second address serving `/metrics` without credentials.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl ExecutorConfig {
@@ -225,6 +231,7 @@ impl ExecutorConfig {
                 idle_timeout: Duration::from_secs(90),
                 stop_grace: Duration::from_secs(3),
             },
+            metrics_listen: None,
         }
     }
 
@@ -272,6 +279,7 @@ impl ExecutorConfig {
         config.admin_timeout = Duration::from_secs(cli.admin_timeout);
         config.shutdown_grace = Duration::from_secs(cli.shutdown_grace);
         config.max_queue = cli.max_queue;
+        config.metrics_listen = cli.metrics_listen;
         config.max_log_bytes = cli.max_log_bytes;
         config.timings.registry_interval = Duration::from_secs(cli.beat_interval);
         config.timings.callback_retry_interval = Duration::from_secs(cli.callback_retry_interval);

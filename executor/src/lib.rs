@@ -31,6 +31,7 @@ mod handler;
 mod heartbeat;
 mod joblog;
 mod jobs;
+pub mod metrics;
 mod server;
 mod signal;
 mod spool;

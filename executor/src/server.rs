@@ -5,8 +5,9 @@
 //! because upstream peers expect exactly those messages, and every reply is HTTP 200 with the
 //! outcome in the JSON envelope. Two jobwheel additions come first and answer `GET` without a
 //! token, for service managers and probes: `/healthz` (the process serves HTTP) and `/readyz`
-//! (registered with an admin, or no admin configured; else 503). Upstream answers any `GET`
-//! with its "HttpMethod not support." envelope, which no peer relies on for these paths.
+//! (registered with an admin, or no admin configured; else 503). `GET /metrics` (Prometheus)
+//! needs the access token, as a bearer token or in upstream's header. Upstream answers any
+//! `GET` with its "HttpMethod not support." envelope, which no peer relies on for these paths.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +24,7 @@ use subtle::ConstantTimeEq;
 
 use crate::joblog::{LogDir, read_log};
 use crate::jobs::JobThreads;
+use crate::metrics::{CONTENT_TYPE, ExecutorMetrics, Levels};
 
 /// Largest request body accepted (upstream's Netty aggregator limit).
 pub(crate) const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
@@ -37,10 +39,20 @@ pub(crate) struct ApiState {
     pub(crate) path_prefix: String,
     /// Whether the last registry beat reached an admin; `None` when no admin is configured.
     pub(crate) registered: Option<Arc<AtomicBool>>,
+    /// The executor's metrics (`/metrics`).
+    pub(crate) metrics: Arc<ExecutorMetrics>,
+    /// Where undelivered callback batches wait (their count is a metric).
+    pub(crate) spool_dir: std::path::PathBuf,
 }
 
 pub(crate) fn router(state: Arc<ApiState>) -> Router {
     Router::new().fallback(dispatch).with_state(state)
+}
+
+/// The router of `--metrics-listen`: `/metrics` only, no credentials.
+pub(crate) fn metrics_router(state: Arc<ApiState>) -> Router {
+    let page = |State(state): State<Arc<ApiState>>| async move { metrics_page(&state) };
+    Router::new().route("/metrics", axum::routing::get(page)).with_state(state)
 }
 
 /// `GET /readyz`: ready once a registry beat reached an admin (and while they keep doing so).
@@ -61,6 +73,13 @@ async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) ->
         match parts.uri.path() {
             "/healthz" => return (StatusCode::OK, Json(json!({"status": "up"}))).into_response(),
             "/readyz" => return readiness(&state),
+            "/metrics" if metrics_allowed(state.access_token.as_deref(), &parts.headers) => {
+                return metrics_page(&state);
+            }
+            "/metrics" => {
+                let message = "send the access token as Authorization: Bearer … (or XXL-JOB-ACCESS-TOKEN)";
+                return (StatusCode::UNAUTHORIZED, message).into_response();
+            }
             _ => {}
         }
     }
@@ -116,6 +135,29 @@ async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) ->
 
 /// Compares the request's token with ours in constant time. Without a configured token every
 /// request passes (only reachable with `--insecure-no-token`).
+/// `/metrics` takes the access token as a bearer token (what Prometheus sends with
+/// `authorization: {credentials: …}`) or in upstream's header.
+fn metrics_allowed(expected: Option<&str>, headers: &HeaderMap) -> bool {
+    let Some(expected) = expected else { return true };
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim().as_bytes());
+    bearer.is_some_and(|given| bool::from(given.ct_eq(expected.as_bytes())))
+        || token_matches(Some(expected), headers)
+}
+
+/// The metrics page, with the levels read now.
+pub(crate) fn metrics_page(state: &ApiState) -> Response {
+    let levels = Levels {
+        queues: state.jobs.queue_depths(),
+        spool_batches: crate::spool::list_spool(&state.spool_dir).len(),
+    };
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], state.metrics.encode(&levels)).into_response()
+}
+
 fn token_matches(expected: Option<&str>, headers: &HeaderMap) -> bool {
     let Some(expected) = expected else { return true };
     let given = headers.get(ACCESS_TOKEN_HEADER).map_or(&b""[..], HeaderValue::as_bytes);

@@ -10,6 +10,7 @@ pub mod executor_harness;
 pub mod fake_admin;
 pub mod fixtures;
 mod house;
+pub mod openmetrics;
 pub mod outcomes;
 pub mod procs;
 pub mod sample_jobs;

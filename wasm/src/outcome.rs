@@ -68,6 +68,10 @@ pub struct RunStats {
     pub output_bytes: u64,
     /// Whether guest output exceeded the budget and was cut.
     pub output_truncated: bool,
+    /// Outbound HTTP requests the network policy allowed (sent, whatever their answer).
+    pub http_allowed: u32,
+    /// Outbound HTTP requests the network policy refused.
+    pub http_denied: u32,
 }
 
 /// Result of [`crate::Runtime::run`].

@@ -49,6 +49,8 @@ pub(crate) struct CaptureSummary {
     pub(crate) last_stderr_line: Option<String>,
     pub(crate) output_bytes: u64,
     pub(crate) truncated: bool,
+    pub(crate) http_allowed: u32,
+    pub(crate) http_denied: u32,
 }
 
 struct CaptureState {
@@ -66,6 +68,9 @@ struct CaptureState {
     truncated: bool,
     result_message: Option<String>,
     last_stderr_line: Option<String>,
+    /// Outbound HTTP requests the network policy let through, and refused.
+    http_allowed: u32,
+    http_denied: u32,
 }
 
 /// Shared handle to one run's capture; clones write into the same state.
@@ -94,6 +99,8 @@ impl OutputCapture {
             truncated: false,
             result_message: None,
             last_stderr_line: None,
+            http_allowed: 0,
+            http_denied: 0,
         };
         OutputCapture { state: Arc::new(Mutex::new(state)) }
     }
@@ -107,6 +114,13 @@ impl OutputCapture {
     pub(crate) fn note(&self, text: &str) {
         let state = self.lock();
         state.sink.line(&format!("{HOST_NOTE_PREFIX} {text}"));
+    }
+
+    /// Counts one outbound HTTP request as allowed or denied by the network policy.
+    pub(crate) fn count_http(&self, allowed: bool) {
+        let mut state = self.lock();
+        let counter = if allowed { &mut state.http_allowed } else { &mut state.http_denied };
+        *counter = counter.saturating_add(1);
     }
 
     /// Flushes unterminated lines and returns what the run printed.
@@ -123,6 +137,8 @@ impl OutputCapture {
             last_stderr_line: state.last_stderr_line.clone(),
             output_bytes: state.seen_bytes,
             truncated: state.truncated,
+            http_allowed: state.http_allowed,
+            http_denied: state.http_denied,
         }
     }
 

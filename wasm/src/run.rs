@@ -220,6 +220,8 @@ impl Runtime {
             wall_time: started.elapsed(),
             output_bytes: summary.output_bytes,
             output_truncated: summary.truncated,
+            http_allowed: summary.http_allowed,
+            http_denied: summary.http_denied,
         };
         capture.note(&stats.to_string());
         RunReport { outcome, stats }

@@ -42,7 +42,10 @@ impl Engine {
         let mut applied = Vec::with_capacity(outcomes.len());
         for (result, outcome) in results.iter().zip(outcomes) {
             match outcome {
-                HandleOutcome::Applied(row) => applied.push(*row),
+                HandleOutcome::Applied(row) => {
+                    self.config.metrics.result_stored(row.handle_code);
+                    applied.push(*row);
+                }
                 HandleOutcome::NotFound => tracing::warn!(log_id = result.log_id.0, "log item not found."),
                 HandleOutcome::Repeated => tracing::debug!(log_id = result.log_id.0, "log repeate callback."),
             }
@@ -59,6 +62,7 @@ impl Engine {
     ) -> Result<bool, EngineError> {
         match self.store.apply_handle_result(&result).await? {
             HandleOutcome::Applied(row) => {
+                self.config.metrics.result_stored(row.handle_code);
                 let job = self.store.load_job(row.job_id).await?;
                 self.complete(*row, job.as_ref()).await?;
                 Ok(true)
@@ -177,6 +181,7 @@ impl Engine {
                 marked.push(log_id);
             }
         }
+        self.config.metrics.lost(marked.len());
         Ok(marked)
     }
 

@@ -75,6 +75,8 @@ pub struct EngineConfig {
     /// Opens the secret values Wasm jobs' triggers carry; `None` fails the trigger of a job
     /// that has secrets (with a message saying so).
     pub secrets: Option<Arc<crate::sealing::SecretBox>>,
+    /// Where the engine counts triggers, results, misfires, lost jobs and alarms (`/metrics`).
+    pub metrics: Arc<crate::metrics::AdminMetrics>,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -112,6 +114,7 @@ impl EngineConfig {
             dead_timeout: Duration::from_millis(super::DEAD_TIMEOUT_MS.unsigned_abs()),
             clock: Arc::new(SystemClock),
             secrets: None,
+            metrics: Arc::default(),
         }
     }
 

@@ -105,7 +105,9 @@ impl Engine {
             Some(job) => {
                 let group = self.store.load_group(job.job.job_group).await?;
                 let event = AlarmEvent { job, group, log: log.clone() };
-                if self.alarmer.alarm(&event).await { alarm_status::SENT } else { alarm_status::FAILED }
+                let delivered = self.alarmer.alarm(&event).await;
+                self.config.metrics.alarm(delivered);
+                if delivered { alarm_status::SENT } else { alarm_status::FAILED }
             }
             None => alarm_status::NOT_NEEDED,
         };

@@ -213,4 +213,9 @@ impl Engine {
     pub fn ring_len(&self) -> usize {
         self.ring.len()
     }
+
+    /// Triggers waiting for the fast and the slow trigger pool.
+    pub fn pool_waiting(&self) -> (usize, usize) {
+        self.pools.waiting()
+    }
 }

@@ -144,6 +144,11 @@ impl TriggerPools {
         }
     }
 
+    /// Triggers waiting for a slot of the fast and of the slow pool.
+    pub(crate) fn waiting(&self) -> (usize, usize) {
+        (self.fast.waiting.load(Ordering::Relaxed), self.slow.waiting.load(Ordering::Relaxed))
+    }
+
     /// Whether `job_id` currently dispatches to the slow pool (for tests and diagnostics).
     pub(crate) fn is_slow(&self, job_id: JobId) -> bool {
         self.slow_count(job_id) > SLOW_COUNT_LIMIT

@@ -117,6 +117,9 @@ impl Engine {
             // Nothing of this job fires: a FIX_DELAY job parked for it must not wait forever.
             self.unpark_fix_delay(job_id, now_ms).await?;
         }
+        if !newest.is_empty() {
+            self.config.metrics.misfire("FIRE_ONCE_NOW", 1);
+        }
         for claim in newest {
             self.fire_recovered(&claim, TriggerType::Misfire);
             done.push((claim.id, Recovery::FiredMisfire));
@@ -130,6 +133,7 @@ impl Engine {
             claim: Some(claim.id),
             // A shard of a broadcast whose admin died between shards: only that shard fires.
             sharding_param: claim.shard.clone(),
+            scheduled_ms: (trigger_type == TriggerType::Cron).then_some(claim.fire_time_ms),
             ..TriggerRequest::new(claim.job_id, trigger_type)
         });
     }

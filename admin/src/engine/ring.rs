@@ -83,6 +83,7 @@ impl Engine {
         for entry in &due {
             let request = TriggerRequest {
                 claim: Some(entry.claim),
+                scheduled_ms: Some(entry.fire_time_ms),
                 ..TriggerRequest::new(entry.job_id, TriggerType::Cron)
             };
             self.submit_trigger(request);

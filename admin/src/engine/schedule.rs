@@ -173,6 +173,9 @@ impl Engine {
             let plan = plan_job(job, now_ms, self.job_time_zone(job));
             if plan.misfired {
                 report.misfired.push(job.id);
+                if plan.skipped.is_none() {
+                    self.config.metrics.misfire("FIRE_ONCE_NOW", 1);
+                }
             }
             if let Some(missed_ms) = plan.skipped {
                 skipped.push((job, missed_ms));
@@ -200,8 +203,12 @@ impl Engine {
             self.hold_claim(claim);
             match placement {
                 Placement::Now => {
-                    let request =
-                        TriggerRequest { claim: Some(claim), ..TriggerRequest::new(job_id, trigger_type) };
+                    let request = TriggerRequest {
+                        claim: Some(claim),
+                        // A misfire's compensation fires "now": it has no second to be late for.
+                        scheduled_ms: (trigger_type == TriggerType::Cron).then_some(fire_time_ms),
+                        ..TriggerRequest::new(job_id, trigger_type)
+                    };
                     self.submit_trigger(request);
                 }
                 Placement::Ring(second) => self.ring.push(second, RingEntry { claim, job_id, fire_time_ms }),

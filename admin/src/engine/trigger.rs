@@ -37,6 +37,8 @@ pub struct TriggerRequest {
     /// The durable ring claim this trigger fires (scheduled triggers only). Its log row is
     /// inserted by consuming the claim, so a claim fires at most once across admins.
     pub claim: Option<ClaimId>,
+    /// The fire second a scheduled trigger is for (epoch ms): its lateness is measured from it.
+    pub scheduled_ms: Option<i64>,
 }
 
 impl TriggerRequest {
@@ -50,6 +52,7 @@ impl TriggerRequest {
             executor_param: None,
             address_list: None,
             claim: None,
+            scheduled_ms: None,
         }
     }
 }
@@ -262,6 +265,9 @@ impl Engine {
             (Some(_), false, Some(reason)) => (FAIL_CODE, Some(reason)),
             (Some(address), false, None) => {
                 let reply = self.client.run(address, &param).await;
+                if let Some(scheduled_ms) = request.scheduled_ms {
+                    self.config.metrics.lateness(self.config.now_ms() - scheduled_ms);
+                }
                 (reply.code, Some(run_result_msg(lang, address, reply.code, reply.msg.as_deref())))
             }
             (None, ..) => (FAIL_CODE, None),
@@ -296,6 +302,7 @@ impl Engine {
             executor_fail_retry_count: fail_retry_count,
         })
         .await?;
+        self.config.metrics.trigger(request.trigger_type, code);
         Ok(code)
     }
 

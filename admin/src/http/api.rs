@@ -107,7 +107,10 @@ async fn dispatch(state: &HttpState, uri: &str, request: Request<Body>) -> Reply
                 return Reply::success();
             }
             // Answered only once stored: an executor forgets a batch when it gets 200.
-            match state.callbacks.store(items).await {
+            let received = std::time::Instant::now();
+            let stored = state.callbacks.store(items).await;
+            state.metrics.callback_stored(received.elapsed().as_secs_f64());
+            match stored {
                 Ok(()) => Reply::success(),
                 Err(error) => Reply::fail(format!(
                     "request error: the results could not be stored ({error}); keep them and send them again"

@@ -68,6 +68,12 @@ pub trait AdminCore: Send + Sync + 'static {
         Err(no_engine())
     }
 
+    /// Triggers waiting in the time ring, and for the fast and the slow trigger pool
+    /// (`/metrics`). Cores without a scheduler have none.
+    fn scheduler_levels(&self) -> (usize, (usize, usize)) {
+        (0, (0, 0))
+    }
+
     /// Whether the core's background work runs (`/readyz`): `Err` says what does not. Cores
     /// without a scheduler are ready.
     fn readiness(&self) -> Result<(), String> {

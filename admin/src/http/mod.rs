@@ -18,6 +18,7 @@ mod callback_queue;
 pub mod core;
 pub mod error;
 mod health;
+mod metrics;
 mod mgmt;
 mod registrations;
 mod token;
@@ -27,6 +28,7 @@ pub mod wasm;
 pub(crate) use callback_queue::CallbackQueue;
 pub use core::AdminCore;
 pub use error::ApiError;
+pub(crate) use metrics::open_router as metrics_router;
 pub(crate) use mgmt::{LoginLimiter, ModuleInfoCache};
 pub(crate) use registrations::RecentRegistrations;
 pub(crate) use token::AccessToken;
@@ -55,6 +57,8 @@ pub(crate) struct HttpState {
     pub(crate) module_info: mgmt::ModuleInfoCache,
     /// Seals secret values written through the API (never opens them: reads show "set").
     pub(crate) secret_box: Arc<crate::sealing::SecretBox>,
+    /// The admin's metrics (`/metrics`).
+    pub(crate) metrics: Arc<crate::metrics::AdminMetrics>,
 }
 
 /// All routes of the admin.
@@ -69,6 +73,7 @@ pub(crate) fn router(state: Arc<HttpState>) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/metrics", get(metrics::guarded))
         .merge(management)
         .merge(executor_api.clone())
         .nest(LEGACY_CONTEXT_PATH, executor_api)

@@ -7,6 +7,10 @@
 //! type holes): the three-way `match` lives here, each arm concrete.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
+use std::time::Instant;
+
+use prometheus_client::metrics::histogram::Histogram;
 
 use sqlx::mysql::MySqlRow;
 use sqlx::postgres::PgRow;
@@ -29,6 +33,33 @@ impl<T> Record for T where
         + for<'r> FromRow<'r, PgRow>
         + for<'r> FromRow<'r, MySqlRow>
 {
+}
+
+/// Latency of every statement this process runs (`jobwheel_db_statement_seconds`). Process-wide
+/// because statements run on borrowed pools and transactions that know nothing of an admin;
+/// a process runs one admin outside tests.
+static STATEMENTS: LazyLock<Histogram> = LazyLock::new(|| {
+    Histogram::new([0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0])
+});
+
+/// The histogram every statement of this process is timed into.
+pub fn statement_seconds() -> &'static Histogram {
+    &STATEMENTS
+}
+
+/// Times one statement until dropped (also when it fails or its future is dropped).
+struct Timed(Instant);
+
+impl Timed {
+    fn start() -> Self {
+        Self(Instant::now())
+    }
+}
+
+impl Drop for Timed {
+    fn drop(&mut self) {
+        STATEMENTS.observe(self.0.elapsed().as_secs_f64());
+    }
 }
 
 /// One bind value. Every variant is nullable; the column decides whether NULL is legal.
@@ -239,6 +270,7 @@ impl Ex<'_> {
 
     /// Runs a statement; the number of rows it changed.
     pub(crate) async fn execute(self, stmt: &dyn Statement, args: &[Arg<'_>]) -> Result<u64, StoreError> {
+        let _timed = Timed::start();
         Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_with::<Db, _>(&sql, Db::arguments(args)?)
             .persistent(stmt.persistent())
             .execute(ex)
@@ -252,6 +284,7 @@ impl Ex<'_> {
         stmt: &dyn Statement,
         args: &[Arg<'_>],
     ) -> Result<Vec<T>, StoreError> {
+        let _timed = Timed::start();
         Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(&sql, Db::arguments(args)?)
             .persistent(stmt.persistent())
             .fetch_all(ex)
@@ -264,6 +297,7 @@ impl Ex<'_> {
         stmt: &dyn Statement,
         args: &[Arg<'_>],
     ) -> Result<Option<T>, StoreError> {
+        let _timed = Timed::start();
         Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(&sql, Db::arguments(args)?)
             .persistent(stmt.persistent())
             .fetch_optional(ex)
@@ -276,6 +310,7 @@ impl Ex<'_> {
         stmt: &dyn Statement,
         args: &[Arg<'_>],
     ) -> Result<T, StoreError> {
+        let _timed = Timed::start();
         Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(&sql, Db::arguments(args)?)
             .persistent(stmt.persistent())
             .fetch_one(ex)
@@ -327,6 +362,7 @@ async fn mysql_insert_id<'e, T: TryFrom<u64>>(
     stmt: &dyn Statement,
     args: &[Arg<'_>],
 ) -> Result<T, StoreError> {
+    let _timed = Timed::start();
     let sql = stmt.sql(Backend::MySql);
     let done = sqlx::query_with::<MySql, _>(&sql, MySql::arguments(args)?)
         .persistent(stmt.persistent())

@@ -26,6 +26,7 @@ mod support;
 mod time;
 mod types;
 
+pub use db::statement_seconds;
 pub use error::StoreError;
 use sql::SqlStore;
 pub use types::*;

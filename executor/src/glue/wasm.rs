@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use crate::admin_client::AdminClient;
 use crate::handler::{HandlerFuture, JobContext, JobHandler};
+use crate::metrics::ExecutorMetrics;
 
 /// Everything GLUE_WASM handlers share: the runtime (engine + caches) and the admin client
 /// that downloads modules.
@@ -23,11 +24,17 @@ pub(crate) struct WasmGlue {
     runtime: Runtime,
     admins: AdminClient,
     max_module_bytes: u64,
+    metrics: Arc<ExecutorMetrics>,
 }
 
 impl WasmGlue {
-    pub(crate) fn new(runtime: Runtime, admins: AdminClient, max_module_bytes: u64) -> Self {
-        Self { runtime, admins, max_module_bytes }
+    pub(crate) fn new(
+        runtime: Runtime,
+        admins: AdminClient,
+        max_module_bytes: u64,
+        metrics: Arc<ExecutorMetrics>,
+    ) -> Self {
+        Self { runtime, admins, max_module_bytes, metrics }
     }
 
     async fn fetch(&self, reference: &WasmModuleRef) -> anyhow::Result<Vec<u8>> {
@@ -43,6 +50,7 @@ impl WasmGlue {
         tokio::spawn(async move {
             match glue.runtime.module(&reference.digest, || glue.fetch(&reference)).await {
                 Ok(load) => {
+                    glue.metrics.module_load(load.source);
                     tracing::info!(digest = %reference.digest, source = ?load.source, "wasm module prepared")
                 }
                 Err(error) => {
@@ -86,6 +94,7 @@ async fn run_module(glue: Arc<WasmGlue>, reference: WasmModuleRef, ctx: JobConte
             .with_context(|| format!("cannot load wasm module {}", reference.digest))?,
         () = ctx.stopped() => bail!("stopped while loading wasm module {}", reference.digest),
     };
+    glue.metrics.module_load(load.source);
     let how = match load.source {
         LoadSource::Memory => "compiled module cached in memory",
         LoadSource::Disk => "compiled module loaded from the disk cache",
@@ -116,6 +125,7 @@ async fn run_module(glue: Arc<WasmGlue>, reference: WasmModuleRef, ctx: JobConte
     let sink: Arc<dyn LogSink> = Arc::new(move |line: &str| sink_ctx.log_raw(line));
     // The runtime ends every run's log with a `[jobwheel] fuel used …, peak memory …` line.
     let report = glue.runtime.run(&load.module, input, sink, ctx.stop_token()).await;
+    glue.metrics.wasm_run(&report.stats);
     match report.outcome {
         Outcome::Succeeded { message } => {
             if let Some(message) = message {

@@ -40,6 +40,8 @@ pub(crate) struct WorkerSettings {
     pub(crate) stop_grace: Duration,
     pub(crate) max_log_bytes: u64,
     pub(crate) max_queue: usize,
+    /// Where runs are counted (`/metrics`).
+    pub(crate) metrics: Arc<crate::metrics::ExecutorMetrics>,
 }
 
 /// The executor's job threads, keyed by job id.
@@ -161,6 +163,12 @@ impl JobThreads {
     }
 
     /// `/idleBeat`: true when the job has a thread that is running or has queued triggers.
+    /// `(job id, triggers waiting)` of every job thread (`/metrics`).
+    pub(crate) fn queue_depths(&self) -> Vec<(i32, usize)> {
+        let map = lock(&self.map);
+        map.iter().map(|(job_id, thread)| (*job_id, lock(&thread.shared.queued).len())).collect()
+    }
+
     pub(crate) fn is_busy(&self, job_id: i32) -> bool {
         lock(&self.map).get(&job_id).is_some_and(|t| t.shared.is_busy())
     }

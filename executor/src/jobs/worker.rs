@@ -68,7 +68,10 @@ impl Worker {
             self.shared.running.store(true, Ordering::SeqCst);
             lock(&self.shared.queued).remove(&param.log_id);
             let span = tracing::info_span!("run", log_id = param.log_id);
+            let started = std::time::Instant::now();
             let (code, msg, finished) = self.execute(&param).instrument(span).await;
+            let seconds = started.elapsed().as_secs_f64();
+            self.threads.settings.metrics.run_ended(&param.glue_type, code, seconds);
             self.report(&param, code, msg, finished);
             self.shared.running.store(false, Ordering::SeqCst);
             if self.shared.stop.is_cancelled() {

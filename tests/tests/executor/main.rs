@@ -9,6 +9,7 @@ mod delivery;
 mod health;
 mod limits;
 mod logs;
+mod metrics;
 mod sandbox;
 mod scripts;
 mod support;

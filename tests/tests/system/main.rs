@@ -4,9 +4,11 @@
 //! ten routing strategies observed live (`routing`), child jobs, retries, kill, Wasm and script
 //! GLUE together (`flows`), Wasm components calling an HTTP server under their network policy
 //! with a variable and a secret (`wasm_http`), and lost-job marking after an executor is killed (last, as it
-//! takes an executor away).
+//! takes an executor away). `metrics` runs a stack of its own, whose counters it compares with
+//! the database.
 
 mod flows;
+mod metrics;
 mod routing;
 mod schedules;
 mod wasm_http;
@@ -41,14 +43,19 @@ pub(crate) struct Stack {
 }
 
 impl Stack {
-    async fn start(url: &str) -> anyhow::Result<Stack> {
+    /// Starts the stack; `admin_extra` flags go to the admin.
+    async fn start(url: &str, admin_extra: &[&str]) -> anyhow::Result<Stack> {
         let dir = tempfile::tempdir()?;
         let store = jobwheel_admin::store::connect(url).await?;
         jobwheel_tests::fixtures::api_administrator(&*store, "ops", API_TOKEN).await?;
         let admin = Daemon::start_admin(
             url,
             &dir.path().join("admin"),
-            &["--i18n", "en", "--lost-job-timeout", "4", "--executor-dead-timeout", DEAD_AFTER],
+            &[
+                &["--i18n", "en", "--lost-job-timeout", "4", "--executor-dead-timeout", DEAD_AFTER],
+                admin_extra,
+            ]
+            .concat(),
             &[],
         )
         .await?;
@@ -115,7 +122,7 @@ static CPU: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 /// Every scenario on one stack over `url`.
 async fn scenarios(url: &str) -> anyhow::Result<()> {
-    let mut stack = Stack::start(url).await?;
+    let mut stack = Stack::start(url, &[]).await?;
     let outcome = async {
         let shared = CPU.read().await;
         let (schedules, routing, flows, wasm_http) = tokio::join!(

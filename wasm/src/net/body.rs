@@ -29,15 +29,18 @@ impl RequestLog {
     }
 
     pub(crate) fn denied(self, reason: &str) {
+        self.capture.count_http(false);
         self.capture.note(&format!("http {} denied: {reason}", self.what));
     }
 
     pub(crate) fn failed(self, reason: &str) {
+        self.capture.count_http(true);
         let ms = self.started.elapsed().as_millis();
         self.capture.note(&format!("http {} failed after {ms} ms: {reason}", self.what));
     }
 
     fn finished(self, status: u16, bytes: u64, cut: Option<&str>) {
+        self.capture.count_http(true);
         let ms = self.started.elapsed().as_millis();
         let cut = cut.map(|why| format!(" ({why})")).unwrap_or_default();
         self.capture.note(&format!("http {} -> {status}, {bytes} bytes, {ms} ms{cut}", self.what));

@@ -1,0 +1,289 @@
+//! The admin's Prometheus metrics (`/metrics`, docs/metrics.md).
+//!
+//! One [`AdminMetrics`] per admin: its registry and typed handles, updated where things happen
+//! (the trigger path, the callback queue, completion, the monitors) and, for what is a level
+//! rather than an event (ring depth, pool queues, executors per group), sampled at scrape time.
+//! `prometheus-client` keeps each registry on its own, so several admins in one test process
+//! count apart; the only process-wide series is the store's statement latency
+//! ([`crate::store::statement_seconds`]), which every statement of the process feeds.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::engine::TriggerType;
+
+/// The content type of the OpenMetrics text format `/metrics` answers with.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Lateness buckets (seconds): from a millisecond to the 5 s pre-read window and beyond.
+const LATENESS_BUCKETS: [f64; 14] =
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+/// Callback store buckets (seconds): a group commit takes milliseconds, an outage seconds.
+const STORE_BUCKETS: [f64; 11] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TriggerLabels {
+    /// `cron`, `manual`, `retry`, `parent`, `api`, `misfire`.
+    r#type: &'static str,
+    /// `success` (the executor accepted the run) or `fail`.
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StrategyLabels {
+    strategy: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolLabels {
+    pool: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupLabels {
+    group: String,
+}
+
+/// Levels read at scrape time from the engine and the store.
+#[derive(Debug, Default, Clone)]
+pub struct Levels {
+    /// Triggers waiting in the time ring.
+    pub ring_depth: usize,
+    /// Triggers waiting for the fast and the slow pool.
+    pub pool_waiting: (usize, usize),
+    /// Callback batches received and not yet stored.
+    pub callback_batches: usize,
+    /// `(app name, live addresses)` of every group.
+    pub executors: Vec<(String, usize)>,
+}
+
+/// The admin's metrics and their registry.
+#[derive(Debug)]
+pub struct AdminMetrics {
+    registry: Registry,
+    triggers: Family<TriggerLabels, Counter>,
+    lateness: Histogram,
+    misfires: Family<StrategyLabels, Counter>,
+    ring_depth: Gauge,
+    pool_waiting: Family<PoolLabels, Gauge>,
+    callback_batches: Gauge,
+    callback_store: Histogram,
+    results: Family<ResultLabels, Counter>,
+    lost_jobs: Counter,
+    alarms: Family<ResultLabels, Counter>,
+    executors: Family<GroupLabels, Gauge>,
+}
+
+impl Default for AdminMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AdminMetrics {
+    /// Every series registered, at zero.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("jobwheel");
+        let metrics = Self {
+            triggers: Family::default(),
+            lateness: Histogram::new(LATENESS_BUCKETS),
+            misfires: Family::default(),
+            ring_depth: Gauge::default(),
+            pool_waiting: Family::default(),
+            callback_batches: Gauge::default(),
+            callback_store: Histogram::new(STORE_BUCKETS),
+            results: Family::default(),
+            lost_jobs: Counter::default(),
+            alarms: Family::default(),
+            executors: Family::default(),
+            registry: Registry::default(),
+        };
+        let r = &mut registry;
+        r.register(
+            "triggers",
+            "Triggers sent (or failed before sending), by type and result",
+            metrics.triggers.clone(),
+        );
+        r.register_with_unit(
+            "trigger_lateness",
+            "From a scheduled trigger's fire second to the executor's answer to /run",
+            Unit::Seconds,
+            metrics.lateness.clone(),
+        );
+        r.register(
+            "misfires",
+            "Fire times missed by more than the pre-read window, by misfire strategy",
+            metrics.misfires.clone(),
+        );
+        r.register("ring_depth", "Triggers waiting in the time ring", metrics.ring_depth.clone());
+        r.register(
+            "trigger_pool_waiting",
+            "Triggers waiting for a trigger pool slot",
+            metrics.pool_waiting.clone(),
+        );
+        r.register(
+            "callback_queue_batches",
+            "Callback batches received and not yet stored",
+            metrics.callback_batches.clone(),
+        );
+        r.register_with_unit(
+            "callback_store",
+            "From receiving a callback batch to its results being committed (the executor's wait)",
+            Unit::Seconds,
+            metrics.callback_store.clone(),
+        );
+        r.register(
+            "results_stored",
+            "Run results stored (callbacks, kills, lost-job closures), by result",
+            metrics.results.clone(),
+        );
+        r.register(
+            "lost_jobs",
+            "Running logs closed as lost by the lost-job monitor",
+            metrics.lost_jobs.clone(),
+        );
+        r.register("alarms", "Alarms raised, by whether every channel delivered", metrics.alarms.clone());
+        r.register(
+            "executors_registered",
+            "Live executor addresses per executor group (app name)",
+            metrics.executors.clone(),
+        );
+        r.register_with_unit(
+            "db_statement",
+            "Database statement latency (process-wide)",
+            Unit::Seconds,
+            crate::store::statement_seconds().clone(),
+        );
+        // Series with a fixed set of labels exist from the start at zero, so a rate over them
+        // is 0 rather than absent before the first event.
+        for r#type in ["cron", "manual", "retry", "parent", "api", "misfire"] {
+            for result in ["success", "fail"] {
+                drop(metrics.triggers.get_or_create(&TriggerLabels { r#type, result }));
+            }
+        }
+        for strategy in ["DO_NOTHING", "FIRE_ONCE_NOW"] {
+            drop(metrics.misfires.get_or_create(&StrategyLabels { strategy }));
+        }
+        for result in ["success", "fail", "timeout"] {
+            drop(metrics.results.get_or_create(&ResultLabels { result }));
+        }
+        for result in ["sent", "failed"] {
+            drop(metrics.alarms.get_or_create(&ResultLabels { result }));
+        }
+        Self { registry, ..metrics }
+    }
+
+    /// A trigger's outcome: `code` is the executor's answer (200 accepted).
+    pub(crate) fn trigger(&self, trigger_type: TriggerType, code: i32) {
+        let result = if code == jobwheel_protocol::envelope::SUCCESS_CODE { "success" } else { "fail" };
+        self.triggers.get_or_create(&TriggerLabels { r#type: type_label(trigger_type), result }).inc();
+    }
+
+    /// A scheduled trigger answered `late_ms` after its fire second.
+    pub(crate) fn lateness(&self, late_ms: i64) {
+        self.lateness.observe(late_ms.max(0) as f64 / 1000.0);
+    }
+
+    /// `count` fire times missed under `strategy` (`DO_NOTHING` or `FIRE_ONCE_NOW`).
+    pub(crate) fn misfire(&self, strategy: &'static str, count: usize) {
+        self.misfires.get_or_create(&StrategyLabels { strategy }).inc_by(count as u64);
+    }
+
+    /// A callback batch took `seconds` from receipt to commit.
+    pub(crate) fn callback_stored(&self, seconds: f64) {
+        self.callback_store.observe(seconds);
+    }
+
+    /// A run result was stored with `handle_code`.
+    pub(crate) fn result_stored(&self, handle_code: i32) {
+        self.results.get_or_create(&ResultLabels { result: result_label(handle_code) }).inc();
+    }
+
+    /// `count` running logs were closed as lost.
+    pub(crate) fn lost(&self, count: usize) {
+        self.lost_jobs.inc_by(count as u64);
+    }
+
+    /// An alarm was raised; `delivered` if every channel took it.
+    pub(crate) fn alarm(&self, delivered: bool) {
+        let result = if delivered { "sent" } else { "failed" };
+        self.alarms.get_or_create(&ResultLabels { result }).inc();
+    }
+
+    /// Sets the levels and encodes every series in the OpenMetrics text format.
+    pub fn encode(&self, levels: &Levels) -> String {
+        self.ring_depth.set(gauge(levels.ring_depth));
+        self.pool_waiting.get_or_create(&PoolLabels { pool: "fast" }).set(gauge(levels.pool_waiting.0));
+        self.pool_waiting.get_or_create(&PoolLabels { pool: "slow" }).set(gauge(levels.pool_waiting.1));
+        self.callback_batches.set(gauge(levels.callback_batches));
+        // Groups come and go: only the current ones are exposed.
+        self.executors.clear();
+        for (app_name, live) in &levels.executors {
+            self.executors.get_or_create(&GroupLabels { group: app_name.clone() }).set(gauge(*live));
+        }
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+fn gauge(level: usize) -> i64 {
+    i64::try_from(level).unwrap_or(i64::MAX)
+}
+
+fn type_label(trigger_type: TriggerType) -> &'static str {
+    match trigger_type {
+        TriggerType::Manual => "manual",
+        TriggerType::Cron => "cron",
+        TriggerType::Retry => "retry",
+        TriggerType::Parent => "parent",
+        TriggerType::Api => "api",
+        TriggerType::Misfire => "misfire",
+    }
+}
+
+/// Upstream's handle codes: 200 success, 502 timeout, anything else a failure.
+fn result_label(handle_code: i32) -> &'static str {
+    match handle_code {
+        200 => "success",
+        502 => "timeout",
+        _ => "fail",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_and_levels_appear_in_the_exposition() {
+        let metrics = AdminMetrics::new();
+        metrics.trigger(TriggerType::Cron, 200);
+        metrics.trigger(TriggerType::Cron, 200);
+        metrics.trigger(TriggerType::Manual, 500);
+        metrics.result_stored(502);
+        metrics.lateness(12);
+        let levels = Levels { ring_depth: 3, executors: vec![("app-a".to_owned(), 2)], ..Levels::default() };
+        let text = metrics.encode(&levels);
+        assert!(text.contains("jobwheel_triggers_total{type=\"cron\",result=\"success\"} 2\n"), "{text}");
+        assert!(text.contains("jobwheel_triggers_total{type=\"manual\",result=\"fail\"} 1\n"), "{text}");
+        assert!(text.contains("jobwheel_results_stored_total{result=\"timeout\"} 1\n"), "{text}");
+        assert!(text.contains("jobwheel_trigger_lateness_seconds_bucket{le=\"0.025\"} 1\n"), "{text}");
+        assert!(text.contains("jobwheel_ring_depth 3\n"), "{text}");
+        assert!(text.contains("jobwheel_executors_registered{group=\"app-a\"} 2\n"), "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        // A group that disappeared is no longer exposed.
+        let text = metrics.encode(&Levels::default());
+        assert!(!text.contains("app-a"), "{text}");
+    }
+}
