@@ -73,6 +73,16 @@ echo "== cargo test"
 # `cargo test` resolves them: with `--bins` alone every crate below (wasmtime included) was
 # built twice, once per feature set.
 cargo build --workspace --bins --tests
+# Both daemons' .deb packages, from the binaries just built, for the package test
+# (tests/tests/system/packages.rs, which installs them with dpkg -i). Dev-profile binaries: the
+# test checks the packaging, and a release build would compile wasmtime once more; cargo-deb
+# only warns about the profile. Releases use `cargo deb -p …` (docs/deployment.md).
+command -v cargo-deb >/dev/null || cargo install cargo-deb --version 3.8.0 --locked
+export JOBWHEEL_DEBS="$(realpath -m "${CARGO_TARGET_DIR:-target}")/debian"
+rm -rf "$JOBWHEEL_DEBS"
+for package in jobwheel-admin jobwheel-executor; do
+  cargo deb --no-build --profile dev --fast -p "$package" -o "$JOBWHEEL_DEBS/"
+done
 log="$(mktemp)"
 chaos_report="${CARGO_TARGET_DIR:-target}/chaos-report.txt"
 rm -f "$chaos_report"

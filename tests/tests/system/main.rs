@@ -5,10 +5,11 @@
 //! GLUE together (`flows`), Wasm components calling an HTTP server under their network policy
 //! with a variable and a secret (`wasm_http`), and lost-job marking after an executor is killed (last, as it
 //! takes an executor away). `metrics` runs a stack of its own, whose counters it compares with
-//! the database.
+//! the database; `packages` installs the `.deb` packages and starts what their units start.
 
 mod flows;
 mod metrics;
+mod packages;
 mod routing;
 mod schedules;
 mod wasm_http;
