@@ -62,6 +62,11 @@ impl Engine {
                 .clear_logs(&LogClear { trigger_before: Some(before), ..LogClear::default() })
                 .await?;
             tracing::info!(deleted, retention_days = retention, "old logs deleted");
+            // The audit log is kept as long as the trigger logs (docs/api.md, "Audit log").
+            let audited = self.store.purge_audit(before.timestamp_millis()).await?;
+            if audited > 0 {
+                tracing::info!(deleted = audited, retention_days = retention, "old audit entries deleted");
+            }
         }
         self.store.purge_claims(now_ms - CLAIM_KEEP_MS).await?;
         Ok(deleted)

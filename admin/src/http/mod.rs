@@ -68,6 +68,7 @@ pub(crate) fn router(state: Arc<HttpState>) -> Router {
         .route("/api/{uri}", any(api::named))
         .route("/api/wasm/{digest}", get(wasm::module).fallback(wasm::method_not_allowed));
     let management = mgmt::router()
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), mgmt::audit::record))
         .layer(axum::extract::DefaultBodyLimit::max(mgmt::MAX_JSON_BYTES))
         .layer(axum::middleware::from_fn(mgmt::json_errors));
     Router::new()

@@ -98,6 +98,7 @@ arg_from! {
     GroupId => |v| Arg::I32(Some(v.0)),
     JobId => |v| Arg::I32(Some(v.0)),
     UserId => |v| Arg::I32(Some(v.0)),
+    Option<UserId> => |v| Arg::I32(v.map(|id| id.0)),
     LogId => |v| Arg::I64(Some(v.0)),
     ClaimId => |v| Arg::I64(Some(v.0)),
 }

@@ -34,8 +34,8 @@ pub use types::*;
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
-        CredentialStore, GrantStore, GroupStore, JobStore, LogReportStore, LogStore, ScheduleStore,
-        ScheduleTx, Store, UserStore, WasmStore,
+        AuditStore, CredentialStore, GrantStore, GroupStore, JobStore, LogReportStore, LogStore,
+        ScheduleStore, ScheduleTx, Store, UserStore, WasmStore,
     };
 }
 
@@ -82,6 +82,7 @@ pub trait Store:
     + CredentialStore
     + WasmStore
     + GrantStore
+    + AuditStore
     + Send
     + Sync
 {
@@ -373,6 +374,17 @@ pub trait GrantStore: Send + Sync {
     ) -> Result<(), StoreError>;
     /// The owner's history, newest first.
     async fn list_grant_history(&self, owner: VariableOwner) -> Result<Vec<GrantHistoryRow>, StoreError>;
+}
+
+/// The audit log of management changes (`jobwheel_audit`).
+#[async_trait]
+pub trait AuditStore: Send + Sync {
+    /// Records one change.
+    async fn add_audit(&self, entry: &NewAudit) -> Result<(), StoreError>;
+    /// Changes matching `filter`, newest first.
+    async fn page_audit(&self, filter: &AuditFilter, page: Page) -> Result<Paged<AuditRow>, StoreError>;
+    /// Deletes changes recorded before `before_ms` (log retention); how many.
+    async fn purge_audit(&self, before_ms: i64) -> Result<u64, StoreError>;
 }
 
 /// Wasm modules by digest and the per-job version history.

@@ -4,6 +4,7 @@ import { ApiError, get, del, onUnauthorized, setCsrfToken } from './api.js';
 import { h, replace } from './dom.js';
 import { LANGUAGES, hasText, language, languageChosen, setLanguage, t } from './i18n.js';
 import { notify } from './ui.js';
+import * as audit from './pages/audit.js';
 import * as dashboard from './pages/dashboard.js';
 import * as groups from './pages/groups.js';
 import * as jobForm from './pages/job_form.js';
@@ -29,6 +30,7 @@ const ROUTES = [
   { path: /^\/logs\/(\d+)$/, page: logDetail, menu: 'logs' },
   { path: /^\/groups$/, page: groups, menu: 'groups', admin: true },
   { path: /^\/users$/, page: users, menu: 'users', admin: true },
+  { path: /^\/audit$/, page: audit, menu: 'audit', admin: true },
   { path: /^\/tokens$/, page: tokens, menu: 'tokens' },
   { path: /^\/password$/, page: password, menu: 'password' },
 ];
@@ -40,6 +42,7 @@ const MENU = [
   { key: 'logs', href: '#/logs' },
   { key: 'groups', href: '#/groups', admin: true },
   { key: 'users', href: '#/users', admin: true },
+  { key: 'audit', href: '#/audit', admin: true },
   { key: 'tokens', href: '#/tokens' },
 ];
 

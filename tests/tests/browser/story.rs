@@ -27,6 +27,7 @@ pub(crate) async fn run(browser: &Browser, stack: &Stack, dir: &Path) -> anyhow:
     watch_run(browser, job).await.context("following the run")?;
     glue_editor(browser).await.context("the GLUE editor")?;
     add_user(browser).await.context("adding a user")?;
+    audit_log(browser).await.context("the audit log")?;
     dashboard(browser).await.context("the dashboard")?;
     languages(browser).await.context("switching languages")?;
     Ok(job)
@@ -227,6 +228,37 @@ async fn add_user(browser: &Browser) -> anyhow::Result<()> {
     let users = browser.wait_contains("#user-table", "operator1").await?;
     ensure!(users.contains(GROUP_TITLE), "the permitted group is listed: {users}");
     browser.screenshot("users").await
+}
+
+/// Every change of the story so far is in the audit log, with who made it; the filter narrows
+/// it to job changes, and an entry's details show the resource after the change.
+async fn audit_log(browser: &Browser) -> anyhow::Result<()> {
+    browser.click("#menu-audit").await?;
+    let all = browser.wait_contains("#audit-table", "user.create").await?;
+    for action in [
+        "session.login_failed",
+        "session.login",
+        "group.create",
+        "job.create",
+        "wasm.upload",
+        "job.trigger",
+        "glue.update",
+    ] {
+        ensure!(all.contains(action), "{action} is in the audit log: {all}");
+    }
+    ensure!(all.contains(ADMIN_USER) && all.contains("127.0.0.1"), "who and from where: {all}");
+    ensure!(!all.contains("op-pass-1"), "no password in the audit log: {all}");
+    browser.screenshot("audit").await?;
+    browser.choose("#audit-filters select[name=action]", "job.").await?;
+    browser.click("#audit-filters button[type=submit]").await?;
+    let jobs = browser.wait_text("#audit-table", "only job changes", |t| !t.contains("user.create")).await?;
+    ensure!(jobs.contains("job.create") && !jobs.contains("group.create"), "{jobs}");
+    browser.click("#audit-table tr[data-action='job.create'] .row-actions button").await?;
+    browser.wait_contains("#audit-details", "jobDesc").await?;
+    browser.click("#audit-modal .modal-x").await?;
+    let open = browser.js("return document.querySelector('#audit-modal') !== null;").await?;
+    ensure!(open == json!(false), "the details dialog closed");
+    Ok(())
 }
 
 async fn dashboard(browser: &Browser) -> anyhow::Result<()> {

@@ -148,6 +148,7 @@ impl FromRequestParts<Arc<HttpState>> for Principal {
             if row.last_used_ms.is_none_or(|last| now_ms - last >= TOUCH_EVERY_MS) {
                 state.store.touch_api_token(row.id, now_ms).await?;
             }
+            note_for_audit(parts, &user);
             return Ok(Self { user, credential: Credential::Token });
         }
         let cookie = session_cookie(&parts.headers).ok_or_else(unauthenticated)?;
@@ -166,7 +167,15 @@ impl FromRequestParts<Arc<HttpState>> for Principal {
             }
         }
         let user = state.store.load_user(session.user_id).await?.ok_or_else(unauthenticated)?;
+        note_for_audit(parts, &user);
         Ok(Self { user, credential: Credential::Session { id_hash, csrf_token: session.csrf_token } })
+    }
+}
+
+/// Tells the audit middleware who is calling (a write it records carries the slot).
+fn note_for_audit(parts: &Parts, user: &UserRow) {
+    if let Some(slot) = parts.extensions.get::<super::audit::AuditSlot>() {
+        slot.set(user);
     }
 }
 

@@ -250,7 +250,7 @@ async fn group_owner(state: &HttpState, principal: &Principal, id: i32) -> Resul
     Ok(VariableOwner::Group(GroupId(id)))
 }
 
-async fn job_view(state: &HttpState, job: JobId) -> Result<JobGrantView, ApiError> {
+pub(crate) async fn job_view(state: &HttpState, job: JobId) -> Result<JobGrantView, ApiError> {
     let row = state.store.load_job_grant(job).await?.unwrap_or_default();
     Ok(JobGrantView {
         http_allow: row.http_allow.lines().map(str::to_owned).collect(),
@@ -263,7 +263,10 @@ async fn job_view(state: &HttpState, job: JobId) -> Result<JobGrantView, ApiErro
     })
 }
 
-async fn variables_view(state: &HttpState, owner: VariableOwner) -> Result<VariablesView, ApiError> {
+pub(crate) async fn variables_view(
+    state: &HttpState,
+    owner: VariableOwner,
+) -> Result<VariablesView, ApiError> {
     let rows = state.store.list_variables(owner).await?;
     let (secret_rows, plain_rows): (Vec<VariableRow>, Vec<VariableRow>) =
         rows.into_iter().partition(|r| r.secret != 0);

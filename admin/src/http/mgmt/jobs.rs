@@ -253,7 +253,7 @@ pub(crate) async fn stop(
     Ok(Json(reload(&state, job.id).await?))
 }
 
-async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiError> {
+pub(crate) async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiError> {
     let row =
         state.store.load_job(id).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
     let retry_backoff = state.store.job_retry_backoff(id).await?;

@@ -21,6 +21,8 @@ use serde::{Deserialize, Serialize};
 use crate::http::{ApiError, HttpState};
 use crate::store::{Page, UserRow};
 
+pub(crate) mod audit;
+mod audit_list;
 pub(crate) mod auth;
 mod dashboard;
 mod glue;
@@ -85,6 +87,7 @@ pub(crate) fn router() -> Router<Arc<HttpState>> {
         .route("/api/v1/logs/{id}", get(logs::get))
         .route("/api/v1/logs/{id}/content", get(logs::content))
         .route("/api/v1/logs/{id}/kill", post(logs::kill))
+        .route("/api/v1/audit", get(audit_list::list))
         .route("/api/v1/dashboard", get(dashboard::counters))
         .route("/api/v1/dashboard/chart", get(dashboard::chart))
 }

@@ -35,6 +35,7 @@ macro_rules! log_columns {
     };
 }
 
+mod audit;
 mod batch;
 mod credentials;
 mod grants;

@@ -9,11 +9,13 @@
 
 use chrono::{DateTime, Utc};
 
+mod audit;
 mod credentials;
 mod grants;
 mod jobs;
 mod logs;
 
+pub use audit::*;
 pub use credentials::*;
 pub use grants::*;
 pub use jobs::*;

@@ -8,6 +8,7 @@ mod client;
 pub(crate) mod completion;
 mod missed_fire;
 mod real_executor;
+mod retention;
 mod scheduler;
 mod support;
 mod time_zones;

@@ -13,6 +13,7 @@ use jobwheel_admin::store::{self, Store};
 use jobwheel_tests::databases::{FreshDatabase, Server};
 
 mod adopt;
+mod audit;
 mod batches;
 mod catalog;
 mod credentials;
@@ -33,6 +34,7 @@ async fn check_store(admins: Admins) -> anyhow::Result<()> {
     schedule::check(&admins).await.context("schedule lock and ring claims")?;
     credentials::check(&admins).await.context("sessions and API tokens")?;
     batches::check(&admins).await.context("batch methods of the trigger and callback paths")?;
+    audit::check(&admins).await.context("the audit log")?;
     Ok(())
 }
 

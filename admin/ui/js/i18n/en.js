@@ -12,7 +12,7 @@ export default {
   'error.network': 'Cannot reach the admin. Check that it is running and try again.',
 
   'menu.login': 'Log in', 'menu.dashboard': 'Dashboard', 'menu.jobs': 'Jobs', 'menu.logs': 'Logs',
-  'menu.groups': 'Executors', 'menu.users': 'Users', 'menu.tokens': 'API tokens', 'menu.password': 'Change password',
+  'menu.groups': 'Executors', 'menu.users': 'Users', 'menu.audit': 'Audit log', 'menu.tokens': 'API tokens', 'menu.password': 'Change password',
 
   'login.subtitle': 'Distributed job scheduling', 'login.username': 'Username', 'login.password': 'Password',
   'login.remember': 'Remember me for 30 days', 'login.submit': 'Log in', 'login.required': 'Enter your username and password.',
@@ -109,6 +109,10 @@ export default {
   'groups.addressRequired': 'Manual registration needs at least one address.',
   'groups.addressRule': '"{address}" must start with http:// or https://.',
 
+  'audit.time': 'Time', 'audit.user': 'User', 'audit.client': 'From', 'audit.action': 'Action', 'audit.target': 'Target',
+  'audit.changes': 'Changes', 'audit.allActions': 'All actions', 'audit.targetHint': 'Target, e.g. job 12',
+  'audit.details': 'Details', 'audit.detail': 'Request', 'audit.before': 'Before', 'audit.after': 'After',
+  'audit.created': 'created', 'audit.removed': 'deleted', 'audit.more': '… and {n} more',
   'users.id': 'ID', 'users.username': 'Username', 'users.password': 'Password', 'users.role': 'Role',
   'users.roleAll': 'All roles', 'users.admin': 'Administrator', 'users.normal': 'User', 'users.permission': 'Executors',
   'users.permissionHint': 'The executors whose jobs and logs this user may work with.', 'users.allGroups': 'All',

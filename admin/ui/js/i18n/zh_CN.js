@@ -12,7 +12,7 @@ export default {
   'error.network': '无法连接调度中心，请确认其正在运行后重试。',
 
   'menu.login': '登录', 'menu.dashboard': '运行报表', 'menu.jobs': '任务管理', 'menu.logs': '调度日志',
-  'menu.groups': '执行器管理', 'menu.users': '用户管理', 'menu.tokens': 'API 令牌', 'menu.password': '修改密码',
+  'menu.groups': '执行器管理', 'menu.users': '用户管理', 'menu.audit': '审计日志', 'menu.tokens': 'API 令牌', 'menu.password': '修改密码',
 
   'login.subtitle': '分布式任务调度平台', 'login.username': '账号', 'login.password': '密码',
   'login.remember': '记住密码（30 天）', 'login.submit': '登录', 'login.required': '请输入账号和密码。',
@@ -109,6 +109,10 @@ export default {
   'groups.addressRequired': '手动录入时请至少填写一个机器地址。',
   'groups.addressRule': '「{address}」须以 http:// 或 https:// 开头。',
 
+  'audit.time': '时间', 'audit.user': '用户', 'audit.client': '来源', 'audit.action': '操作', 'audit.target': '对象',
+  'audit.changes': '变更', 'audit.allActions': '全部操作', 'audit.targetHint': '对象，例如 job 12',
+  'audit.details': '详情', 'audit.detail': '请求', 'audit.before': '变更前', 'audit.after': '变更后',
+  'audit.created': '已创建', 'audit.removed': '已删除', 'audit.more': '… 另有 {n} 项',
   'users.id': 'ID', 'users.username': '账号', 'users.password': '密码', 'users.role': '角色',
   'users.roleAll': '全部角色', 'users.admin': '管理员', 'users.normal': '普通用户', 'users.permission': '执行器权限',
   'users.permissionHint': '该用户可以操作其任务和日志的执行器。', 'users.allGroups': '全部',

@@ -1,0 +1,293 @@
+//! Recording the audit log: one middleware around every `/api/v1` write, so no handler can
+//! forget it.
+//!
+//! For a write it knows (the [`action`] table), the middleware reads the resource before the
+//! handler runs and again after it succeeded, and stores who (the [`Principal`] the handler
+//! extracted, handed over through an [`AuditSlot`]), when, from which client address (behind
+//! `--trusted-proxies`, the forwarded one) and the two snapshots. Snapshots are the API's own
+//! views, so they hold what a reader of the API may see: secret values never (secrets appear as
+//! names), password hashes and token secrets never. Request bodies are recorded only for
+//! writes whose meaning is in the body and carries no secret (a trigger's parameter, a log
+//! clear's filter, a login's user name). Failed logins are recorded too; other failed requests
+//! changed nothing and are not.
+//!
+//! [`Principal`]: super::auth::Principal
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::groups::GroupView;
+use super::{MAX_JSON_BYTES, UserView};
+use crate::http::{ApiError, HttpState};
+use crate::store::{GroupId, JobId, NewAudit, UserId, UserRow, VariableOwner};
+
+/// Who made the request, filled in by the `Principal` extractor once it authenticated.
+#[derive(Clone, Default)]
+pub(crate) struct AuditSlot(Arc<Mutex<Option<(UserId, String)>>>);
+
+impl AuditSlot {
+    pub(crate) fn set(&self, user: &UserRow) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some((user.id, user.user.username.clone()));
+    }
+
+    fn get(&self) -> Option<(UserId, String)> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// What a snapshot reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Subject {
+    Job,
+    Glue,
+    Grant,
+    Wasm,
+    Group,
+    GroupVariables,
+    User,
+    /// Not read: a token's row holds nothing beyond its name, which the detail records.
+    Token,
+    /// Nothing to read: the change is said by its action, target and detail.
+    None,
+}
+
+/// One kind of write: its action name, what it is done to, and what is recorded of it.
+struct Action {
+    name: &'static str,
+    subject: Subject,
+    /// The target's id comes from the created resource (the answer's `id`).
+    creates: bool,
+    /// The request body is recorded as the detail.
+    body_detail: bool,
+}
+
+const fn act(name: &'static str, subject: Subject) -> Action {
+    Action { name, subject, creates: false, body_detail: false }
+}
+
+/// The action of a write, from its method and route.
+fn action(method: &Method, route: &str) -> Option<Action> {
+    let post = method == Method::POST;
+    let put = method == Method::PUT;
+    let delete = method == Method::DELETE;
+    Some(match route {
+        "/api/v1/session" if post => Action { body_detail: true, ..act("session.login", Subject::None) },
+        "/api/v1/session" if delete => act("session.logout", Subject::None),
+        "/api/v1/session/password" if put => act("session.password", Subject::None),
+        "/api/v1/jobs" if post => Action { creates: true, ..act("job.create", Subject::Job) },
+        "/api/v1/jobs/{id}" if put => act("job.update", Subject::Job),
+        "/api/v1/jobs/{id}" if delete => act("job.delete", Subject::Job),
+        "/api/v1/jobs/{id}/start" if post => act("job.start", Subject::Job),
+        "/api/v1/jobs/{id}/stop" if post => act("job.stop", Subject::Job),
+        "/api/v1/jobs/{id}/trigger" if post => {
+            Action { body_detail: true, ..act("job.trigger", Subject::None) }
+        }
+        "/api/v1/jobs/{id}/glue" if put => act("glue.update", Subject::Glue),
+        "/api/v1/jobs/{id}/grant" if put => act("grant.update", Subject::Grant),
+        "/api/v1/jobs/{id}/secrets/{name}" if put => act("secret.put", Subject::Grant),
+        "/api/v1/jobs/{id}/secrets/{name}" if delete => act("secret.delete", Subject::Grant),
+        "/api/v1/jobs/{id}/wasm" if post => act("wasm.upload", Subject::Wasm),
+        "/api/v1/jobs/{id}/wasm/rollback" if post => act("wasm.rollback", Subject::Wasm),
+        "/api/v1/groups" if post => Action { creates: true, ..act("group.create", Subject::Group) },
+        "/api/v1/groups/{id}" if put => act("group.update", Subject::Group),
+        "/api/v1/groups/{id}" if delete => act("group.delete", Subject::Group),
+        "/api/v1/groups/{id}/variables" if put => act("variables.update", Subject::GroupVariables),
+        "/api/v1/groups/{id}/secrets/{name}" if put => act("secret.put", Subject::GroupVariables),
+        "/api/v1/groups/{id}/secrets/{name}" if delete => act("secret.delete", Subject::GroupVariables),
+        "/api/v1/users" if post => Action { creates: true, ..act("user.create", Subject::User) },
+        "/api/v1/users/{id}" if put => act("user.update", Subject::User),
+        "/api/v1/users/{id}" if delete => act("user.delete", Subject::User),
+        // The answer holds the token's secret: only its id is read from it, the name from the body.
+        "/api/v1/tokens" if post => {
+            Action { creates: true, body_detail: true, ..act("token.create", Subject::Token) }
+        }
+        "/api/v1/tokens/{id}" if delete => act("token.delete", Subject::Token),
+        "/api/v1/logs/clear" if post => Action { body_detail: true, ..act("log.clear", Subject::None) },
+        "/api/v1/logs/{id}/kill" if post => act("log.kill", Subject::None),
+        _ => return None,
+    })
+}
+
+/// The path's `{id}` (the segment after the route's resource name) and `{name}`.
+fn path_params(route: &str, path: &str) -> (Option<i64>, Option<String>) {
+    let mut id = None;
+    let mut name = None;
+    for (pattern, actual) in route.split('/').zip(path.split('/')) {
+        match pattern {
+            "{id}" => id = actual.parse().ok(),
+            "{name}" => name = Some(actual.to_owned()),
+            _ => {}
+        }
+    }
+    (id, name)
+}
+
+/// The middleware: records every successful write of the management API.
+pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request, next: Next) -> Response {
+    if matches!(*request.method(), Method::GET | Method::HEAD) {
+        return next.run(request).await;
+    }
+    let route = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned());
+    let Some(action) = route.as_deref().and_then(|route| action(request.method(), route)) else {
+        return next.run(request).await;
+    };
+    let route = route.unwrap_or_default();
+    let (id, name) = path_params(&route, request.uri().path());
+    let client = request.extensions().get::<ConnectInfo<SocketAddr>>().map_or_else(String::new, |peer| {
+        state.trusted_proxies.client(peer.0.ip(), request.headers()).to_string()
+    });
+    let (mut request, body) = if action.body_detail {
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, MAX_JSON_BYTES).await else {
+            let limit = MAX_JSON_BYTES / (1024 * 1024);
+            return ApiError::PayloadTooLarge(format!(
+                "the request body is over the {limit} MiB limit of JSON requests"
+            ))
+            .into_response();
+        };
+        (Request::from_parts(parts, Body::from(bytes.clone())), Some(bytes))
+    } else {
+        (request, None)
+    };
+    let slot = AuditSlot::default();
+    request.extensions_mut().insert(slot.clone());
+
+    let before = match id {
+        Some(id) if !action.creates => snapshot(&state, action.subject, id).await,
+        _ => None,
+    };
+    let response = next.run(request).await;
+    let succeeded = response.status().is_success();
+    let (response, target_id) =
+        if action.creates && succeeded { created_id(response).await } else { (response, id) };
+    let login = action.name == "session.login";
+    if !succeeded && !login {
+        return response;
+    }
+    let after = match target_id {
+        Some(id) if succeeded => snapshot(&state, action.subject, id).await,
+        _ => None,
+    };
+    let detail = detail(&action, body.as_ref(), name.as_deref());
+    let (user_id, username, action_name) = match slot.get() {
+        Some((user_id, username)) => (Some(user_id), username, action.name.to_owned()),
+        None if login => {
+            let username =
+                detail.as_ref().and_then(|d| d["username"].as_str()).unwrap_or_default().to_owned();
+            let user_id = match state.store.find_user(&username).await {
+                Ok(user) if succeeded => user.map(|u| u.id),
+                _ => None,
+            };
+            let name = if succeeded { "session.login" } else { "session.login_failed" };
+            (user_id, username.chars().take(50).collect(), name.to_owned())
+        }
+        None => (None, String::new(), action.name.to_owned()),
+    };
+    let entry = NewAudit {
+        at_ms: chrono::Utc::now().timestamp_millis(),
+        user_id,
+        username,
+        client,
+        action: action_name,
+        target: target(action.subject, &route, target_id),
+        detail: detail.map(|d| d.to_string()),
+        before_json: before.map(|v| v.to_string()),
+        after_json: after.map(|v| v.to_string()),
+    };
+    if let Err(error) = state.store.add_audit(&entry).await {
+        // The change itself is done; its record is what is missing.
+        tracing::error!(%error, action = %entry.action, target = %entry.target, "cannot record an audit entry");
+    }
+    response
+}
+
+/// `job 12`, `group 3`, … from the route's resource and the id.
+fn target(subject: Subject, route: &str, id: Option<i64>) -> String {
+    let kind = match subject {
+        Subject::Job | Subject::Glue | Subject::Grant | Subject::Wasm => "job",
+        Subject::Group | Subject::GroupVariables => "group",
+        Subject::User => "user",
+        Subject::Token => "token",
+        Subject::None if route.starts_with("/api/v1/jobs") => "job",
+        Subject::None if route.starts_with("/api/v1/logs/{id}") => "log",
+        Subject::None => return String::new(),
+    };
+    id.map_or_else(String::new, |id| format!("{kind} {id}"))
+}
+
+/// What the request said, where that is the change: a trigger's parameter and addresses, a
+/// clear's filter, the user name of a login (never its password), a secret's name.
+fn detail(action: &Action, body: Option<&Bytes>, name: Option<&str>) -> Option<Value> {
+    if let Some(name) = name {
+        return Some(json!({ "name": name }));
+    }
+    let body: Value = serde_json::from_slice(body?).ok()?;
+    match action.name {
+        "session.login" => Some(json!({ "username": body["username"] })),
+        _ => Some(body),
+    }
+}
+
+/// The created resource's id from the answer (`{"id": …}`), and the answer rebuilt.
+async fn created_id(response: Response) -> (Response, Option<i64>) {
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_JSON_BYTES).await else {
+        return (Response::from_parts(parts, Body::empty()), None);
+    };
+    let id = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| v["id"].as_i64());
+    (Response::from_parts(parts, Body::from(bytes)), id)
+}
+
+/// The resource as the API shows it, without history lists; `None` if it does not exist.
+async fn snapshot(state: &HttpState, subject: Subject, id: i64) -> Option<Value> {
+    let found = read(state, subject, id).await;
+    match found {
+        Ok(value) => value.map(|mut v| {
+            if let Some(object) = v.as_object_mut() {
+                object.remove("history");
+            }
+            v
+        }),
+        Err(error) => {
+            tracing::warn!(%error, ?subject, id, "audit: cannot read the resource");
+            None
+        }
+    }
+}
+
+async fn read(state: &HttpState, subject: Subject, id: i64) -> Result<Option<Value>, ApiError> {
+    let small = i32::try_from(id).ok();
+    let to_json = |value: Result<Value, serde_json::Error>| value.map_err(|e| ApiError::Internal(e.into()));
+    Ok(match (subject, small) {
+        (Subject::Job, Some(id)) => match super::jobs::reload(state, JobId(id)).await {
+            Ok(view) => Some(to_json(serde_json::to_value(view))?),
+            Err(ApiError::NotFound(_)) => None,
+            Err(e) => return Err(e),
+        },
+        (Subject::Glue, Some(id)) => state.store.load_job(JobId(id)).await?.map(|job| {
+            json!({"glueType": job.job.glue_type, "glueSource": job.job.glue_source, "glueRemark": job.job.glue_remark})
+        }),
+        (Subject::Grant, Some(id)) => Some(to_json(serde_json::to_value(super::grants::job_view(state, JobId(id)).await?))?),
+        (Subject::Wasm, Some(id)) => Some(match state.store.current_wasm_module(JobId(id)).await? {
+            Some(module) => json!({"digest": module.digest, "size": module.size}),
+            None => json!({"digest": null}),
+        }),
+        (Subject::Group, Some(id)) => match state.store.load_group(GroupId(id)).await? {
+            Some(row) => Some(to_json(serde_json::to_value(GroupView::from(row)))?),
+            None => None,
+        },
+        (Subject::GroupVariables, Some(id)) => {
+            let view = super::grants::variables_view(state, VariableOwner::Group(GroupId(id))).await?;
+            Some(to_json(serde_json::to_value(view))?)
+        }
+        (Subject::User, Some(id)) => state.store.load_user(UserId(id)).await?.map(|u| json!(UserView::from(&u))),
+        _ => None,
+    })
+}
