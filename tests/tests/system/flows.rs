@@ -89,16 +89,7 @@ async fn kill(stack: &Stack) -> anyhow::Result<()> {
 
 async fn side_by_side(stack: &Stack) -> anyhow::Result<()> {
     let api = &stack.api;
-    let wasm =
-        api.job(stack.group, "wasm hello", json!({"glueType": "GLUE_WASM", "executorHandler": ""})).await?;
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/v1/jobs/{wasm}/wasm?remark=system", stack.admin_base()))
-        .bearer_auth(crate::API_TOKEN)
-        .header("content-type", "application/wasm")
-        .body(sample_job("hello"))
-        .send()
-        .await?;
-    ensure!(response.status().is_success(), "upload: {}", response.status());
+    let wasm = stack.wasm_job("wasm hello", sample_job("hello")).await?;
     let script = api
         .job(stack.group, "shell hello", json!({"glueType": "GLUE_SHELL", "glueSource": "echo \"hello from bash\"", "executorHandler": ""}))
         .await?;

@@ -99,6 +99,22 @@ impl Stack {
         &self.admin.base
     }
 
+    /// A GLUE_WASM job in the stack's group running `module` (uploaded through the API); its id.
+    pub(crate) async fn wasm_job(&self, desc: &str, module: Vec<u8>) -> anyhow::Result<i64> {
+        let job =
+            self.api.job(self.group, desc, json!({"glueType": "GLUE_WASM", "executorHandler": ""})).await?;
+        let response = reqwest::Client::new()
+            .post(format!("{}/api/v1/jobs/{job}/wasm?remark=system", self.admin_base()))
+            .bearer_auth(API_TOKEN)
+            .header("content-type", "application/wasm")
+            .body(module)
+            .send()
+            .await?;
+        let status = response.status();
+        anyhow::ensure!(status.is_success(), "upload: {status} {}", response.text().await?);
+        Ok(job)
+    }
+
     /// SIGKILLs the executor at `address` (no deregistration, runs die with it).
     pub(crate) async fn kill_executor(&mut self, address: &str) -> anyhow::Result<()> {
         let executor =

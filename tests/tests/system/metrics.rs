@@ -51,15 +51,7 @@ async fn scenario(stack: &Stack, metrics_listen: &str) -> anyhow::Result<()> {
     let cron = api
         .job(stack.group, "every second", json!({"scheduleType": "CRON", "scheduleConf": "* * * * * ?"}))
         .await?;
-    let wasm = api.job(stack.group, "wasm", json!({"glueType": "GLUE_WASM", "executorHandler": ""})).await?;
-    let upload = reqwest::Client::new()
-        .post(format!("{}/api/v1/jobs/{wasm}/wasm?remark=metrics", stack.admin_base()))
-        .bearer_auth(API_TOKEN)
-        .header("content-type", "application/wasm")
-        .body(sample_job("hello"))
-        .send()
-        .await?;
-    ensure!(upload.status().is_success(), "upload: {}", upload.status());
+    let wasm = stack.wasm_job("wasm", sample_job("hello")).await?;
     let failing = api
         .job(
             stack.group,

@@ -123,7 +123,7 @@ pub(crate) async fn other_languages(stack: &Stack) -> anyhow::Result<()> {
     let (api, origin) = (&stack.api, &server.origin);
     for (language, bytes) in component_files()? {
         let digest = hex::encode(Sha256::digest(&bytes));
-        let job = upload_bytes(stack, &format!("http-check {language}"), bytes).await?;
+        let job = stack.wasm_job(&format!("http-check {language}"), bytes).await?;
         // The upload is announced to the group's executors (the ones still running: the lost-job
         // scenario killed one), which compile it before any trigger.
         let prepared = format!("wasm module prepared digest={digest}");
@@ -170,19 +170,5 @@ fn component_files() -> anyhow::Result<Vec<(&'static str, Vec<u8>)>> {
 
 /// A GLUE_WASM job running the Rust `http-check` component; its id.
 async fn upload(stack: &Stack, desc: &str) -> anyhow::Result<i64> {
-    upload_bytes(stack, desc, sample_component("http-check")).await
-}
-
-async fn upload_bytes(stack: &Stack, desc: &str, bytes: Vec<u8>) -> anyhow::Result<i64> {
-    let job =
-        stack.api.job(stack.group, desc, json!({"glueType": "GLUE_WASM", "executorHandler": ""})).await?;
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/v1/jobs/{job}/wasm?remark=system", stack.admin_base()))
-        .bearer_auth(crate::API_TOKEN)
-        .header("content-type", "application/wasm")
-        .body(bytes)
-        .send()
-        .await?;
-    ensure!(response.status().is_success(), "upload: {} {}", response.status(), response.text().await?);
-    Ok(job)
+    stack.wasm_job(desc, sample_component("http-check")).await
 }

@@ -45,6 +45,10 @@ struct Args {
     /// Requests in flight during a manual-trigger flood.
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
+    /// Scrape the admin's `/metrics` every this many seconds during the window, as Prometheus
+    /// would (0: never). For the metrics overhead row of docs/benchmarks.md.
+    #[arg(long, default_value_t = 0)]
+    scrape_every: u64,
 }
 
 #[tokio::main]
@@ -89,6 +93,9 @@ async fn main() -> anyhow::Result<()> {
             Arc::clone(&flood),
         ))
     });
+    let scraping = (args.scrape_every > 0).then(|| {
+        tokio::spawn(scrape_metrics(admin_url.clone(), Duration::from_secs(args.scrape_every), window_end))
+    });
     sleep_until(window_start).await;
     let before = sample(pid)?;
     let own_before = sample(std::process::id())?;
@@ -99,6 +106,10 @@ async fn main() -> anyhow::Result<()> {
     let flood_during = flood.load(Ordering::Relaxed) - flood_before;
     if let Some(flooding) = flooding {
         flooding.await??;
+    }
+    if let Some(scraping) = scraping {
+        let (scrapes, bytes) = scraping.await??;
+        println!("metrics: scraped {scrapes} times during the window, last page {bytes} bytes");
     }
     for id in &jobs {
         store.stop_job(*id, chrono::Utc::now()).await?;
@@ -146,6 +157,21 @@ impl Cost {
             peak_rss_mib: after.peak_rss_kib as f64 / 1024.0,
         }
     }
+}
+
+/// GETs `/metrics` with the API token every `every` until `until_ms`; how many pages were
+/// served and the size of the last one.
+async fn scrape_metrics(admin_url: String, every: Duration, until_ms: i64) -> anyhow::Result<(u64, usize)> {
+    let http = reqwest::Client::new();
+    let (mut scrapes, mut bytes) = (0, 0);
+    while now_ms() < until_ms {
+        let page = http.get(format!("{admin_url}/metrics")).bearer_auth(API_TOKEN).send().await?;
+        anyhow::ensure!(page.status().is_success(), "/metrics answered {}", page.status());
+        bytes = page.text().await?.len();
+        scrapes += 1;
+        tokio::time::sleep(every).await;
+    }
+    Ok((scrapes, bytes))
 }
 
 /// Triggers `jobs` round-robin through the management API until `until_ms`; counts 200s.
