@@ -174,6 +174,8 @@ async fn a_name_resolving_to_loopback_is_refused_unless_the_address_is_granted()
     assert!(failure(&report).contains("DestinationIpProhibited"), "{report:?}");
     assert_eq!(log.count("resolved to 127.0.0.1, a loopback address"), 1, "{:?}", log.lines());
     assert!(server.seen().is_empty());
+    // The run's report counts it as denied (the executor's `wasm_http_requests` metric).
+    assert_eq!((report.stats.http_allowed, report.stats.http_denied), (0, 1));
 
     let (report, log) = check(&runtime, &url, Some(grant(&[&origin, "127.0.0.1"])), &[]).await;
     assert_eq!(
@@ -183,6 +185,7 @@ async fn a_name_resolving_to_loopback_is_refused_unless_the_address_is_granted()
         log.lines()
     );
     assert_eq!(server.seen().len(), 1);
+    assert_eq!((report.stats.http_allowed, report.stats.http_denied), (1, 0));
 }
 
 #[tokio::test]
@@ -197,6 +200,11 @@ async fn a_redirect_is_not_followed_by_the_host_and_its_next_hop_is_checked() {
     assert_eq!(log.count(&format!("http GET {origin}/redirect -> 302")), 1, "{:?}", log.lines());
     assert_eq!(log.count(&format!("http://127.0.0.1:{}/ok denied", elsewhere.port)), 1, "{:?}", log.lines());
     assert!(elsewhere.seen().is_empty(), "the host never followed the redirect");
+    assert_eq!(
+        (report.stats.http_allowed, report.stats.http_denied),
+        (1, 1),
+        "the 302 went out, the next hop did not"
+    );
 }
 
 #[tokio::test]
