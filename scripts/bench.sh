@@ -3,12 +3,12 @@
 # bench-admin for trigger throughput (FIX_RATE, SQLite, PostgreSQL and MariaDB), a manual-trigger flood,
 # lateness with 10 000 cron jobs, and cost at 1k/10k/100k jobs. Job logs go to tmpfs.
 #   scripts/bench.sh            # everything (about 20 minutes)
-#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale
+#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale | monitors
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
 duration="${JOBWHEEL_BENCH_SECONDS:-60}"
-cargo build --release -p jobwheel-admin -p jobwheel-executor -p jobwheel-tests --bin bench-admin --bin jobwheel-admin
+cargo build --release -p jobwheel-admin -p jobwheel-executor -p jobwheel-tests --bin bench-admin --bin bench-monitors --bin jobwheel-admin
 bench="$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/bench-admin"
 export TMPDIR="${TMPDIR:-/dev/shm}" RUST_LOG=error
 pg="${JOBWHEEL_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
@@ -30,7 +30,7 @@ run_my() {
   mariadb -h 127.0.0.1 -uroot -e "DROP DATABASE $db" >/dev/null 2>&1
 }
 
-run() { echo "## bench-admin $*"; "$bench" "$@"; echo; }
+run() { echo "## $(basename "$bench") $*"; "$bench" "$@"; echo; }
 
 if [[ $part == all || $part == throughput ]]; then
   for jobs in 2000 4000 5000 6000 10000; do run --jobs "$jobs" --duration "$duration"; done
@@ -45,4 +45,10 @@ if [[ $part == all || $part == lateness ]]; then
 fi
 if [[ $part == all || $part == scale ]]; then
   for jobs in 1000 10000 100000; do run --mode cron --jobs "$jobs" --cron-period 60 --duration "$duration"; done
+fi
+if [[ $part == all || $part == monitors ]]; then
+  bench="$(dirname "$bench")/bench-monitors"
+  for logs in 100000 1000000; do run --logs "$logs"; done
+  run_pg --logs 1000000
+  run_my --logs 1000000
 fi

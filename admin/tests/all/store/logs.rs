@@ -161,13 +161,17 @@ async fn list_filters(Admins { a, b }: &Admins, g: GroupId, _job_id: JobId) -> a
 async fn alarms(Admins { a, b }: &Admins, g: GroupId, job_id: JobId) -> anyhow::Result<()> {
     let t = at("2030-06-01T00:00:00Z");
     let mut failed = Vec::new();
-    for (tc, hc) in [(500, 0), (200, 500), (200, 200), (200, 0), (0, 0)] {
+    // Every class of upstream's failure test: failed trigger, failed or timed-out run, success,
+    // running, not yet triggered, and a success whose trigger code says otherwise.
+    for (tc, hc) in
+        [(500, 0), (200, 500), (200, 200), (200, 0), (0, 0), (200, 502), (500, 200), (-1, 0), (200, -1)]
+    {
         let id = a.insert_log(&NewLog { job_group: g, job_id, trigger_time: t }).await?;
         a.update_log_trigger(&triggered(id, tc, "http://e:1/")).await?;
         if hc != 0 {
             a.complete_log(&result(id, hc, None)).await?;
         }
-        if tc == 500 || hc == 500 {
+        if hc != 200 && !(hc == 0 && (tc == 0 || tc == 200)) {
             failed.push(id);
         }
     }
