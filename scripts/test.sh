@@ -23,6 +23,12 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
 fi
+# A real Prometheus (Debian's) runs every query of the Grafana dashboard against the /metrics
+# pages in the system test (tests/tests/system/metrics.rs).
+if ! command -v prometheus >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus
+fi
 # A third-party executor for the interop tests (pyxxl from PyPI) and the Prometheus project's
 # OpenMetrics parser for the /metrics tests (prometheus-client), in a venv kept beside the build.
 venv="$(realpath -m "${CARGO_TARGET_DIR:-target}")/pyxxl-venv"

@@ -141,7 +141,7 @@ async fn scenario(stack: &Stack, metrics_listen: &str) -> anyhow::Result<()> {
         executor_sum(&executors, "jobwheel_executor_run_duration_seconds_count", &[])
             == executor_sum(&executors, runs, &[])
     );
-    Ok(())
+    prometheus_runs_the_dashboard(stack, metrics_listen).await
 }
 
 /// The jobs' logs once nothing changes between two reads a second apart (the last cron trigger
@@ -163,11 +163,17 @@ async fn wait_stable(api: &Api, jobs: [i64; 4]) -> anyhow::Result<Vec<Vec<Value>
     }
 }
 
+/// The Grafana dashboard's JSON (docs/grafana).
+fn dashboard() -> anyhow::Result<Value> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/grafana/jobwheel-dashboard.json");
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    Ok(serde_json::from_str(&text)?)
+}
+
 /// Every series the Grafana dashboard (docs/grafana) queries is a family one of the pages
 /// declares.
 fn dashboard_queries_exist(pages: &str) -> anyhow::Result<()> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/grafana/jobwheel-dashboard.json");
-    let dashboard = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    let dashboard = dashboard()?.to_string();
     let mut names = std::collections::BTreeSet::new();
     let mut rest = dashboard.as_str();
     while let Some(at) = rest.find("jobwheel_") {
@@ -187,5 +193,71 @@ fn dashboard_queries_exist(pages: &str) -> anyhow::Result<()> {
             "the dashboard queries {name}, which no page declares"
         );
     }
+    Ok(())
+}
+
+/// A real Prometheus (Debian's `prometheus`) scrapes the admin's `--metrics-listen` and every
+/// executor with its access token as a bearer token; once each target is up, every query of
+/// the dashboard's panels runs without error and returns series.
+async fn prometheus_runs_the_dashboard(stack: &Stack, metrics_listen: &str) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let port = free_port()?;
+    let executors: Vec<String> =
+        stack.executors.iter().map(|e| format!("\"{}\"", e.base.trim_start_matches("http://"))).collect();
+    let config = format!(
+        "global: {{scrape_interval: 1s}}\n\
+         scrape_configs:\n\
+         - job_name: admin\n  static_configs: [{{targets: [\"{metrics_listen}\"]}}]\n\
+         - job_name: executor\n  authorization: {{credentials: \"{TOKEN}\"}}\n  static_configs: [{{targets: [{}]}}]\n",
+        executors.join(", ")
+    );
+    let config_file = dir.path().join("prometheus.yml");
+    std::fs::write(&config_file, config)?;
+    let log = dir.path().join("prometheus.log");
+    let _prometheus = tokio::process::Command::new("prometheus")
+        .arg(format!("--config.file={}", config_file.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting prometheus (Debian package `prometheus`; scripts/test.sh installs it)")?;
+    let http = reqwest::Client::new();
+    let query = |expr: String| {
+        let http = http.clone();
+        async move {
+            let url = format!("http://127.0.0.1:{port}/api/v1/query");
+            let answer: Value = http.get(url).query(&[("query", expr.as_str())]).send().await?.json().await?;
+            anyhow::Ok(answer)
+        }
+    };
+    // All four targets up, each scraped at least three times, so every rate has samples.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let up = query("count(count_over_time(up[1m]) >= 3 and up == 1)".to_owned()).await.ok();
+        let value = up.as_ref().and_then(|a| a["data"]["result"][0]["value"][1].as_str()).unwrap_or_default();
+        if value == "4" {
+            break;
+        }
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "Prometheus did not scrape all four targets: {up:?}\n{log}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let panels = dashboard()?["panels"].as_array().cloned().unwrap_or_default();
+    let mut checked = 0;
+    for target in panels.iter().flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default()) {
+        let expr =
+            target["expr"].as_str().context("a query")?.replace("$admin", ".*").replace("$executor", ".*");
+        let answer = query(expr.clone()).await?;
+        ensure!(answer["status"] == "success", "{expr}: {answer}");
+        let series = answer["data"]["result"].as_array().map_or(0, Vec::len);
+        ensure!(series > 0, "{expr} returned no series: {answer}");
+        checked += 1;
+    }
+    ensure!(checked >= 20, "dashboard queries checked: {checked}");
     Ok(())
 }
