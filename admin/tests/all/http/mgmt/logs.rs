@@ -290,6 +290,16 @@ async fn a_real_runs_log_is_read_from_its_executor_and_the_run_is_killed() -> an
     assert!(note.contains("终止") || note.contains("kill"), "a kill note: {killed}");
     let (status, reply) = alice.post(&format!("/api/v1/logs/{log_id}/kill"), json!({})).await;
     assert_eq!(status, 400, "already finished: {reply}");
+    // The kill is in the audit log, once: the refused second one changed nothing.
+    env.admin_user("root").await;
+    let (_, audit) = env.login("root").await.get(&format!("/api/v1/audit?target=log%20{log_id}")).await;
+    let kills: Vec<_> = audit["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|e| (e["action"].clone(), e["username"].clone()))
+        .collect();
+    assert_eq!(kills, vec![(json!("log.kill"), json!("alice"))], "{audit}");
     // Once finished, reading past the last line says so.
     // Like the UI: keep reading from after the last line seen until the executor says `end`.
     let next = AtomicI64::new(content["toLineNum"].as_i64().expect("toLineNum") + 1);
