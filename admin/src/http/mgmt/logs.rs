@@ -92,6 +92,9 @@ pub(crate) struct LogQuery {
     from: Option<i64>,
     #[serde(default)]
     to: Option<i64>,
+    /// Part of the executor address (`10.0.0.5`, `:9999`).
+    #[serde(default)]
+    executor_address: Option<String>,
     #[serde(flatten)]
     paging: Paging,
 }
@@ -155,7 +158,8 @@ pub(crate) async fn list(
             ));
         }
     };
-    let filter = LogFilter { job_group, job_id, status, trigger_from, trigger_to };
+    let executor_address = query.executor_address.map(|a| a.trim().to_owned()).filter(|a| !a.is_empty());
+    let filter = LogFilter { job_group, job_id, status, trigger_from, trigger_to, executor_address };
     let paged = state.store.page_logs(&filter, page).await?;
     let mut descs = JobDescs::default();
     let mut items = Vec::with_capacity(paged.rows.len());

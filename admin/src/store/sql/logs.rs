@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use super::SqlStore;
 use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
-use crate::store::support::{append_handle_msg, truncate_handle_msg};
+use crate::store::support::{append_handle_msg, like, truncate_handle_msg};
 use crate::store::time::secs;
 use crate::store::{
     HandleOutcome, HandleResult, LogFilter, LogId, LogRow, LogStatusFilter, LogStore, LogTriggerUpdate,
@@ -70,6 +70,9 @@ fn push_log_filter(q: &mut QueryBuf<'_>, filter: &LogFilter) {
     }
     if let Some(to) = filter.trigger_to {
         q.push(" AND trigger_time <= TS(").bind(secs(to)).push(")");
+    }
+    if let Some(address) = &filter.executor_address {
+        q.push(" AND executor_address ILIKE ").bind(like(address));
     }
     q.push(match filter.status {
         LogStatusFilter::All => "",

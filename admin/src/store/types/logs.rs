@@ -148,6 +148,8 @@ pub struct LogFilter {
     pub trigger_from: Option<DateTime<Utc>>,
     /// `trigger_time <=`.
     pub trigger_to: Option<DateTime<Utc>>,
+    /// `executor_address LIKE %…%` (jobwheel: the runs of one executor).
+    pub executor_address: Option<String>,
 }
 
 /// Which logs to delete (upstream `findClearLogIds` + `clearLog`).

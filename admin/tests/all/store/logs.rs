@@ -152,6 +152,14 @@ async fn list_filters(Admins { a, b }: &Admins, g: GroupId, _job_id: JobId) -> a
     };
     let page = b.page_logs(&ranged, Page { offset: 1, limit: 1 }).await?;
     ensure!(page.total == 3 && page.rows.len() == 1 && page.rows[0].id == ids[2], "{page:?}");
+    // Part of the executor address, in any case.
+    let by_address = |address: &str| LogFilter {
+        job_id: Some(job_id_2),
+        executor_address: Some(address.to_owned()),
+        ..LogFilter::default()
+    };
+    ensure!(b.page_logs(&by_address("E:1"), Page { offset: 0, limit: 50 }).await?.total == 5);
+    ensure!(b.page_logs(&by_address("e:2"), Page { offset: 0, limit: 50 }).await?.total == 0);
     let other_group = LogFilter { job_group: Some(GroupId(g.0 + 1000)), ..LogFilter::default() };
     ensure!(b.page_logs(&other_group, Page { offset: 0, limit: 5 }).await?.total == 0);
     a.delete_job(job_id_2).await?;

@@ -85,6 +85,7 @@ export default {
   'wasm.rolledBack': 'Rolled back.', 'wasm.noVersions': 'No module uploaded yet.',
   'wasm.notWasm': 'This job does not run a Wasm module.',
 
+  'logs.executorHint': 'Executor, e.g. 10.0.0.5',
   'logs.id': 'Log ID', 'logs.job': 'Job', 'logs.allJobs': 'All jobs', 'logs.statusLabel': 'Status',
   'logs.status.all': 'All', 'logs.status.success': 'Success', 'logs.status.fail': 'Failed', 'logs.status.running': 'Running',
   'logs.triggerTime': 'Trigger time', 'logs.triggerResult': 'Trigger result', 'logs.handleTime': 'Handle time',

@@ -85,6 +85,7 @@ export default {
   'wasm.rolledBack': '已回滚。', 'wasm.noVersions': '尚未上传模块。',
   'wasm.notWasm': '此任务不是 Wasm 模式。',
 
+  'logs.executorHint': '执行器，例如 10.0.0.5',
   'logs.id': '日志ID', 'logs.job': '任务', 'logs.allJobs': '全部任务', 'logs.statusLabel': '状态',
   'logs.status.all': '全部', 'logs.status.success': '成功', 'logs.status.fail': '失败', 'logs.status.running': '进行中',
   'logs.triggerTime': '调度时间', 'logs.triggerResult': '调度结果', 'logs.handleTime': '执行时间',

@@ -25,6 +25,7 @@ export async function render({ main, app }) {
     status: q.get('status') || 'all',
     from: q.get('from') || today0,
     to: q.get('to') || today1,
+    executorAddress: q.get('executorAddress') || '',
   };
   const offset = Number(q.get('offset') || 0);
   const groups = await all('/groups');
@@ -43,6 +44,7 @@ export async function render({ main, app }) {
     h('input', { type: 'datetime-local', step: 1, name: 'from', value: filters.from, 'aria-label': t('common.from') }),
     h('span', {}, '–'),
     h('input', { type: 'datetime-local', step: 1, name: 'to', value: filters.to, 'aria-label': t('common.to') }),
+    h('input', { name: 'executorAddress', id: 'log-executor', value: filters.executorAddress, placeholder: t('logs.executorHint'), 'aria-label': t('logs.executor') }),
     h('button', { type: 'submit', class: 'btn btn-primary', id: 'log-search' }, t('common.search')));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
@@ -56,6 +58,7 @@ export async function render({ main, app }) {
     status: filters.status,
     from: toMs(filters.from),
     to: toMs(filters.to),
+    executorAddress: filters.executorAddress,
     offset,
     limit: LIMIT,
   });

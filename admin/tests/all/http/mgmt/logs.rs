@@ -111,6 +111,9 @@ async fn administrators_list_and_filter_logs_with_their_job_descriptions() -> an
     let from = (f.now - Duration::minutes(150)).timestamp_millis();
     let to = (f.now - Duration::minutes(30)).timestamp_millis();
     assert_eq!(query(format!("from={from}&to={to}")).await, [other, failed]);
+    // Part of the executor address (jobwheel).
+    assert_eq!(query("executorAddress=127.0.0.1:9".into()).await, [other, running, failed, ok]);
+    assert!(query("executorAddress=10.9.9.9".into()).await.is_empty());
 
     for bad in ["status=lost", "from=10&to=5", "limit=0", "jobGroup=x"] {
         let (status, reply) = root.get(&format!("/api/v1/logs?{bad}")).await;
