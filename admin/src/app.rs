@@ -18,6 +18,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use crate::config::AdminConfig;
+use crate::group_tokens::GroupTokens;
 use crate::http::{self, AccessToken, AdminCore, CallbackQueue, HttpState, RecentRegistrations};
 use crate::metrics::AdminMetrics;
 use crate::sealing::SecretBox;
@@ -35,6 +36,8 @@ pub struct CoreContext {
     pub secret_box: Arc<SecretBox>,
     /// Where the core counts what it does (`/metrics`).
     pub metrics: Arc<AdminMetrics>,
+    /// Groups' own access tokens: the engine calls those groups' executors with them.
+    pub group_tokens: Arc<GroupTokens>,
 }
 
 /// Runs the admin on `listener` until `shutdown` resolves, then shuts down gracefully.
@@ -78,12 +81,14 @@ where
     }
 
     let metrics = Arc::new(AdminMetrics::new());
+    let group_tokens = Arc::new(GroupTokens::new(Arc::clone(&store), Arc::clone(&secret_box)));
     let core = make_core(CoreContext {
         store: Arc::clone(&store),
         access_token: secrets.access_token.clone(),
         admin_address: admin_url(local),
         secret_box: Arc::clone(&secret_box),
         metrics: Arc::clone(&metrics),
+        group_tokens: Arc::clone(&group_tokens),
     })
     .context("cannot start the admin core")?;
     let tasks = TaskTracker::new();
@@ -102,6 +107,8 @@ where
         module_info: http::ModuleInfoCache::default(),
         secret_box,
         metrics,
+        group_tokens,
+        openapi_limit: http::OpenApiLimit::new(config.openapi_rate_limit),
     });
     drop(secrets);
     let metrics_listener = match config.metrics_listen {

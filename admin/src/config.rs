@@ -125,6 +125,11 @@ pub struct Cli {
     /// private network). Unset: `/metrics` is only on `--listen`, for administrators' API tokens.
     #[arg(long, env = "JOBWHEEL_METRICS_LISTEN", value_name = "ADDR:PORT")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Requests per second xxl-job 3.5's job OpenAPI (`/api/addJob`, …) accepts from all
+    /// callers together, with bursts of as many; a request waits up to 1 s for its turn, then is
+    /// answered 502 "Too many requests" (upstream's limiter: 100/s).
+    #[arg(long, env = "JOBWHEEL_OPENAPI_RATE_LIMIT", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub openapi_rate_limit: u32,
     /// On an empty database, create a sample executor group and a GLUE_WASM job running this
     /// `.wasm` module (what `scripts/run.sh` does for a first run). Ignored otherwise.
     #[arg(long, env = "JOBWHEEL_DEMO_JOB", value_name = "MODULE.wasm")]
@@ -213,6 +218,8 @@ pub struct AdminConfig {
     pub demo_job: Option<PathBuf>,
     /// `--metrics-listen`: a second address serving `/metrics` without credentials.
     pub metrics_listen: Option<SocketAddr>,
+    /// `--openapi-rate-limit`: requests per second of the job OpenAPI (at least 1).
+    pub openapi_rate_limit: u32,
 }
 
 // Database URLs and tokens carry secrets; `{:?}` shows neither.
@@ -236,6 +243,7 @@ impl std::fmt::Debug for AdminConfig {
             .field("retry_backoff", &self.retry_backoff)
             .field("demo_job", &self.demo_job)
             .field("metrics_listen", &self.metrics_listen)
+            .field("openapi_rate_limit", &self.openapi_rate_limit)
             .finish()
     }
 }
@@ -263,6 +271,7 @@ impl AdminConfig {
             retry_backoff: Duration::ZERO,
             demo_job: None,
             metrics_listen: None,
+            openapi_rate_limit: 100,
         }
     }
 
@@ -315,6 +324,7 @@ impl AdminConfig {
         config.retry_backoff = Duration::from_secs(cli.retry_backoff);
         config.demo_job = cli.demo_job.clone();
         config.metrics_listen = cli.metrics_listen;
+        config.openapi_rate_limit = cli.openapi_rate_limit;
         Ok(config)
     }
 }

@@ -51,6 +51,7 @@ impl EngineCore {
         engine_config.lang = lang;
         engine_config.secrets = Some(Arc::clone(&context.secret_box));
         engine_config.metrics = Arc::clone(&context.metrics);
+        engine_config.group_tokens = Some(Arc::clone(&context.group_tokens));
         engine_config.fast_pool_max = config.trigger_pools.fast_max;
         engine_config.slow_pool_max = config.trigger_pools.slow_max;
         engine_config.fast_queue = config.trigger_pools.fast_queue;

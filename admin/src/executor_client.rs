@@ -2,10 +2,15 @@
 //! upstream-xxl-job.md §1.4: JSON over HTTP with the `XXL-JOB-ACCESS-TOKEN` header, a per-call
 //! timeout, and every failure folded into a `code 500` reply with upstream's message.
 //!
+//! The executors of a group with its own access token are called the way xxl-job 3.5 calls
+//! them (Gen C): the group's token and `XXL-JOB-APPNAME` on every request, `/trigger` instead of
+//! `/run` ([`ExecutorApi::for_group`]).
+//!
 //! The engine talks to executors only through [`ExecutorApi`], so its tests can script replies
 //! with a fake; [`HttpExecutorClient`] is the real implementation and also the router's
 //! [`Probe`] for FAILOVER/BUSYOVER.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -17,9 +22,10 @@ use jobwheel_protocol::executor_api::{
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::group_tokens::GroupCredential;
 use crate::routing::{Probe, ProbeResult};
 
-pub use jobwheel_protocol::ACCESS_TOKEN_HEADER;
+pub use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 
 /// Upstream's default `xxl.job.timeout`: 3 s for connect and read.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -55,6 +61,12 @@ pub trait ExecutorApi: Probe + Send + Sync {
         let _ = (address, module);
         ExecutorReply { code: FAIL_CODE, msg: Some("not supported by this client".to_owned()) }
     }
+    /// The client for the executors of a group with its own access token, or `None` when this
+    /// client serves them as it is (test doubles).
+    fn for_group(&self, credential: &Arc<GroupCredential>) -> Option<Arc<dyn ExecutorApi>> {
+        let _ = credential;
+        None
+    }
 }
 
 /// Why the HTTP client could not be built.
@@ -67,6 +79,9 @@ pub struct ClientBuildError(#[from] reqwest::Error);
 pub struct HttpExecutorClient {
     http: reqwest::Client,
     access_token: Option<String>,
+    /// Set for a group with its own token: that token and the AppName go with every call,
+    /// and a trigger is `/trigger` (Gen C).
+    group: Option<Arc<GroupCredential>>,
 }
 
 impl HttpExecutorClient {
@@ -76,7 +91,7 @@ impl HttpExecutorClient {
         // One pooled client for all executors: reqwest keeps connections per host, which is
         // what upstream's per-address client cache achieves.
         let http = reqwest::Client::builder().connect_timeout(timeout).timeout(timeout).build()?;
-        Ok(Self { http, access_token })
+        Ok(Self { http, access_token, group: None })
     }
 
     /// POSTs `body` as JSON to `{address}/{method}` and decodes the envelope.
@@ -87,8 +102,14 @@ impl HttpExecutorClient {
     {
         let url = endpoint(address, method);
         let mut request = self.http.post(&url).header("Content-Type", "application/json;charset=UTF-8");
-        if let Some(token) = &self.access_token {
-            request = request.header(ACCESS_TOKEN_HEADER, token);
+        match (&self.group, &self.access_token) {
+            (Some(group), _) => {
+                request = request
+                    .header(ACCESS_TOKEN_HEADER, group.token())
+                    .header(APPNAME_HEADER, &group.app_name);
+            }
+            (None, Some(token)) => request = request.header(ACCESS_TOKEN_HEADER, token),
+            (None, None) => {}
         }
         if let Some(body) = body {
             request = request.json(body);
@@ -148,7 +169,8 @@ impl Probe for HttpExecutorClient {
 #[async_trait]
 impl ExecutorApi for HttpExecutorClient {
     async fn run(&self, address: &str, param: &TriggerParam) -> ExecutorReply {
-        self.ack(address, "run", Some(param)).await
+        let method = if self.group.is_some() { "trigger" } else { "run" };
+        self.ack(address, method, Some(param)).await
     }
 
     async fn kill(&self, address: &str, job_id: i32) -> ExecutorReply {
@@ -163,6 +185,15 @@ impl ExecutorApi for HttpExecutorClient {
 
     async fn prepare_wasm(&self, address: &str, module: &WasmModuleRef) -> ExecutorReply {
         self.ack(address, "wasmPrepare", Some(module)).await
+    }
+
+    fn for_group(&self, credential: &Arc<GroupCredential>) -> Option<Arc<dyn ExecutorApi>> {
+        // The same connection pool; only the credentials differ.
+        Some(Arc::new(Self {
+            http: self.http.clone(),
+            access_token: None,
+            group: Some(Arc::clone(credential)),
+        }))
     }
 }
 

@@ -17,6 +17,7 @@ pub mod demo;
 pub mod engine;
 pub mod engine_core;
 pub mod executor_client;
+pub mod group_tokens;
 pub mod http;
 pub mod lang;
 pub mod metrics;

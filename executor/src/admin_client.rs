@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::bail;
 
 use jobwheel_protocol::envelope::AckEnvelope;
-use jobwheel_protocol::{ACCESS_TOKEN_HEADER, WasmModuleRef};
+use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER, WasmModuleRef};
 use serde::Serialize;
 
 /// Why no admin accepted a call.
@@ -29,6 +29,9 @@ pub(crate) struct AdminClient {
     /// Base addresses, each ending in `/`, e.g. `http://127.0.0.1:8080/xxl-job-admin/`.
     bases: Vec<reqwest::Url>,
     token: Option<String>,
+    /// Sent as `XXL-JOB-APPNAME` with every request: an admin holding a token for this
+    /// executor's group (xxl-job 3.5, jobwheel) checks the token against it; others ignore it.
+    app_name: String,
 }
 
 /// How long a module download may take: modules are megabytes, not the admin API's bytes.
@@ -38,6 +41,7 @@ impl AdminClient {
     pub(crate) fn new(
         addresses: &[String],
         token: Option<String>,
+        app_name: String,
         timeout: Duration,
     ) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout).build()?;
@@ -48,7 +52,7 @@ impl AdminClient {
                 reqwest::Url::parse(&base).map_err(|e| anyhow::anyhow!("invalid admin address {a:?}: {e}"))
             })
             .collect::<anyhow::Result<_>>()?;
-        Ok(Self { http, bases, token })
+        Ok(Self { http, bases, token, app_name })
     }
 
     pub(crate) fn is_configured(&self) -> bool {
@@ -116,10 +120,7 @@ impl AdminClient {
     }
 
     async fn download_one(&self, url: reqwest::Url, max_bytes: u64) -> anyhow::Result<Vec<u8>> {
-        let mut request = self.http.get(url).timeout(DOWNLOAD_TIMEOUT);
-        if let Some(token) = self.token.as_deref().filter(|t| !t.is_empty()) {
-            request = request.header(ACCESS_TOKEN_HEADER, token);
-        }
+        let request = self.authenticated(self.http.get(url).timeout(DOWNLOAD_TIMEOUT));
         let mut response = request.send().await?;
         let status = response.status();
         if !status.is_success() {
@@ -135,11 +136,16 @@ impl AdminClient {
         Ok(bytes)
     }
 
-    async fn post_one<B: Serialize + ?Sized>(&self, url: &str, body: &B) -> Result<(), String> {
-        let mut request = self.http.post(url).json(body);
+    /// The token (when set) and the AppName on a request to an admin.
+    fn authenticated(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         if let Some(token) = self.token.as_deref().filter(|t| !t.is_empty()) {
             request = request.header(ACCESS_TOKEN_HEADER, token);
         }
+        request.header(APPNAME_HEADER, &self.app_name)
+    }
+
+    async fn post_one<B: Serialize + ?Sized>(&self, url: &str, body: &B) -> Result<(), String> {
+        let request = self.authenticated(self.http.post(url).json(body));
         let response = request.send().await.map_err(|e| format!("request failed: {e}"))?;
         let status = response.status();
         if !status.is_success() {

@@ -40,8 +40,12 @@ pub async fn run(
     if config.access_token.is_none() {
         tracing::warn!("running WITHOUT an access token: anyone who can reach {local} can run jobs");
     }
-    let client =
-        AdminClient::new(&config.admin_addresses, config.access_token.clone(), config.admin_timeout)?;
+    let client = AdminClient::new(
+        &config.admin_addresses,
+        config.access_token.clone(),
+        config.app_name.clone(),
+        config.admin_timeout,
+    )?;
 
     let metrics = Arc::new(ExecutorMetrics::new());
     let metrics_listener = match config.metrics_listen {
@@ -105,6 +109,7 @@ pub async fn run(
         spool_dir: logs.callback_spool_dir(),
         logs,
         access_token: config.access_token.clone(),
+        app_name: config.app_name.clone(),
         path_prefix: config.path_prefix.clone(),
         registered,
         metrics,

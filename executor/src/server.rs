@@ -1,5 +1,6 @@
-//! The executor HTTP API: `POST /beat`, `/idleBeat`, `/run`, `/kill`, `/log` (upstream
-//! `EmbedServer` + `ExecutorBizImpl`), optionally under a path prefix.
+//! The executor HTTP API: `POST /beat`, `/idleBeat`, `/run` (also as xxl-job 3.5's
+//! `/trigger`), `/kill`, `/log` (upstream `EmbedServer` + `ExecutorBizImpl`), optionally under a
+//! path prefix. A request naming an AppName (`XXL-JOB-APPNAME`, 3.5) must name this executor's.
 //!
 //! Dispatch is one handler that validates in upstream's order — method, path, token, route —
 //! because upstream peers expect exactly those messages, and every reply is HTTP 200 with the
@@ -18,7 +19,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use jobwheel_protocol::envelope::Envelope;
-use jobwheel_protocol::{ACCESS_TOKEN_HEADER, ExecutorRequest, ExecutorRequestError};
+use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER, ExecutorRequest, ExecutorRequestError};
 use serde_json::json;
 use subtle::ConstantTimeEq;
 
@@ -35,6 +36,9 @@ pub(crate) struct ApiState {
     pub(crate) logs: LogDir,
     /// `None` only when the operator explicitly disabled authentication.
     pub(crate) access_token: Option<String>,
+    /// This executor's AppName: a request naming another one (`XXL-JOB-APPNAME`, sent by
+    /// xxl-job 3.5 admins and by jobwheel's for groups with their own token) is refused.
+    pub(crate) app_name: String,
     /// e.g. `/xxl-job-executor`; empty for none. Never ends with `/`.
     pub(crate) path_prefix: String,
     /// Whether the last registry beat reached an admin; `None` when no admin is configured.
@@ -92,6 +96,9 @@ async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) ->
     };
     if !token_matches(state.access_token.as_deref(), &parts.headers) {
         return reply(&Envelope::<()>::fail("The access token is wrong."));
+    }
+    if parts.headers.get(APPNAME_HEADER).is_some_and(|name| name.as_bytes() != state.app_name.as_bytes()) {
+        return reply(&Envelope::<()>::fail("invalid request, accessToken or appname invalid."));
     }
     let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Ok(b) => b,

@@ -12,6 +12,8 @@ pub mod paths {
     pub const BEAT: &str = "/beat";
     pub const IDLE_BEAT: &str = "/idleBeat";
     pub const RUN: &str = "/run";
+    /// Gen C's (xxl-job 3.5) name for [`RUN`].
+    pub const TRIGGER: &str = "/trigger";
     pub const KILL: &str = "/kill";
     pub const LOG: &str = "/log";
     /// jobwheel extension: "compile this module now", sent by a jobwheel admin after an upload

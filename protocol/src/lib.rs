@@ -29,6 +29,10 @@ pub use request::{AdminRequest, AdminRequestError, ExecutorRequest, ExecutorRequ
 /// Header carrying the shared access token on every admin↔executor request.
 pub const ACCESS_TOKEN_HEADER: &str = "XXL-JOB-ACCESS-TOKEN";
 
+/// Header naming the caller's or callee's AppName (Gen C, xxl-job 3.5): sent with a group's own
+/// access token, which is checked against that AppName's group.
+pub const APPNAME_HEADER: &str = "XXL-JOB-APPNAME";
+
 /// Seconds between executor registry heartbeats (upstream `BEAT_TIMEOUT`).
 pub const BEAT_TIMEOUT_SECS: u64 = 30;
 

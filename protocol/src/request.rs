@@ -51,7 +51,7 @@ impl ExecutorRequest {
         match path {
             paths::BEAT => Ok(Self::Beat),
             paths::IDLE_BEAT => executor_json(path, body).map(Self::IdleBeat),
-            paths::RUN => executor_json(path, body).map(|p| Self::Run(Box::new(p))),
+            paths::RUN | paths::TRIGGER => executor_json(path, body).map(|p| Self::Run(Box::new(p))),
             paths::KILL => executor_json(path, body).map(Self::Kill),
             paths::LOG => executor_json(path, body).map(Self::Log),
             paths::WASM_PREPARE => executor_json(path, body).map(Self::WasmPrepare),

@@ -195,7 +195,7 @@ impl Engine {
             (Some(address), SUCCESS) => address.clone(),
             _ => return Err(EngineError::Refused(t.kill_refused.to_owned())),
         };
-        let reply = self.client.kill(&address, log.job_id.0).await;
+        let reply = self.client_for(log.job_group).await.kill(&address, log.job_id.0).await;
         if reply.code != SUCCESS {
             return Err(EngineError::Executor { code: reply.code, msg: reply.msg });
         }

@@ -77,6 +77,9 @@ pub struct EngineConfig {
     pub secrets: Option<Arc<crate::sealing::SecretBox>>,
     /// Where the engine counts triggers, results, misfires, lost jobs and alarms (`/metrics`).
     pub metrics: Arc<crate::metrics::AdminMetrics>,
+    /// Groups' own access tokens: their executors are called with them (xxl-job 3.5's
+    /// protocol). `None`: every executor is called with the client's global token.
+    pub group_tokens: Option<Arc<crate::group_tokens::GroupTokens>>,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -115,6 +118,7 @@ impl EngineConfig {
             clock: Arc::new(SystemClock),
             secrets: None,
             metrics: Arc::default(),
+            group_tokens: None,
         }
     }
 

@@ -24,7 +24,7 @@ use tokio_util::task::TaskTracker;
 use crate::alarm::Alarmer;
 use crate::executor_client::ExecutorApi;
 use crate::routing::Router;
-use crate::store::{ClaimId, JobId, LogId, Store, StoreError};
+use crate::store::{ClaimId, GroupId, JobId, LogId, Store, StoreError};
 
 mod batch;
 mod claims;
@@ -179,6 +179,24 @@ impl Engine {
         Ok(())
     }
 
+    /// The client for group `group`'s executors: with the group's own access token and
+    /// xxl-job 3.5's protocol if it has a token, else the global one. A token that cannot be
+    /// read now (database error) falls back to the global client; the executor's refusal then
+    /// shows in the trigger message.
+    pub(crate) async fn client_for(&self, group: GroupId) -> Arc<dyn ExecutorApi> {
+        let Some(tokens) = &self.config.group_tokens else { return Arc::clone(&self.client) };
+        match tokens.by_group(group).await {
+            Ok(Some(credential)) => {
+                self.client.for_group(&credential).unwrap_or_else(|| Arc::clone(&self.client))
+            }
+            Ok(None) => Arc::clone(&self.client),
+            Err(error) => {
+                tracing::warn!(group = group.0, %error, "cannot read the group's access token; using the global one");
+                Arc::clone(&self.client)
+            }
+        }
+    }
+
     /// One page of a run's log from its executor, for the rolling log page (upstream
     /// `/joblog/logDetailCat`): `is_end` is set once nothing new came and the run has a result.
     /// The content is returned as the executor sent it; HTML-escaping is the page's business.
@@ -188,7 +206,8 @@ impl Engine {
             return Err(EngineError::Refused(format!("log {log_id} has no executor address")));
         };
         let trigger_ms = log.trigger_time.map_or(0, |t| t.timestamp_millis());
-        let reply = self.client.log(address, &LogParam::new(trigger_ms, log_id.0, from_line)).await;
+        let client = self.client_for(log.job_group).await;
+        let reply = client.log(address, &LogParam::new(trigger_ms, log_id.0, from_line)).await;
         let mut result = match (reply.code, reply.result) {
             (200, Some(result)) => result,
             (code, _) => return Err(EngineError::Executor { code, msg: reply.msg }),

@@ -31,11 +31,12 @@ impl Engine {
                 _ => return,
             };
             let addresses = group.group.address_list.unwrap_or_default();
+            let client = engine.client_for(group.id).await;
             // One task per executor: a slow one does not delay the others.
             for address in addresses.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-                let (caller, module, address) = (Arc::clone(&engine), module.clone(), address.to_owned());
+                let (client, module, address) = (Arc::clone(&client), module.clone(), address.to_owned());
                 engine.tracker.spawn(async move {
-                    let reply = caller.client.prepare_wasm(&address, &module).await;
+                    let reply = client.prepare_wasm(&address, &module).await;
                     tracing::debug!(address, digest = %module.digest, code = reply.code, "wasm module announced");
                 });
             }

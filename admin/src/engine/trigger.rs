@@ -12,6 +12,7 @@ use tracing::Instrument;
 use super::i18n::{TriggerType, texts};
 use super::trigger_msg::{TriggerMsg, run_result_msg};
 use super::{Engine, EngineError};
+use crate::executor_client::ExecutorApi;
 use crate::routing::{
     ExecutorRouteStrategy, RouteError, Shard, plan_shards, shard_address, split_address_list,
 };
@@ -99,6 +100,8 @@ impl Drop for HeldClaims<'_> {
 struct Targets {
     address_type: i16,
     addresses: Vec<String>,
+    /// The client for this group's executors (its own token and 3.5's protocol, if it has one).
+    client: Arc<dyn ExecutorApi>,
 }
 
 impl Engine {
@@ -140,7 +143,8 @@ impl Engine {
             return Ok(TriggerOutcome::JobMissing);
         };
         let group = self.load_group_batched(job.job.job_group).await?;
-        let targets = targets(group.as_ref(), request.address_list.as_deref());
+        let client = self.client_for(job.job.job_group).await;
+        let targets = targets(group.as_ref(), request.address_list.as_deref(), client);
         let strategy = job.job.executor_route_strategy.as_deref().and_then(|s| s.parse().ok());
         let is_broadcast = strategy == Some(ExecutorRouteStrategy::ShardingBroadcast);
         let shards = plan_shards(is_broadcast, targets.addresses.len(), request.sharding_param.as_deref());
@@ -264,7 +268,7 @@ impl Engine {
             (Some(_), true, _) => (FAIL_CODE, Some("GLUE_WASM job has no module uploaded".to_owned())),
             (Some(_), false, Some(reason)) => (FAIL_CODE, Some(reason)),
             (Some(address), false, None) => {
-                let reply = self.client.run(address, &param).await;
+                let reply = targets.client.run(address, &param).await;
                 if let Some(scheduled_ms) = request.scheduled_ms {
                     self.config.metrics.lateness(self.config.now_ms() - scheduled_ms);
                 }
@@ -323,7 +327,7 @@ impl Engine {
         let Some(strategy) = strategy else {
             return (None, Some("executor route strategy is not valid.".to_owned()));
         };
-        match self.router.route(strategy, job_id.0, &targets.addresses, &*self.client).await {
+        match self.router.route(strategy, job_id.0, &targets.addresses, &*targets.client).await {
             Ok(route) => (Some(route.address), route.msg),
             Err(RouteError::AllProbesFailed { msg }) => (None, Some(msg)),
             Err(e) => (None, Some(e.to_string())),
@@ -346,9 +350,13 @@ impl Engine {
 
 /// The group's addresses, or the caller's override (which makes the group "manual" for this
 /// trigger, as upstream does). A missing group has no addresses.
-fn targets(group: Option<&GroupRow>, override_list: Option<&[String]>) -> Targets {
+fn targets(
+    group: Option<&GroupRow>,
+    override_list: Option<&[String]>,
+    client: Arc<dyn ExecutorApi>,
+) -> Targets {
     match override_list.filter(|list| !list.is_empty()) {
-        Some(list) => Targets { address_type: 1, addresses: list.to_vec() },
+        Some(list) => Targets { address_type: 1, addresses: list.to_vec(), client },
         None => Targets {
             address_type: group.map_or(0, |g| g.group.address_type),
             addresses: group
@@ -356,6 +364,7 @@ fn targets(group: Option<&GroupRow>, override_list: Option<&[String]>) -> Target
                 .filter(|list| !list.trim().is_empty())
                 .map(split_address_list)
                 .unwrap_or_default(),
+            client,
         },
     }
 }

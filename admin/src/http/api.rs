@@ -5,6 +5,10 @@
 //! upstream executors and SDKs expect exactly those messages, and every reply is HTTP 200 with
 //! the outcome in a Jackson-style envelope (`{"code":200,"msg":null,"content":null}`).
 //!
+//! A caller authenticates with the global access token (Gen A/B) or with its group's own token
+//! and AppName (Gen C, xxl-job 3.5; `executor_auth.rs`); Gen C's job OpenAPI (`addJob`, …) is
+//! dispatched here too (`mgmt/openapi_jobs.rs`).
+//!
 //! Differences from upstream, each deliberate: the token is always checked (the admin always
 //! has one); registry writes happen before the reply, so an executor whose registration could
 //! not be stored hears so and tries its next admin; callbacks are answered only once their
@@ -12,17 +16,20 @@
 //! resends); and a newly seen executor's group is refreshed at once instead of at the next 30 s
 //! registry pass.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
+use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use jobwheel_protocol::envelope::{FAIL_CODE, SUCCESS_CODE};
 use jobwheel_protocol::{AdminRequest, RegistryParam};
 
 use super::HttpState;
+use super::executor_auth::{Caller, Refusal, WRONG_TOKEN, authenticate};
+use super::mgmt::openapi_jobs;
 use crate::store::RegistryKey;
 
 /// Largest request body read from a caller with the right token. Callback batches are the
@@ -35,21 +42,38 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 /// a non-empty one (upstream checks the body before the token), not enough to load the admin.
 const UNAUTHENTICATED_BODY_BYTES: usize = 64 * 1024;
 
-/// An upstream admin reply. Jackson serializes nulls, so the keys are always present.
+/// An upstream admin reply. Jackson serializes nulls, so `code`, `msg` and `content` are always
+/// present; Gen C's job OpenAPI also answers its payload under `data` (its `Response`).
 #[derive(serde::Serialize)]
 pub(crate) struct Reply {
     code: i32,
     msg: Option<String>,
-    content: Option<()>,
+    content: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<String>,
 }
 
 impl Reply {
     fn success() -> Self {
-        Self { code: SUCCESS_CODE, msg: None, content: None }
+        Self { code: SUCCESS_CODE, msg: None, content: None, data: None }
     }
 
     fn fail(msg: impl Into<String>) -> Self {
-        Self { code: FAIL_CODE, msg: Some(msg.into()), content: None }
+        Self { code: FAIL_CODE, msg: Some(msg.into()), content: None, data: None }
+    }
+
+    /// The job OpenAPI's answers: `Response.ofSuccess(data)`, `ofFail(msg)`, and the rate
+    /// limiter's 502.
+    fn openapi(outcome: openapi_jobs::Outcome) -> Self {
+        match outcome {
+            Ok(data) => {
+                Self { code: SUCCESS_CODE, msg: Some("Success".to_owned()), content: data.clone(), data }
+            }
+            Err(msg) if msg == openapi_jobs::TOO_MANY => {
+                Self { code: 502, msg: Some(msg), content: None, data: None }
+            }
+            Err(msg) => Self::fail(msg),
+        }
     }
 }
 
@@ -73,7 +97,7 @@ pub(crate) async fn unnamed(State(state): State<Arc<HttpState>>, request: Reques
     dispatch(&state, "", request).await
 }
 
-async fn dispatch(state: &HttpState, uri: &str, request: Request<Body>) -> Reply {
+async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> Reply {
     let (parts, body) = request.into_parts();
     if parts.method != Method::POST {
         return Reply::fail("invalid request, HttpMethod not support.");
@@ -81,12 +105,18 @@ async fn dispatch(state: &HttpState, uri: &str, request: Request<Body>) -> Reply
     if uri.trim().is_empty() {
         return Reply::fail("invalid request, uri-mapping empty.");
     }
-    let authenticated = state.token.matches(&parts.headers);
-    let limit = if authenticated { MAX_BODY_BYTES } else { UNAUTHENTICATED_BODY_BYTES };
+    let caller = match authenticate(state, &parts.headers).await {
+        Ok(caller) => caller,
+        Err(error) => {
+            tracing::error!(%error, "cannot read the groups' access tokens");
+            return Reply::fail("request error: the access token could not be checked (database error)");
+        }
+    };
+    let limit = if caller.is_ok() { MAX_BODY_BYTES } else { UNAUTHENTICATED_BODY_BYTES };
     let body = match axum::body::to_bytes(body, limit).await {
         Ok(body) => body,
         // Too large or broken, it is not empty: the next check is the token.
-        Err(_) if !authenticated => return Reply::fail("The access token is wrong."),
+        Err(_) if caller.is_err() => return Reply::fail(caller.err().map_or(WRONG_TOKEN, Refusal::message)),
         Err(e) => {
             return Reply::fail(format!(
                 "request error: cannot read the request body (at most {MAX_BODY_BYTES} bytes): {e}"
@@ -96,12 +126,31 @@ async fn dispatch(state: &HttpState, uri: &str, request: Request<Body>) -> Reply
     if body.iter().all(u8::is_ascii_whitespace) {
         return Reply::fail("invalid request, requestBody empty.");
     }
-    if !authenticated {
-        return Reply::fail("The access token is wrong.");
+    let caller = match caller {
+        Ok(caller) => caller,
+        Err(refusal) => return Reply::fail(refusal.message()),
+    };
+    if let Some(operation) = openapi_jobs::Operation::from_uri(uri) {
+        let Caller::Group(group) = &caller else {
+            return Reply::fail(
+                "invalid request, the job OpenAPI takes a group's own access token with its AppName \
+                 (headers XXL-JOB-ACCESS-TOKEN and XXL-JOB-APPNAME), not the global token",
+            );
+        };
+        let client = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|peer| {
+            SocketAddr::new(state.trusted_proxies.client(peer.0.ip(), &parts.headers), peer.0.port())
+        });
+        return Reply::openapi(openapi_jobs::handle(state, group, operation, &body, client).await);
     }
     match AdminRequest::parse(uri, &body) {
-        Ok(AdminRequest::Registry(param)) => registry(state, registry_key(param)).await,
-        Ok(AdminRequest::RegistryRemove(param)) => registry_remove(state, registry_key(param)).await,
+        Ok(AdminRequest::Registry(param)) => match own_registration(&caller, param) {
+            Ok(key) => registry(state, key).await,
+            Err(reply) => reply,
+        },
+        Ok(AdminRequest::RegistryRemove(param)) => match own_registration(&caller, param) {
+            Ok(key) => registry_remove(state, key).await,
+            Err(reply) => reply,
+        },
         Ok(AdminRequest::Callback(items)) => {
             if items.is_empty() {
                 return Reply::success();
@@ -118,6 +167,18 @@ async fn dispatch(state: &HttpState, uri: &str, request: Request<Body>) -> Reply
             }
         }
         Err(error) => Reply::fail(error.message()),
+    }
+}
+
+/// The registration's key, if the caller may register it: a group's token registers executors
+/// under that group's AppName only (else it would receive other groups' triggers).
+fn own_registration(caller: &Caller, param: RegistryParam) -> Result<RegistryKey, Reply> {
+    match caller {
+        Caller::Group(group) if param.registry_key != group.app_name => Err(Reply::fail(format!(
+            "invalid request, registryKey ({}) is not the AppName of the access token ({})",
+            param.registry_key, group.app_name
+        ))),
+        _ => Ok(registry_key(param)),
     }
 }
 

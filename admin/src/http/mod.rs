@@ -17,6 +17,7 @@ pub mod api;
 mod callback_queue;
 pub mod core;
 pub mod error;
+mod executor_auth;
 mod health;
 mod metrics;
 mod mgmt;
@@ -29,6 +30,7 @@ pub(crate) use callback_queue::CallbackQueue;
 pub use core::AdminCore;
 pub use error::ApiError;
 pub(crate) use metrics::open_router as metrics_router;
+pub(crate) use mgmt::openapi_jobs::OpenApiLimit;
 pub(crate) use mgmt::{LoginLimiter, ModuleInfoCache};
 pub(crate) use registrations::RecentRegistrations;
 pub(crate) use token::AccessToken;
@@ -59,6 +61,10 @@ pub(crate) struct HttpState {
     pub(crate) secret_box: Arc<crate::sealing::SecretBox>,
     /// The admin's metrics (`/metrics`).
     pub(crate) metrics: Arc<crate::metrics::AdminMetrics>,
+    /// Groups' own access tokens (xxl-job 3.5), accepted beside [`HttpState::token`].
+    pub(crate) group_tokens: Arc<crate::group_tokens::GroupTokens>,
+    /// The rate limit of xxl-job 3.5's job OpenAPI.
+    pub(crate) openapi_limit: OpenApiLimit,
 }
 
 /// All routes of the admin.

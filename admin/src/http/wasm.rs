@@ -1,9 +1,10 @@
 //! `GET /api/wasm/{digest}`: the bytes of a stored Wasm module, for executors running
 //! `GLUE_WASM` jobs (the trigger's `wasmModule.url` points here).
 //!
-//! Executor-facing like `/api/registry`, so it takes the same access token; unlike the
-//! upstream endpoints it answers with HTTP statuses (`ApiError`), because its success body is
-//! the module itself, not an envelope.
+//! Executor-facing like `/api/registry`, so it takes the same access token, or a group's own
+//! token with its AppName for the modules of that group's jobs; unlike the upstream endpoints
+//! it answers with HTTP statuses (`ApiError`), because its success body is the module itself,
+//! not an envelope.
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::HttpState;
 use super::error::ApiError;
+use super::executor_auth::{Caller, authenticate};
 
 /// The response's `Content-Type` (the Wasm spec's media type).
 pub const WASM_CONTENT_TYPE: &str = "application/wasm";
@@ -22,12 +24,19 @@ pub(crate) async fn module(
     Path(digest): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    if !state.token.matches(&headers) {
-        return Err(ApiError::Unauthorized);
-    }
+    let caller = authenticate(&state, &headers).await?.map_err(|_| ApiError::Unauthorized)?;
     if !is_digest(&digest) {
         return Err(ApiError::BadRequest(format!(
             "invalid module digest {digest:?}: expected 64 lower-case hex characters (SHA-256)"
+        )));
+    }
+    if let Caller::Group(group) = &caller
+        && !state.store.wasm_module_in_group(&digest, group.group).await?
+    {
+        // As for a missing module: the answer must not tell other groups' modules apart.
+        return Err(ApiError::NotFound(format!(
+            "no wasm module with digest {digest} in group {}",
+            group.app_name
         )));
     }
     let module = state

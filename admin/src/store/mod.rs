@@ -106,6 +106,17 @@ pub trait GroupStore: Send + Sync {
     async fn load_group(&self, id: GroupId) -> Result<Option<GroupRow>, StoreError>;
     /// All groups, ordered like upstream's `findAll` (app_name, title, id).
     async fn list_groups(&self) -> Result<Vec<GroupRow>, StoreError>;
+    /// Every group's access token (xxl-job 3.5's per-executor token), sealed, with the
+    /// group's AppName.
+    async fn group_tokens(&self) -> Result<Vec<GroupTokenRow>, StoreError>;
+    /// Sets (`Some(sealed)`) or removes (`None`) a group's access token; false if the group
+    /// does not exist.
+    async fn set_group_token(
+        &self,
+        id: GroupId,
+        sealed: Option<&str>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError>;
     /// Records a heartbeat: inserts the row or refreshes its `update_time` (unique `i_g_k_v`).
     async fn registry_upsert(&self, key: &RegistryKey, now: DateTime<Utc>) -> Result<(), StoreError>;
     /// Removes one registration (`/api/registryRemove`); the number of rows deleted.
@@ -401,4 +412,7 @@ pub trait WasmStore: Send + Sync {
     async fn add_wasm_version(&self, version: &NewWasmVersion) -> Result<i64, StoreError>;
     /// The job's versions, newest first.
     async fn list_wasm_versions(&self, job_id: JobId) -> Result<Vec<WasmVersionRow>, StoreError>;
+    /// Whether a job of group `group` has (or had, within its kept history) the module
+    /// `digest`: what an executor holding only that group's access token may download.
+    async fn wasm_module_in_group(&self, digest: &str, group: GroupId) -> Result<bool, StoreError>;
 }

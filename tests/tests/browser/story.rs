@@ -27,6 +27,7 @@ pub(crate) async fn run(browser: &Browser, stack: &Stack, dir: &Path) -> anyhow:
     watch_run(browser, job).await.context("following the run")?;
     glue_editor(browser).await.context("the GLUE editor")?;
     add_user(browser).await.context("adding a user")?;
+    group_token(browser).await.context("the group's own access token")?;
     audit_log(browser).await.context("the audit log")?;
     dashboard(browser).await.context("the dashboard")?;
     languages(browser).await.context("switching languages")?;
@@ -230,6 +231,40 @@ async fn add_user(browser: &Browser) -> anyhow::Result<()> {
     browser.screenshot("users").await
 }
 
+/// The story's group gets its own access token (xxl-job 3.5): set in the dialog, shown once,
+/// listed as the group's own, then removed again (the story's executor holds the global token).
+async fn group_token(browser: &Browser) -> anyhow::Result<()> {
+    const TOKEN: &str = "story-group-token-1";
+    let open_dialog = format!(
+        "const row = [...document.querySelectorAll('#group-table tr')].find((r) => r.textContent.includes('{APP_NAME}'));\
+         row.querySelector('.group-token').click(); return true;"
+    );
+    browser.click("#menu-groups").await?;
+    browser.wait_contains("#group-table", APP_NAME).await?;
+    browser.js(&open_dialog).await?;
+    browser.wait_contains("#group-token-state", "global token").await?;
+    browser.fill("#group-token-value", "short").await?;
+    browser.click("#group-token-modal [data-action=set]").await?;
+    browser.wait_contains("#group-token-modal .alert-error", "8–255").await?;
+    browser.fill("#group-token-value", TOKEN).await?;
+    browser.click("#group-token-modal [data-action=set]").await?;
+    browser.find("#group-token-shown").await?;
+    let shown = browser.js("return document.querySelector('#group-token-shown').value;").await?;
+    ensure!(shown == json!(TOKEN), "the token is shown once: {shown}");
+    browser.screenshot("group-token").await?;
+    browser.click("#group-token-once .modal-x").await?;
+    let table = browser.wait_contains("#group-table", "Own (3.5)").await?;
+    ensure!(!table.contains(TOKEN), "the list never shows the token: {table}");
+    browser.js(&open_dialog).await?;
+    browser.wait_contains("#group-token-state", "has its own token").await?;
+    browser.click("#group-token-modal [data-action=remove]").await?;
+    browser.click("dialog [data-action=ok]").await?;
+    browser
+        .wait_text("#group-table", "the group back on the global token", |t| !t.contains("Own (3.5)"))
+        .await?;
+    Ok(())
+}
+
 /// Every change of the story so far is in the audit log, with who made it; the filter narrows
 /// it to job changes, and an entry's details show the resource after the change.
 async fn audit_log(browser: &Browser) -> anyhow::Result<()> {
@@ -243,6 +278,8 @@ async fn audit_log(browser: &Browser) -> anyhow::Result<()> {
         "wasm.upload",
         "job.trigger",
         "glue.update",
+        "group.token.set",
+        "group.token.clear",
     ] {
         ensure!(all.contains(action), "{action} is in the audit log: {all}");
     }

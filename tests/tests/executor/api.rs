@@ -158,3 +158,30 @@ async fn idle_job_threads_are_reaped_and_destroy_runs() {
     rig.admin.callback_for(2, SETTLE).await;
     assert_eq!(inits.load(Ordering::SeqCst), 2);
 }
+
+/// xxl-job 3.5 admins (and jobwheel's, for a group with its own token) send `/trigger` and the
+/// AppName: the executor runs it like `/run`, and refuses a request naming another AppName.
+#[tokio::test]
+async fn speaks_xxl_job_3_5s_trigger_and_refuses_another_appname() {
+    let rig = rig(bean_handlers(), |_| {}).await;
+    let http = reqwest::Client::new();
+    let call = |path: &str, app: &str, body: serde_json::Value| {
+        http.post(rig.executor.url(path))
+            .header(jobwheel_protocol::ACCESS_TOKEN_HEADER, TOKEN)
+            .header(jobwheel_protocol::APPNAME_HEADER, app)
+            .json(&body)
+            .send()
+    };
+    let invalid = json!({"code": 500, "msg": "invalid request, accessToken or appname invalid."});
+    let reply: serde_json::Value = call("/beat", "other-app", json!({})).await.unwrap().json().await.unwrap();
+    assert_eq!(reply, invalid);
+    let reply: serde_json::Value =
+        call("/trigger", "other-app", trigger(11, 110, "BEAN", "ok", "x")).await.unwrap().json().await.unwrap();
+    assert_eq!(reply, invalid, "nothing runs for another AppName");
+    let reply: serde_json::Value =
+        call("/trigger", "test-app", trigger(11, 111, "BEAN", "ok", "gen-c")).await.unwrap().json().await.unwrap();
+    assert_eq!(reply, json!({"code": 200}));
+    let done = rig.admin.callback_for(111, SETTLE).await;
+    assert_eq!(done.handle_code, 200);
+    assert!(rig.admin.recorded().callbacks.iter().all(|c| c.log_id != 110), "log 110 never ran");
+}

@@ -37,6 +37,9 @@ pub(crate) struct GroupView {
     address_type: i16,
     address_list: Option<String>,
     update_time: Option<i64>,
+    /// Whether the group has its own access token (xxl-job 3.5); the token itself is never
+    /// shown after it was set.
+    access_token_set: bool,
     /// Only in `GET /groups/{id}`: live registrations of its AppName.
     #[serde(skip_serializing_if = "Option::is_none")]
     registered: Option<Vec<String>>,
@@ -51,9 +54,21 @@ impl From<GroupRow> for GroupView {
             address_type: row.group.address_type,
             address_list: row.group.address_list,
             update_time: ms(row.group.update_time),
+            access_token_set: false,
             registered: None,
         }
     }
+}
+
+/// The groups that have their own access token.
+pub(crate) async fn with_tokens(state: &HttpState) -> Result<BTreeSet<GroupId>, ApiError> {
+    Ok(state.store.group_tokens().await?.into_iter().map(|t| t.group_id).collect())
+}
+
+/// The view of `row`, saying whether it has its own access token.
+pub(crate) async fn view(state: &HttpState, row: GroupRow) -> Result<GroupView, ApiError> {
+    let access_token_set = with_tokens(state).await?.contains(&row.id);
+    Ok(GroupView { access_token_set, ..row.into() })
 }
 
 #[derive(Deserialize)]
@@ -87,7 +102,11 @@ pub(crate) async fn list(
         .filter(|g| title.as_ref().is_none_or(|t| g.group.title.to_lowercase().contains(t)))
         .collect();
     let total = matching.len() as u64;
-    let items = matching.into_iter().skip(page.offset as usize).take(page.limit as usize).map(Into::into);
+    let tokens = with_tokens(&state).await?;
+    let items = matching.into_iter().skip(page.offset as usize).take(page.limit as usize).map(|row| {
+        let access_token_set = tokens.contains(&row.id);
+        GroupView { access_token_set, ..row.into() }
+    });
     Ok(Json(Listed { total, items: items.collect() }))
 }
 
@@ -102,7 +121,7 @@ pub(crate) async fn get(
     principal.require_group(GroupId(id))?;
     let row = load(&state, id).await?;
     let registered = registered(&state, &row.group.app_name).await?;
-    Ok(Json(GroupView { registered: Some(registered), ..row.into() }))
+    Ok(Json(GroupView { registered: Some(registered), ..view(&state, row).await? }))
 }
 
 /// Distinct `EXECUTOR` registrations of `app_name` with a heartbeat within
@@ -124,7 +143,7 @@ async fn registered(state: &HttpState, app_name: &str) -> Result<Vec<String>, Ap
     Ok(addresses)
 }
 
-async fn load(state: &HttpState, id: i32) -> Result<GroupRow, ApiError> {
+pub(crate) async fn load(state: &HttpState, id: i32) -> Result<GroupRow, ApiError> {
     state
         .store
         .load_group(GroupId(id))
@@ -250,7 +269,10 @@ pub(crate) async fn update(
     if !state.store.update_group(current.id, &group).await? {
         return Err(ApiError::NotFound(format!("executor group {id} not found")));
     }
-    Ok(Json(saved(&state, current.id, &group).await?.into()))
+    // A token is presented with the AppName, which may just have changed.
+    state.group_tokens.invalidate();
+    let row = saved(&state, current.id, &group).await?;
+    Ok(Json(view(&state, row).await?))
 }
 
 /// `DELETE /api/v1/groups/{id}`: refused while jobs use the group or if it is the last one
@@ -275,5 +297,6 @@ pub(crate) async fn delete(
     if !state.store.delete_group(group.id).await? {
         return Err(ApiError::NotFound(format!("executor group {id} not found")));
     }
+    state.group_tokens.invalidate();
     Ok(StatusCode::NO_CONTENT)
 }

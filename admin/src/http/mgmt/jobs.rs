@@ -281,6 +281,12 @@ pub(crate) struct TriggerBody {
     address_list: Option<String>,
 }
 
+impl TriggerBody {
+    pub(crate) fn new(executor_param: Option<String>, address_list: Option<String>) -> Self {
+        Self { executor_param, address_list }
+    }
+}
+
 /// `POST /api/v1/jobs/{id}/trigger`: run once now, optionally with another parameter or on
 /// given executors.
 pub(crate) async fn trigger(

@@ -27,12 +27,14 @@ pub(crate) mod auth;
 mod dashboard;
 mod glue;
 mod grants;
-mod groups;
+mod group_token;
+pub(crate) mod groups;
 mod job_input;
 mod jobs;
 pub(crate) mod login_limit;
 mod logs;
 mod meta;
+pub(crate) mod openapi_jobs;
 mod session;
 mod tokens;
 mod users;
@@ -73,6 +75,7 @@ pub(crate) fn router() -> Router<Arc<HttpState>> {
         .route("/api/v1/schedule/next", get(jobs::next_times))
         .route("/api/v1/groups", get(groups::list).post(groups::create))
         .route("/api/v1/groups/{id}", get(groups::get).put(groups::update).delete(groups::delete))
+        .route("/api/v1/groups/{id}/access-token", put(group_token::put).delete(group_token::delete))
         .route("/api/v1/groups/{id}/variables", get(grants::get_group).put(grants::put_group))
         .route(
             "/api/v1/groups/{id}/secrets/{name}",

@@ -7,7 +7,9 @@ use super::SqlStore;
 use crate::store::db::args;
 use crate::store::dialect::Sql;
 use crate::store::time::{opt_secs, secs};
-use crate::store::{Group, GroupId, GroupRow, GroupStore, RegistryKey, RegistryRow, StoreError};
+use crate::store::{
+    Group, GroupId, GroupRow, GroupStore, GroupTokenRow, RegistryKey, RegistryRow, StoreError,
+};
 
 macro_rules! group_columns {
     () => {
@@ -31,7 +33,20 @@ static DELETE_GROUP_REGISTRY: Sql = Sql::new(
     "DELETE FROM xxl_job_registry WHERE registry_group = 'EXECUTOR' \
     AND registry_key IN (SELECT app_name FROM xxl_job_group WHERE id = ?)",
 );
+static DELETE_GROUP_TOKEN: Sql = Sql::new("DELETE FROM jobwheel_group_token WHERE group_id = ?");
 static DELETE_GROUP: Sql = Sql::new("DELETE FROM xxl_job_group WHERE id = ?");
+
+static GROUP_TOKENS: Sql = Sql::new(
+    "SELECT t.group_id, g.app_name, t.sealed FROM jobwheel_group_token t \
+    JOIN xxl_job_group g ON g.id = t.group_id ORDER BY t.group_id",
+);
+/// Only for an existing group (the `SELECT` yields no row otherwise).
+static SET_GROUP_TOKEN: Sql = Sql::new(
+    "INSERT INTO jobwheel_group_token (group_id, sealed, update_time) SELECT id, ?, I64(?) \
+    FROM xxl_job_group WHERE id = ? \
+    ON CONFLICT (group_id) DO UPDATE SET sealed = excluded.sealed, update_time = excluded.update_time",
+);
+static GROUP_EXISTS: Sql = Sql::new("SELECT I64(COUNT(*)) FROM xxl_job_group WHERE id = ?");
 
 // Upstream ≥ 2.5: one statement, the unique key `i_g_k_v` decides insert or refresh.
 static REGISTRY_UPSERT: Sql = Sql::new(
@@ -76,6 +91,7 @@ impl GroupStore for SqlStore {
     async fn delete_group(&self, id: GroupId) -> Result<bool, StoreError> {
         let mut tx = self.db.begin().await?;
         tx.ex().execute(&DELETE_GROUP_REGISTRY, &args![id]).await?;
+        tx.ex().execute(&DELETE_GROUP_TOKEN, &args![id]).await?;
         let deleted = tx.ex().execute(&DELETE_GROUP, &args![id]).await?;
         tx.commit().await?;
         Ok(deleted > 0)
@@ -87,6 +103,26 @@ impl GroupStore for SqlStore {
 
     async fn list_groups(&self) -> Result<Vec<GroupRow>, StoreError> {
         self.ex().fetch_all(&LIST_GROUPS, &[]).await
+    }
+
+    async fn group_tokens(&self) -> Result<Vec<GroupTokenRow>, StoreError> {
+        self.ex().fetch_all(&GROUP_TOKENS, &[]).await
+    }
+
+    async fn set_group_token(
+        &self,
+        id: GroupId,
+        sealed: Option<&str>,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        match sealed {
+            Some(sealed) => Ok(self.ex().execute(&SET_GROUP_TOKEN, &args![sealed, now_ms, id]).await? > 0),
+            None => {
+                self.ex().execute(&DELETE_GROUP_TOKEN, &args![id]).await?;
+                let count: Option<i64> = self.ex().fetch_value(&GROUP_EXISTS, &args![id]).await?;
+                Ok(count.unwrap_or(0) > 0)
+            }
+        }
     }
 
     async fn registry_upsert(&self, key: &RegistryKey, now: DateTime<Utc>) -> Result<(), StoreError> {

@@ -8,8 +8,8 @@ use crate::store::db::args;
 use crate::store::dialect::Sql;
 use crate::store::support::wasm_digest;
 use crate::store::{
-    CurrentWasmModule, HISTORY_KEPT_PER_JOB, JobId, NewWasmVersion, StoreError, WasmModuleRow, WasmPut,
-    WasmStore, WasmVersionRow,
+    CurrentWasmModule, GroupId, HISTORY_KEPT_PER_JOB, JobId, NewWasmVersion, StoreError, WasmModuleRow,
+    WasmPut, WasmStore, WasmVersionRow,
 };
 
 // A plain insert on every backend: a duplicate digest surfaces as a unique violation, which
@@ -32,6 +32,10 @@ static TRIM_VERSIONS: Sql = Sql::new(
     "DELETE FROM jobwheel_wasm_version WHERE job_id = ? AND id NOT IN \
     (SELECT id FROM (SELECT id FROM jobwheel_wasm_version WHERE job_id = ? \
     ORDER BY created_at_ms DESC, id DESC LIMIT ?) AS newest)",
+);
+static MODULE_IN_GROUP: Sql = Sql::new(
+    "SELECT I64(COUNT(*)) FROM jobwheel_wasm_version v JOIN xxl_job_info j ON j.id = v.job_id \
+    WHERE v.digest = ? AND j.job_group = ?",
 );
 static LIST_VERSIONS: Sql = Sql::new(
     "SELECT id, job_id, digest, uploader, remark, created_at_ms \
@@ -69,6 +73,11 @@ impl WasmStore for SqlStore {
         tx.ex().execute(&TRIM_VERSIONS, &trim).await?;
         tx.commit().await?;
         Ok(id)
+    }
+
+    async fn wasm_module_in_group(&self, digest: &str, group: GroupId) -> Result<bool, StoreError> {
+        let count: Option<i64> = self.ex().fetch_value(&MODULE_IN_GROUP, &args![digest, group]).await?;
+        Ok(count.unwrap_or(0) > 0)
     }
 
     async fn list_wasm_versions(&self, job_id: JobId) -> Result<Vec<WasmVersionRow>, StoreError> {

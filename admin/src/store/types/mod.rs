@@ -103,6 +103,27 @@ pub struct GroupRow {
     pub group: Group,
 }
 
+/// A group's access token as stored (`jobwheel_group_token`), with the group's AppName.
+#[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct GroupTokenRow {
+    /// The group.
+    pub group_id: GroupId,
+    /// Its AppName, the name 3.5-style callers present with the token.
+    pub app_name: String,
+    /// The token sealed with the admin's secret key (`crate::sealing`).
+    pub sealed: String,
+}
+
+// Sealed, but still never printed.
+impl std::fmt::Debug for GroupTokenRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupTokenRow")
+            .field("group_id", &self.group_id)
+            .field("app_name", &self.app_name)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The identity of an `xxl_job_registry` row (its unique key `i_g_k_v`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryKey {

@@ -23,6 +23,7 @@ mod demo;
 mod engine;
 mod executor;
 mod first_start;
+mod gen_c;
 pub(crate) mod health;
 mod interop;
 mod mgmt;

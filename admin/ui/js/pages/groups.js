@@ -1,5 +1,6 @@
 // Executor groups (upstream /jobgroup, admin only): search, add/edit (appname, title, automatic
-// or manual addresses), delete, and the executors registered under each appname.
+// or manual addresses), delete, the executors registered under each appname, and the group's
+// own access token (xxl-job 3.5), shown once when set.
 
 import { del, get, post, put } from '../api.js';
 import { h, routeHref, routeQuery } from '../dom.js';
@@ -27,8 +28,10 @@ export async function render({ main, app }) {
     h('td', {}, g.title),
     h('td', {}, g.addressType === 1 ? t('groups.manual') : t('groups.auto')),
     h('td', { class: 'mono addresses' }, (g.addressList || '').split(',').filter(Boolean).map((a) => h('div', {}, a))),
+    h('td', { class: 'token-state' }, g.accessTokenSet ? t('groups.tokenOwn') : t('groups.tokenGlobal')),
     h('td', { class: 'row-actions' },
       h('button', { type: 'button', class: 'btn btn-sm', onclick: () => guarded(() => nodes(g)) }, t('groups.registered')),
+      h('button', { type: 'button', class: 'btn btn-sm group-token', onclick: () => token(g, app) }, t('groups.token')),
       h('button', { type: 'button', class: 'btn btn-sm', onclick: () => edit(g, app) }, t('common.edit')),
       h('button', {
         type: 'button', class: 'btn btn-sm btn-danger', onclick: () => guarded(async () => {
@@ -42,7 +45,7 @@ export async function render({ main, app }) {
     pageHeader(t('menu.groups'), h('button', { type: 'button', class: 'btn btn-primary', id: 'group-add', onclick: () => edit(null, app) }, t('groups.add'))),
     form,
     h('div', { class: 'card' },
-      table([t('groups.id'), t('groups.appname'), t('groups.title'), t('groups.addressType'), t('groups.addresses'), t('common.actions')], rows, { id: 'group-table' }),
+      table([t('groups.id'), t('groups.appname'), t('groups.title'), t('groups.addressType'), t('groups.addresses'), t('groups.token'), t('common.actions')], rows, { id: 'group-table' }),
       pager(page.total, offset, LIMIT, (o) => app.navigate(routeHref('/groups', { ...filters, offset: o })))));
 }
 
@@ -52,6 +55,40 @@ async function nodes(group) {
   modal(t('groups.registeredTitle', { name: group.title }), registered.length
     ? h('ul', { class: 'plain-list mono', id: 'registered-nodes' }, registered.map((a) => h('li', {}, a)))
     : h('p', {}, t('groups.noNodes')));
+}
+
+/** The group's own access token: set (given or generated, then shown once) or remove. */
+function token(group, app) {
+  const value = h('input', { id: 'group-token-value', maxlength: 255, placeholder: t('groups.tokenPlaceholder') });
+  const actions = [
+    {
+      name: 'set', label: t('groups.tokenSet'), kind: 'btn-primary', action: async (close) => {
+        const given = value.value.trim();
+        if (given && !/^[\x21-\x7e]{8,255}$/.test(given)) throw new Error(t('groups.tokenRule'));
+        const saved = await put(`/groups/${group.id}/access-token`, given ? { accessToken: given } : {});
+        close();
+        const box = h('input', { class: 'mono token-value', id: 'group-token-shown', readonly: true, value: saved.accessToken });
+        const shown = modal(t('groups.tokenTitle', { name: group.title }), h('div', {},
+          h('p', {}, t('groups.tokenShownOnce')), h('p', { class: 'mono' }, `XXL-JOB-APPNAME: ${saved.appname}`), box), [], { id: 'group-token-once' });
+        shown.dialog.addEventListener('close', () => app.refresh());
+      },
+    },
+  ];
+  if (group.accessTokenSet) {
+    actions.push({
+      name: 'remove', label: t('groups.tokenRemove'), kind: 'btn-danger', action: async (close) => {
+        if (!(await confirmDialog(t('groups.confirmTokenRemove', { name: group.title })))) return;
+        await del(`/groups/${group.id}/access-token`);
+        close();
+        notify(t('groups.tokenRemoved'));
+        app.refresh();
+      },
+    });
+  }
+  modal(t('groups.tokenTitle', { name: group.title }), h('div', { class: 'form' },
+    h('p', { class: 'muted' }, t('groups.tokenIntro')),
+    h('p', { id: 'group-token-state' }, group.accessTokenSet ? t('groups.tokenIsSet') : t('groups.tokenNotSet')),
+    field(t('groups.tokenValue'), value)), actions, { id: 'group-token-modal' });
 }
 
 function edit(group, app) {

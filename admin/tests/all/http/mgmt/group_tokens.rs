@@ -1,0 +1,156 @@
+//! A group's own access token (xxl-job 3.5): set and removed by administrators, shown once and
+//! never again, recorded in the audit log without its value; accepted with its AppName on the
+//! executor API beside the global token, for its own group only.
+
+use jobwheel_admin::protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
+use jobwheel_admin::store::NewWasmVersion;
+use serde_json::{Value, json};
+
+use super::Env;
+use crate::http::gen_c::set_token;
+use crate::http::{TOKEN, fail, success};
+
+/// POSTs `body` to the executor API with the given headers.
+async fn executor_call(env: &Env, uri: &str, body: &Value, token: Option<&str>, app: Option<&str>) -> Value {
+    let mut request = env.admin.http.post(env.admin.url(&format!("/api/{uri}"))).json(body);
+    if let Some(token) = token {
+        request = request.header(ACCESS_TOKEN_HEADER, token);
+    }
+    if let Some(app) = app {
+        request = request.header(APPNAME_HEADER, app);
+    }
+    request.send().await.expect("admin answers").json().await.expect("JSON")
+}
+
+fn registry(app: &str) -> Value {
+    json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": "http://127.0.0.1:9/"})
+}
+
+#[tokio::test]
+async fn administrators_set_a_token_that_is_shown_once_and_audited_without_its_value() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let group = env.group("token-app").await;
+    env.normal_user("alice", &[group]).await;
+    let (root, alice) = (env.login("root").await, env.login("alice").await);
+    let path = format!("/api/v1/groups/{}/access-token", group.0);
+
+    let (status, reply) = alice.put(&path, json!({})).await;
+    assert_eq!(status, 403, "normal users cannot: {reply}");
+    let (status, reply) = root.put(&path, json!({"accessToken": "short"})).await;
+    assert_eq!(status, 400, "{reply}");
+    assert!(!reply.to_string().contains("\"short\""), "a refused token is not echoed: {reply}");
+    let (status, reply) = root.put(&path, json!({"accessToken": "has space inside"})).await;
+    assert_eq!(status, 400, "{reply}");
+    assert_eq!(root.put("/api/v1/groups/999/access-token", json!({})).await.0, 404);
+
+    let generated = set_token(&root, group, None).await;
+    assert!(generated.len() >= 32, "a generated token is long: {generated}");
+    let chosen = set_token(&root, group, Some("default_token_of_3.5")).await;
+    assert_eq!(chosen, "default_token_of_3.5");
+    for (path, who) in [(format!("/api/v1/groups/{}", group.0), &root), ("/api/v1/groups".to_owned(), &alice)]
+    {
+        let (status, reply) = who.get(&path).await;
+        assert_eq!(status, 200, "{reply}");
+        let text = reply.to_string();
+        assert!(text.contains("\"accessTokenSet\":true"), "{text}");
+        assert!(!text.contains(&generated) && !text.contains(&chosen), "never shown again: {text}");
+    }
+    let (_, audit) = root.get("/api/v1/audit?action=group.token").await;
+    let entries = audit["items"].as_array().cloned().unwrap_or_default();
+    assert_eq!(entries.len(), 2, "two changes recorded: {audit}");
+    assert!(!audit.to_string().contains(&generated) && !audit.to_string().contains(&chosen), "{audit}");
+
+    let (status, _) = root.delete(&path).await;
+    assert_eq!(status, 204);
+    let (_, reply) = root.get(&format!("/api/v1/groups/{}", group.0)).await;
+    assert_eq!(reply["accessTokenSet"], false, "{reply}");
+    let (_, audit) = root.get("/api/v1/audit?action=group.token.clear").await;
+    assert_eq!(audit["total"], 1, "{audit}");
+    env.admin.stop().await
+}
+
+#[tokio::test]
+async fn the_executor_api_takes_a_group_token_with_its_appname_for_that_group_only() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let root = env.login("root").await;
+    let (own, other) = (env.group("own-app").await, env.group("other-app").await);
+    let token = set_token(&root, own, Some("own-group-token")).await;
+
+    // Gen C's messages when the AppName header is sent; Gen A/B's without it.
+    let own_registry = registry("own-app");
+    assert_eq!(
+        executor_call(&env, "registry", &own_registry, Some(&token), Some("own-app")).await,
+        success()
+    );
+    assert_eq!(
+        executor_call(&env, "registry", &own_registry, Some(TOKEN), None).await,
+        success(),
+        "global token"
+    );
+    let invalid = fail("invalid request, accessToken or appname invalid.");
+    let empty = fail("invalid request, accessToken or appname is empty.");
+    assert_eq!(
+        executor_call(&env, "registry", &own_registry, Some("wrong-token"), Some("own-app")).await,
+        invalid
+    );
+    assert_eq!(
+        executor_call(&env, "registry", &own_registry, Some(&token), Some("other-app")).await,
+        invalid
+    );
+    assert_eq!(executor_call(&env, "registry", &own_registry, Some(""), Some("own-app")).await, empty);
+    assert_eq!(
+        executor_call(&env, "registry", &own_registry, Some(&token), None).await,
+        fail("The access token is wrong.")
+    );
+    // A group's token cannot register executors of another group (they would get its triggers).
+    let reply = executor_call(&env, "registry", &registry("other-app"), Some(&token), Some("own-app")).await;
+    assert_eq!(reply["code"], 500, "{reply}");
+    assert!(
+        reply["msg"].as_str().unwrap_or_default().contains("is not the AppName of the access token"),
+        "{reply}"
+    );
+    let rows = env.store().alive_registry(chrono::Utc::now() - chrono::Duration::minutes(1)).await?;
+    assert!(rows.iter().all(|r| r.registry_key == "own-app"), "{rows:?}");
+
+    // Modules: a group's token downloads its own jobs' modules only.
+    let bytes = b"\0asm\x01\0\0\0";
+    let put = env.store().put_wasm_module(bytes, 0).await?;
+    let own_job = env.store().add_job(&jobwheel_tests::fixtures::bean_job(own, "echo", "echo")).await?;
+    env.store()
+        .add_wasm_version(&NewWasmVersion {
+            job_id: own_job,
+            digest: put.digest.clone(),
+            uploader: None,
+            remark: None,
+            created_at_ms: 0,
+        })
+        .await?;
+    let download = |token: &'static str, app: Option<&'static str>, digest: String| {
+        let mut request = env
+            .admin
+            .http
+            .get(env.admin.url(&format!("/api/wasm/{digest}")))
+            .header(ACCESS_TOKEN_HEADER, token);
+        if let Some(app) = app {
+            request = request.header(APPNAME_HEADER, app);
+        }
+        async move { request.send().await.expect("admin answers").status().as_u16() }
+    };
+    assert_eq!(download("own-group-token", Some("own-app"), put.digest.clone()).await, 200);
+    assert_eq!(download(TOKEN, None, put.digest.clone()).await, 200);
+    assert_eq!(download("own-group-token", Some("other-app"), put.digest.clone()).await, 401);
+    let other_token = set_token(&root, other, Some("other-group-token")).await;
+    assert_eq!(other_token, "other-group-token");
+    assert_eq!(
+        download("other-group-token", Some("other-app"), put.digest.clone()).await,
+        404,
+        "not its group's"
+    );
+
+    // Removed: refused at once on this admin.
+    assert_eq!(root.delete(&format!("/api/v1/groups/{}/access-token", own.0)).await.0, 204);
+    assert_eq!(executor_call(&env, "registry", &own_registry, Some(&token), Some("own-app")).await, invalid);
+    env.admin.stop().await
+}
