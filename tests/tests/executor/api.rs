@@ -175,11 +175,19 @@ async fn speaks_xxl_job_3_5s_trigger_and_refuses_another_appname() {
     let invalid = json!({"code": 500, "msg": "invalid request, accessToken or appname invalid."});
     let reply: serde_json::Value = call("/beat", "other-app", json!({})).await.unwrap().json().await.unwrap();
     assert_eq!(reply, invalid);
-    let reply: serde_json::Value =
-        call("/trigger", "other-app", trigger(11, 110, "BEAN", "ok", "x")).await.unwrap().json().await.unwrap();
+    let reply: serde_json::Value = call("/trigger", "other-app", trigger(11, 110, "BEAN", "ok", "x"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(reply, invalid, "nothing runs for another AppName");
-    let reply: serde_json::Value =
-        call("/trigger", "test-app", trigger(11, 111, "BEAN", "ok", "gen-c")).await.unwrap().json().await.unwrap();
+    let reply: serde_json::Value = call("/trigger", "test-app", trigger(11, 111, "BEAN", "ok", "gen-c"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(reply, json!({"code": 200}));
     let done = rig.admin.callback_for(111, SETTLE).await;
     assert_eq!(done.handle_code, 200);

@@ -11,6 +11,7 @@ use crate::store::{Admins, at, group, job};
 
 pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
     groups(admins).await?;
+    group_tokens(admins).await?;
     registry(admins).await?;
     jobs(admins).await?;
     glue_history(admins).await?;
@@ -51,6 +52,49 @@ async fn groups(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     ensure!(!a.update_group(zeta, &changed).await?, "update of a deleted group");
     ensure!(b.list_groups().await?.is_empty());
     ensure!(a.alive_registry(at("2029-12-31T00:00:00Z")).await?.is_empty());
+    Ok(())
+}
+
+/// A group's own token (stored sealed; the store keeps what it is given): set, replaced, listed
+/// with the AppName, nothing for a missing group, cleared, gone with its group; and which
+/// group's jobs use a module.
+async fn group_tokens(Admins { a, b }: &Admins) -> anyhow::Result<()> {
+    let own = group(&**a, "token-app").await?;
+    let plain = group(&**a, "plain-app").await?;
+    ensure!(b.group_tokens().await?.is_empty());
+    ensure!(a.set_group_token(own, Some("sealed-1"), 1).await?);
+    ensure!(a.set_group_token(own, Some("sealed-2"), 2).await?, "replaced");
+    let listed: Vec<(i32, String, String)> =
+        b.group_tokens().await?.into_iter().map(|t| (t.group_id.0, t.app_name, t.sealed)).collect();
+    ensure!(listed == [(own.0, "token-app".to_owned(), "sealed-2".to_owned())], "{listed:?}");
+    ensure!(
+        !a.set_group_token(jobwheel_admin::store::GroupId(i32::MAX), Some("x"), 3).await?,
+        "no such group"
+    );
+    ensure!(a.set_group_token(plain, None, 4).await?, "clearing nothing is fine");
+    ensure!(!a.set_group_token(jobwheel_admin::store::GroupId(i32::MAX), None, 4).await?);
+
+    let module = a.put_wasm_module(b"\0asm\x01\0\0\0 token", 5).await?.digest;
+    let used = a.add_job(&job(own, "uses a module")).await?;
+    let version = NewWasmVersion {
+        job_id: used,
+        digest: module.clone(),
+        uploader: None,
+        remark: None,
+        created_at_ms: 5,
+    };
+    a.add_wasm_version(&version).await?;
+    ensure!(b.wasm_module_in_group(&module, own).await?);
+    ensure!(!b.wasm_module_in_group(&module, plain).await?, "another group's module");
+    ensure!(!b.wasm_module_in_group(&"0".repeat(64), own).await?);
+    ensure!(a.delete_job(used).await?);
+
+    ensure!(a.set_group_token(own, None, 6).await?);
+    ensure!(b.group_tokens().await?.is_empty(), "cleared");
+    ensure!(a.set_group_token(own, Some("sealed-3"), 7).await?);
+    ensure!(a.delete_group(own).await?);
+    ensure!(b.group_tokens().await?.is_empty(), "gone with its group");
+    ensure!(a.delete_group(plain).await?);
     Ok(())
 }
 
