@@ -35,7 +35,7 @@ pub use types::*;
 pub mod prelude {
     pub use super::{
         AuditStore, CredentialStore, GrantStore, GroupStore, JobStore, LogReportStore, LogStore,
-        ScheduleStore, ScheduleTx, Store, UserStore, WasmStore,
+        ScheduleStore, ScheduleTx, Store, TagStore, UserStore, WasmStore,
     };
 }
 
@@ -75,6 +75,7 @@ pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
 pub trait Store:
     GroupStore
     + JobStore
+    + TagStore
     + ScheduleStore
     + LogStore
     + LogReportStore
@@ -126,6 +127,21 @@ pub trait GroupStore: Send + Sync {
     async fn remove_dead_registry(&self, dead_before: DateTime<Utc>) -> Result<u64, StoreError>;
     /// Registrations with `update_time > alive_after`, ordered by id (upstream `findAll`).
     async fn alive_registry(&self, alive_after: DateTime<Utc>) -> Result<Vec<RegistryRow>, StoreError>;
+}
+
+/// Job tags (`jobwheel_job_tag`) and what the job search reads.
+#[async_trait]
+pub trait TagStore: Send + Sync {
+    /// The tags of `jobs`, as `(job, tag)` pairs ordered by job and tag.
+    async fn job_tags(&self, jobs: &[JobId]) -> Result<Vec<(JobId, String)>, StoreError>;
+    /// Replaces a job's tags with `tags` (already normalized by the caller); nothing is stored
+    /// for a job that does not exist.
+    async fn set_job_tags(&self, job: JobId, tags: &[String]) -> Result<(), StoreError>;
+    /// Every tag in use with its number of jobs, in `group` only if given, ordered by tag.
+    async fn tag_counts(&self, group: Option<GroupId>) -> Result<Vec<(String, i64)>, StoreError>;
+    /// Id, description, handler and author of every job the filter matches, newest first: what
+    /// the fuzzy job search scores (a few dozen bytes a job, not the job rows).
+    async fn job_search_keys(&self, filter: &JobFilter) -> Result<Vec<JobSearchKey>, StoreError>;
 }
 
 /// Jobs (`xxl_job_info`) and their GLUE history (`xxl_job_logglue`).

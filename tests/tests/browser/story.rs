@@ -26,6 +26,7 @@ pub(crate) async fn run(browser: &Browser, stack: &Stack, dir: &Path) -> anyhow:
     trigger(browser, job).await.context("triggering the job once")?;
     watch_run(browser, job).await.context("following the run")?;
     glue_editor(browser).await.context("the GLUE editor")?;
+    job_search(browser).await.context("tags and the fuzzy job search")?;
     add_user(browser).await.context("adding a user")?;
     group_token(browser).await.context("the group's own access token")?;
     audit_log(browser).await.context("the audit log")?;
@@ -69,6 +70,7 @@ async fn add_wasm_job(browser: &Browser) -> anyhow::Result<i64> {
     browser.find("#job-jobGroup").await?.select_by_label(GROUP_TITLE).await?;
     browser.fill("#job-jobDesc", "Say hello from the browser").await?;
     browser.fill("#job-author", "ui-test").await?;
+    browser.fill("#job-tags", "Browser, story").await?;
     browser.choose("#job-scheduleType", "CRON").await?;
     browser.fill("#job-scheduleConf", "0 0 3 * * ?").await?;
     browser.choose("#job-glueType", "GLUE_WASM").await?;
@@ -229,6 +231,28 @@ async fn add_user(browser: &Browser) -> anyhow::Result<()> {
     let users = browser.wait_contains("#user-table", "operator1").await?;
     ensure!(users.contains(GROUP_TITLE), "the permitted group is listed: {users}");
     browser.screenshot("users").await
+}
+
+/// The job list shows the Wasm job's tags, finds it by a sloppy query and filters by its tag;
+/// the shell job (no tags, another description) is left out both times.
+async fn job_search(browser: &Browser) -> anyhow::Result<()> {
+    browser.click("#menu-jobs").await?;
+    let all = browser.wait_contains("#job-table", "Shell job with history").await?;
+    ensure!(all.contains("browser") && all.contains("story"), "the tags are shown, lower-case: {all}");
+    browser.fill("#job-filters input[name=q]", "sy hlo brwsr").await?;
+    browser.click("#job-search").await?;
+    let found = browser
+        .wait_text("#job-table", "only the fuzzy match", |t| !t.contains("Shell job with history"))
+        .await?;
+    ensure!(found.contains("Say hello from the browser"), "{found}");
+    browser.fill("#job-filters input[name=q]", "").await?;
+    browser.choose("#job-filters select[name=tag]", "story").await?;
+    browser.click("#job-search").await?;
+    let tagged = browser
+        .wait_text("#job-table", "only the tagged job", |t| !t.contains("Shell job with history"))
+        .await?;
+    ensure!(tagged.contains("Say hello from the browser"), "{tagged}");
+    browser.screenshot("job-search").await
 }
 
 /// The story's group gets its own access token (xxl-job 3.5): set in the dialog, shown once,

@@ -67,6 +67,9 @@ pub(crate) struct JobInput {
     pub(crate) glue_remark: Option<String>,
     #[serde(default)]
     pub(crate) child_job_id: Option<String>,
+    /// jobwheel extension: the job's tags; absent leaves them as they are, `[]` clears them.
+    #[serde(default)]
+    pub(crate) tags: Option<Vec<String>>,
 }
 
 fn default_misfire() -> String {
@@ -86,6 +89,8 @@ pub(crate) struct Checked {
     pub(crate) glue_type: GlueType,
     pub(crate) time_zone: Option<String>,
     pub(crate) retry_backoff: Option<u32>,
+    /// Normalized tags, if the form named any (`None`: leave them).
+    pub(crate) tags: Option<Vec<String>>,
 }
 
 fn bad(field: &str, rule: impl std::fmt::Display) -> ApiError {
@@ -184,7 +189,8 @@ impl JobInput {
         }
         max_chars("glueRemark", self.glue_remark.as_deref(), 128)?;
         self.check_children(state, principal, this).await?;
-        Ok(Checked { group, schedule_type, glue_type, time_zone, retry_backoff })
+        let tags = self.tags.as_deref().map(super::job_tags::normalize).transpose()?;
+        Ok(Checked { group, schedule_type, glue_type, time_zone, retry_backoff, tags })
     }
 
     /// Child job ids: numeric, existing, permitted, not the job itself (CVE-2024-42681 was

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::Principal;
 use super::job_input::{JobInput, PARAM_MAX, glue_template};
 use super::{ApiJson, ApiQuery, Listed, Paging, ms};
+use super::{job_search, job_tags};
 use crate::cron::{ScheduleType, local_time_zone, next_n, parse_time_zone};
 use crate::engine::first_fire_time;
 use crate::http::{ApiError, HttpState};
@@ -26,7 +27,7 @@ const ADDRESS_LIST_MAX: usize = 512;
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct JobView {
-    id: i32,
+    pub(crate) id: i32,
     job_group: i32,
     job_desc: String,
     author: Option<String>,
@@ -47,6 +48,8 @@ pub(crate) struct JobView {
     glue_remark: Option<String>,
     glue_updatetime: Option<i64>,
     child_job_id: Option<String>,
+    /// jobwheel: the job's tags (lower-case).
+    pub(crate) tags: Vec<String>,
     trigger_status: i16,
     trigger_last_time: i64,
     trigger_next_time: i64,
@@ -78,6 +81,7 @@ impl From<JobRow> for JobView {
             glue_remark: j.glue_remark,
             glue_updatetime: ms(j.glue_updatetime),
             child_job_id: j.child_jobid,
+            tags: Vec::new(),
             trigger_status: j.trigger_status,
             // The scheduler parks FIX_DELAY jobs at i64::MAX while a run is out; show "none".
             trigger_last_time: j.trigger_last_time,
@@ -111,6 +115,10 @@ pub(crate) struct JobQuery {
     job_desc: Option<String>,
     executor_handler: Option<String>,
     author: Option<String>,
+    /// jobwheel: only jobs with this tag.
+    tag: Option<String>,
+    /// jobwheel: fuzzy search over description, handler and author, best matches first.
+    q: Option<String>,
     #[serde(flatten)]
     paging: Paging,
 }
@@ -130,9 +138,15 @@ pub(crate) async fn list(
         job_desc: blank(query.job_desc),
         executor_handler: blank(query.executor_handler),
         author: blank(query.author),
+        tag: blank(query.tag).map(|t| t.to_lowercase()),
     };
-    let paged = state.store.page_jobs(&filter, page).await?;
-    Ok(Json(Listed { total: paged.total, items: paged.rows.into_iter().map(JobView::from).collect() }))
+    let paged = match blank(query.q) {
+        Some(q) => job_search::search(&state, &filter, &q, page).await?,
+        None => state.store.page_jobs(&filter, page).await?,
+    };
+    let mut items: Vec<JobView> = paged.rows.into_iter().map(JobView::from).collect();
+    job_tags::attach(&state, &mut items).await?;
+    Ok(Json(Listed { total: paged.total, items }))
 }
 
 /// `GET /api/v1/jobs/{id}`.
@@ -187,6 +201,9 @@ pub(crate) async fn create(
     let id = state.store.add_job(&job).await?;
     state.store.set_job_time_zone(id, checked.time_zone.as_deref()).await?;
     state.store.set_job_retry_backoff(id, checked.retry_backoff).await?;
+    if let Some(tags) = &checked.tags {
+        state.store.set_job_tags(id, tags).await?;
+    }
     Ok((StatusCode::CREATED, Json(reload(&state, id).await?)))
 }
 
@@ -216,6 +233,10 @@ pub(crate) async fn update(
     state.store.update_job(current.id, &job).await?;
     state.store.set_job_time_zone(current.id, checked.time_zone.as_deref()).await?;
     state.store.set_job_retry_backoff(current.id, checked.retry_backoff).await?;
+    // Absent tags leave the job's as they are (a client that does not know tags keeps them).
+    if let Some(tags) = &checked.tags {
+        state.store.set_job_tags(current.id, tags).await?;
+    }
     Ok(Json(reload(&state, current.id).await?))
 }
 
@@ -257,7 +278,10 @@ pub(crate) async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiE
     let row =
         state.store.load_job(id).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
     let retry_backoff = state.store.job_retry_backoff(id).await?;
-    Ok(JobView { retry_backoff, ..row.into() })
+    let mut view = [JobView { retry_backoff, ..row.into() }];
+    job_tags::attach(state, &mut view).await?;
+    let [view] = view;
+    Ok(view)
 }
 
 /// The first fire time of a job being started, in its zone (the engine's rule).

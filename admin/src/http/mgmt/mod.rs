@@ -30,6 +30,8 @@ mod grants;
 mod group_token;
 pub(crate) mod groups;
 mod job_input;
+mod job_search;
+mod job_tags;
 mod jobs;
 pub(crate) mod login_limit;
 mod logs;
@@ -59,6 +61,7 @@ pub(crate) fn router() -> Router<Arc<HttpState>> {
         .route("/api/v1/meta", get(meta::meta))
         .route("/api/v1/openapi.json", get(meta::openapi))
         .route("/api/v1/jobs", get(jobs::list).post(jobs::create))
+        .route("/api/v1/jobs/tags", get(job_tags::list))
         .route("/api/v1/jobs/{id}", get(jobs::get).put(jobs::update).delete(jobs::delete))
         .route("/api/v1/jobs/{id}/start", post(jobs::start))
         .route("/api/v1/jobs/{id}/stop", post(jobs::stop))

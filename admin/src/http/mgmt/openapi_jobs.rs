@@ -239,6 +239,7 @@ async fn save(
         glue_source: r.glue_source,
         glue_remark: r.glue_remark,
         child_job_id: None,
+        tags: None,
     };
     if operation == Operation::Add {
         let (_, Json(view)) =

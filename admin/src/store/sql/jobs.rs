@@ -102,13 +102,14 @@ static STOP_JOB: Sql = Sql::new(
     trigger_next_time = 0, update_time = TS(?) WHERE id = ?",
 );
 /// Upstream deletes a job's logs and GLUE history with it; our tables follow.
-static DELETE_JOB: [Sql; 7] = [
+static DELETE_JOB: [Sql; 8] = [
     Sql::new("DELETE FROM xxl_job_log WHERE job_id = ?"),
     Sql::new("DELETE FROM xxl_job_logglue WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_wasm_version WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_ring_claim WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_zone WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_retry WHERE job_id = ?"),
+    Sql::new("DELETE FROM jobwheel_job_tag WHERE job_id = ?"),
     Sql::new("DELETE FROM xxl_job_info WHERE id = ?"),
 ];
 
@@ -129,7 +130,7 @@ static LIST_GLUE: Sql = Sql::new(
 );
 
 /// ` WHERE …` of the job list. `ILIKE`: upstream's MySQL collation compares case-insensitively.
-fn push_job_filter<'a>(q: &mut QueryBuf<'a>, filter: &'a JobFilter) {
+pub(super) fn push_job_filter<'a>(q: &mut QueryBuf<'a>, filter: &'a JobFilter) {
     q.push(" WHERE 1 = 1");
     if let Some(group) = filter.job_group {
         q.push(" AND job_group = ").bind(group);
@@ -145,6 +146,9 @@ fn push_job_filter<'a>(q: &mut QueryBuf<'a>, filter: &'a JobFilter) {
     }
     if let Some(author) = &filter.author {
         q.push(" AND author ILIKE ").bind(like(author));
+    }
+    if let Some(tag) = &filter.tag {
+        q.push(" AND id IN (SELECT job_id FROM jobwheel_job_tag WHERE tag = ").bind(tag.as_str()).push(")");
     }
 }
 

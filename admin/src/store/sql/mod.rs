@@ -44,6 +44,7 @@ mod jobs;
 mod logs;
 mod reports;
 mod schedule;
+mod tags;
 mod users;
 mod wasm;
 

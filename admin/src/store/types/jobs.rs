@@ -88,6 +88,21 @@ pub struct JobFilter {
     pub executor_handler: Option<String>,
     /// `author LIKE %…%`.
     pub author: Option<String>,
+    /// jobwheel: jobs carrying this tag (lower-case, as stored).
+    pub tag: Option<String>,
+}
+
+/// What the fuzzy job search matches a query against.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct JobSearchKey {
+    /// The job.
+    pub id: JobId,
+    /// `job_desc`.
+    pub job_desc: String,
+    /// `executor_handler`.
+    pub executor_handler: Option<String>,
+    /// `author`.
+    pub author: Option<String>,
 }
 
 /// What the schedule thread writes back for one job after a pre-read.

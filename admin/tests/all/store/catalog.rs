@@ -12,6 +12,7 @@ use crate::store::{Admins, at, group, job};
 pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
     groups(admins).await?;
     group_tokens(admins).await?;
+    tags(admins).await?;
     registry(admins).await?;
     jobs(admins).await?;
     glue_history(admins).await?;
@@ -95,6 +96,38 @@ async fn group_tokens(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     ensure!(a.delete_group(own).await?);
     ensure!(b.group_tokens().await?.is_empty(), "gone with its group");
     ensure!(a.delete_group(plain).await?);
+    Ok(())
+}
+
+/// Job tags: replaced as a set, listed per job, counted (per group), filtering the job list and
+/// the search keys, nothing for a missing job, gone with the job.
+async fn tags(Admins { a, b }: &Admins) -> anyhow::Result<()> {
+    let (g1, g2) = (group(&**a, "tags-one").await?, group(&**a, "tags-two").await?);
+    let (x, y, z) =
+        (a.add_job(&job(g1, "x")).await?, a.add_job(&job(g1, "y")).await?, a.add_job(&job(g2, "z")).await?);
+    let tags = |list: &[&str]| list.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+    a.set_job_tags(x, &tags(&["etl", "nightly"])).await?;
+    a.set_job_tags(x, &tags(&["etl", "team:ops"])).await?;
+    a.set_job_tags(y, &tags(&["etl"])).await?;
+    a.set_job_tags(z, &tags(&["nightly"])).await?;
+    a.set_job_tags(jobwheel_admin::store::JobId(i32::MAX), &tags(&["ghost"])).await?;
+    let listed = b.job_tags(&[x, y, jobwheel_admin::store::JobId(i32::MAX)]).await?;
+    ensure!(listed == [(x, "etl".into()), (x, "team:ops".into()), (y, "etl".into())], "{listed:?}");
+    let all = b.tag_counts(None).await?;
+    ensure!(all == [("etl".into(), 2), ("nightly".into(), 1), ("team:ops".into(), 1)], "{all:?}");
+    ensure!(b.tag_counts(Some(g2)).await? == [("nightly".to_owned(), 1)]);
+    let etl = JobFilter { tag: Some("etl".to_owned()), ..JobFilter::default() };
+    let page = b.page_jobs(&etl, Page { offset: 0, limit: 10 }).await?;
+    ensure!(page.total == 2 && page.rows.iter().all(|r| r.job.job_group == g1), "{page:?}");
+    let keys: Vec<_> = b.job_search_keys(&etl).await?.into_iter().map(|k| (k.id, k.job_desc)).collect();
+    ensure!(keys == [(y, "y".to_owned()), (x, "x".to_owned())], "newest first: {keys:?}");
+    a.set_job_tags(x, &[]).await?;
+    ensure!(b.job_tags(&[x]).await?.is_empty(), "cleared");
+    for id in [x, y, z] {
+        ensure!(a.delete_job(id).await?);
+    }
+    ensure!(b.tag_counts(None).await?.is_empty(), "gone with their jobs");
+    ensure!(a.delete_group(g1).await? && a.delete_group(g2).await?);
     Ok(())
 }
 

@@ -43,6 +43,8 @@ export default {
   'job.cronRequired': 'Enter a cron expression.', 'job.secondsRule': 'The interval must be a whole number of seconds, at least 1.',
   'job.handlerRequired': 'BEAN mode needs a JobHandler.', 'job.timeoutRule': 'Timeout must be 0–999999 seconds.',
   'job.retryRule': 'Retries must be 0–9999.', 'job.retryBackoff': 'Retry backoff (seconds)', 'job.retryBackoffDefault': 'The admin\'s default', 'job.retryBackoffHint': 'How long a failed run waits before its retry and alarm; empty uses the admin\'s --retry-backoff.', 'job.retryBackoffRule': 'The retry backoff must be 0–86400 seconds.', 'job.childRule': 'Child job IDs must be numbers separated by commas.',
+  'job.tags': 'Tags', 'job.tagsHint': 'Comma-separated words (letters, digits, - _ . : /), up to 16; stored lower-case.', 'job.tagsRule': 'Tags: up to 16 words of at most 32 letters, digits or - _ . : /.',
+  'jobs.fuzzySearch': 'Search description, handler, author…', 'jobs.allTags': 'All tags',
 
   'jobs.add': 'Add job', 'jobs.editTitle': 'Edit job #{id}', 'jobs.copy': 'Copy', 'jobs.status': 'Status',
   'jobs.statusAll': 'All statuses', 'jobs.running': 'Running', 'jobs.stopped': 'Stopped', 'jobs.start': 'Start',

@@ -43,6 +43,8 @@ export default {
   'job.cronRequired': '请输入 Cron 表达式。', 'job.secondsRule': '固定间隔必须是不小于 1 的整数秒。',
   'job.handlerRequired': 'BEAN 模式请输入 JobHandler。', 'job.timeoutRule': '任务超时时间须为 0~999999 秒。',
   'job.retryRule': '失败重试次数须为 0~9999。', 'job.retryBackoff': '重试退避（秒）', 'job.retryBackoffDefault': '调度中心默认值', 'job.retryBackoffHint': '失败后等待多久再重试并告警；留空使用调度中心的 --retry-backoff。', 'job.retryBackoffRule': '重试退避须为 0~86400 秒。', 'job.childRule': '子任务ID 须为以逗号分隔的数字。',
+  'job.tags': '标签', 'job.tagsHint': '以逗号分隔的词（字母、数字、- _ . : /），最多 16 个，以小写保存。', 'job.tagsRule': '标签：最多 16 个，每个不超过 32 个字母、数字或 - _ . : /。',
+  'jobs.fuzzySearch': '模糊搜索任务描述、JobHandler、负责人…', 'jobs.allTags': '全部标签',
 
   'jobs.add': '新增任务', 'jobs.editTitle': '编辑任务 #{id}', 'jobs.copy': '复制', 'jobs.status': '状态',
   'jobs.statusAll': '全部状态', 'jobs.running': '运行中', 'jobs.stopped': '已停止', 'jobs.start': '启动',

@@ -12,7 +12,7 @@ const DEFAULTS = {
   scheduleType: 'CRON', scheduleConf: '', timeZone: '',
   misfireStrategy: 'DO_NOTHING', executorRouteStrategy: 'FIRST', executorHandler: '', executorParam: '',
   executorBlockStrategy: 'SERIAL_EXECUTION', executorTimeout: 0, executorFailRetryCount: 0, retryBackoff: '',
-  glueType: 'BEAN', childJobId: '',
+  glueType: 'BEAN', childJobId: '', tags: [],
 };
 
 export async function render({ main, params, app }) {
@@ -58,7 +58,8 @@ export async function render({ main, params, app }) {
       field(t('job.jobGroup'), jobGroup),
       field(t('job.jobDesc'), input('jobDesc', { maxlength: 50 })),
       field(t('job.author'), input('author', { maxlength: 50 })),
-      field(t('job.alarmEmail'), input('alarmEmail', { maxlength: 100 }), t('job.alarmEmailHint'))),
+      field(t('job.alarmEmail'), input('alarmEmail', { maxlength: 100 }), t('job.alarmEmailHint')),
+      field(t('job.tags'), input('tags', { maxlength: 600, value: (job.tags || []).join(', '), placeholder: 'etl, nightly' }), t('job.tagsHint'))),
     h('fieldset', {}, h('legend', {}, t('job.sectionSchedule')),
       field(t('job.scheduleType'), scheduleType),
       confRow,
@@ -134,7 +135,14 @@ function validate(v) {
   const backoff = String(v.retryBackoff ?? '').trim();
   if (backoff && !(/^\d{1,5}$/.test(backoff) && Number(backoff) <= 86400)) problems.push(t('job.retryBackoffRule'));
   if (v.childJobId.trim() && !/^\d+(\s*,\s*\d+)*$/.test(v.childJobId.trim())) problems.push(t('job.childRule'));
+  const tags = splitTags(v.tags);
+  if (tags.length > 16 || tags.some((tag) => tag.length > 32 || !/^[\p{L}\p{N}_.:/-]+$/u.test(tag))) problems.push(t('job.tagsRule'));
   return problems;
+}
+
+/** The tags typed in the form: comma- or space-separated words. */
+function splitTags(text) {
+  return String(text || '').split(/[\s,]+/).map((tag) => tag.trim().toLowerCase()).filter(Boolean);
 }
 
 /** The API's `JobInput` from the form's strings. */
@@ -157,6 +165,7 @@ function toInput(v, id) {
     retryBackoff: String(v.retryBackoff ?? '').trim() === '' ? null : Number(v.retryBackoff),
     glueType: v.glueType,
     childJobId: v.childJobId.replace(/\s+/g, ''),
+    tags: splitTags(v.tags),
   };
   if (!id) {
     body.glueSource = '';

@@ -1,5 +1,6 @@
-// Job list (upstream /jobinfo): filters, the job table and each row's actions — edit, copy,
-// start/stop, trigger once, next fire times, logs, GLUE / Wasm module, registered nodes, delete.
+// Job list (upstream /jobinfo): filters (plus jobwheel's fuzzy search and tag filter), the job
+// table with tags, and each row's actions — edit, copy, start/stop, trigger once, next fire
+// times, logs, GLUE / Wasm module, registered nodes, delete.
 
 import { all, del, get, post } from '../api.js';
 import { h, routeHref, routeQuery } from '../dom.js';
@@ -31,11 +32,17 @@ export async function render({ main, app }) {
     jobDesc: q.get('jobDesc') || '',
     executorHandler: q.get('executorHandler') || '',
     author: q.get('author') || '',
+    tag: q.get('tag') || '',
+    q: q.get('q') || '',
   };
   const offset = Number(q.get('offset') || 0);
   const groupName = new Map(groups.map((g) => [g.id, g.title]));
 
+  // Tags of the chosen group (all groups only for administrators, as the API allows).
+  const tagScope = filters.jobGroup || (app.isAdmin() ? '' : groups[0].id);
+  const tags = await get('/jobs/tags', tagScope ? { jobGroup: tagScope } : {});
   const form = h('form', { class: 'filters', id: 'job-filters' },
+    h('input', { name: 'q', type: 'search', placeholder: t('jobs.fuzzySearch'), value: filters.q, 'aria-label': t('jobs.fuzzySearch') }),
     select('jobGroup', [{ value: '', label: t('common.allGroups') }, ...groups.map((g) => ({ value: g.id, label: g.title }))],
       filters.jobGroup, { 'aria-label': t('job.jobGroup') }),
     select('triggerStatus', [
@@ -46,6 +53,8 @@ export async function render({ main, app }) {
     h('input', { name: 'jobDesc', placeholder: t('job.jobDesc'), value: filters.jobDesc }),
     h('input', { name: 'executorHandler', placeholder: t('job.executorHandler'), value: filters.executorHandler }),
     h('input', { name: 'author', placeholder: t('job.author'), value: filters.author }),
+    select('tag', [{ value: '', label: t('jobs.allTags') }, ...tags.map((x) => ({ value: x.tag, label: `${x.tag} (${x.jobs})` }))],
+      filters.tag, { 'aria-label': t('job.tags') }),
     h('button', { type: 'submit', class: 'btn btn-primary', id: 'job-search' }, t('common.search')));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
@@ -101,7 +110,8 @@ function jobRow(job, groupName, app) {
   ]);
   return h('tr', { dataset: { jobId: job.id } },
     h('td', {}, String(job.id)),
-    h('td', { class: 'job-desc' }, job.jobDesc),
+    h('td', { class: 'job-desc' }, job.jobDesc,
+      (job.tags || []).length ? h('div', { class: 'tags' }, job.tags.map((tag) => h('span', { class: 'tag' }, tag))) : null),
     h('td', {}, groupName.get(job.jobGroup) || String(job.jobGroup)),
     h('td', {}, schedule),
     h('td', {}, glue),

@@ -224,7 +224,9 @@ impl World {
                 body = Body::Wasm(module());
                 path.to_owned()
             }
-            ("GET", "/api/v1/jobs" | "/api/v1/logs") => format!("{path}?jobGroup={group}"),
+            ("GET", "/api/v1/jobs" | "/api/v1/logs" | "/api/v1/jobs/tags") => {
+                format!("{path}?jobGroup={group}")
+            }
             ("POST", "/api/v1/jobs") => {
                 body = Body::Json(super::jobs::form(group));
                 path.to_owned()

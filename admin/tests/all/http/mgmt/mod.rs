@@ -17,6 +17,7 @@ mod glue;
 mod grants;
 mod group_tokens;
 mod groups;
+mod job_tags;
 mod jobs;
 mod limits;
 mod logs;

@@ -1,0 +1,10 @@
+-- jobwheel addition: job tags. A job carries up to 16 short lower-case tags; the job list
+-- filters by one (GET /api/v1/jobs?tag=). A side table, so upstream's xxl_job_info stays as
+-- upstream made it; deleted with the job. See docs/storage.md.
+
+CREATE TABLE IF NOT EXISTS `jobwheel_job_tag` (
+  `job_id` int(11) NOT NULL,
+  `tag` varchar(32) NOT NULL,
+  PRIMARY KEY (`job_id`, `tag`),
+  KEY `i_job_tag` (`tag`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
