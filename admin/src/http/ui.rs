@@ -56,6 +56,7 @@ pub(crate) static ASSETS: &[(&str, &[u8])] = assets![
     "js/pages/logs.js",
     "js/pages/password.js",
     "js/pages/tokens.js",
+    "js/pages/transfer.js",
     "js/pages/users.js",
     "js/pages/wasm.js",
     "vendor/README.md",

@@ -27,6 +27,7 @@ pub(crate) async fn run(browser: &Browser, stack: &Stack, dir: &Path) -> anyhow:
     watch_run(browser, job).await.context("following the run")?;
     glue_editor(browser).await.context("the GLUE editor")?;
     job_search(browser).await.context("tags and the fuzzy job search")?;
+    transfer(browser, dir).await.context("exporting and importing jobs")?;
     add_user(browser).await.context("adding a user")?;
     group_token(browser).await.context("the group's own access token")?;
     audit_log(browser).await.context("the audit log")?;
@@ -253,6 +254,37 @@ async fn job_search(browser: &Browser) -> anyhow::Result<()> {
         .await?;
     ensure!(tagged.contains("Say hello from the browser"), "{tagged}");
     browser.screenshot("job-search").await
+}
+
+/// The story group's jobs are exported (the browser fetches the file), and a file naming the
+/// shell job is imported: the dry run says "update", applying it changes the job's author.
+async fn transfer(browser: &Browser, dir: &Path) -> anyhow::Result<()> {
+    browser.click("#menu-jobs").await?;
+    browser.find("#job-filters select[name=jobGroup]").await?.select_by_label(GROUP_TITLE).await?;
+    browser.click("#job-search").await?;
+    browser
+        .wait_text("#job-table", "the story group's jobs", |t| t.contains("Shell job with history"))
+        .await?;
+    browser.click("#job-export").await?;
+    browser.wait_contains("#notices", "2 job(s) exported").await?;
+    let file = dir.join("import.json");
+    let entry = serde_json::json!({"appname": APP_NAME, "jobDesc": "Shell job with history", "author": "imported-author",
+        "scheduleType": "NONE", "misfireStrategy": "DO_NOTHING", "executorRouteStrategy": "FIRST",
+        "executorBlockStrategy": "SERIAL_EXECUTION", "glueType": "GLUE_SHELL", "tags": ["imported"]});
+    std::fs::write(
+        &file,
+        serde_json::json!({"format": "jobwheel-jobs", "version": 1, "jobs": [entry]}).to_string(),
+    )?;
+    browser.click("#job-import").await?;
+    browser.find("#import-file").await?.send_keys(&file.display().to_string()).await?;
+    browser.wait_contains("#import-ready", "nothing has been written").await?;
+    let items = browser.wait_contains("#import-items", "Shell job with history").await?;
+    ensure!(items.contains("update"), "the dry run updates the existing job: {items}");
+    browser.screenshot("import").await?;
+    browser.click("#import-modal [data-action=apply]").await?;
+    let table = browser.wait_contains("#job-table", "imported-author").await?;
+    ensure!(table.contains("imported"), "the imported tag is shown: {table}");
+    Ok(())
 }
 
 /// The story's group gets its own access token (xxl-job 3.5): set in the dialog, shown once,

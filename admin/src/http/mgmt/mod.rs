@@ -29,6 +29,7 @@ mod glue;
 mod grants;
 mod group_token;
 pub(crate) mod groups;
+mod import;
 mod job_input;
 mod job_search;
 mod job_tags;
@@ -39,6 +40,7 @@ mod meta;
 pub(crate) mod openapi_jobs;
 mod session;
 mod tokens;
+mod transfer;
 mod users;
 mod wasm_versions;
 
@@ -62,6 +64,8 @@ pub(crate) fn router() -> Router<Arc<HttpState>> {
         .route("/api/v1/openapi.json", get(meta::openapi))
         .route("/api/v1/jobs", get(jobs::list).post(jobs::create))
         .route("/api/v1/jobs/tags", get(job_tags::list))
+        .route("/api/v1/jobs/export", get(transfer::export))
+        .route("/api/v1/jobs/import", post(import::import))
         .route("/api/v1/jobs/{id}", get(jobs::get).put(jobs::update).delete(jobs::delete))
         .route("/api/v1/jobs/{id}/start", post(jobs::start))
         .route("/api/v1/jobs/{id}/stop", post(jobs::stop))

@@ -45,6 +45,11 @@ export default {
   'job.retryRule': 'Retries must be 0–9999.', 'job.retryBackoff': 'Retry backoff (seconds)', 'job.retryBackoffDefault': 'The admin\'s default', 'job.retryBackoffHint': 'How long a failed run waits before its retry and alarm; empty uses the admin\'s --retry-backoff.', 'job.retryBackoffRule': 'The retry backoff must be 0–86400 seconds.', 'job.childRule': 'Child job IDs must be numbers separated by commas.',
   'job.tags': 'Tags', 'job.tagsHint': 'Comma-separated words (letters, digits, - _ . : /), up to 16; stored lower-case.', 'job.tagsRule': 'Tags: up to 16 words of at most 32 letters, digits or - _ . : /.',
   'jobs.fuzzySearch': 'Search description, handler, author…', 'jobs.allTags': 'All tags',
+  'transfer.export': 'Export', 'transfer.import': 'Import', 'transfer.exportNeedsGroup': 'Choose an executor group to export its jobs.',
+  'transfer.exported': '{count} job(s) exported.', 'transfer.importTitle': 'Import jobs', 'transfer.importIntro': 'Choose a file exported from a jobwheel admin. Jobs go to the group of the same AppName here; a job with the same description in that group is updated, others are created (stopped). Secret values are not in the file: set them again where listed.',
+  'transfer.apply': 'Import', 'transfer.chooseFile': 'Choose a file first.', 'transfer.notApplied': 'Nothing was imported: fix the problems listed.',
+  'transfer.imported': '{count} job(s) imported.', 'transfer.ready': 'Ready: nothing has been written yet.', 'transfer.action': 'Action',
+  'transfer.create': 'create', 'transfer.update': 'update', 'transfer.secretsToSet': 'Secrets to set',
 
   'jobs.add': 'Add job', 'jobs.editTitle': 'Edit job #{id}', 'jobs.copy': 'Copy', 'jobs.status': 'Status',
   'jobs.statusAll': 'All statuses', 'jobs.running': 'Running', 'jobs.stopped': 'Stopped', 'jobs.start': 'Start',

@@ -9,6 +9,7 @@ import {
   actionMenu, badge, confirmDialog, field, guarded, modal, notify, pageHeader, pager, select, table,
 } from '../ui.js';
 import { formatTime } from '../dom.js';
+import { exportJobs, importDialog } from './transfer.js';
 
 const LIMIT = 20;
 
@@ -71,6 +72,11 @@ export async function render({ main, app }) {
   const rows = page.items.map((job) => jobRow(job, groupName, app));
   main.append(
     pageHeader(t('menu.jobs'),
+      h('button', {
+        type: 'button', class: 'btn', id: 'job-export', disabled: !filters.jobGroup, title: filters.jobGroup ? '' : t('transfer.exportNeedsGroup'),
+        onclick: () => exportJobs(filters.jobGroup),
+      }, t('transfer.export')),
+      h('button', { type: 'button', class: 'btn', id: 'job-import', onclick: () => importDialog(app) }, t('transfer.import')),
       h('a', { class: 'btn btn-primary', id: 'job-add', href: routeHref('/jobs/new', { jobGroup: filters.jobGroup }) }, t('jobs.add'))),
     form,
     h('div', { class: 'card' },

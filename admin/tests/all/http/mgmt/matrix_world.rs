@@ -224,8 +224,12 @@ impl World {
                 body = Body::Wasm(module());
                 path.to_owned()
             }
-            ("GET", "/api/v1/jobs" | "/api/v1/logs" | "/api/v1/jobs/tags") => {
+            ("GET", "/api/v1/jobs" | "/api/v1/logs" | "/api/v1/jobs/tags" | "/api/v1/jobs/export") => {
                 format!("{path}?jobGroup={group}")
+            }
+            ("POST", "/api/v1/jobs/import") => {
+                body = Body::Json(json!({"format": "jobwheel-jobs", "version": 1, "jobs": []}));
+                path.to_owned()
             }
             ("POST", "/api/v1/jobs") => {
                 body = Body::Json(super::jobs::form(group));

@@ -26,6 +26,7 @@ mod matrix_world;
 mod openapi_jobs;
 mod session;
 mod tokens;
+mod transfer;
 mod users;
 mod wasm;
 

@@ -1,0 +1,252 @@
+//! Moving jobs between admins: the export file's format and `GET /api/v1/jobs/export` (the
+//! import is `import.rs`).
+//!
+//! One JSON file holds the chosen jobs (a group's, or a list of ids) with everything that makes
+//! them run elsewhere: the job form's fields and tags, GLUE sources, each `GLUE_WASM` job's
+//! current module (referenced by digest, the bytes once per digest in `modules`), its network
+//! policy, limits and plain variables, and the *names* of its secrets — never their values. A
+//! job's group travels as its AppName, which the importing admin maps to its own group. Child
+//! job links are not exported: job ids differ between admins.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use super::ApiQuery;
+use super::auth::Principal;
+use super::jobs::permitted_job;
+use crate::http::{ApiError, HttpState};
+use crate::store::{GroupId, JobFilter, JobId, JobRow, VariableOwner};
+
+/// `format` of an export file.
+pub(crate) const FORMAT: &str = "jobwheel-jobs";
+/// `version` of the format this admin writes and reads.
+pub(crate) const VERSION: u32 = 1;
+/// Most jobs one export holds.
+pub(crate) const MAX_EXPORT_JOBS: usize = 5_000;
+
+/// An export file.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Bundle {
+    pub(crate) format: String,
+    pub(crate) version: u32,
+    #[serde(default)]
+    pub(crate) exported_at: i64,
+    pub(crate) jobs: Vec<JobEntry>,
+    /// Module bytes (standard base64) by SHA-256 digest.
+    #[serde(default)]
+    pub(crate) modules: BTreeMap<String, String>,
+}
+
+/// One job of an export.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct JobEntry {
+    /// The AppName of the job's group.
+    pub(crate) appname: String,
+    pub(crate) job_desc: String,
+    pub(crate) author: String,
+    #[serde(default)]
+    pub(crate) alarm_email: Option<String>,
+    pub(crate) schedule_type: String,
+    #[serde(default)]
+    pub(crate) schedule_conf: Option<String>,
+    #[serde(default)]
+    pub(crate) time_zone: Option<String>,
+    pub(crate) misfire_strategy: String,
+    pub(crate) executor_route_strategy: String,
+    #[serde(default)]
+    pub(crate) executor_handler: Option<String>,
+    #[serde(default)]
+    pub(crate) executor_param: Option<String>,
+    pub(crate) executor_block_strategy: String,
+    #[serde(default)]
+    pub(crate) executor_timeout: i32,
+    #[serde(default)]
+    pub(crate) executor_fail_retry_count: i32,
+    #[serde(default)]
+    pub(crate) retry_backoff: Option<i64>,
+    pub(crate) glue_type: String,
+    #[serde(default)]
+    pub(crate) glue_source: Option<String>,
+    #[serde(default)]
+    pub(crate) glue_remark: Option<String>,
+    #[serde(default)]
+    pub(crate) tags: Vec<String>,
+    /// The current module of a `GLUE_WASM` job.
+    #[serde(default)]
+    pub(crate) wasm_digest: Option<String>,
+    /// A `GLUE_WASM` job's grant.
+    #[serde(default)]
+    pub(crate) grant: Option<GrantEntry>,
+}
+
+/// A job's grant without secret values.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct GrantEntry {
+    #[serde(default)]
+    pub(crate) http_allow: Vec<String>,
+    #[serde(default)]
+    pub(crate) http_max_requests: Option<i32>,
+    #[serde(default)]
+    pub(crate) http_max_response_bytes: Option<i64>,
+    #[serde(default)]
+    pub(crate) http_timeout_ms: Option<i64>,
+    #[serde(default)]
+    pub(crate) fuel: Option<i64>,
+    #[serde(default)]
+    pub(crate) memory_bytes: Option<i64>,
+    #[serde(default)]
+    pub(crate) variables: BTreeMap<String, String>,
+    /// Names of the job's secrets; their values must be set again on the importing admin.
+    #[serde(default)]
+    pub(crate) secrets: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ExportQuery {
+    #[serde(default)]
+    job_group: Option<i32>,
+    /// Comma-separated job ids.
+    #[serde(default)]
+    ids: Option<String>,
+}
+
+/// `GET /api/v1/jobs/export?jobGroup=` or `?ids=1,2`: the jobs as a downloadable file.
+pub(crate) async fn export(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    ApiQuery(query): ApiQuery<ExportQuery>,
+) -> Result<Response, ApiError> {
+    let jobs = chosen_jobs(&state, &principal, &query).await?;
+    let bundle = bundle(&state, jobs).await?;
+    let name = format!("jobwheel-jobs-{}.json", chrono::Utc::now().format("%Y%m%d-%H%M%S"));
+    let disposition = format!("attachment; filename=\"{name}\"");
+    Ok(([(header::CONTENT_DISPOSITION, disposition)], Json(bundle)).into_response())
+}
+
+async fn chosen_jobs(
+    state: &HttpState,
+    principal: &Principal,
+    query: &ExportQuery,
+) -> Result<Vec<JobRow>, ApiError> {
+    let ids: Vec<JobId> =
+        match (query.ids.as_deref().map(str::trim).filter(|s| !s.is_empty()), query.job_group) {
+            (Some(list), _) => {
+                let mut ids = Vec::new();
+                for raw in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                    let id: i32 = raw
+                        .parse()
+                        .map_err(|_| ApiError::BadRequest(format!("ids: {raw:?} is not a job id")))?;
+                    ids.push(permitted_job(state, principal, id).await?.id);
+                }
+                ids
+            }
+            (None, Some(group)) => {
+                principal.require_group(GroupId(group))?;
+                let filter = JobFilter { job_group: Some(GroupId(group)), ..JobFilter::default() };
+                let mut ids: Vec<JobId> =
+                    state.store.job_search_keys(&filter).await?.into_iter().map(|k| k.id).collect();
+                ids.reverse();
+                ids
+            }
+            (None, None) => {
+                return Err(ApiError::BadRequest(
+                    "say which jobs to export: jobGroup, or ids (comma-separated)".to_owned(),
+                ));
+            }
+        };
+    if ids.len() > MAX_EXPORT_JOBS {
+        return Err(ApiError::BadRequest(format!("at most {MAX_EXPORT_JOBS} jobs per export; choose fewer")));
+    }
+    let mut rows = state.store.load_jobs(&ids).await?;
+    rows.sort_by_key(|row| row.id.0);
+    Ok(rows)
+}
+
+async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError> {
+    let appnames: HashMap<GroupId, String> =
+        state.store.list_groups().await?.into_iter().map(|g| (g.id, g.group.app_name)).collect();
+    let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
+    let mut tags: HashMap<JobId, Vec<String>> = HashMap::new();
+    for (job, tag) in state.store.job_tags(&ids).await? {
+        tags.entry(job).or_default().push(tag);
+    }
+    let mut entries = Vec::with_capacity(jobs.len());
+    let mut modules = BTreeMap::new();
+    for row in jobs {
+        let wasm = row.job.glue_type == "GLUE_WASM";
+        let wasm_digest =
+            if wasm { state.store.current_wasm_module(row.id).await?.map(|m| m.digest) } else { None };
+        if let Some(digest) = &wasm_digest
+            && !modules.contains_key(digest)
+            && let Some(module) = state.store.get_wasm_module(digest).await?
+        {
+            modules.insert(digest.clone(), base64::engine::general_purpose::STANDARD.encode(&module.bytes));
+        }
+        let grant = if wasm { Some(grant(state, row.id).await?) } else { None };
+        let retry_backoff = state.store.job_retry_backoff(row.id).await?.map(i64::from);
+        let j = row.job;
+        entries.push(JobEntry {
+            appname: appnames.get(&j.job_group).cloned().unwrap_or_default(),
+            job_desc: j.job_desc,
+            author: j.author.unwrap_or_default(),
+            alarm_email: j.alarm_email,
+            schedule_type: j.schedule_type,
+            schedule_conf: j.schedule_conf,
+            time_zone: row.time_zone,
+            misfire_strategy: j.misfire_strategy,
+            executor_route_strategy: j.executor_route_strategy.unwrap_or_default(),
+            executor_handler: j.executor_handler,
+            executor_param: j.executor_param,
+            executor_block_strategy: j.executor_block_strategy.unwrap_or_default(),
+            executor_timeout: j.executor_timeout,
+            executor_fail_retry_count: j.executor_fail_retry_count,
+            retry_backoff,
+            glue_type: j.glue_type,
+            glue_source: j.glue_source,
+            glue_remark: j.glue_remark,
+            tags: tags.remove(&row.id).unwrap_or_default(),
+            wasm_digest,
+            grant,
+        });
+    }
+    Ok(Bundle {
+        format: FORMAT.to_owned(),
+        version: VERSION,
+        exported_at: chrono::Utc::now().timestamp_millis(),
+        jobs: entries,
+        modules,
+    })
+}
+
+async fn grant(state: &HttpState, job: JobId) -> Result<GrantEntry, ApiError> {
+    let row = state.store.load_job_grant(job).await?.unwrap_or_default();
+    let mut entry = GrantEntry {
+        http_allow: row.http_allow.lines().map(str::to_owned).filter(|l| !l.is_empty()).collect(),
+        http_max_requests: row.http_max_requests,
+        http_max_response_bytes: row.http_max_response_bytes,
+        http_timeout_ms: row.http_timeout_ms,
+        fuel: row.fuel,
+        memory_bytes: row.memory_bytes,
+        ..GrantEntry::default()
+    };
+    for variable in state.store.list_variables(VariableOwner::Job(job)).await? {
+        if variable.secret != 0 {
+            // The sealed value stays here: only the name travels.
+            entry.secrets.push(variable.name);
+        } else {
+            entry.variables.insert(variable.name, variable.value);
+        }
+    }
+    Ok(entry)
+}
