@@ -20,7 +20,7 @@ use crate::glue::GlueFactory;
 use crate::glue::wasm::WasmGlue;
 use crate::handler::Handlers;
 use crate::joblog::{LogDir, spawn_cleaner};
-use crate::jobs::{JobThreads, WorkerSettings};
+use crate::jobs::{JobThreads, RunSlots, WorkerSettings};
 use crate::metrics::ExecutorMetrics;
 use crate::server::{ApiState, metrics_router, router};
 use crate::{callback, heartbeat};
@@ -102,6 +102,7 @@ pub async fn run(
             max_log_bytes: config.max_log_bytes,
             max_queue: config.max_queue,
             metrics: Arc::clone(&metrics),
+            slots: (config.max_concurrent_runs > 0).then(|| RunSlots::new(config.max_concurrent_runs)),
         },
     );
     let state = Arc::new(ApiState {

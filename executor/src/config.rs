@@ -66,6 +66,10 @@ pub struct Cli {
     /// Most triggers waiting per job; further triggers are rejected with a clear message.
     #[arg(long, env = "JOBWHEEL_MAX_QUEUE", default_value_t = 10_000)]
     pub max_queue: usize,
+    /// Most runs executing at once across all jobs (0: no cap, as upstream). Further runs wait
+    /// for a slot, highest job priority first, and `/idleBeat` answers busy meanwhile.
+    #[arg(long, env = "JOBWHEEL_MAX_CONCURRENT_RUNS", default_value_t = 0)]
+    pub max_concurrent_runs: usize,
     /// Most bytes one run may write to its job log; the rest is dropped with a note.
     #[arg(long, env = "JOBWHEEL_MAX_LOG_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub max_log_bytes: u64,
@@ -201,6 +205,8 @@ pub struct ExecutorConfig {
     pub admin_timeout: Duration,
     pub shutdown_grace: Duration,
     pub max_queue: usize,
+    /// `--max-concurrent-runs`; 0 is no cap.
+    pub max_concurrent_runs: usize,
     pub max_log_bytes: u64,
     pub wasm: WasmSettings,
     pub timings: Timings,
@@ -223,6 +229,7 @@ impl ExecutorConfig {
             admin_timeout: Duration::from_secs(3),
             shutdown_grace: Duration::from_secs(10),
             max_queue: 10_000,
+            max_concurrent_runs: 0,
             max_log_bytes: 64 * 1024 * 1024,
             wasm: WasmSettings::default(),
             timings: Timings {
@@ -279,6 +286,7 @@ impl ExecutorConfig {
         config.admin_timeout = Duration::from_secs(cli.admin_timeout);
         config.shutdown_grace = Duration::from_secs(cli.shutdown_grace);
         config.max_queue = cli.max_queue;
+        config.max_concurrent_runs = cli.max_concurrent_runs;
         config.metrics_listen = cli.metrics_listen;
         config.max_log_bytes = cli.max_log_bytes;
         config.timings.registry_interval = Duration::from_secs(cli.beat_interval);

@@ -52,6 +52,8 @@ pub(crate) struct Levels {
     pub(crate) queues: Vec<(i32, usize)>,
     /// Callback batch files waiting in the spool for another attempt.
     pub(crate) spool_batches: usize,
+    /// `(running, waiting, cap)` of the run slots under `--max-concurrent-runs`.
+    pub(crate) slots: Option<(usize, usize, usize)>,
 }
 
 /// The executor's metrics and their registry.
@@ -62,6 +64,8 @@ pub struct ExecutorMetrics {
     durations: DurationFamily,
     queue_depth: Family<JobLabels, Gauge>,
     spool_batches: Gauge,
+    slots_in_use: Gauge,
+    slots_waiting: Gauge,
     fuel: Histogram,
     peak_memory: Histogram,
     module_loads: Family<LoadLabels, Counter>,
@@ -89,6 +93,8 @@ impl ExecutorMetrics {
             durations: Family::new_with_constructor(duration_histogram),
             queue_depth: Family::default(),
             spool_batches: Gauge::default(),
+            slots_in_use: Gauge::default(),
+            slots_waiting: Gauge::default(),
             // 1 000 … ~2.7e11 instructions.
             fuel: Histogram::new(exponential_buckets(1000.0, 8.0, 10)),
             // 64 KiB (one page) … 4 GiB.
@@ -113,6 +119,16 @@ impl ExecutorMetrics {
             "callback_spool_batches",
             "Callback batches waiting in the spool for another delivery attempt",
             metrics.spool_batches.clone(),
+        );
+        r.register(
+            "run_slots_in_use",
+            "Runs executing under --max-concurrent-runs (0 without a cap)",
+            metrics.slots_in_use.clone(),
+        );
+        r.register(
+            "runs_waiting_for_slot",
+            "Runs waiting for a slot under --max-concurrent-runs",
+            metrics.slots_waiting.clone(),
         );
         r.register(
             "wasm_fuel_used",
@@ -189,6 +205,9 @@ impl ExecutorMetrics {
             self.queue_depth.get_or_create(&JobLabels { job_id: job_id.to_string() }).set(depth);
         }
         self.spool_batches.set(i64::try_from(levels.spool_batches).unwrap_or(i64::MAX));
+        let (running, waiting, _) = levels.slots.unwrap_or_default();
+        self.slots_in_use.set(i64::try_from(running).unwrap_or(i64::MAX));
+        self.slots_waiting.set(i64::try_from(waiting).unwrap_or(i64::MAX));
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

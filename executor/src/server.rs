@@ -122,6 +122,12 @@ async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) ->
         ExecutorRequest::IdleBeat(p) if state.jobs.is_busy(p.job_id) => {
             reply(&Envelope::<()>::fail("job thread is running or has trigger queue."))
         }
+        ExecutorRequest::IdleBeat(_) if state.jobs.slots_full() => {
+            let (running, waiting, cap) = state.jobs.slot_levels().unwrap_or_default();
+            reply(&Envelope::<()>::fail(format!(
+                "executor is at its concurrency cap: {running} of {cap} runs executing, {waiting} waiting (--max-concurrent-runs)"
+            )))
+        }
         ExecutorRequest::IdleBeat(_) => reply(&Envelope::<()>::success()),
         ExecutorRequest::Run(p) => match state.jobs.run(*p) {
             Ok(()) => reply(&Envelope::<()>::success()),
@@ -161,6 +167,7 @@ pub(crate) fn metrics_page(state: &ApiState) -> Response {
     let levels = Levels {
         queues: state.jobs.queue_depths(),
         spool_batches: crate::spool::list_spool(&state.spool_dir).len(),
+        slots: state.jobs.slot_levels(),
     };
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], state.metrics.encode(&levels)).into_response()
 }

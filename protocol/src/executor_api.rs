@@ -62,6 +62,11 @@ pub struct TriggerParam {
     /// policy, variables, secrets, limits). Absent when the job has no grant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wasm_grant: Option<WasmGrant>,
+    /// jobwheel extension: the job's priority, `HIGH` or `LOW` (absent: normal). An executor
+    /// with `--max-concurrent-runs` starts waiting runs highest priority first; upstream
+    /// executors ignore the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
 }
 
 /// A Wasm job's grants as the admin sends them with each trigger. The executor enforces them;

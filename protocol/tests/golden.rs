@@ -145,6 +145,7 @@ fn bean_trigger() -> TriggerParam {
         broadcast_total: 1,
         wasm_module: None,
         wasm_grant: None,
+        priority: None,
     }
 }
 
@@ -223,6 +224,7 @@ fn run_requests() {
                 broadcast_total: 1,
                 wasm_module: None,
                 wasm_grant: None,
+                priority: None,
             },
         ),
         // Gen B (disableHtmlEscaping): a sharded script job; the parameter keeps its space.
@@ -244,6 +246,7 @@ fn run_requests() {
                 broadcast_total: 3,
                 wasm_module: None,
                 wasm_grant: None,
+                priority: None,
             },
         ),
         // Our GLUE_WASM extension: the 12 upstream keys plus `wasmModule`.
@@ -271,6 +274,7 @@ fn run_requests() {
                     size: 1024,
                 }),
                 wasm_grant: None,
+                priority: None,
             },
         ),
         // Gson leniency: numeric strings, nulls, a float for a long, missing and unknown fields.

@@ -289,7 +289,7 @@ mod tests {
             alarm_status: 0,
         };
         AlarmEvent {
-            job: JobRow { id: JobId(7), job, time_zone: None },
+            job: JobRow { id: JobId(7), job, time_zone: None, priority: None },
             group: Some(GroupRow { id: GroupId(1), group }),
             log,
         }

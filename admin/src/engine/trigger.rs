@@ -260,6 +260,7 @@ impl Engine {
             broadcast_total: shard.total,
             wasm_module: wasm_module.clone(),
             wasm_grant,
+            priority: job.priority.clone(),
         };
 
         let (address, route_msg) = self.pick_address(job.id, targets, strategy, broadcast_shard).await;

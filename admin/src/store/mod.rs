@@ -179,6 +179,9 @@ pub trait JobStore: Send + Sync {
     /// jobwheel extension: the job's own retry backoff in seconds (`jobwheel_job_retry`), `None`
     /// when it uses the admin's `--retry-backoff`.
     async fn job_retry_backoff(&self, id: JobId) -> Result<Option<u32>, StoreError>;
+    /// Sets a job's priority (`HIGH` or `LOW`), or clears it (`None`: normal); nothing for a
+    /// job that does not exist.
+    async fn set_job_priority(&self, id: JobId, priority: Option<&str>) -> Result<(), StoreError>;
     /// Sets (`Some`) or clears (`None`) the job's retry backoff; nothing for a missing job.
     async fn set_job_retry_backoff(&self, id: JobId, secs: Option<u32>) -> Result<(), StoreError>;
     /// Adds a GLUE history row and deletes all but the newest [`HISTORY_KEPT_PER_JOB`] of the job.

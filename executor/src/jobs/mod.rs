@@ -5,6 +5,7 @@
 //! killing a thread — and every push into a thread's queue happens under the one map lock, so a
 //! trigger can never land in a queue whose worker has already decided to exit.
 
+mod slots;
 mod worker;
 
 use std::collections::{HashMap, HashSet};
@@ -21,6 +22,7 @@ use crate::callback::Callbacks;
 use crate::glue::{GlueFactory, HandlerKey};
 use crate::handler::JobHandler;
 use crate::joblog::LogDir;
+pub(crate) use slots::RunSlots;
 
 /// Reason given to a job thread stopped by `/kill` (upstream text).
 pub(crate) const KILL_REASON: &str = "scheduling center kill job.";
@@ -42,6 +44,8 @@ pub(crate) struct WorkerSettings {
     pub(crate) max_queue: usize,
     /// Where runs are counted (`/metrics`).
     pub(crate) metrics: Arc<crate::metrics::ExecutorMetrics>,
+    /// `--max-concurrent-runs`: the slots every run takes; `None` is no cap (upstream).
+    pub(crate) slots: Option<Arc<RunSlots>>,
 }
 
 /// The executor's job threads, keyed by job id.
@@ -171,6 +175,16 @@ impl JobThreads {
 
     pub(crate) fn is_busy(&self, job_id: i32) -> bool {
         lock(&self.map).get(&job_id).is_some_and(|t| t.shared.is_busy())
+    }
+
+    /// `(running, waiting, cap)` of the run slots, `None` without `--max-concurrent-runs`.
+    pub(crate) fn slot_levels(&self) -> Option<(usize, usize, usize)> {
+        self.settings.slots.as_ref().map(|s| s.levels())
+    }
+
+    /// Whether every run slot is taken (`/idleBeat` then answers busy for any job).
+    pub(crate) fn slots_full(&self) -> bool {
+        self.settings.slots.as_ref().is_some_and(|s| s.is_full())
     }
 
     /// Graceful stop: lets running and queued triggers finish for up to `grace`, then stops

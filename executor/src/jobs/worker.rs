@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::slots::Priority;
 use super::{JobThreads, Shared, lock};
 use crate::handler::{JobContext, JobHandler, RunInfo};
 use crate::joblog::JobLog;
@@ -64,6 +65,22 @@ impl Worker {
                 }
             };
             let Some(param) = next else { return };
+            // Under `--max-concurrent-runs` the run waits for a slot, still counted as queued
+            // (so `/idleBeat` says busy and a kill fails it as not executed).
+            let _slot = match self.threads.settings.slots.clone() {
+                Some(slots) => {
+                    let priority = Priority::from_wire(param.priority.as_deref());
+                    tokio::select! {
+                        biased;
+                        () = self.shared.stop.cancelled() => {
+                            self.fail_unstarted(&param);
+                            return;
+                        }
+                        slot = slots.acquire(priority) => Some(slot),
+                    }
+                }
+                None => None,
+            };
             // Mark running before the log id leaves the queue set, so `is_busy` never sees a gap.
             self.shared.running.store(true, Ordering::SeqCst);
             lock(&self.shared.queued).remove(&param.log_id);
@@ -176,18 +193,23 @@ impl Worker {
     /// Fails every trigger still queued when the thread stops (upstream wording).
     fn drain_queue(&mut self) {
         self.rx.close();
-        let reason = self.shared.stop_reason().to_owned();
         while let Ok(param) = self.rx.try_recv() {
-            lock(&self.shared.queued).remove(&param.log_id);
-            let msg = format!("{reason} [job not executed, in the job queue, killed.]");
-            let log = JobLog::open(
-                self.threads.settings.logs.file_for(param.log_date_time, param.log_id),
-                format!("JobThread-{}", param.job_id),
-                self.threads.settings.max_log_bytes,
-            );
-            log.line(&format!("<br>----------- {msg}"));
-            self.report(&param, HandleCode::Fail.code(), msg, false);
+            self.fail_unstarted(&param);
         }
+    }
+
+    /// Fails a trigger that never started (still queued, or waiting for a run slot) because
+    /// the thread stopped.
+    fn fail_unstarted(&self, param: &TriggerParam) {
+        lock(&self.shared.queued).remove(&param.log_id);
+        let msg = format!("{} [job not executed, in the job queue, killed.]", self.shared.stop_reason());
+        let log = JobLog::open(
+            self.threads.settings.logs.file_for(param.log_date_time, param.log_id),
+            format!("JobThread-{}", param.job_id),
+            self.threads.settings.max_log_bytes,
+        );
+        log.line(&format!("<br>----------- {msg}"));
+        self.report(param, HandleCode::Fail.code(), msg, false);
     }
 }
 

@@ -3,6 +3,7 @@
 mod api;
 mod blocking;
 mod builtin;
+mod concurrency;
 mod config;
 mod daemon;
 mod delivery;

@@ -229,6 +229,7 @@ fn input(entry: &JobEntry, group: GroupId) -> JobInput {
         glue_remark: entry.glue_remark.clone(),
         child_job_id: None,
         tags: Some(entry.tags.clone()),
+        priority: Some(entry.priority.clone().unwrap_or_else(|| "NORMAL".to_owned())),
     }
 }
 

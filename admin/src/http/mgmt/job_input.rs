@@ -70,6 +70,10 @@ pub(crate) struct JobInput {
     /// jobwheel extension: the job's tags; absent leaves them as they are, `[]` clears them.
     #[serde(default)]
     pub(crate) tags: Option<Vec<String>>,
+    /// jobwheel extension: `HIGH`, `NORMAL` or `LOW`; absent leaves it as it is (new jobs:
+    /// normal).
+    #[serde(default)]
+    pub(crate) priority: Option<String>,
 }
 
 fn default_misfire() -> String {
@@ -91,6 +95,8 @@ pub(crate) struct Checked {
     pub(crate) retry_backoff: Option<u32>,
     /// Normalized tags, if the form named any (`None`: leave them).
     pub(crate) tags: Option<Vec<String>>,
+    /// The priority to store, if the form named one: `Some(None)` is normal.
+    pub(crate) priority: Option<Option<&'static str>>,
 }
 
 fn bad(field: &str, rule: impl std::fmt::Display) -> ApiError {
@@ -190,7 +196,14 @@ impl JobInput {
         max_chars("glueRemark", self.glue_remark.as_deref(), 128)?;
         self.check_children(state, principal, this).await?;
         let tags = self.tags.as_deref().map(super::job_tags::normalize).transpose()?;
-        Ok(Checked { group, schedule_type, glue_type, time_zone, retry_backoff, tags })
+        let priority = match self.priority.as_deref().map(str::trim) {
+            None => None,
+            Some(p) if p.eq_ignore_ascii_case("HIGH") => Some(Some("HIGH")),
+            Some(p) if p.eq_ignore_ascii_case("LOW") => Some(Some("LOW")),
+            Some(p) if p.eq_ignore_ascii_case("NORMAL") || p.is_empty() => Some(None),
+            Some(_) => return Err(bad("priority", "must be HIGH, NORMAL or LOW")),
+        };
+        Ok(Checked { group, schedule_type, glue_type, time_zone, retry_backoff, tags, priority })
     }
 
     /// Child job ids: numeric, existing, permitted, not the job itself (CVE-2024-42681 was

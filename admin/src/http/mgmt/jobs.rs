@@ -50,6 +50,8 @@ pub(crate) struct JobView {
     child_job_id: Option<String>,
     /// jobwheel: the job's tags (lower-case).
     pub(crate) tags: Vec<String>,
+    /// jobwheel: `HIGH`, `NORMAL` or `LOW` (on single-job reads; `NORMAL` in the list).
+    priority: String,
     trigger_status: i16,
     trigger_last_time: i64,
     trigger_next_time: i64,
@@ -82,6 +84,7 @@ impl From<JobRow> for JobView {
             glue_updatetime: ms(j.glue_updatetime),
             child_job_id: j.child_jobid,
             tags: Vec::new(),
+            priority: row.priority.clone().unwrap_or_else(|| "NORMAL".to_owned()),
             trigger_status: j.trigger_status,
             // The scheduler parks FIX_DELAY jobs at i64::MAX while a run is out; show "none".
             trigger_last_time: j.trigger_last_time,
@@ -204,6 +207,9 @@ pub(crate) async fn create(
     if let Some(tags) = &checked.tags {
         state.store.set_job_tags(id, tags).await?;
     }
+    if let Some(priority) = checked.priority {
+        state.store.set_job_priority(id, priority).await?;
+    }
     Ok((StatusCode::CREATED, Json(reload(&state, id).await?)))
 }
 
@@ -236,6 +242,9 @@ pub(crate) async fn update(
     // Absent tags leave the job's as they are (a client that does not know tags keeps them).
     if let Some(tags) = &checked.tags {
         state.store.set_job_tags(current.id, tags).await?;
+    }
+    if let Some(priority) = checked.priority {
+        state.store.set_job_priority(current.id, priority).await?;
     }
     Ok(Json(reload(&state, current.id).await?))
 }

@@ -240,6 +240,7 @@ async fn save(
         glue_remark: r.glue_remark,
         child_job_id: None,
         tags: None,
+        priority: None,
     };
     if operation == Operation::Add {
         let (_, Json(view)) =

@@ -80,6 +80,9 @@ pub(crate) struct JobEntry {
     pub(crate) glue_remark: Option<String>,
     #[serde(default)]
     pub(crate) tags: Vec<String>,
+    /// `HIGH` or `LOW`; absent is normal.
+    #[serde(default)]
+    pub(crate) priority: Option<String>,
     /// The current module of a `GLUE_WASM` job.
     #[serde(default)]
     pub(crate) wasm_digest: Option<String>,
@@ -216,6 +219,7 @@ async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError
             glue_source: j.glue_source,
             glue_remark: j.glue_remark,
             tags: tags.remove(&row.id).unwrap_or_default(),
+            priority: row.priority.clone(),
             wasm_digest,
             grant,
         });

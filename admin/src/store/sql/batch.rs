@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::SqlStore;
-use super::jobs::job_with_zone;
+use super::jobs::job_full;
 use crate::store::db::{Arg, Ex, QueryBuf};
 use crate::store::pool::Tx;
 use crate::store::support::append_handle_msg;
@@ -163,7 +163,7 @@ impl SqlStore {
     pub(super) async fn load_jobs_batch(&self, ids: &[JobId]) -> Result<Vec<JobRow>, StoreError> {
         let mut rows = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(CHUNK) {
-            let mut q = QueryBuf::new(concat!(job_with_zone!(), " WHERE id IN ("));
+            let mut q = QueryBuf::new(concat!(job_full!(), " WHERE id IN ("));
             q.bind_list(chunk.iter().copied()).push(")");
             rows.extend(self.ex().fetch_all::<JobRow>(&q, q.args()).await?);
         }

@@ -79,7 +79,25 @@ macro_rules! job_with_zone {
     };
 }
 pub(super) use job_with_zone;
-static LOAD_JOB: Sql = Sql::new(concat!(job_with_zone!(), " WHERE id = ?"));
+/// [`job_with_zone`] plus the job's priority: what the trigger path and single-job reads load
+/// (the pre-read does not need it).
+macro_rules! job_full {
+    () => {
+        concat!(
+            "SELECT ",
+            job_columns!(),
+            ", z.time_zone, p.priority FROM xxl_job_info LEFT JOIN jobwheel_job_zone z ON z.job_id = xxl_job_info.id \
+             LEFT JOIN jobwheel_job_priority p ON p.job_id = xxl_job_info.id"
+        )
+    };
+}
+pub(super) use job_full;
+static LOAD_JOB: Sql = Sql::new(concat!(job_full!(), " WHERE id = ?"));
+static SET_JOB_PRIORITY: Sql = Sql::new(
+    "INSERT INTO jobwheel_job_priority (job_id, priority) SELECT id, ? FROM xxl_job_info WHERE id = ? \
+    ON CONFLICT (job_id) DO UPDATE SET priority = excluded.priority",
+);
+static CLEAR_JOB_PRIORITY: Sql = Sql::new("DELETE FROM jobwheel_job_priority WHERE job_id = ?");
 static START_JOB: Sql = Sql::new(
     "UPDATE xxl_job_info SET trigger_status = 1, trigger_last_time = 0, \
     trigger_next_time = ?, update_time = TS(?) WHERE id = ?",
@@ -102,7 +120,7 @@ static STOP_JOB: Sql = Sql::new(
     trigger_next_time = 0, update_time = TS(?) WHERE id = ?",
 );
 /// Upstream deletes a job's logs and GLUE history with it; our tables follow.
-static DELETE_JOB: [Sql; 8] = [
+static DELETE_JOB: [Sql; 9] = [
     Sql::new("DELETE FROM xxl_job_log WHERE job_id = ?"),
     Sql::new("DELETE FROM xxl_job_logglue WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_wasm_version WHERE job_id = ?"),
@@ -110,6 +128,7 @@ static DELETE_JOB: [Sql; 8] = [
     Sql::new("DELETE FROM jobwheel_job_zone WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_retry WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_tag WHERE job_id = ?"),
+    Sql::new("DELETE FROM jobwheel_job_priority WHERE job_id = ?"),
     Sql::new("DELETE FROM xxl_job_info WHERE id = ?"),
 ];
 
@@ -214,6 +233,14 @@ impl JobStore for SqlStore {
     async fn job_retry_backoff(&self, id: JobId) -> Result<Option<u32>, StoreError> {
         let secs: Option<i64> = self.ex().fetch_value(&JOB_RETRY, &args![id]).await?;
         Ok(secs.and_then(|s| u32::try_from(s).ok()))
+    }
+
+    async fn set_job_priority(&self, id: JobId, priority: Option<&str>) -> Result<(), StoreError> {
+        match priority {
+            Some(priority) => self.ex().execute(&SET_JOB_PRIORITY, &args![priority, id]).await?,
+            None => self.ex().execute(&CLEAR_JOB_PRIORITY, &args![id]).await?,
+        };
+        Ok(())
     }
 
     async fn set_job_retry_backoff(&self, id: JobId, secs: Option<u32>) -> Result<(), StoreError> {

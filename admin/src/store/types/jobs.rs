@@ -73,6 +73,10 @@ pub struct JobRow {
     /// queries the scheduler uses; the job list leaves it `None` (the column is absent there).
     #[sqlx(default)]
     pub time_zone: Option<String>,
+    /// jobwheel extension: `HIGH` or `LOW` from `jobwheel_job_priority`, `None` for normal.
+    /// Read by `load_job` and `load_jobs` (the trigger path); `None` elsewhere.
+    #[sqlx(default)]
+    pub priority: Option<String>,
 }
 
 /// Filters of the job list (upstream `pageList`); `None` means "any".

@@ -156,3 +156,26 @@ async fn manual_trigger_overrides_param_and_addresses_and_wasm_jobs_carry_their_
     assert_eq!((module.digest, module.size), (put.digest, 8));
     Ok(())
 }
+
+/// A job's priority goes out with its trigger (executors with `--max-concurrent-runs` order
+/// waiting runs by it); a normal job's trigger has none, as upstream's.
+#[tokio::test]
+async fn the_trigger_carries_the_jobs_priority() -> anyhow::Result<()> {
+    let db = Db::sqlite().await?;
+    let store = db.connect().await?;
+    let fake = Arc::new(FakeExecutor::default());
+    let engine = engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
+    let g = group(&*store, "app", &[A]).await?;
+    let mut stopped = job(g, 0);
+    stopped.trigger_status = 0;
+    let (urgent, plain) = (store.add_job(&stopped).await?, store.add_job(&stopped).await?);
+    store.set_job_priority(urgent, Some("HIGH")).await?;
+    for id in [urgent, plain] {
+        engine.trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
+    }
+    let priorities: Vec<Option<String>> = fake.runs().into_iter().map(|(_, p)| p.priority).collect();
+    assert_eq!(priorities, [Some("HIGH".to_owned()), None]);
+    store.set_job_priority(urgent, None).await?;
+    assert_eq!(store.load_job(urgent).await?.expect("job").priority, None, "cleared");
+    db.cleanup().await
+}

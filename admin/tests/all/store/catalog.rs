@@ -13,6 +13,7 @@ pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
     groups(admins).await?;
     group_tokens(admins).await?;
     tags(admins).await?;
+    priorities(admins).await?;
     registry(admins).await?;
     jobs(admins).await?;
     glue_history(admins).await?;
@@ -128,6 +129,23 @@ async fn tags(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     }
     ensure!(b.tag_counts(None).await?.is_empty(), "gone with their jobs");
     ensure!(a.delete_group(g1).await? && a.delete_group(g2).await?);
+    Ok(())
+}
+
+/// A job's priority: none by default, set, replaced, cleared, loaded with the job (one and
+/// many), nothing for a missing job, gone with the job.
+async fn priorities(Admins { a, b }: &Admins) -> anyhow::Result<()> {
+    let g = group(&**a, "prio-app").await?;
+    let id = a.add_job(&job(g, "prio")).await?;
+    ensure!(b.load_job(id).await?.expect("job").priority.is_none());
+    a.set_job_priority(id, Some("LOW")).await?;
+    a.set_job_priority(id, Some("HIGH")).await?;
+    ensure!(b.load_jobs(&[id]).await?[0].priority.as_deref() == Some("HIGH"), "replaced, batch load");
+    a.set_job_priority(jobwheel_admin::store::JobId(i32::MAX), Some("HIGH")).await?;
+    a.set_job_priority(id, None).await?;
+    ensure!(b.load_job(id).await?.expect("job").priority.is_none(), "cleared");
+    a.set_job_priority(id, Some("LOW")).await?;
+    ensure!(a.delete_job(id).await? && a.delete_group(g).await?);
     Ok(())
 }
 

@@ -44,6 +44,7 @@ export default {
   'job.handlerRequired': 'BEAN mode needs a JobHandler.', 'job.timeoutRule': 'Timeout must be 0–999999 seconds.',
   'job.retryRule': 'Retries must be 0–9999.', 'job.retryBackoff': 'Retry backoff (seconds)', 'job.retryBackoffDefault': 'The admin\'s default', 'job.retryBackoffHint': 'How long a failed run waits before its retry and alarm; empty uses the admin\'s --retry-backoff.', 'job.retryBackoffRule': 'The retry backoff must be 0–86400 seconds.', 'job.childRule': 'Child job IDs must be numbers separated by commas.',
   'job.tags': 'Tags', 'job.tagsHint': 'Comma-separated words (letters, digits, - _ . : /), up to 16; stored lower-case.', 'job.tagsRule': 'Tags: up to 16 words of at most 32 letters, digits or - _ . : /.',
+  'job.priority': 'Priority', 'job.priorityHIGH': 'High', 'job.priorityNORMAL': 'Normal', 'job.priorityLOW': 'Low', 'job.priorityHint': 'On an executor started with --max-concurrent-runs, waiting runs start highest priority first.',
   'jobs.fuzzySearch': 'Search description, handler, author…', 'jobs.allTags': 'All tags',
   'transfer.export': 'Export', 'transfer.import': 'Import', 'transfer.exportNeedsGroup': 'Choose an executor group to export its jobs.',
   'transfer.exported': '{count} job(s) exported.', 'transfer.importTitle': 'Import jobs', 'transfer.importIntro': 'Choose a file exported from a jobwheel admin. Jobs go to the group of the same AppName here; a job with the same description in that group is updated, others are created (stopped). Secret values are not in the file: set them again where listed.',

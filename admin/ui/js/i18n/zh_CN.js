@@ -44,6 +44,7 @@ export default {
   'job.handlerRequired': 'BEAN 模式请输入 JobHandler。', 'job.timeoutRule': '任务超时时间须为 0~999999 秒。',
   'job.retryRule': '失败重试次数须为 0~9999。', 'job.retryBackoff': '重试退避（秒）', 'job.retryBackoffDefault': '调度中心默认值', 'job.retryBackoffHint': '失败后等待多久再重试并告警；留空使用调度中心的 --retry-backoff。', 'job.retryBackoffRule': '重试退避须为 0~86400 秒。', 'job.childRule': '子任务ID 须为以逗号分隔的数字。',
   'job.tags': '标签', 'job.tagsHint': '以逗号分隔的词（字母、数字、- _ . : /），最多 16 个，以小写保存。', 'job.tagsRule': '标签：最多 16 个，每个不超过 32 个字母、数字或 - _ . : /。',
+  'job.priority': '优先级', 'job.priorityHIGH': '高', 'job.priorityNORMAL': '普通', 'job.priorityLOW': '低', 'job.priorityHint': '执行器以 --max-concurrent-runs 启动时，排队的运行按优先级从高到低开始。',
   'jobs.fuzzySearch': '模糊搜索任务描述、JobHandler、负责人…', 'jobs.allTags': '全部标签',
   'transfer.export': '导出', 'transfer.import': '导入', 'transfer.exportNeedsGroup': '请先选择执行器，再导出其任务。',
   'transfer.exported': '已导出 {count} 个任务。', 'transfer.importTitle': '导入任务', 'transfer.importIntro': '选择从 jobwheel 调度中心导出的文件。任务导入到本处同 AppName 的执行器；该执行器中描述相同的任务会被更新，其余新建（停止状态）。文件不含密钥的值：请按列表重新设置。',

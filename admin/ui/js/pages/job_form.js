@@ -12,7 +12,7 @@ const DEFAULTS = {
   scheduleType: 'CRON', scheduleConf: '', timeZone: '',
   misfireStrategy: 'DO_NOTHING', executorRouteStrategy: 'FIRST', executorHandler: '', executorParam: '',
   executorBlockStrategy: 'SERIAL_EXECUTION', executorTimeout: 0, executorFailRetryCount: 0, retryBackoff: '',
-  glueType: 'BEAN', childJobId: '', tags: [],
+  glueType: 'BEAN', childJobId: '', tags: [], priority: 'NORMAL',
 };
 
 export async function render({ main, params, app }) {
@@ -71,6 +71,8 @@ export async function render({ main, params, app }) {
       field(t('job.executorParam'), textarea('executorParam', job.executorParam, 2048))),
     h('fieldset', {}, h('legend', {}, t('job.sectionAdvanced')),
       field(t('job.executorRouteStrategy'), enumSelect('executorRouteStrategy', 'routeStrategies')),
+      field(t('job.priority'), select('priority', ['HIGH', 'NORMAL', 'LOW'].map((p) => ({ value: p, label: t(`job.priority${p}`) })),
+        job.priority || 'NORMAL', { id: 'job-priority' }), t('job.priorityHint')),
       field(t('job.childJobId'), input('childJobId', { maxlength: 100 }), t('job.childJobIdHint')),
       field(t('job.misfireStrategy'), enumSelect('misfireStrategy', 'misfireStrategies')),
       field(t('job.executorBlockStrategy'), enumSelect('executorBlockStrategy', 'blockStrategies')),
@@ -166,6 +168,7 @@ function toInput(v, id) {
     glueType: v.glueType,
     childJobId: v.childJobId.replace(/\s+/g, ''),
     tags: splitTags(v.tags),
+    priority: v.priority || 'NORMAL',
   };
   if (!id) {
     body.glueSource = '';

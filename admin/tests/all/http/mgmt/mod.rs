@@ -24,6 +24,7 @@ mod logs;
 pub(crate) mod matrix;
 mod matrix_world;
 mod openapi_jobs;
+mod priority;
 mod session;
 mod tokens;
 mod transfer;
