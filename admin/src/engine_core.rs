@@ -21,7 +21,7 @@ use crate::engine::{Engine, EngineConfig, EngineError};
 use crate::executor_client::HttpExecutorClient;
 use crate::http::AdminCore;
 use crate::routing::Router;
-use crate::store::{JobId, LogId};
+use crate::store::{GroupId, JobId, LogId};
 
 /// How long an alarm webhook may take before the alarm counts as failed.
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -122,6 +122,14 @@ impl AdminCore for EngineCore {
 
     async fn kill(&self, log_id: LogId) -> Result<Option<String>, EngineError> {
         self.engine.kill(log_id).await
+    }
+
+    async fn executor_status(
+        &self,
+        group: GroupId,
+        address: &str,
+    ) -> Result<jobwheel_protocol::ExecutorStatus, EngineError> {
+        self.engine.executor_status(group, address).await
     }
 
     async fn shutdown(&self) {

@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use jobwheel_protocol::envelope::FAIL_CODE;
 use jobwheel_protocol::envelope::{AckEnvelope, Envelope};
 use jobwheel_protocol::executor_api::{
-    IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam, WasmModuleRef,
+    ExecutorStatus, IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam, WasmModuleRef,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -60,6 +60,12 @@ pub trait ExecutorApi: Probe + Send + Sync {
     async fn prepare_wasm(&self, address: &str, module: &WasmModuleRef) -> ExecutorReply {
         let _ = (address, module);
         ExecutorReply { code: FAIL_CODE, msg: Some("not supported by this client".to_owned()) }
+    }
+    /// `POST {address}/status` (jobwheel executors only): running jobs, queued triggers and run
+    /// slots; `Err` with the reason when the executor cannot say.
+    async fn status(&self, address: &str) -> Result<ExecutorStatus, String> {
+        let _ = address;
+        Err("not supported by this client".to_owned())
     }
     /// The client for the executors of a group with its own access token, or `None` when this
     /// client serves them as it is (test doubles).
@@ -185,6 +191,17 @@ impl ExecutorApi for HttpExecutorClient {
 
     async fn prepare_wasm(&self, address: &str, module: &WasmModuleRef) -> ExecutorReply {
         self.ack(address, "wasmPrepare", Some(module)).await
+    }
+
+    async fn status(&self, address: &str) -> Result<ExecutorStatus, String> {
+        let envelope: Envelope<ExecutorStatus> = self.call::<(), _>(address, "status", None).await;
+        match (envelope.code, envelope.msg.clone(), envelope.into_payload()) {
+            (200, _, Some(status)) => Ok(status),
+            (200, _, None) => {
+                Err("the executor does not report its status (not a jobwheel executor?)".to_owned())
+            }
+            (_, msg, _) => Err(msg.unwrap_or_else(|| "the executor refused".to_owned())),
+        }
     }
 
     fn for_group(&self, credential: &Arc<GroupCredential>) -> Option<Arc<dyn ExecutorApi>> {

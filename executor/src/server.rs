@@ -129,6 +129,7 @@ async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) ->
             )))
         }
         ExecutorRequest::IdleBeat(_) => reply(&Envelope::<()>::success()),
+        ExecutorRequest::Status => reply(&Envelope::success_with(state.jobs.status())),
         ExecutorRequest::Run(p) => match state.jobs.run(*p) {
             Ok(()) => reply(&Envelope::<()>::success()),
             Err(msg) => reply(&Envelope::<()>::fail(msg)),

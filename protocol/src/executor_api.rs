@@ -19,6 +19,27 @@ pub mod paths {
     /// jobwheel extension: "compile this module now", sent by a jobwheel admin after an upload
     /// so the first trigger does not pay a cold compile. Body: a `WasmModuleRef`.
     pub const WASM_PREPARE: &str = "/wasmPrepare";
+    /// jobwheel extension: what the executor is doing — run slots and job queues — for the
+    /// admin's executor page. No body; the answer's payload is an [`ExecutorStatus`](super::ExecutorStatus).
+    pub const STATUS: &str = "/status";
+}
+
+/// The payload of `/status` (jobwheel only).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutorStatus {
+    /// Job threads executing a run now.
+    #[serde(default)]
+    pub running: usize,
+    /// Triggers accepted and not started yet, over all jobs (including runs waiting for a slot).
+    #[serde(default)]
+    pub queued: usize,
+    /// `--max-concurrent-runs`, if set.
+    #[serde(default)]
+    pub cap: Option<usize>,
+    /// Runs waiting for a slot under the cap.
+    #[serde(default)]
+    pub waiting_for_slot: usize,
 }
 
 /// Body of `POST /run` (upstream `TriggerParam`, 3.x `TriggerRequest`).

@@ -34,6 +34,8 @@ pub enum ExecutorRequest {
     Log(LogParam),
     /// `/wasmPrepare` (jobwheel only).
     WasmPrepare(WasmModuleRef),
+    /// `/status` (jobwheel only; the body is ignored).
+    Status,
 }
 
 /// Why an executor request was not decoded. The messages are upstream's.
@@ -55,6 +57,7 @@ impl ExecutorRequest {
             paths::KILL => executor_json(path, body).map(Self::Kill),
             paths::LOG => executor_json(path, body).map(Self::Log),
             paths::WASM_PREPARE => executor_json(path, body).map(Self::WasmPrepare),
+            paths::STATUS => Ok(Self::Status),
             _ => Err(ExecutorRequestError::UnknownPath),
         }
     }

@@ -197,6 +197,18 @@ impl Engine {
         }
     }
 
+    /// What the executor at `address` of group `group` is doing (`/status`).
+    pub async fn executor_status(
+        &self,
+        group: GroupId,
+        address: &str,
+    ) -> Result<jobwheel_protocol::ExecutorStatus, EngineError> {
+        self.client_for(group).await.status(address).await.map_err(|msg| EngineError::Executor {
+            code: jobwheel_protocol::envelope::FAIL_CODE,
+            msg: Some(msg),
+        })
+    }
+
     /// One page of a run's log from its executor, for the rolling log page (upstream
     /// `/joblog/logDetailCat`): `is_end` is set once nothing new came and the run has a result.
     /// The content is returned as the executor sent it; HTML-escaping is the page's business.

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use jobwheel_protocol::{HandleCallbackParam, LogResult};
 
 use crate::engine::EngineError;
-use crate::store::{JobId, LogId};
+use crate::store::{GroupId, JobId, LogId};
 
 /// What the operations below answer on an admin built without a scheduling engine.
 fn no_engine() -> EngineError {
@@ -59,6 +59,16 @@ pub trait AdminCore: Send + Sync + 'static {
     /// One page of a run's job log, read from the executor that ran it.
     async fn read_log(&self, log_id: LogId, from_line: i32) -> Result<LogResult, EngineError> {
         let _ = (log_id, from_line);
+        Err(no_engine())
+    }
+
+    /// What the executor at `address` of group `group` is doing (`/status`, jobwheel executors).
+    async fn executor_status(
+        &self,
+        group: GroupId,
+        address: &str,
+    ) -> Result<jobwheel_protocol::ExecutorStatus, EngineError> {
+        let _ = (group, address);
         Err(no_engine())
     }
 

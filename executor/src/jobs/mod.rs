@@ -182,6 +182,22 @@ impl JobThreads {
         self.settings.slots.as_ref().map(|s| s.levels())
     }
 
+    /// What `/status` answers: running job threads, queued triggers, the run slots.
+    pub(crate) fn status(&self) -> jobwheel_protocol::ExecutorStatus {
+        let (running, queued) = {
+            let map = lock(&self.map);
+            let running = map.values().filter(|t| t.shared.running.load(Ordering::SeqCst)).count();
+            (running, map.values().map(|t| lock(&t.shared.queued).len()).sum())
+        };
+        let slots = self.slot_levels();
+        jobwheel_protocol::ExecutorStatus {
+            running,
+            queued,
+            cap: slots.map(|(_, _, cap)| cap),
+            waiting_for_slot: slots.map_or(0, |(_, waiting, _)| waiting),
+        }
+    }
+
     /// Whether every run slot is taken (`/idleBeat` then answers busy for any job).
     pub(crate) fn slots_full(&self) -> bool {
         self.settings.slots.as_ref().is_some_and(|s| s.is_full())

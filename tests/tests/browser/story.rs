@@ -297,6 +297,15 @@ async fn group_token(browser: &Browser) -> anyhow::Result<()> {
     );
     browser.click("#menu-groups").await?;
     browser.wait_contains("#group-table", APP_NAME).await?;
+    // The registered nodes dialog also shows what each executor is doing (asked of it).
+    let open_nodes = format!(
+        "const row = [...document.querySelectorAll('#group-table tr')].find((r) => r.textContent.includes('{APP_NAME}'));\
+         row.querySelector('.row-actions button').click(); return true;"
+    );
+    browser.js(&open_nodes).await?;
+    let activity = browser.wait_contains("#executor-activity", "no cap").await?;
+    ensure!(activity.contains("127.0.0.1"), "the executor's address and numbers: {activity}");
+    browser.click("#nodes-modal .modal-x").await?;
     browser.js(&open_dialog).await?;
     browser.wait_contains("#group-token-state", "global token").await?;
     browser.fill("#group-token-value", "short").await?;

@@ -27,6 +27,7 @@ pub(crate) mod auth;
 mod dashboard;
 mod glue;
 mod grants;
+mod group_executors;
 mod group_token;
 pub(crate) mod groups;
 mod import;
@@ -82,6 +83,7 @@ pub(crate) fn router() -> Router<Arc<HttpState>> {
         .route("/api/v1/schedule/next", get(jobs::next_times))
         .route("/api/v1/groups", get(groups::list).post(groups::create))
         .route("/api/v1/groups/{id}", get(groups::get).put(groups::update).delete(groups::delete))
+        .route("/api/v1/groups/{id}/executors", get(group_executors::list))
         .route("/api/v1/groups/{id}/access-token", put(group_token::put).delete(group_token::delete))
         .route("/api/v1/groups/{id}/variables", get(grants::get_group).put(grants::put_group))
         .route(

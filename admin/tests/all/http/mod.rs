@@ -22,6 +22,7 @@ mod config;
 mod demo;
 mod engine;
 mod executor;
+mod executor_activity;
 mod first_start;
 mod gen_c;
 pub(crate) mod health;

@@ -125,7 +125,7 @@ async fn the_executor_matrix_holds() -> anyhow::Result<()> {
             // A distinct log id per request, so an accepted /run is never a duplicate.
             let log_id = 1000 + n * 10 + m;
             let body = match row.path.as_str() {
-                "/beat" => json!(""),
+                "/beat" | "/status" => json!(""),
                 "/idleBeat" | "/kill" => json!({"jobId": 7}),
                 "/log" => json!({"logDateTim": now, "logId": log_id, "fromLineNum": 1}),
                 "/run" => json!({

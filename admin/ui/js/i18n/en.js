@@ -117,6 +117,7 @@ export default {
   'groups.addressHint': 'One per line or comma-separated, each starting with http:// or https://.',
   'groups.addressRequired': 'Manual registration needs at least one address.',
   'groups.addressRule': '"{address}" must start with http:// or https://.',
+  'groups.activity': 'What the executors are doing', 'groups.address': 'Address', 'groups.running': 'Running', 'groups.queued': 'Queued', 'groups.slots': 'Slots in use', 'groups.waiting': 'Waiting for a slot', 'groups.noCap': 'no cap', 'groups.unreachable': 'unreachable', 'groups.noAddresses': 'The group has no executor addresses.',
   'groups.token': 'Access token', 'groups.tokenOwn': 'Own (3.5)', 'groups.tokenGlobal': 'Global',
   'groups.tokenTitle': 'Access token of {name}',
   'groups.tokenIntro': 'With its own token, this group works like an xxl-job 3.5 executor group: its executors register and call back with this token and the AppName, scripts can use xxl-job 3.5\'s job OpenAPI (/api/addJob, …) for its jobs, and the admin calls its executors with 3.5\'s protocol. Without one, its executors use the admin\'s global token.',

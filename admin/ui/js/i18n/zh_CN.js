@@ -117,6 +117,7 @@ export default {
   'groups.addressHint': '每行一个或以逗号分隔，须以 http:// 或 https:// 开头。',
   'groups.addressRequired': '手动录入时请至少填写一个机器地址。',
   'groups.addressRule': '「{address}」须以 http:// 或 https:// 开头。',
+  'groups.activity': '执行器当前状态', 'groups.address': '地址', 'groups.running': '运行中', 'groups.queued': '排队中', 'groups.slots': '并发占用', 'groups.waiting': '等待并发名额', 'groups.noCap': '不限', 'groups.unreachable': '无法访问', 'groups.noAddresses': '该执行器没有机器地址。',
   'groups.token': 'AccessToken', 'groups.tokenOwn': '独立（3.5）', 'groups.tokenGlobal': '全局',
   'groups.tokenTitle': '{name} 的 AccessToken',
   'groups.tokenIntro': '设置独立 Token 后，该执行器按 xxl-job 3.5 的方式工作：其执行器用此 Token 和 AppName 注册、回调，脚本可通过 xxl-job 3.5 的任务 OpenAPI（/api/addJob 等）管理其任务，调度中心以 3.5 协议调用其执行器。未设置时使用调度中心的全局 Token。',

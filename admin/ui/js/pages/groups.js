@@ -50,11 +50,23 @@ export async function render({ main, app }) {
 }
 
 async function nodes(group) {
-  const full = await get(`/groups/${group.id}`);
+  const [full, executors] = await Promise.all([get(`/groups/${group.id}`), get(`/groups/${group.id}/executors`)]);
   const registered = full.registered || [];
-  modal(t('groups.registeredTitle', { name: group.title }), registered.length
-    ? h('ul', { class: 'plain-list mono', id: 'registered-nodes' }, registered.map((a) => h('li', {}, a)))
-    : h('p', {}, t('groups.noNodes')));
+  // What each executor of the address list is doing: runs, queue, and the --max-concurrent-runs slots.
+  const rows = executors.map((e) => [
+    h('span', { class: 'mono' }, e.address),
+    e.reachable ? String(e.running) : '—',
+    e.reachable ? String(e.queued) : '—',
+    e.reachable ? (e.cap == null ? t('groups.noCap') : `${e.running}/${e.cap}`) : '—',
+    e.reachable ? String(e.waitingForSlot) : (e.error || t('groups.unreachable')),
+  ]);
+  modal(t('groups.registeredTitle', { name: group.title }), h('div', {},
+    registered.length
+      ? h('ul', { class: 'plain-list mono', id: 'registered-nodes' }, registered.map((a) => h('li', {}, a)))
+      : h('p', {}, t('groups.noNodes')),
+    h('h4', {}, t('groups.activity')),
+    table([t('groups.address'), t('groups.running'), t('groups.queued'), t('groups.slots'), t('groups.waiting')], rows,
+      { id: 'executor-activity', empty: t('groups.noAddresses') })), [], { wide: true, id: 'nodes-modal' });
 }
 
 /** The group's own access token: set (given or generated, then shown once) or remove. */

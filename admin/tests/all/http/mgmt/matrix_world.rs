@@ -306,6 +306,10 @@ impl World {
                 let id = self.job(group, "BEAN").await;
                 (id.0.into(), self.secret_body(method, VariableOwner::Job(id)).await)
             }
+            "/api/v1/groups/{id}/executors" => {
+                let id = if side == Side::Own { self.own } else { self.group().await };
+                (id.0.into(), Body::None)
+            }
             "/api/v1/groups/{id}/access-token" => {
                 let id = if side == Side::Own { self.own } else { self.group().await };
                 (id.0.into(), json_if(method == "PUT", json!({})))
