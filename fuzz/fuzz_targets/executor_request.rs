@@ -6,8 +6,17 @@ use jobwheel_protocol::executor_api::paths;
 use jobwheel_protocol::{ExecutorRequest, ExecutorRequestError};
 use libfuzzer_sys::fuzz_target;
 
-const PATHS: [&str; 7] =
-    [paths::BEAT, paths::IDLE_BEAT, paths::RUN, paths::KILL, paths::LOG, paths::WASM_PREPARE, "/nope"];
+const PATHS: [&str; 9] = [
+    paths::BEAT,
+    paths::IDLE_BEAT,
+    paths::RUN,
+    paths::TRIGGER,
+    paths::KILL,
+    paths::LOG,
+    paths::WASM_PREPARE,
+    paths::STATUS,
+    "/nope",
+];
 
 fuzz_target!(|data: &[u8]| {
     // The first byte picks the endpoint, the rest is the body.
@@ -25,7 +34,8 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     let json = match &request {
-        ExecutorRequest::Beat => return,
+        // No body to round-trip.
+        ExecutorRequest::Beat | ExecutorRequest::Status => return,
         ExecutorRequest::IdleBeat(p) => serde_json::to_vec(p),
         ExecutorRequest::Run(p) => serde_json::to_vec(p),
         ExecutorRequest::Kill(p) => serde_json::to_vec(p),

@@ -62,6 +62,10 @@ impl Reply {
         Self { code: FAIL_CODE, msg: Some(msg.into()), content: None, data: None }
     }
 
+    fn success_msg(msg: impl Into<String>) -> Self {
+        Self { code: SUCCESS_CODE, msg: Some(msg.into()), content: None, data: None }
+    }
+
     /// The job OpenAPI's answers: `Response.ofSuccess(data)`, `ofFail(msg)`, and the rate
     /// limiter's 502.
     fn openapi(outcome: openapi_jobs::Outcome) -> Self {
@@ -152,14 +156,28 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
             Err(reply) => reply,
         },
         Ok(AdminRequest::Callback(items)) => {
+            let (items, foreign) = match own_results(state, &caller, items).await {
+                Ok(kept) => kept,
+                Err(error) => {
+                    tracing::error!(%error, "cannot check the groups of a callback's logs");
+                    return Reply::fail(format!(
+                        "request error: the results could not be stored ({error}); keep them and send them again"
+                    ));
+                }
+            };
             if items.is_empty() {
-                return Reply::success();
+                return if foreign == 0 {
+                    Reply::success()
+                } else {
+                    Reply::success_msg(foreign_msg(&caller, foreign))
+                };
             }
             // Answered only once stored: an executor forgets a batch when it gets 200.
             let received = std::time::Instant::now();
             let stored = state.callbacks.store(items).await;
             state.metrics.callback_stored(received.elapsed().as_secs_f64());
             match stored {
+                Ok(()) if foreign > 0 => Reply::success_msg(foreign_msg(&caller, foreign)),
                 Ok(()) => Reply::success(),
                 Err(error) => Reply::fail(format!(
                     "request error: the results could not be stored ({error}); keep them and send them again"
@@ -168,6 +186,41 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
         }
         Err(error) => Reply::fail(error.message()),
     }
+}
+
+/// A group token reports results of its own group's logs only; the others are dropped (and
+/// counted), so a token copied from one executor cannot decide other groups' runs. Upstream 3.5
+/// applies them all. The global token reports for every group, as before.
+async fn own_results(
+    state: &HttpState,
+    caller: &Caller,
+    items: Vec<jobwheel_protocol::HandleCallbackParam>,
+) -> Result<(Vec<jobwheel_protocol::HandleCallbackParam>, usize), crate::store::StoreError> {
+    let Caller::Group(group) = caller else { return Ok((items, 0)) };
+    let ids: Vec<crate::store::LogId> = items.iter().map(|i| crate::store::LogId(i.log_id)).collect();
+    let own: std::collections::HashSet<i64> = state
+        .store
+        .log_groups(&ids)
+        .await?
+        .into_iter()
+        .filter(|(_, g)| *g == group.group)
+        .map(|(log, _)| log.0)
+        .collect();
+    let total = items.len();
+    let kept: Vec<_> = items.into_iter().filter(|i| own.contains(&i.log_id)).collect();
+    let foreign = total - kept.len();
+    if foreign > 0 {
+        tracing::warn!(app = %group.app_name, foreign, "ignored callback results of logs outside the caller's group");
+    }
+    Ok((kept, foreign))
+}
+
+fn foreign_msg(caller: &Caller, foreign: usize) -> String {
+    let app = match caller {
+        Caller::Group(group) => group.app_name.as_str(),
+        Caller::Global => "",
+    };
+    format!("ignored {foreign} result(s) of logs that are not of group {app} (or do not exist)")
 }
 
 /// The registration's key, if the caller may register it: a group's token registers executors

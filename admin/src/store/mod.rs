@@ -273,6 +273,8 @@ pub trait LogStore: Send + Sync {
     }
     /// One log row.
     async fn load_log(&self, id: LogId) -> Result<Option<LogRow>, StoreError>;
+    /// The group of each of `ids` that exists, as `(log, group)` pairs.
+    async fn log_groups(&self, ids: &[LogId]) -> Result<Vec<(LogId, GroupId)>, StoreError>;
     /// Applies a callback (or a lost/kill result) with upstream's repeat guard: only a row with
     /// `handle_code = 0` changes; its message becomes `old + "<br>" + new`, cut to
     /// [`MAX_HANDLE_MSG_CHARS`]. Atomic against concurrent results for the same log.

@@ -10,8 +10,8 @@ use crate::store::dialect::Sql;
 use crate::store::support::{append_handle_msg, like, truncate_handle_msg};
 use crate::store::time::secs;
 use crate::store::{
-    HandleOutcome, HandleResult, LogFilter, LogId, LogRow, LogStatusFilter, LogStore, LogTriggerUpdate,
-    NewLog, Page, Paged, StoreError,
+    GroupId, HandleOutcome, HandleResult, LogFilter, LogId, LogRow, LogStatusFilter, LogStore,
+    LogTriggerUpdate, NewLog, Page, Paged, StoreError,
 };
 
 /// Upstream's first insert: codes 0 until the trigger and the callback report.
@@ -114,6 +114,17 @@ impl LogStore for SqlStore {
 
     async fn load_log(&self, id: LogId) -> Result<Option<LogRow>, StoreError> {
         self.ex().fetch_optional(&LOAD_LOG, &args![id]).await
+    }
+
+    async fn log_groups(&self, ids: &[LogId]) -> Result<Vec<(LogId, GroupId)>, StoreError> {
+        let mut groups = Vec::with_capacity(ids.len());
+        // SQLite allows 32 766 parameters; callback batches are at most 1 000 results.
+        for chunk in ids.chunks(500) {
+            let mut q = QueryBuf::new("SELECT id, job_group FROM xxl_job_log WHERE id IN (");
+            q.bind_list(chunk.iter().copied()).push(")");
+            groups.extend(self.ex().fetch_all::<(LogId, GroupId)>(&q, q.args()).await?);
+        }
+        Ok(groups)
     }
 
     async fn apply_handle_result(&self, result: &HandleResult) -> Result<HandleOutcome, StoreError> {

@@ -3,7 +3,7 @@
 //! executor API beside the global token, for its own group only.
 
 use jobwheel_admin::protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
-use jobwheel_admin::store::NewWasmVersion;
+use jobwheel_admin::store::{NewLog, NewWasmVersion};
 use serde_json::{Value, json};
 
 use super::Env;
@@ -148,6 +148,33 @@ async fn the_executor_api_takes_a_group_token_with_its_appname_for_that_group_on
         404,
         "not its group's"
     );
+
+    // Callbacks: a group's token decides its own group's runs only.
+    let own_log = env
+        .store()
+        .insert_log(&NewLog { job_group: own, job_id: own_job, trigger_time: chrono::Utc::now() })
+        .await?;
+    let other_job = env.store().add_job(&jobwheel_tests::fixtures::bean_job(other, "echo", "echo")).await?;
+    let other_log = env
+        .store()
+        .insert_log(&NewLog { job_group: other, job_id: other_job, trigger_time: chrono::Utc::now() })
+        .await?;
+    let results = json!([
+        {"logId": own_log.0, "logDateTim": 0, "handleCode": 200, "handleMsg": "own"},
+        {"logId": other_log.0, "logDateTim": 0, "handleCode": 500, "handleMsg": "forged"},
+    ]);
+    let reply = executor_call(&env, "callback", &results, Some(&token), Some("own-app")).await;
+    assert_eq!(reply["code"], 200, "{reply}");
+    assert!(reply["msg"].as_str().unwrap_or_default().contains("ignored 1 result"), "{reply}");
+    assert_eq!(env.store().load_log(own_log).await?.expect("log").handle_code, 200);
+    assert_eq!(
+        env.store().load_log(other_log).await?.expect("log").handle_code,
+        0,
+        "the other group's run is untouched"
+    );
+    let reply = executor_call(&env, "callback", &results, Some(TOKEN), None).await;
+    assert_eq!(reply, success(), "the global token reports for every group");
+    assert_eq!(env.store().load_log(other_log).await?.expect("log").handle_code, 500);
 
     // Removed: refused at once on this admin.
     assert_eq!(root.delete(&format!("/api/v1/groups/{}/access-token", own.0)).await.0, 204);
