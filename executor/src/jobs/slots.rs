@@ -136,10 +136,12 @@ impl RunSlots {
         Slot(Arc::clone(self))
     }
 
-    /// `(running, waiting, cap)`.
+    /// `(running, waiting, cap)`. A wait its job abandoned (killed) stays in the heap until a
+    /// hand-off skips it, but is not counted.
     pub(crate) fn levels(&self) -> (usize, usize, usize) {
         let state = lock(&self.state);
-        (state.running, state.waiting.len(), self.cap)
+        let waiting = state.waiting.iter().filter(|w| !w.wake.is_closed()).count();
+        (state.running, waiting, self.cap)
     }
 
     /// Whether every slot is taken.

@@ -61,6 +61,12 @@ async fn waiting_runs_start_by_priority_and_a_full_executor_is_busy() {
     let killed = rig.admin.callback_for(50, SETTLE).await;
     assert_eq!(killed.handle_code, 500);
     assert!(killed.handle_msg.contains("job not executed"), "{}", killed.handle_msg);
+    let text = scrape(&page, Some(TOKEN)).await.expect("metrics");
+    assert_eq!(
+        waiting_line(&text).as_deref(),
+        Some("jobwheel_executor_runs_waiting_for_slot 3"),
+        "the killed run no longer waits"
+    );
 
     gate.release(4);
     for log in [10, 40, 30, 20] {
