@@ -18,9 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest as _, Sha256};
-use subtle::ConstantTimeEq as _;
-
+use crate::http::AccessToken;
 use crate::sealing::SecretBox;
 use crate::store::{GroupId, Store, StoreError, VariableOwner};
 
@@ -43,12 +41,12 @@ pub struct GroupCredential {
     /// Its AppName: sent as `XXL-JOB-APPNAME` to its executors, expected from its callers.
     pub app_name: String,
     token: String,
-    digest: [u8; 32],
+    digest: AccessToken,
 }
 
 impl GroupCredential {
     fn new(group: GroupId, app_name: String, token: String) -> Self {
-        let digest = Sha256::digest(token.as_bytes()).into();
+        let digest = AccessToken::new(&token);
         Self { group, app_name, token, digest }
     }
 
@@ -60,8 +58,7 @@ impl GroupCredential {
     /// Whether `given` is the token, compared on digests in constant time (as the global
     /// token is: neither its bytes nor its length leak through timing).
     pub fn matches(&self, given: &[u8]) -> bool {
-        let given: [u8; 32] = Sha256::digest(given).into();
-        bool::from(given.ct_eq(&self.digest))
+        self.digest.matches_value(given)
     }
 }
 

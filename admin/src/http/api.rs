@@ -62,6 +62,13 @@ impl Reply {
         Self { code: FAIL_CODE, msg: Some(msg.into()), content: None, data: None }
     }
 
+    /// Results not stored: the executor keeps them and sends them again.
+    fn not_stored(error: impl std::fmt::Display) -> Self {
+        Self::fail(format!(
+            "request error: the results could not be stored ({error}); keep them and send them again"
+        ))
+    }
+
     fn success_msg(msg: impl Into<String>) -> Self {
         Self { code: SUCCESS_CODE, msg: Some(msg.into()), content: None, data: None }
     }
@@ -160,9 +167,7 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
                 Ok(kept) => kept,
                 Err(error) => {
                     tracing::error!(%error, "cannot check the groups of a callback's logs");
-                    return Reply::fail(format!(
-                        "request error: the results could not be stored ({error}); keep them and send them again"
-                    ));
+                    return Reply::not_stored(error);
                 }
             };
             if items.is_empty() {
@@ -179,9 +184,7 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
             match stored {
                 Ok(()) if foreign > 0 => Reply::success_msg(foreign_msg(&caller, foreign)),
                 Ok(()) => Reply::success(),
-                Err(error) => Reply::fail(format!(
-                    "request error: the results could not be stored ({error}); keep them and send them again"
-                )),
+                Err(error) => Reply::not_stored(error),
             }
         }
         Err(error) => Reply::fail(error.message()),

@@ -22,8 +22,12 @@ impl AccessToken {
     /// Whether the request's `XXL-JOB-ACCESS-TOKEN` header carries the token. A missing header
     /// never matches: the admin always has a token.
     pub(crate) fn matches(&self, headers: &HeaderMap) -> bool {
-        let Some(given) = headers.get(ACCESS_TOKEN_HEADER) else { return false };
-        let given: [u8; 32] = Sha256::digest(given.as_bytes()).into();
+        headers.get(ACCESS_TOKEN_HEADER).is_some_and(|given| self.matches_value(given.as_bytes()))
+    }
+
+    /// Whether `given` is the token.
+    pub(crate) fn matches_value(&self, given: &[u8]) -> bool {
+        let given: [u8; 32] = Sha256::digest(given).into();
         bool::from(given.ct_eq(&self.digest))
     }
 }

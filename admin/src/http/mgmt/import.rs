@@ -271,9 +271,10 @@ async fn apply(
         Some(id) => {
             let mut input = plan.input;
             // An update keeps the job's child jobs, as the form would if they were left alone.
-            input.child_job_id = state.store.load_job(id).await?.and_then(|j| j.job.child_jobid);
+            let current = state.store.load_job(id).await?.map(|j| j.job);
+            input.child_job_id = current.as_ref().and_then(|j| j.child_jobid.clone());
             let before = serde_json::to_value(jobs::reload(state, id).await?).ok();
-            let current_source = state.store.load_job(id).await?.and_then(|j| j.job.glue_source);
+            let current_source = current.and_then(|j| j.glue_source);
             drop(jobs::update(shared(), principal.clone(), Path(id.0), ApiJson(input)).await?);
             // A script's source changes through its GLUE history, as in the GLUE IDE.
             if let Some(source) =
