@@ -291,16 +291,21 @@ impl SqlStore {
         // In a write transaction, so SQLite writers queue on the process's write gate
         // instead of sleeping in the busy handler.
         let mut tx = self.db.begin().await?;
-        let found: HashSet<LogId> = if backend == Backend::MySql {
-            // No `UPDATE … RETURNING`: the rows that exist, locked, then the update.
+        let found: HashSet<LogId> = if backend == Backend::Sqlite {
+            // One writer at a time: no row locks to order.
+            q.push(" RETURNING id");
+            tx.ex().fetch_column(&q, q.args()).await?.into_iter().collect()
+        } else {
+            // The rows that exist, locked in id order, then the update. The callback path
+            // (`apply_handle_results_chunk`) locks the same logs in id order; an `UPDATE … FROM
+            // (VALUES …)` alone locks them in its join's order, and the two deadlocked. MySQL
+            // noticed at once; PostgreSQL only after `deadlock_timeout` (1 s), which made
+            // triggers seconds late at 2 000/s (docs/benchmarks.md, issue 14).
             let mut find = QueryBuf::new("SELECT id FROM xxl_job_log WHERE id IN (");
             find.bind_list(chunk.iter().map(|u| u.log_id)).push(") ORDER BY id FOR UPDATE");
             let found = tx.ex().fetch_column(&find, find.args()).await?.into_iter().collect();
             tx.ex().execute(&q, q.args()).await?;
             found
-        } else {
-            q.push(" RETURNING id");
-            tx.ex().fetch_column(&q, q.args()).await?.into_iter().collect()
         };
         tx.commit().await?;
         Ok(chunk.iter().map(|u| found.contains(&u.log_id)).collect())
