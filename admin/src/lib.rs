@@ -10,6 +10,7 @@
 
 pub mod alarm;
 pub mod app;
+pub mod calendar;
 pub mod clock;
 pub mod config;
 pub mod cron;

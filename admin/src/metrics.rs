@@ -79,6 +79,7 @@ pub struct AdminMetrics {
     callback_store: Histogram,
     results: Family<ResultLabels, Counter>,
     lost_jobs: Counter,
+    group_cap_refusals: Counter,
     alarms: Family<ResultLabels, Counter>,
     executors: Family<GroupLabels, Gauge>,
 }
@@ -103,6 +104,7 @@ impl AdminMetrics {
             callback_store: Histogram::new(STORE_BUCKETS),
             results: Family::default(),
             lost_jobs: Counter::default(),
+            group_cap_refusals: Counter::default(),
             alarms: Family::default(),
             executors: Family::default(),
             registry: Registry::default(),
@@ -150,6 +152,11 @@ impl AdminMetrics {
             "lost_jobs",
             "Running logs closed as lost by the lost-job monitor",
             metrics.lost_jobs.clone(),
+        );
+        r.register(
+            "group_cap_refusals",
+            "Triggers not started because their executor group had its cap of runs in flight",
+            metrics.group_cap_refusals.clone(),
         );
         r.register("alarms", "Alarms raised, by whether every channel delivered", metrics.alarms.clone());
         r.register(
@@ -211,6 +218,11 @@ impl AdminMetrics {
     /// `count` running logs were closed as lost.
     pub(crate) fn lost(&self, count: usize) {
         self.lost_jobs.inc_by(count as u64);
+    }
+
+    /// A trigger was refused by its group's cap on runs in flight.
+    pub(crate) fn group_cap_refusal(&self) {
+        self.group_cap_refusals.inc();
     }
 
     /// An alarm was raised; `delivered` if every channel took it.

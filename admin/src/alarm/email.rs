@@ -290,7 +290,7 @@ mod tests {
         };
         AlarmEvent {
             job: JobRow { id: JobId(7), job, time_zone: None, priority: None },
-            group: Some(GroupRow { id: GroupId(1), group }),
+            group: Some(GroupRow { id: GroupId(1), group, max_running: None }),
             log,
         }
     }

@@ -1,7 +1,8 @@
 //! Schedules: Quartz cron expressions, FIX_RATE/FIX_DELAY intervals and next trigger times
 //! (upstream-xxl-job.md §5.1 `generateNextTriggerTime` and §9; see `docs/scheduling.md`).
 //!
-//! - [`next_trigger_time`], [`next_n`], [`validate`]: what the scheduler and the job form use.
+//! - [`next_trigger_time`], [`validate`]: what the scheduler and the job form use (with
+//!   calendars and windows: `crate::calendar::next_fire` and `next_fires`).
 //! - [`ScheduleType`], [`Schedule`]: the types and a validated configuration.
 //! - [`CronExpression`]: Quartz syntax on top of the `croner` crate, with Quartz's DST rules.
 //! - [`local_time_zone`], [`parse_time_zone`]: the admin's zone and per-job zones.
@@ -15,5 +16,5 @@ mod zone;
 pub use chrono_tz::Tz;
 pub use expression::{CronError, CronExpression, LAST_YEAR};
 pub use field::CronField;
-pub use schedule::{Schedule, ScheduleError, ScheduleType, next_n, next_trigger_time, validate};
+pub use schedule::{Schedule, ScheduleError, ScheduleType, next_trigger_time, validate};
 pub use zone::{UnknownTimeZone, local_time_zone, parse_time_zone};

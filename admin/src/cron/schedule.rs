@@ -172,24 +172,3 @@ pub fn next_trigger_time(
 ) -> Result<Option<i64>, ScheduleError> {
     Ok(Schedule::parse(schedule_type, schedule_conf)?.next_after(tz, from_ms))
 }
-
-/// The next `count` trigger times after `from_ms`, each computed from the previous one, as
-/// the UI's "next 5 trigger times" preview does. Shorter when the schedule runs out; empty
-/// for NONE. For FIX_DELAY this assumes runs that take no time.
-pub fn next_n(
-    schedule_type: ScheduleType,
-    schedule_conf: &str,
-    tz: Tz,
-    from_ms: i64,
-    count: usize,
-) -> Result<Vec<i64>, ScheduleError> {
-    let schedule = Schedule::parse(schedule_type, schedule_conf)?;
-    let mut times = Vec::with_capacity(count);
-    let mut from = from_ms;
-    while times.len() < count {
-        let Some(next) = schedule.next_after(tz, from) else { break };
-        times.push(next);
-        from = next;
-    }
-    Ok(times)
-}

@@ -5,6 +5,7 @@
 
 use super::schedule::Times;
 use super::{Engine, EngineError};
+use crate::calendar::{DayRules, rules_by_job};
 use crate::cron::ScheduleType;
 use crate::store::{JobId, TriggerTimeUpdate};
 
@@ -13,6 +14,11 @@ use crate::store::{JobId, TriggerTimeUpdate};
 pub const FIX_DELAY_PARKED: i64 = i64::MAX;
 
 impl Engine {
+    /// One job's calendars and windows, as the scheduler applies them.
+    pub(crate) async fn job_day_rules(&self, job_id: JobId) -> Result<DayRules, EngineError> {
+        Ok(rules_by_job(&self.store.job_days(&[job_id]).await?).remove(&job_id).unwrap_or_default())
+    }
+
     /// FIX_DELAY: the run that parked `job_id` is over at `completed_ms`; schedule the next one
     /// `delay` after it. Does nothing unless the job is running and parked.
     pub(crate) async fn unpark_fix_delay(&self, job_id: JobId, completed_ms: i64) -> Result<(), EngineError> {
@@ -24,7 +30,8 @@ impl Engine {
         let schedule_type = job.job.schedule_type.parse::<ScheduleType>().ok();
         let mut times =
             Times { last: job.job.trigger_last_time, next: job.job.trigger_next_time, stopped: false };
-        times.refresh(&job, schedule_type, self.job_time_zone(&job), completed_ms);
+        let rules = self.job_day_rules(job_id).await?;
+        times.refresh(&job, schedule_type, (self.job_time_zone(&job), &rules), completed_ms);
         let update = TriggerTimeUpdate {
             job_id,
             // Keep the fire time recorded when parking as the last trigger time.

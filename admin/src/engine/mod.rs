@@ -33,6 +33,7 @@ mod config;
 mod fail;
 mod fix_delay;
 mod grant;
+mod group_cap;
 mod i18n;
 mod misfire;
 mod missed;

@@ -15,7 +15,8 @@ use super::misfire::MisfireStrategy;
 use super::ring::{RingEntry, ring_second};
 use super::trigger::TriggerRequest;
 use super::{Engine, EngineError};
-use crate::cron::{ScheduleType, next_trigger_time, parse_time_zone};
+use crate::calendar::{DayRules, next_fire, rules_by_job};
+use crate::cron::{ScheduleType, parse_time_zone};
 use crate::store::{ClaimId, JobId, JobRow, NewClaim, TriggerTimeUpdate};
 
 /// Upstream `PRE_READ_MS`: the window the pre-read looks ahead, and the lateness beyond which
@@ -78,15 +79,16 @@ pub(super) struct Times {
 impl Times {
     /// Upstream `refreshNextValidTime(job, from)`: success → last = old next, next = new;
     /// no next time or an invalid schedule → the job is stopped (status 0, last 0, next 0).
+    /// The next time honours the job's calendars and windows (`rules`).
     pub(super) fn refresh(
         &mut self,
         job: &JobRow,
         schedule_type: Option<ScheduleType>,
-        tz: Tz,
+        (tz, rules): (Tz, &DayRules),
         from_ms: i64,
     ) {
         let conf = job.job.schedule_conf.as_deref().unwrap_or_default();
-        match schedule_type.map(|t| next_trigger_time(t, conf, tz, from_ms)) {
+        match schedule_type.map(|t| next_fire(t, conf, tz, rules, from_ms)) {
             Some(Ok(Some(next))) => {
                 self.last = self.next;
                 self.next = next;
@@ -105,8 +107,8 @@ impl Times {
     }
 }
 
-/// Upstream's three cases for one pre-read job.
-fn plan_job(job: &JobRow, now_ms: i64, tz: Tz) -> JobPlan {
+/// Upstream's three cases for one pre-read job; `clock` is the job's zone and day rules.
+fn plan_job(job: &JobRow, now_ms: i64, clock: (Tz, &DayRules)) -> JobPlan {
     let schedule_type = job.job.schedule_type.parse::<ScheduleType>().ok();
     let waits = schedule_type.is_some_and(ScheduleType::waits_for_completion);
     let next = job.job.trigger_next_time;
@@ -126,18 +128,18 @@ fn plan_job(job: &JobRow, now_ms: i64, tz: Tz) -> JobPlan {
         if fire_once && waits {
             times.park();
         } else {
-            times.refresh(job, schedule_type, tz, now_ms);
+            times.refresh(job, schedule_type, clock, now_ms);
         }
     } else if now_ms >= next {
         fires.push((next, TriggerType::Cron, Placement::Now));
         if waits {
             times.park();
         } else {
-            times.refresh(job, schedule_type, tz, now_ms);
+            times.refresh(job, schedule_type, clock, now_ms);
             if !times.stopped && now_ms + PRE_READ_MS > times.next {
                 let ring_time = times.next;
                 fires.push((ring_time, TriggerType::Cron, Placement::Ring(ring_second(ring_time))));
-                times.refresh(job, schedule_type, tz, ring_time);
+                times.refresh(job, schedule_type, clock, ring_time);
             }
         }
     } else {
@@ -145,7 +147,7 @@ fn plan_job(job: &JobRow, now_ms: i64, tz: Tz) -> JobPlan {
         if waits {
             times.park();
         } else {
-            times.refresh(job, schedule_type, tz, next);
+            times.refresh(job, schedule_type, clock, next);
         }
     }
     let update = TriggerTimeUpdate {
@@ -166,11 +168,17 @@ impl Engine {
         let mut tx = self.store.begin_schedule().await?;
         let jobs = tx.due_jobs(now_ms + PRE_READ_MS, self.config.pre_read_count()).await?;
         let mut report = CycleReport { pre_read: jobs.len(), ..CycleReport::default() };
+        let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
+        // One read for the whole cycle; most jobs have no rules and the answer is empty.
+        let day_rules =
+            if ids.is_empty() { Default::default() } else { rules_by_job(&self.store.job_days(&ids).await?) };
+        let no_rules = DayRules::default();
         let mut planned = Vec::new();
         let mut claims = Vec::new();
         let mut skipped = Vec::new();
         for job in &jobs {
-            let plan = plan_job(job, now_ms, self.job_time_zone(job));
+            let rules = day_rules.get(&job.id).unwrap_or(&no_rules);
+            let plan = plan_job(job, now_ms, (self.job_time_zone(job), rules));
             if plan.misfired {
                 report.misfired.push(job.id);
                 if plan.skipped.is_none() {

@@ -100,6 +100,8 @@ impl Drop for HeldClaims<'_> {
 struct Targets {
     address_type: i16,
     addresses: Vec<String>,
+    /// The group's cap on runs in flight (`jobwheel_group_cap`).
+    max_running: Option<i32>,
     /// The client for this group's executors (its own token and 3.5's protocol, if it has one).
     client: Arc<dyn ExecutorApi>,
 }
@@ -235,8 +237,10 @@ impl Engine {
         let fail_retry_count = request.fail_retry_count.unwrap_or(j.executor_fail_retry_count);
         let executor_param =
             request.executor_param.clone().or_else(|| j.executor_param.clone()).unwrap_or_default();
+        // Before the module and grant reads: a refused run needs neither (nor its secrets opened).
+        let capped = self.group_cap_refusal(j.job_group, targets.max_running, log_id).await?;
         let is_wasm = j.glue_type.parse::<GlueType>() == Ok(GlueType::GlueWasm);
-        let (wasm_module, grant) = if is_wasm {
+        let (wasm_module, grant) = if is_wasm && capped.is_none() {
             (self.wasm_module_ref(job.id).await?, self.wasm_grant(job).await?)
         } else {
             (None, Ok(None))
@@ -263,9 +267,13 @@ impl Engine {
             priority: job.priority.clone(),
         };
 
-        let (address, route_msg) = self.pick_address(job.id, targets, strategy, broadcast_shard).await;
+        let (address, route_msg) = match capped {
+            Some(_) => (None, None),
+            None => self.pick_address(job.id, targets, strategy, broadcast_shard).await,
+        };
         let wasm_missing = is_wasm && wasm_module.is_none();
         let (code, run_msg) = match (&address, wasm_missing, grant_problem) {
+            _ if capped.is_some() => (FAIL_CODE, capped),
             (Some(_), true, _) => (FAIL_CODE, Some("GLUE_WASM job has no module uploaded".to_owned())),
             (Some(_), false, Some(reason)) => (FAIL_CODE, Some(reason)),
             (Some(address), false, None) => {
@@ -356,10 +364,13 @@ fn targets(
     override_list: Option<&[String]>,
     client: Arc<dyn ExecutorApi>,
 ) -> Targets {
+    // A manual address list does not lift the group's cap: the runs are still the group's.
+    let max_running = group.and_then(|g| g.max_running);
     match override_list.filter(|list| !list.is_empty()) {
-        Some(list) => Targets { address_type: 1, addresses: list.to_vec(), client },
+        Some(list) => Targets { address_type: 1, addresses: list.to_vec(), max_running, client },
         None => Targets {
             address_type: group.map_or(0, |g| g.group.address_type),
+            max_running,
             addresses: group
                 .and_then(|g| g.group.address_list.as_deref())
                 .filter(|list| !list.trim().is_empty())

@@ -45,6 +45,7 @@ pub(crate) static ASSETS: &[(&str, &[u8])] = assets![
     "js/i18n/zh_CN.js",
     "js/ui.js",
     "js/pages/audit.js",
+    "js/pages/calendars.js",
     "js/pages/dashboard.js",
     "js/pages/glue.js",
     "js/pages/grant.js",

@@ -18,7 +18,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Arguments, FromRow, MySql, MySqlConnection, PgConnection, Postgres, Sqlite, SqliteConnection};
 
 use super::dialect::{Sql, translate};
-use super::{Backend, ClaimId, GroupId, JobId, LogId, StoreError, UserId};
+use super::{Backend, CalendarId, ClaimId, GroupId, JobId, LogId, StoreError, UserId};
 
 /// A row type every backend can decode (the derived `FromRow` of the row types, or a tuple).
 pub(crate) trait Record:
@@ -101,6 +101,7 @@ arg_from! {
     Option<UserId> => |v| Arg::I32(v.map(|id| id.0)),
     LogId => |v| Arg::I64(Some(v.0)),
     ClaimId => |v| Arg::I64(Some(v.0)),
+    CalendarId => |v| Arg::I64(Some(v.0)),
 }
 
 /// `[Arg; N]` from a list of values of different types: `args![id, &name, secs(now)]`.

@@ -14,9 +14,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+mod calendar_store;
 mod db;
 mod dialect;
 mod error;
+mod group_store;
+mod log_store;
 mod mysql;
 mod pool;
 mod postgres;
@@ -26,16 +29,19 @@ mod support;
 mod time;
 mod types;
 
+pub use calendar_store::CalendarStore;
 pub use db::statement_seconds;
 pub use error::StoreError;
+pub use group_store::GroupStore;
+pub use log_store::{LogReportStore, LogStore};
 use sql::SqlStore;
 pub use types::*;
 
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
-        AuditStore, CredentialStore, GrantStore, GroupStore, JobStore, LogReportStore, LogStore,
-        ScheduleStore, ScheduleTx, Store, TagStore, UserStore, WasmStore,
+        AuditStore, CalendarStore, CredentialStore, GrantStore, GroupStore, JobStore, LogReportStore,
+        LogStore, ScheduleStore, ScheduleTx, Store, TagStore, UserStore, WasmStore,
     };
 }
 
@@ -84,6 +90,7 @@ pub trait Store:
     + WasmStore
     + GrantStore
     + AuditStore
+    + CalendarStore
     + Send
     + Sync
 {
@@ -92,41 +99,6 @@ pub trait Store:
     /// One cheap read of upstream's lock table: the database answers and the schema is there
     /// (the readiness probe).
     async fn ping(&self) -> Result<(), StoreError>;
-}
-
-/// Executor groups (`xxl_job_group`) and executor registrations (`xxl_job_registry`).
-#[async_trait]
-pub trait GroupStore: Send + Sync {
-    /// Inserts a group.
-    async fn add_group(&self, group: &Group) -> Result<GroupId, StoreError>;
-    /// Rewrites every column of a group; false if it does not exist.
-    async fn update_group(&self, id: GroupId, group: &Group) -> Result<bool, StoreError>;
-    /// Deletes a group and (upstream ≥ 3.3.1) the registry rows of its AppName; false if absent.
-    async fn delete_group(&self, id: GroupId) -> Result<bool, StoreError>;
-    /// One group.
-    async fn load_group(&self, id: GroupId) -> Result<Option<GroupRow>, StoreError>;
-    /// All groups, ordered like upstream's `findAll` (app_name, title, id).
-    async fn list_groups(&self) -> Result<Vec<GroupRow>, StoreError>;
-    /// Every group's access token (xxl-job 3.5's per-executor token), sealed, with the
-    /// group's AppName.
-    async fn group_tokens(&self) -> Result<Vec<GroupTokenRow>, StoreError>;
-    /// Sets (`Some(sealed)`) or removes (`None`) a group's access token; false if the group
-    /// does not exist.
-    async fn set_group_token(
-        &self,
-        id: GroupId,
-        sealed: Option<&str>,
-        now_ms: i64,
-    ) -> Result<bool, StoreError>;
-    /// Records a heartbeat: inserts the row or refreshes its `update_time` (unique `i_g_k_v`).
-    async fn registry_upsert(&self, key: &RegistryKey, now: DateTime<Utc>) -> Result<(), StoreError>;
-    /// Removes one registration (`/api/registryRemove`); the number of rows deleted.
-    async fn registry_remove(&self, key: &RegistryKey) -> Result<u64, StoreError>;
-    /// Deletes registrations with `update_time < dead_before` (upstream `findDead` +
-    /// `removeDead`); the number deleted.
-    async fn remove_dead_registry(&self, dead_before: DateTime<Utc>) -> Result<u64, StoreError>;
-    /// Registrations with `update_time > alive_after`, ordered by id (upstream `findAll`).
-    async fn alive_registry(&self, alive_after: DateTime<Utc>) -> Result<Vec<RegistryRow>, StoreError>;
 }
 
 /// Job tags (`jobwheel_job_tag`) and what the job search reads.
@@ -252,79 +224,6 @@ pub trait ScheduleTx: Send {
     async fn insert_claims(&mut self, claims: &[NewClaim]) -> Result<Vec<ClaimId>, StoreError>;
     /// Commits and releases the lock.
     async fn commit(self: Box<Self>) -> Result<(), StoreError>;
-}
-
-/// Trigger logs (`xxl_job_log`): the trigger and callback paths, the fail and lost monitors.
-#[async_trait]
-pub trait LogStore: Send + Sync {
-    /// Inserts a log row with `trigger_code = 0`, `handle_code = 0` (manual, retry and child
-    /// triggers; ring triggers use [`ScheduleStore::consume_claim_and_insert_log`]).
-    async fn insert_log(&self, log: &NewLog) -> Result<LogId, StoreError>;
-    /// Upstream `updateTriggerInfo`; false if the row does not exist.
-    async fn update_log_trigger(&self, update: &LogTriggerUpdate) -> Result<bool, StoreError>;
-    /// [`LogStore::update_log_trigger`] for many rows at once; answers in input order. The
-    /// default updates them one by one.
-    async fn update_log_triggers(&self, updates: &[LogTriggerUpdate]) -> Result<Vec<bool>, StoreError> {
-        let mut out = Vec::with_capacity(updates.len());
-        for update in updates {
-            out.push(self.update_log_trigger(update).await?);
-        }
-        Ok(out)
-    }
-    /// One log row.
-    async fn load_log(&self, id: LogId) -> Result<Option<LogRow>, StoreError>;
-    /// The group of each of `ids` that exists, as `(log, group)` pairs.
-    async fn log_groups(&self, ids: &[LogId]) -> Result<Vec<(LogId, GroupId)>, StoreError>;
-    /// Applies a callback (or a lost/kill result) with upstream's repeat guard: only a row with
-    /// `handle_code = 0` changes; its message becomes `old + "<br>" + new`, cut to
-    /// [`MAX_HANDLE_MSG_CHARS`]. Atomic against concurrent results for the same log.
-    async fn apply_handle_result(&self, result: &HandleResult) -> Result<HandleOutcome, StoreError>;
-    /// [`LogStore::apply_handle_result`] for a batch of callbacks, in input order: a log listed
-    /// twice is applied once and repeated after. The default applies them one by one.
-    async fn apply_handle_results(&self, results: &[HandleResult]) -> Result<Vec<HandleOutcome>, StoreError> {
-        let mut out = Vec::with_capacity(results.len());
-        for result in results {
-            out.push(self.apply_handle_result(result).await?);
-        }
-        Ok(out)
-    }
-    /// Upstream `complete()`'s final write: sets handle time, code and message (cut to
-    /// [`MAX_HANDLE_MSG_CHARS`]) without a guard; false if the row does not exist.
-    async fn complete_log(&self, result: &HandleResult) -> Result<bool, StoreError>;
-    /// A page of logs matching `filter`, newest id first.
-    async fn page_logs(&self, filter: &LogFilter, page: Page) -> Result<Paged<LogRow>, StoreError>;
-    /// Upstream `findFailJobLogIds`: failed logs with `alarm_status = 0`, by id, at most `limit`.
-    async fn failed_log_ids(&self, limit: u32) -> Result<Vec<LogId>, StoreError>;
-    /// Takes a failed log for retry/alarm: `alarm_status` 0 → −1. False if another admin won.
-    async fn claim_alarm(&self, id: LogId) -> Result<bool, StoreError>;
-    /// Ends the alarm: `alarm_status` −1 → `new_status` (1, 2 or 3). False if not locked.
-    async fn finish_alarm(&self, id: LogId, new_status: i16) -> Result<bool, StoreError>;
-    /// Upstream `findLostJobIds`: running logs (trigger 200, handle 0) triggered at or before
-    /// `trigger_before` whose executor address has no registry row.
-    async fn lost_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError>;
-    /// jobwheel: logs whose trigger never got an executor's answer (trigger code 0, no result)
-    /// triggered at or before `trigger_before`, by id — their admin stopped between writing the
-    /// row and the `/run` reply.
-    async fn stalled_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError>;
-}
-
-/// Log housekeeping: the dashboard report (`xxl_job_log_report`) and log deletion.
-#[async_trait]
-pub trait LogReportStore: Send + Sync {
-    /// Deletes logs matching `clear` in batches of 1 000 ids; the number deleted.
-    async fn clear_logs(&self, clear: &LogClear) -> Result<u64, StoreError>;
-    /// Upstream `findLogReport` over `trigger_time` in `[from, to]`.
-    async fn log_counts(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<LogCounts, StoreError>;
-    /// Inserts or updates the report row of `report.trigger_day`.
-    async fn upsert_log_report(&self, report: &LogReport) -> Result<(), StoreError>;
-    /// Report rows with `trigger_day` in `[from, to]`, by day.
-    async fn log_reports(
-        &self,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> Result<Vec<LogReportRow>, StoreError>;
-    /// Sums over all report rows.
-    async fn log_report_totals(&self) -> Result<LogReportTotals, StoreError>;
 }
 
 /// Admin users (`xxl_job_user`).

@@ -5,7 +5,9 @@
 //! instant, so nothing fires during the first pass of the repeated hour.
 
 use chrono::{DateTime, TimeZone, Utc};
-use jobwheel_admin::cron::{ScheduleType, Tz, next_n, next_trigger_time};
+use jobwheel_admin::cron::{ScheduleType, Tz, next_trigger_time};
+
+use crate::cron_schedule::next_n;
 
 const NEW_YORK: Tz = Tz::America__New_York;
 const BERLIN: Tz = Tz::Europe__Berlin;

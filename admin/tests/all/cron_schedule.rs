@@ -2,9 +2,26 @@
 //! NONE, FIX_RATE and jobwheel's FIX_DELAY.
 
 use jobwheel_admin::cron::{
-    CronError, CronField, ScheduleError, ScheduleType, Tz, next_n, next_trigger_time, parse_time_zone,
-    validate,
+    CronError, CronField, ScheduleError, ScheduleType, Tz, next_trigger_time, parse_time_zone, validate,
 };
+
+/// The next `count` fire times of a schedule without calendars or windows.
+pub(crate) fn next_n(
+    kind: ScheduleType,
+    conf: &str,
+    tz: Tz,
+    from_ms: i64,
+    count: usize,
+) -> Result<Vec<i64>, jobwheel_admin::cron::ScheduleError> {
+    jobwheel_admin::calendar::next_fires(
+        kind,
+        conf,
+        tz,
+        &jobwheel_admin::calendar::DayRules::default(),
+        from_ms,
+        count,
+    )
+}
 
 fn cron_error(expression: &str) -> String {
     validate(ScheduleType::Cron, expression).expect_err("invalid").to_string()

@@ -4,6 +4,7 @@
 //!
 //! Run one area with a filter: `cargo test -p jobwheel-admin --test all store::`.
 
+mod calendar;
 mod cron;
 mod cron_dst;
 mod cron_schedule;

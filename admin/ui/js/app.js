@@ -5,6 +5,7 @@ import { h, replace } from './dom.js';
 import { LANGUAGES, hasText, language, languageChosen, setLanguage, t } from './i18n.js';
 import { notify } from './ui.js';
 import * as audit from './pages/audit.js';
+import * as calendars from './pages/calendars.js';
 import * as dashboard from './pages/dashboard.js';
 import * as groups from './pages/groups.js';
 import * as jobForm from './pages/job_form.js';
@@ -29,6 +30,7 @@ const ROUTES = [
   { path: /^\/logs$/, page: logs, menu: 'logs' },
   { path: /^\/logs\/(\d+)$/, page: logDetail, menu: 'logs' },
   { path: /^\/groups$/, page: groups, menu: 'groups', admin: true },
+  { path: /^\/calendars$/, page: calendars, menu: 'calendars', admin: true },
   { path: /^\/users$/, page: users, menu: 'users', admin: true },
   { path: /^\/audit$/, page: audit, menu: 'audit', admin: true },
   { path: /^\/tokens$/, page: tokens, menu: 'tokens' },
@@ -41,6 +43,7 @@ const MENU = [
   { key: 'jobs', href: '#/jobs' },
   { key: 'logs', href: '#/logs' },
   { key: 'groups', href: '#/groups', admin: true },
+  { key: 'calendars', href: '#/calendars', admin: true },
   { key: 'users', href: '#/users', admin: true },
   { key: 'audit', href: '#/audit', admin: true },
   { key: 'tokens', href: '#/tokens' },

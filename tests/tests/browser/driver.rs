@@ -207,6 +207,22 @@ impl Browser {
         Ok(self.client.current_url().await?.fragment().unwrap_or_default().to_owned())
     }
 
+    /// Waits until the hash route ends with `suffix`; returns it without the `#`.
+    pub(crate) async fn wait_hash(&self, suffix: &str) -> anyhow::Result<String> {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let hash = self.hash().await?;
+            if hash.ends_with(suffix) {
+                return Ok(hash);
+            }
+            if Instant::now() > deadline {
+                let page = self.js("return document.body.innerText;").await?;
+                bail!("the app did not go to …{suffix}; at #{hash}: {page}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Saves a PNG of the page as `<name>.png` when `JOBWHEEL_SCREENSHOTS` names a directory.
     pub(crate) async fn screenshot(&self, name: &str) -> anyhow::Result<()> {
         let Some(dir) = &self.screenshots else { return Ok(()) };

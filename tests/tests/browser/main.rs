@@ -12,6 +12,7 @@
     reason = "a skipped browser test and a failure screenshot are reported to the person running the tests"
 )]
 
+mod calendars;
 mod driver;
 mod stack;
 mod story;

@@ -2,7 +2,7 @@
 //! job, upload the `hello` sample module (after a rejected bad file), trigger it once, watch
 //! the rolling log show the job's output and the log list show success. Along the way: the
 //! next fire times, a GLUE shell job's editor with history and rollback, a user with a group
-//! permission, the dashboard and the language switch. Screenshots of each page are saved when
+//! permission, calendars (`calendars.rs`), the dashboard and the language switch. Screenshots of each page are saved when
 //! `JOBWHEEL_SCREENSHOTS` is set.
 
 use std::path::Path;
@@ -27,6 +27,7 @@ pub(crate) async fn run(browser: &Browser, stack: &Stack, dir: &Path) -> anyhow:
     watch_run(browser, job).await.context("following the run")?;
     glue_editor(browser).await.context("the GLUE editor")?;
     job_search(browser).await.context("tags and the fuzzy job search")?;
+    crate::calendars::run(browser, dir, job).await.context("calendars and exclusion windows")?;
     transfer(browser, dir).await.context("exporting and importing jobs")?;
     add_user(browser).await.context("adding a user")?;
     group_token(browser).await.context("the group's own access token")?;
@@ -56,8 +57,10 @@ async fn add_group(browser: &Browser, stack: &Stack) -> anyhow::Result<()> {
     browser.click("#group-add").await?;
     browser.fill("#group-appname", APP_NAME).await?;
     browser.fill("#group-title", GROUP_TITLE).await?;
+    // jobwheel's cap on the group's runs in flight, shown under the title.
+    browser.fill("#group-maxRunning", "5").await?;
     browser.click("#group-modal [data-action=save]").await?;
-    browser.wait_contains("#group-table", APP_NAME).await?;
+    browser.wait_contains("#group-table", "cap: 5 runs in flight").await?;
     // The executor beats every second; its address shows once the group picks it up.
     browser
         .refresh_until("#group-filters button[type=submit]", "#group-table", &stack.executor_address)
@@ -84,7 +87,7 @@ async fn add_wasm_job(browser: &Browser) -> anyhow::Result<i64> {
     browser.js("window.scrollTo(0, 0);").await?;
     browser.screenshot("job-form").await?;
     browser.click("#job-save").await?;
-    let hash = wait_hash(browser, "/wasm").await?;
+    let hash = browser.wait_hash("/wasm").await?;
     let id = hash.trim_start_matches("/jobs/").trim_end_matches("/wasm");
     id.parse().with_context(|| format!("a job id in {hash}"))
 }
@@ -176,7 +179,7 @@ async fn glue_editor(browser: &Browser) -> anyhow::Result<()> {
     browser.choose("#job-scheduleType", "NONE").await?;
     browser.choose("#job-glueType", "GLUE_SHELL").await?;
     browser.click("#job-save").await?;
-    wait_hash(browser, "/glue").await?;
+    browser.wait_hash("/glue").await?;
     browser.find(".CodeMirror").await?;
     // Highlighted by CodeMirror's shell mode (the template has a shebang comment and `echo`).
     browser
@@ -385,20 +388,4 @@ async fn languages(browser: &Browser) -> anyhow::Result<()> {
     browser.choose("#lang-select", "en").await?;
     browser.wait_contains("#menu-jobs", "Jobs").await?;
     Ok(())
-}
-
-/// Waits until the hash route ends with `suffix`; returns it without the `#`.
-async fn wait_hash(browser: &Browser, suffix: &str) -> anyhow::Result<String> {
-    let deadline = std::time::Instant::now() + crate::driver::PATIENCE;
-    loop {
-        let hash = browser.hash().await?;
-        if hash.ends_with(suffix) {
-            return Ok(hash);
-        }
-        if std::time::Instant::now() > deadline {
-            let page = browser.js("return document.body.innerText;").await?;
-            anyhow::bail!("the app did not go to …{suffix}; at #{hash}: {page}");
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
 }

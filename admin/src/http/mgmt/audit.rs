@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use super::{MAX_JSON_BYTES, UserView};
 use crate::http::{ApiError, HttpState};
-use crate::store::{GroupId, JobId, NewAudit, UserId, UserRow, VariableOwner};
+use crate::store::{CalendarId, GroupId, JobId, NewAudit, UserId, UserRow, VariableOwner};
 
 /// Who made the request, filled in by the `Principal` extractor once it authenticated.
 #[derive(Clone, Default)]
@@ -51,6 +51,7 @@ enum Subject {
     Group,
     GroupVariables,
     User,
+    Calendar,
     /// Not read: a token's row holds nothing beyond its name, which the detail records.
     Token,
     /// Nothing to read: the change is said by its action, target and detail.
@@ -111,6 +112,14 @@ fn action(method: &Method, route: &str) -> Option<Action> {
             Action { creates: true, body_detail: true, ..act("token.create", Subject::Token) }
         }
         "/api/v1/tokens/{id}" if delete => act("token.delete", Subject::Token),
+        "/api/v1/calendars" if post => Action { creates: true, ..act("calendar.create", Subject::Calendar) },
+        "/api/v1/calendars/{id}" if put => act("calendar.update", Subject::Calendar),
+        "/api/v1/calendars/{id}" if delete => act("calendar.delete", Subject::Calendar),
+        // `creates`: the calendar's id comes from the answer (a replaced one's days before are
+        // not read: the name is only known from the query).
+        "/api/v1/calendars/import" if post => {
+            Action { creates: true, ..act("calendar.import", Subject::Calendar) }
+        }
         "/api/v1/logs/clear" if post => Action { body_detail: true, ..act("log.clear", Subject::None) },
         "/api/v1/logs/{id}/kill" if post => act("log.kill", Subject::None),
         _ => return None,
@@ -211,7 +220,8 @@ pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request
 }
 
 /// Records a change to job `job` made outside `/api/v1` (xxl-job 3.5's job OpenAPI, by
-/// `username` = `openapi:{AppName}`): `before` as the caller read it, the job as it is now.
+/// `username` = `openapi:{AppName}`, and imports): `before` as the caller read it, the job as
+/// it is now.
 pub(crate) async fn record_job_change(
     state: &HttpState,
     client: String,
@@ -221,16 +231,43 @@ pub(crate) async fn record_job_change(
     before: Option<Value>,
     detail: Option<Value>,
 ) {
-    let after = snapshot(state, Subject::Job, i64::from(job.0)).await;
+    let change = Change { action, subject: Subject::Job, id: i64::from(job.0), before, detail };
+    record_change(state, client, username, change).await;
+}
+
+/// Records a calendar an import created.
+pub(crate) async fn record_calendar_created(
+    state: &HttpState,
+    client: String,
+    username: String,
+    id: CalendarId,
+) {
+    let detail = Some(json!({ "import": true }));
+    let change =
+        Change { action: "calendar.create", subject: Subject::Calendar, id: id.0, before: None, detail };
+    record_change(state, client, username, change).await;
+}
+
+/// A change made by a handler called from another handler rather than through the router.
+struct Change<'a> {
+    action: &'a str,
+    subject: Subject,
+    id: i64,
+    before: Option<Value>,
+    detail: Option<Value>,
+}
+
+async fn record_change(state: &HttpState, client: String, username: String, change: Change<'_>) {
+    let after = snapshot(state, change.subject, change.id).await;
     let entry = NewAudit {
         at_ms: chrono::Utc::now().timestamp_millis(),
         user_id: None,
         username,
         client,
-        action: action.to_owned(),
-        target: format!("job {job}"),
-        detail: detail.map(|d| d.to_string()),
-        before_json: before.map(|v| v.to_string()),
+        action: change.action.to_owned(),
+        target: target(change.subject, "", Some(change.id)),
+        detail: change.detail.map(|d| d.to_string()),
+        before_json: change.before.map(|v| v.to_string()),
         after_json: after.map(|v| v.to_string()),
     };
     if let Err(error) = state.store.add_audit(&entry).await {
@@ -244,6 +281,7 @@ fn target(subject: Subject, route: &str, id: Option<i64>) -> String {
         Subject::Job | Subject::Glue | Subject::Grant | Subject::Wasm => "job",
         Subject::Group | Subject::GroupVariables => "group",
         Subject::User => "user",
+        Subject::Calendar => "calendar",
         Subject::Token => "token",
         Subject::None if route.starts_with("/api/v1/jobs") => "job",
         Subject::None if route.starts_with("/api/v1/logs/{id}") => "log",
@@ -318,6 +356,10 @@ async fn read(state: &HttpState, subject: Subject, id: i64) -> Result<Option<Val
             Some(to_json(serde_json::to_value(view))?)
         }
         (Subject::User, Some(id)) => state.store.load_user(UserId(id)).await?.map(|u| json!(UserView::from(&u))),
+        (Subject::Calendar, _) => match state.store.load_calendar(CalendarId(id)).await? {
+            Some(row) => Some(to_json(serde_json::to_value(super::calendars::CalendarView::of(row)?))?),
+            None => None,
+        },
         _ => None,
     })
 }

@@ -40,6 +40,8 @@ pub(crate) struct GroupView {
     /// Whether the group has its own access token (xxl-job 3.5); the token itself is never
     /// shown after it was set.
     access_token_set: bool,
+    /// jobwheel: the cap on the group's runs in flight across its executors; null: none.
+    max_running: Option<i32>,
     /// Only in `GET /groups/{id}`: live registrations of its AppName.
     #[serde(skip_serializing_if = "Option::is_none")]
     registered: Option<Vec<String>>,
@@ -55,6 +57,7 @@ impl From<GroupRow> for GroupView {
             address_list: row.group.address_list,
             update_time: ms(row.group.update_time),
             access_token_set: false,
+            max_running: row.max_running,
             registered: None,
         }
     }
@@ -161,9 +164,27 @@ pub(crate) struct GroupInput {
     address_type: i16,
     #[serde(default)]
     address_list: Option<String>,
+    /// jobwheel: runs of the group in flight at most; 0 removes the cap, absent keeps it.
+    #[serde(default)]
+    max_running: Option<i64>,
 }
 
+/// The largest cap accepted (a cap above the executors' capacity is no cap).
+const MAX_RUNNING_MAX: i64 = 100_000;
+
 impl GroupInput {
+    /// The cap to store, if the form named one: `Some(None)` removes it.
+    fn cap(&self) -> Result<Option<Option<i32>>, ApiError> {
+        match self.max_running {
+            None => Ok(None),
+            Some(0) => Ok(Some(None)),
+            Some(n) if (1..=MAX_RUNNING_MAX).contains(&n) => Ok(Some(i32::try_from(n).ok())),
+            Some(_) => Err(ApiError::BadRequest(format!(
+                "maxRunning: must be 0 (no cap) to {MAX_RUNNING_MAX} runs in flight"
+            ))),
+        }
+    }
+
     /// Upstream's checks; the group to store (automatic groups get their list from the registry
     /// afterwards, so theirs starts empty).
     fn check(&self) -> Result<Group, ApiError> {
@@ -245,7 +266,11 @@ pub(crate) async fn create(
 ) -> Result<(StatusCode, Json<GroupView>), ApiError> {
     principal.require_admin()?;
     let group = input.check()?;
+    let cap = input.cap()?;
     let id = state.store.add_group(&group).await?;
+    if let Some(cap) = cap {
+        state.store.set_group_cap(id, cap).await?;
+    }
     Ok((StatusCode::CREATED, Json(saved(&state, id, &group).await?.into())))
 }
 
@@ -259,6 +284,7 @@ pub(crate) async fn update(
     principal.require_admin()?;
     let current = load(&state, id).await?;
     let mut group = input.check()?;
+    let cap = input.cap()?;
     if group.address_type == AUTO
         && current.group.address_type == AUTO
         && group.app_name == current.group.app_name
@@ -268,6 +294,9 @@ pub(crate) async fn update(
     }
     if !state.store.update_group(current.id, &group).await? {
         return Err(ApiError::NotFound(format!("executor group {id} not found")));
+    }
+    if let Some(cap) = cap {
+        state.store.set_group_cap(current.id, cap).await?;
     }
     // A token is presented with the AppName, which may just have changed.
     state.group_tokens.invalidate();

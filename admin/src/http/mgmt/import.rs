@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::auth::Principal;
+use super::import_calendars::{CalendarItem, CalendarPlan};
 use super::job_input::JobInput;
 use super::transfer::{Bundle, FORMAT, JobEntry, VERSION};
 use super::{ApiJson, ApiQuery, audit, glue, grants, jobs};
@@ -44,6 +45,8 @@ pub(crate) struct ImportReport {
     /// Whether anything was written (false for a dry run and whenever there are problems).
     applied: bool,
     items: Vec<ImportItem>,
+    /// What happens to the file's calendars.
+    calendars: Vec<CalendarItem>,
     /// Everything that stops the import; empty when it can be applied.
     problems: Vec<String>,
 }
@@ -93,18 +96,25 @@ pub(crate) async fn import(
     }
     let mut problems = Vec::new();
     let modules = modules(&bundle, &mut problems);
-    let planned = plan(&state, &principal, bundle.jobs, &modules, &mut problems).await?;
+    let mut calendars = CalendarPlan::new(&state, &principal, &bundle.calendars, &mut problems).await?;
+    let planned = plan(&state, &principal, bundle.jobs, (&modules, &calendars), &mut problems).await?;
     let mut items = Vec::with_capacity(planned.len());
     for plan in &planned {
         items.push(item(&state, plan).await?);
     }
     if query.dry_run || !problems.is_empty() {
-        return Ok(Json(ImportReport { applied: false, items, problems }));
+        let calendars = calendars.items;
+        return Ok(Json(ImportReport { applied: false, items, calendars, problems }));
     }
-    for (plan, item) in planned.into_iter().zip(items.iter_mut()) {
+    calendars.apply(&state, &principal, &client).await?;
+    for (mut plan, item) in planned.into_iter().zip(items.iter_mut()) {
+        // Now that the file's calendars exist here, the job refers to all of them.
+        plan.input.only_on = Some(calendars.ids(&plan.entry.only_on));
+        plan.input.never_on = Some(calendars.ids(&plan.entry.never_on));
         item.id = Some(apply(&state, &principal, plan, &modules, &client).await?.0);
     }
-    Ok(Json(ImportReport { applied: true, items, problems }))
+    let calendars = calendars.items;
+    Ok(Json(ImportReport { applied: true, items, calendars, problems }))
 }
 
 /// The bundle's modules, decoded and inspected like an upload; a module that is not what its
@@ -131,7 +141,7 @@ async fn plan(
     state: &Arc<HttpState>,
     principal: &Principal,
     entries: Vec<JobEntry>,
-    modules: &HashMap<String, Vec<u8>>,
+    (modules, calendars): (&HashMap<String, Vec<u8>>, &CalendarPlan),
     problems: &mut Vec<String>,
 ) -> Result<Vec<Planned>, ApiError> {
     let mut groups: HashMap<String, Vec<GroupId>> = HashMap::new();
@@ -188,7 +198,10 @@ async fn plan(
         {
             problems.push(format!("{what}: module {digest} is not in the file"));
         }
-        let input = input(&entry, group);
+        if !calendars.check_names(&what, &entry, problems) {
+            continue;
+        }
+        let input = input(&entry, group, calendars);
         if let Some(id) = existing {
             let current = state.store.load_job(id).await?.map(|j| j.job.glue_type).unwrap_or_default();
             if current != entry.glue_type {
@@ -207,7 +220,7 @@ async fn plan(
 }
 
 /// The job form an entry amounts to (child jobs are not exported; an update keeps them).
-fn input(entry: &JobEntry, group: GroupId) -> JobInput {
+fn input(entry: &JobEntry, group: GroupId, calendars: &CalendarPlan) -> JobInput {
     JobInput {
         job_group: group.0,
         job_desc: entry.job_desc.clone(),
@@ -230,6 +243,9 @@ fn input(entry: &JobEntry, group: GroupId) -> JobInput {
         child_job_id: None,
         tags: Some(entry.tags.clone()),
         priority: Some(entry.priority.clone().unwrap_or_else(|| "NORMAL".to_owned())),
+        only_on: Some(calendars.ids(&entry.only_on)),
+        never_on: Some(calendars.ids(&entry.never_on)),
+        exclusion_windows: Some(entry.exclusion_windows.clone()),
     }
 }
 

@@ -7,6 +7,7 @@ use jobwheel_protocol::{BlockStrategy, GlueType};
 use serde::Deserialize;
 
 use super::auth::Principal;
+use super::job_days::{self, CheckedDays, DaysForm};
 use crate::cron::{Schedule, ScheduleType, parse_time_zone};
 use crate::engine::MisfireStrategy;
 use crate::http::{ApiError, HttpState};
@@ -74,6 +75,15 @@ pub(crate) struct JobInput {
     /// normal).
     #[serde(default)]
     pub(crate) priority: Option<String>,
+    /// jobwheel extension: ids of the calendars the job fires only on; absent keeps them.
+    #[serde(default)]
+    pub(crate) only_on: Option<Vec<i64>>,
+    /// jobwheel extension: ids of the calendars the job never fires on; absent keeps them.
+    #[serde(default)]
+    pub(crate) never_on: Option<Vec<i64>>,
+    /// jobwheel extension: daily `HH:MM-HH:MM` windows without fires; absent keeps them.
+    #[serde(default)]
+    pub(crate) exclusion_windows: Option<Vec<String>>,
 }
 
 fn default_misfire() -> String {
@@ -97,6 +107,8 @@ pub(crate) struct Checked {
     pub(crate) tags: Option<Vec<String>>,
     /// The priority to store, if the form named one: `Some(None)` is normal.
     pub(crate) priority: Option<Option<&'static str>>,
+    /// Calendars and windows to store, if the form named any.
+    pub(crate) days: Option<CheckedDays>,
 }
 
 fn bad(field: &str, rule: impl std::fmt::Display) -> ApiError {
@@ -203,7 +215,13 @@ impl JobInput {
             Some(p) if p.eq_ignore_ascii_case("NORMAL") || p.is_empty() => Some(None),
             Some(_) => return Err(bad("priority", "must be HIGH, NORMAL or LOW")),
         };
-        Ok(Checked { group, schedule_type, glue_type, time_zone, retry_backoff, tags, priority })
+        let form = DaysForm {
+            only_on: self.only_on.as_deref(),
+            never_on: self.never_on.as_deref(),
+            exclusion_windows: self.exclusion_windows.as_deref(),
+        };
+        let days = job_days::check(state, &form, this).await?;
+        Ok(Checked { group, schedule_type, glue_type, time_zone, retry_backoff, tags, priority, days })
     }
 
     /// Child job ids: numeric, existing, permitted, not the job itself (CVE-2024-42681 was

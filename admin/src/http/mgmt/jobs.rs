@@ -12,10 +12,12 @@ use jobwheel_protocol::GlueType;
 use serde::{Deserialize, Serialize};
 
 use super::auth::Principal;
+use super::job_days::{self, DaysForm};
 use super::job_input::{JobInput, PARAM_MAX, glue_template};
 use super::{ApiJson, ApiQuery, Listed, Paging, ms};
 use super::{job_search, job_tags};
-use crate::cron::{ScheduleType, local_time_zone, next_n, parse_time_zone};
+use crate::calendar::{DayRules, next_fires};
+use crate::cron::{ScheduleType, local_time_zone, parse_time_zone};
 use crate::engine::first_fire_time;
 use crate::http::{ApiError, HttpState};
 use crate::store::{Job, JobFilter, JobId, JobRow};
@@ -52,6 +54,12 @@ pub(crate) struct JobView {
     pub(crate) tags: Vec<String>,
     /// jobwheel: `HIGH`, `NORMAL` or `LOW` (on single-job reads; `NORMAL` in the list).
     priority: String,
+    /// jobwheel: ids of the calendars the job fires only on.
+    pub(crate) only_on: Vec<i64>,
+    /// jobwheel: ids of the calendars the job never fires on.
+    pub(crate) never_on: Vec<i64>,
+    /// jobwheel: daily windows without fires, `HH:MM-HH:MM`.
+    pub(crate) exclusion_windows: Vec<String>,
     trigger_status: i16,
     trigger_last_time: i64,
     trigger_next_time: i64,
@@ -85,6 +93,9 @@ impl From<JobRow> for JobView {
             child_job_id: j.child_jobid,
             tags: Vec::new(),
             priority: row.priority.clone().unwrap_or_else(|| "NORMAL".to_owned()),
+            only_on: Vec::new(),
+            never_on: Vec::new(),
+            exclusion_windows: Vec::new(),
             trigger_status: j.trigger_status,
             // The scheduler parks FIX_DELAY jobs at i64::MAX while a run is out; show "none".
             trigger_last_time: j.trigger_last_time,
@@ -149,6 +160,7 @@ pub(crate) async fn list(
     };
     let mut items: Vec<JobView> = paged.rows.into_iter().map(JobView::from).collect();
     job_tags::attach(&state, &mut items).await?;
+    job_days::attach(&state, &mut items).await?;
     Ok(Json(Listed { total: paged.total, items }))
 }
 
@@ -210,6 +222,9 @@ pub(crate) async fn create(
     if let Some(priority) = checked.priority {
         state.store.set_job_priority(id, priority).await?;
     }
+    if let Some(days) = &checked.days {
+        state.store.set_job_days(id, &days.days).await?;
+    }
     Ok((StatusCode::CREATED, Json(reload(&state, id).await?)))
 }
 
@@ -229,12 +244,18 @@ pub(crate) async fn update(
     let mut job = current.job.clone();
     input.apply(&checked, &mut job);
     job.update_time = Some(Utc::now());
+    let days_changed = checked.days.as_ref().is_some_and(|days| days.changed);
     let schedule_changed = job.schedule_type != current.job.schedule_type
         || job.schedule_conf != current.job.schedule_conf
-        || checked.time_zone != current.time_zone;
+        || checked.time_zone != current.time_zone
+        || days_changed;
     if job.trigger_status == 1 && schedule_changed {
         // Upstream: a running job's next fire is recomputed from now + the pre-read window.
-        job.trigger_next_time = first_fire(&job, checked.time_zone.as_deref())?;
+        let rules = match &checked.days {
+            Some(days) => days.rules.clone(),
+            None => job_days::rules_of(&state, current.id).await?,
+        };
+        job.trigger_next_time = first_fire(&job, checked.time_zone.as_deref(), &rules)?;
     }
     state.store.update_job(current.id, &job).await?;
     state.store.set_job_time_zone(current.id, checked.time_zone.as_deref()).await?;
@@ -245,6 +266,9 @@ pub(crate) async fn update(
     }
     if let Some(priority) = checked.priority {
         state.store.set_job_priority(current.id, priority).await?;
+    }
+    if let Some(days) = &checked.days {
+        state.store.set_job_days(current.id, &days.days).await?;
     }
     Ok(Json(reload(&state, current.id).await?))
 }
@@ -267,7 +291,8 @@ pub(crate) async fn start(
     Path(id): Path<i32>,
 ) -> Result<Json<JobView>, ApiError> {
     let job = permitted_job(&state, &principal, id).await?;
-    let next = first_fire(&job.job, job.time_zone.as_deref())?;
+    let rules = job_days::rules_of(&state, job.id).await?;
+    let next = first_fire(&job.job, job.time_zone.as_deref(), &rules)?;
     state.store.start_job(job.id, next, Utc::now()).await?;
     Ok(Json(reload(&state, job.id).await?))
 }
@@ -289,16 +314,18 @@ pub(crate) async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiE
     let retry_backoff = state.store.job_retry_backoff(id).await?;
     let mut view = [JobView { retry_backoff, ..row.into() }];
     job_tags::attach(state, &mut view).await?;
+    job_days::attach(state, &mut view).await?;
     let [view] = view;
     Ok(view)
 }
 
-/// The first fire time of a job being started, in its zone (the engine's rule).
-fn first_fire(job: &Job, time_zone: Option<&str>) -> Result<i64, ApiError> {
-    Ok(first_fire_time(job, zone(time_zone)?, Utc::now().timestamp_millis())?)
+/// The first fire time of a job being started, in its zone under its rules (the engine's rule).
+fn first_fire(job: &Job, time_zone: Option<&str>, rules: &DayRules) -> Result<i64, ApiError> {
+    Ok(first_fire_time(job, zone(time_zone)?, rules, Utc::now().timestamp_millis())?)
 }
 
-fn zone(name: Option<&str>) -> Result<chrono_tz::Tz, ApiError> {
+/// A job's zone: its own, else the admin's.
+pub(crate) fn zone(name: Option<&str>) -> Result<chrono_tz::Tz, ApiError> {
     match name.map(str::trim).filter(|n| !n.is_empty()) {
         Some(name) => parse_time_zone(name).map_err(|e| ApiError::BadRequest(format!("timeZone: {e}"))),
         None => Ok(local_time_zone()),
@@ -364,10 +391,34 @@ pub(crate) struct NextQuery {
     schedule_conf: String,
     #[serde(default)]
     time_zone: Option<String>,
+    /// Comma-separated calendar ids.
+    #[serde(default)]
+    only_on: Option<String>,
+    /// Comma-separated calendar ids.
+    #[serde(default)]
+    never_on: Option<String>,
+    /// Comma-separated `HH:MM-HH:MM` windows.
+    #[serde(default)]
+    exclusion_windows: Option<String>,
 }
 
-/// `GET /api/v1/schedule/next`: the next five fire times of a schedule (the form's preview).
+/// A comma-separated list of calendar ids.
+fn id_list(field: &str, text: Option<&str>) -> Result<Option<Vec<i64>>, ApiError> {
+    let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else { return Ok(None) };
+    text.split(',')
+        .map(|id| {
+            id.trim()
+                .parse::<i64>()
+                .map_err(|_| ApiError::BadRequest(format!("{field}: {id:?} is not a calendar id")))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// `GET /api/v1/schedule/next`: the next five fire times of a schedule (the form's preview),
+/// under the calendars and windows given.
 pub(crate) async fn next_times(
+    State(state): State<Arc<HttpState>>,
     _principal: Principal,
     ApiQuery(query): ApiQuery<NextQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
@@ -375,7 +426,20 @@ pub(crate) async fn next_times(
         ApiError::BadRequest("scheduleType: must be NONE, CRON, FIX_RATE or FIX_DELAY".to_owned())
     })?;
     let tz = zone(query.time_zone.as_deref())?;
-    let times = next_n(schedule_type, query.schedule_conf.trim(), tz, Utc::now().timestamp_millis(), 5)
+    let only_on = id_list("onlyOn", query.only_on.as_deref())?;
+    let never_on = id_list("neverOn", query.never_on.as_deref())?;
+    let windows: Option<Vec<String>> = query
+        .exclusion_windows
+        .as_deref()
+        .map(|w| w.split(',').map(str::trim).filter(|w| !w.is_empty()).map(str::to_owned).collect());
+    let form = DaysForm {
+        only_on: only_on.as_deref(),
+        never_on: never_on.as_deref(),
+        exclusion_windows: windows.as_deref(),
+    };
+    let rules = job_days::check(&state, &form, None).await?.map(|d| d.rules).unwrap_or_default();
+    let now_ms = Utc::now().timestamp_millis();
+    let times = next_fires(schedule_type, query.schedule_conf.trim(), tz, &rules, now_ms, 5)
         .map_err(|e| ApiError::BadRequest(format!("scheduleConf: {e}")))?;
     Ok(Json(serde_json::json!({"times": times})))
 }

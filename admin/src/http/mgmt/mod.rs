@@ -24,6 +24,7 @@ use crate::store::{Page, UserRow};
 pub(crate) mod audit;
 mod audit_list;
 pub(crate) mod auth;
+pub(crate) mod calendars;
 mod dashboard;
 mod glue;
 mod grants;
@@ -31,6 +32,8 @@ mod group_executors;
 mod group_token;
 pub(crate) mod groups;
 mod import;
+mod import_calendars;
+mod job_days;
 mod job_input;
 mod job_search;
 mod job_tags;
@@ -81,6 +84,9 @@ pub(crate) fn router() -> Router<Arc<HttpState>> {
         .route("/api/v1/jobs/{id}/wasm/rollback", post(wasm_versions::rollback))
         .route("/api/v1/wasm/validate", post(wasm_versions::validate))
         .route("/api/v1/schedule/next", get(jobs::next_times))
+        .route("/api/v1/calendars", get(calendars::list).post(calendars::create))
+        .route("/api/v1/calendars/import", post(calendars::import))
+        .route("/api/v1/calendars/{id}", get(calendars::get).put(calendars::update).delete(calendars::delete))
         .route("/api/v1/groups", get(groups::list).post(groups::create))
         .route("/api/v1/groups/{id}", get(groups::get).put(groups::update).delete(groups::delete))
         .route("/api/v1/groups/{id}/executors", get(group_executors::list))

@@ -241,6 +241,9 @@ async fn save(
         child_job_id: None,
         tags: None,
         priority: None,
+        only_on: None,
+        never_on: None,
+        exclusion_windows: None,
     };
     if operation == Operation::Add {
         let (_, Json(view)) =

@@ -5,8 +5,9 @@
 //! them run elsewhere: the job form's fields and tags, GLUE sources, each `GLUE_WASM` job's
 //! current module (referenced by digest, the bytes once per digest in `modules`), its network
 //! policy, limits and plain variables, and the *names* of its secrets — never their values. A
-//! job's group travels as its AppName, which the importing admin maps to its own group. Child
-//! job links are not exported: job ids differ between admins.
+//! job's group travels as its AppName, which the importing admin maps to its own group. The
+//! calendars the jobs use travel whole in `calendars`, and jobs name them (ids differ between
+//! admins). Child job links are not exported: job ids differ between admins.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -21,8 +22,9 @@ use serde::{Deserialize, Serialize};
 use super::ApiQuery;
 use super::auth::Principal;
 use super::jobs::permitted_job;
+use crate::calendar::{CalendarDays, stored_window_texts};
 use crate::http::{ApiError, HttpState};
-use crate::store::{GroupId, JobFilter, JobId, JobRow, VariableOwner};
+use crate::store::{CalendarRow, GroupId, JobFilter, JobId, JobRow, VariableOwner, day_mode};
 
 /// `format` of an export file.
 pub(crate) const FORMAT: &str = "jobwheel-jobs";
@@ -43,6 +45,20 @@ pub(crate) struct Bundle {
     /// Module bytes (standard base64) by SHA-256 digest.
     #[serde(default)]
     pub(crate) modules: BTreeMap<String, String>,
+    /// The calendars the jobs refer to.
+    #[serde(default)]
+    pub(crate) calendars: Vec<CalendarEntry>,
+}
+
+/// A calendar of an export.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CalendarEntry {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) description: String,
+    #[serde(flatten)]
+    pub(crate) days: CalendarDays,
 }
 
 /// One job of an export.
@@ -89,6 +105,15 @@ pub(crate) struct JobEntry {
     /// A `GLUE_WASM` job's grant.
     #[serde(default)]
     pub(crate) grant: Option<GrantEntry>,
+    /// Names of the calendars the job fires only on.
+    #[serde(default)]
+    pub(crate) only_on: Vec<String>,
+    /// Names of the calendars the job never fires on.
+    #[serde(default)]
+    pub(crate) never_on: Vec<String>,
+    /// Daily windows without fires, `HH:MM-HH:MM`.
+    #[serde(default)]
+    pub(crate) exclusion_windows: Vec<String>,
 }
 
 /// A job's grant without secret values.
@@ -184,6 +209,7 @@ async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError
     for (job, tag) in state.store.job_tags(&ids).await? {
         tags.entry(job).or_default().push(tag);
     }
+    let (mut days, calendars) = job_calendars(state, &ids).await?;
     let mut entries = Vec::with_capacity(jobs.len());
     let mut modules = BTreeMap::new();
     for row in jobs {
@@ -198,6 +224,7 @@ async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError
         }
         let grant = if wasm { Some(grant(state, row.id).await?) } else { None };
         let retry_backoff = state.store.job_retry_backoff(row.id).await?.map(i64::from);
+        let job_days = days.remove(&row.id).unwrap_or_default();
         let j = row.job;
         entries.push(JobEntry {
             appname: appnames.get(&j.job_group).cloned().unwrap_or_default(),
@@ -222,6 +249,9 @@ async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError
             priority: row.priority.clone(),
             wasm_digest,
             grant,
+            only_on: job_days.only_on,
+            never_on: job_days.never_on,
+            exclusion_windows: job_days.exclusion_windows,
         });
     }
     Ok(Bundle {
@@ -230,7 +260,48 @@ async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError
         exported_at: chrono::Utc::now().timestamp_millis(),
         jobs: entries,
         modules,
+        calendars,
     })
+}
+
+/// What a job entry holds of its calendars and windows.
+#[derive(Default)]
+struct EntryDays {
+    only_on: Vec<String>,
+    never_on: Vec<String>,
+    exclusion_windows: Vec<String>,
+}
+
+/// Each job's calendar names and windows, and the calendars used, by name.
+async fn job_calendars(
+    state: &HttpState,
+    ids: &[JobId],
+) -> Result<(HashMap<JobId, EntryDays>, Vec<CalendarEntry>), ApiError> {
+    let mut days: HashMap<JobId, EntryDays> = HashMap::new();
+    let mut used: BTreeMap<String, CalendarEntry> = BTreeMap::new();
+    let rows = state.store.job_days(ids).await?;
+    let all: HashMap<i64, CalendarRow> = if rows.iter().any(|r| r.calendar_id.is_some()) {
+        state.store.list_calendars().await?.into_iter().map(|c| (c.id.0, c)).collect()
+    } else {
+        HashMap::new()
+    };
+    for row in rows {
+        let entry = days.entry(row.job_id).or_default();
+        let Some(calendar_id) = row.calendar_id else {
+            entry.exclusion_windows = stored_window_texts(&row.value).map(str::to_owned).collect();
+            continue;
+        };
+        // Deleted since `job_days` read it: nothing to export.
+        let Some(calendar) = all.get(&calendar_id) else { continue };
+        let name = calendar.calendar.name.clone();
+        if !used.contains_key(&name) {
+            let parsed = serde_json::from_str(&calendar.calendar.days).map_err(ApiError::internal)?;
+            let description = calendar.calendar.description.clone();
+            used.insert(name.clone(), CalendarEntry { name: name.clone(), description, days: parsed });
+        }
+        if row.mode == day_mode::ONLY { entry.only_on.push(name) } else { entry.never_on.push(name) }
+    }
+    Ok((days, used.into_values().collect()))
 }
 
 async fn grant(state: &HttpState, job: JobId) -> Result<GrantEntry, ApiError> {

@@ -11,15 +11,23 @@ use crate::store::{
     Group, GroupId, GroupRow, GroupStore, GroupTokenRow, RegistryKey, RegistryRow, StoreError,
 };
 
-macro_rules! group_columns {
+/// A group with its cap (`jobwheel_group_cap` has no column named like one of
+/// `xxl_job_group`'s, so the unqualified column list stays unambiguous).
+macro_rules! group_with_cap {
     () => {
-        "id, app_name, title, address_type, address_list, EPOCH(update_time) AS update_time"
+        "SELECT id, app_name, title, address_type, address_list, EPOCH(update_time) AS update_time, \
+         c.max_running FROM xxl_job_group LEFT JOIN jobwheel_group_cap c ON c.group_id = xxl_job_group.id"
     };
 }
 
-static LOAD_GROUP: Sql = Sql::new(concat!("SELECT ", group_columns!(), " FROM xxl_job_group WHERE id = ?"));
-static LIST_GROUPS: Sql =
-    Sql::new(concat!("SELECT ", group_columns!(), " FROM xxl_job_group ORDER BY app_name, title, id"));
+static LOAD_GROUP: Sql = Sql::new(concat!(group_with_cap!(), " WHERE id = ?"));
+static LIST_GROUPS: Sql = Sql::new(concat!(group_with_cap!(), " ORDER BY app_name, title, id"));
+/// Only for an existing group (the `SELECT` yields no row otherwise).
+static SET_GROUP_CAP: Sql = Sql::new(
+    "INSERT INTO jobwheel_group_cap (group_id, max_running) SELECT id, ? FROM xxl_job_group WHERE id = ? \
+    ON CONFLICT (group_id) DO UPDATE SET max_running = excluded.max_running",
+);
+static DELETE_GROUP_CAP: Sql = Sql::new("DELETE FROM jobwheel_group_cap WHERE group_id = ?");
 
 static INSERT_GROUP: Sql = Sql::new(
     "INSERT INTO xxl_job_group (app_name, title, address_type, address_list, update_time) \
@@ -92,6 +100,7 @@ impl GroupStore for SqlStore {
         let mut tx = self.db.begin().await?;
         tx.ex().execute(&DELETE_GROUP_REGISTRY, &args![id]).await?;
         tx.ex().execute(&DELETE_GROUP_TOKEN, &args![id]).await?;
+        tx.ex().execute(&DELETE_GROUP_CAP, &args![id]).await?;
         let deleted = tx.ex().execute(&DELETE_GROUP, &args![id]).await?;
         tx.commit().await?;
         Ok(deleted > 0)
@@ -123,6 +132,14 @@ impl GroupStore for SqlStore {
                 Ok(count.unwrap_or(0) > 0)
             }
         }
+    }
+
+    async fn set_group_cap(&self, id: GroupId, max_running: Option<i32>) -> Result<(), StoreError> {
+        match max_running {
+            Some(max) => self.ex().execute(&SET_GROUP_CAP, &args![max, id]).await?,
+            None => self.ex().execute(&DELETE_GROUP_CAP, &args![id]).await?,
+        };
+        Ok(())
     }
 
     async fn registry_upsert(&self, key: &RegistryKey, now: DateTime<Utc>) -> Result<(), StoreError> {

@@ -120,7 +120,7 @@ static STOP_JOB: Sql = Sql::new(
     trigger_next_time = 0, update_time = TS(?) WHERE id = ?",
 );
 /// Upstream deletes a job's logs and GLUE history with it; our tables follow.
-static DELETE_JOB: [Sql; 9] = [
+static DELETE_JOB: [Sql; 11] = [
     Sql::new("DELETE FROM xxl_job_log WHERE job_id = ?"),
     Sql::new("DELETE FROM xxl_job_logglue WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_wasm_version WHERE job_id = ?"),
@@ -129,6 +129,8 @@ static DELETE_JOB: [Sql; 9] = [
     Sql::new("DELETE FROM jobwheel_job_retry WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_tag WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_priority WHERE job_id = ?"),
+    Sql::new("DELETE FROM jobwheel_job_calendar WHERE job_id = ?"),
+    Sql::new("DELETE FROM jobwheel_job_window WHERE job_id = ?"),
     Sql::new("DELETE FROM xxl_job_info WHERE id = ?"),
 ];
 

@@ -50,6 +50,11 @@ static STALLED_IDS: Sql = Sql::new(
     "SELECT id FROM xxl_job_log \
     WHERE trigger_code = 0 AND handle_code = 0 AND trigger_time <= TS(?) ORDER BY id",
 );
+/// A range scan of `i_log_group_running` (migration 0015) over the group's running rows.
+static RUNNING_AHEAD: Sql = Sql::new(
+    "SELECT I64(COUNT(*)) FROM xxl_job_log \
+    WHERE job_group = ? AND handle_code = 0 AND trigger_code IN (0, 200) AND id < ?",
+);
 static LOST_IDS: Sql = Sql::new(
     "SELECT t.id FROM xxl_job_log t \
     LEFT JOIN xxl_job_registry t2 ON t.executor_address = t2.registry_value \
@@ -114,6 +119,11 @@ impl LogStore for SqlStore {
 
     async fn load_log(&self, id: LogId) -> Result<Option<LogRow>, StoreError> {
         self.ex().fetch_optional(&LOAD_LOG, &args![id]).await
+    }
+
+    async fn running_ahead(&self, group: GroupId, before: LogId) -> Result<u64, StoreError> {
+        let count: Option<i64> = self.ex().fetch_value(&RUNNING_AHEAD, &args![group, before]).await?;
+        Ok(count.map_or(0, |n| u64::try_from(n).unwrap_or(0)))
     }
 
     async fn log_groups(&self, ids: &[LogId]) -> Result<Vec<(LogId, GroupId)>, StoreError> {

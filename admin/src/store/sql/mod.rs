@@ -37,6 +37,7 @@ macro_rules! log_columns {
 
 mod audit;
 mod batch;
+mod calendars;
 mod credentials;
 mod grants;
 mod groups;

@@ -10,12 +10,14 @@
 use chrono::{DateTime, Utc};
 
 mod audit;
+mod calendars;
 mod credentials;
 mod grants;
 mod jobs;
 mod logs;
 
 pub use audit::*;
+pub use calendars::*;
 pub use credentials::*;
 pub use grants::*;
 pub use jobs::*;
@@ -55,6 +57,10 @@ id_type!(
 id_type!(
     /// `jobwheel_ring_claim.id`.
     ClaimId(i64)
+);
+id_type!(
+    /// `jobwheel_calendar.id`.
+    CalendarId(i64)
 );
 
 /// One page of a list: `LIMIT limit OFFSET offset`.
@@ -101,6 +107,9 @@ pub struct GroupRow {
     /// The columns.
     #[sqlx(flatten)]
     pub group: Group,
+    /// jobwheel: at most this many runs of the group in flight (`jobwheel_group_cap`); `None`:
+    /// no cap.
+    pub max_running: Option<i32>,
 }
 
 /// A group's access token as stored (`jobwheel_group_token`), with the group's AppName.

@@ -4,12 +4,14 @@
 //! receivers, and one end-to-end run on a real in-process executor.
 
 mod broadcast_recovery;
+mod calendars;
 mod client;
 pub(crate) mod completion;
+mod group_cap;
 mod missed_fire;
 mod real_executor;
 mod retention;
 mod scheduler;
 mod support;
-mod time_zones;
+pub(crate) mod time_zones;
 mod trigger;

@@ -18,24 +18,24 @@ use jobwheel_admin::store::{GroupId, JobId, Store};
 use crate::engine::support::{Db, FakeExecutor, T0, engine_with, group, job, load, logs};
 
 /// Epoch ms of an RFC 3339 instant.
-fn ms(rfc3339: &str) -> i64 {
+pub(crate) fn ms(rfc3339: &str) -> i64 {
     chrono::DateTime::parse_from_rfc3339(rfc3339).expect("valid instant").timestamp_millis()
 }
 
 /// RFC 3339 (UTC) of epoch ms, for readable assertions.
-fn utc(ms: i64) -> String {
+pub(crate) fn utc(ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(ms).expect("valid time").to_rfc3339()
 }
 
-struct Harness {
-    store: Arc<dyn Store>,
-    engine: Arc<Engine>,
-    clock: Arc<ManualClock>,
+pub(crate) struct Harness {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) clock: Arc<ManualClock>,
     group: GroupId,
 }
 
 impl Harness {
-    async fn new(db: &Db) -> anyhow::Result<Self> {
+    pub(crate) async fn new(db: &Db) -> anyhow::Result<Self> {
         let store = db.connect().await?;
         let clock = Arc::new(ManualClock::new(T0));
         let engine =
@@ -45,7 +45,12 @@ impl Harness {
     }
 
     /// A running CRON job with `conf`, next fire `next_ms`, in `zone`.
-    async fn cron_job(&self, conf: &str, next_ms: i64, zone: Option<&str>) -> anyhow::Result<JobId> {
+    pub(crate) async fn cron_job(
+        &self,
+        conf: &str,
+        next_ms: i64,
+        zone: Option<&str>,
+    ) -> anyhow::Result<JobId> {
         let mut j = job(self.group, next_ms);
         j.schedule_conf = Some(conf.to_owned());
         let id = self.store.add_job(&j).await?;
@@ -54,19 +59,19 @@ impl Harness {
     }
 
     /// One pre-read at `now_ms` with the clock there too; the fire times it planned for `id`.
-    async fn cycle(&self, now_ms: i64, id: JobId) -> anyhow::Result<Vec<String>> {
+    pub(crate) async fn cycle(&self, now_ms: i64, id: JobId) -> anyhow::Result<Vec<String>> {
         self.clock.set(now_ms);
         let report = self.engine.schedule_cycle(now_ms).await?;
         self.engine.wait_triggers_idle().await;
         Ok(report.fires.iter().filter(|f| f.job_id == id).map(|f| utc(f.fire_time_ms)).collect())
     }
 
-    async fn next(&self, id: JobId) -> anyhow::Result<String> {
+    pub(crate) async fn next(&self, id: JobId) -> anyhow::Result<String> {
         Ok(utc(load(&*self.store, id).await?.trigger_next_time))
     }
 
     /// The trigger times of the job's log rows, oldest first.
-    async fn logged(&self, id: JobId) -> anyhow::Result<Vec<String>> {
+    pub(crate) async fn logged(&self, id: JobId) -> anyhow::Result<Vec<String>> {
         Ok(logs(&*self.store, id)
             .await?
             .iter()
@@ -118,10 +123,10 @@ async fn fall_back(db: &Db) -> anyhow::Result<()> {
 }
 
 /// A scenario on one database, boxed so that one `fn` pointer serves every backend.
-type Scenario = for<'a> fn(&'a Db) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + 'a>>;
+pub(crate) type Scenario = for<'a> fn(&'a Db) -> Pin<Box<dyn Future<Output = anyhow::Result<()>> + 'a>>;
 
 /// Runs `scenario` on SQLite, then on PostgreSQL and MySQL when their URLs are set.
-async fn on_every_backend(scenario: Scenario) -> anyhow::Result<()> {
+pub(crate) async fn on_every_backend(scenario: Scenario) -> anyhow::Result<()> {
     let sqlite = Db::sqlite().await?;
     scenario(&sqlite).await?;
     for db in [Db::postgres().await?, Db::mysql().await?].into_iter().flatten() {

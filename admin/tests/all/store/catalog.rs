@@ -34,7 +34,20 @@ async fn groups(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     changed.address_list = Some("http://10.0.0.1:9999/,http://10.0.0.2:9999/".to_owned());
     changed.update_time = Some(at("2030-02-03T04:05:06Z"));
     ensure!(a.update_group(zeta, &changed).await?);
-    ensure!(b.load_group(zeta).await? == Some(GroupRow { id: zeta, group: changed.clone() }));
+    ensure!(
+        b.load_group(zeta).await? == Some(GroupRow { id: zeta, group: changed.clone(), max_running: None })
+    );
+
+    // The cap on runs in flight: set, replaced, listed with the group, removed; none for a
+    // group that does not exist.
+    a.set_group_cap(zeta, Some(3)).await?;
+    a.set_group_cap(zeta, Some(2)).await?;
+    ensure!(b.load_group(zeta).await?.and_then(|g| g.max_running) == Some(2));
+    ensure!(b.list_groups().await?.iter().any(|g| g.id == zeta && g.max_running == Some(2)));
+    a.set_group_cap(zeta, None).await?;
+    ensure!(b.load_group(zeta).await?.and_then(|g| g.max_running).is_none());
+    a.set_group_cap(jobwheel_admin::store::GroupId(i32::MAX), Some(1)).await?;
+    a.set_group_cap(zeta, Some(5)).await?;
 
     // Deleting a group removes its registrations (upstream ≥ 3.3.1), not other groups'.
     let key = |app: &str| RegistryKey {

@@ -23,11 +23,40 @@ async fn log_groups(Admins { a, b }: &Admins, g: GroupId) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// The runs of a group in flight ahead of a log (the group cap): its own group's logs with a
+/// smaller id, not yet answered or accepted, without a result; failed triggers and finished runs
+/// do not count.
+async fn running_ahead(Admins { a, b }: &Admins) -> anyhow::Result<()> {
+    let (g, other) = (group(&**a, "cap-app").await?, group(&**a, "cap-other").await?);
+    let (job_id, other_job) =
+        (a.add_job(&job(g, "capped")).await?, a.add_job(&job(other, "uncapped")).await?);
+    let mut logs = Vec::new();
+    for _ in 0..5 {
+        logs.push(
+            a.insert_log(&NewLog { job_group: g, job_id, trigger_time: at("2030-01-01T00:00:00Z") }).await?,
+        );
+    }
+    a.insert_log(&NewLog { job_group: other, job_id: other_job, trigger_time: at("2030-01-01T00:00:00Z") })
+        .await?;
+    a.update_log_trigger(&triggered(logs[0], 200, "http://a/")).await?; // running
+    a.update_log_trigger(&triggered(logs[1], 500, "http://a/")).await?; // failed trigger
+    a.update_log_trigger(&triggered(logs[2], 200, "http://a/")).await?;
+    a.apply_handle_result(&result(logs[2], 200, None)).await?; // finished
+    // logs[3] is being triggered (trigger_code 0); logs[4] asks.
+    ensure!(b.running_ahead(g, logs[4]).await? == 2, "logs 0 and 3 are ahead");
+    ensure!(b.running_ahead(g, logs[1]).await? == 1, "only smaller ids count");
+    ensure!(b.running_ahead(other, LogId(i64::MAX)).await? == 1, "per group");
+    ensure!(a.delete_job(job_id).await? && a.delete_job(other_job).await?);
+    ensure!(a.delete_group(g).await? && a.delete_group(other).await?);
+    Ok(())
+}
+
 pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
     let g = group(&*admins.a, "logs-app").await?;
     let job_id = admins.a.add_job(&job(g, "logged job")).await?;
     trigger_and_callback(admins, g, job_id).await?;
     log_groups(admins, g).await?;
+    running_ahead(admins).await?;
     list_filters(admins, g, job_id).await?;
     alarms(admins, g, job_id).await?;
     lost(admins, g, job_id).await?;

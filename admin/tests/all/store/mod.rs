@@ -15,6 +15,7 @@ use jobwheel_tests::databases::{FreshDatabase, Server};
 mod adopt;
 mod audit;
 mod batches;
+mod calendars;
 mod catalog;
 mod credentials;
 mod logs;
@@ -35,6 +36,7 @@ async fn check_store(admins: Admins) -> anyhow::Result<()> {
     credentials::check(&admins).await.context("sessions and API tokens")?;
     batches::check(&admins).await.context("batch methods of the trigger and callback paths")?;
     audit::check(&admins).await.context("the audit log")?;
+    calendars::check(&admins).await.context("calendars and job day rules")?;
     Ok(())
 }
 

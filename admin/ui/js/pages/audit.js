@@ -7,7 +7,7 @@ import { t } from '../i18n.js';
 import { modal, pageHeader, pager, select, table } from '../ui.js';
 
 const LIMIT = 50;
-const KINDS = ['session.', 'job.', 'glue.', 'grant.', 'secret.', 'wasm.', 'group.', 'variables.', 'user.', 'token.', 'log.'];
+const KINDS = ['session.', 'job.', 'glue.', 'grant.', 'secret.', 'wasm.', 'group.', 'variables.', 'user.', 'token.', 'calendar.', 'log.'];
 
 export async function render({ main, app }) {
   const q = routeQuery();

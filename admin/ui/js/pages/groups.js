@@ -25,7 +25,7 @@ export async function render({ main, app }) {
   const rows = page.items.map((g) => h('tr', { dataset: { groupId: g.id } },
     h('td', {}, String(g.id)),
     h('td', { class: 'mono' }, g.appname),
-    h('td', {}, g.title),
+    h('td', {}, g.title, g.maxRunning ? h('div', { class: 'muted group-cap' }, t('groups.capShown', { max: g.maxRunning })) : null),
     h('td', {}, g.addressType === 1 ? t('groups.manual') : t('groups.auto')),
     h('td', { class: 'mono addresses' }, (g.addressList || '').split(',').filter(Boolean).map((a) => h('div', {}, a))),
     h('td', { class: 'token-state' }, g.accessTokenSet ? t('groups.tokenOwn') : t('groups.tokenGlobal')),
@@ -112,6 +112,7 @@ function edit(group, app) {
   const addresses = h('textarea', { id: 'group-addresses', rows: 3, placeholder: 'http://127.0.0.1:9999' });
   addresses.value = group && group.addressList ? group.addressList : '';
   const addressRow = field(t('groups.addresses'), addresses, t('groups.addressHint'));
+  const cap = h('input', { id: 'group-maxRunning', inputmode: 'numeric', maxlength: 6, placeholder: '0', value: group && group.maxRunning ? String(group.maxRunning) : '' });
   const sync = () => {
     addressRow.hidden = !man.checked;
   };
@@ -123,7 +124,8 @@ function edit(group, app) {
     field(t('groups.title'), title),
     field(t('groups.addressType'), h('div', { class: 'radios' },
       h('label', {}, auto, ' ', t('groups.auto')), h('label', {}, man, ' ', t('groups.manual')))),
-    addressRow), [
+    addressRow,
+    field(t('groups.maxRunning'), cap, t('groups.maxRunningHint'))), [
     {
       name: 'save', label: t('common.save'), kind: 'btn-primary', action: async (close) => {
         const body = {
@@ -131,7 +133,9 @@ function edit(group, app) {
           title: title.value.trim(),
           addressType: man.checked ? 1 : 0,
           addressList: man.checked ? addresses.value.split(/[\s,]+/).filter(Boolean).join(',') : '',
+          maxRunning: cap.value.trim() === '' ? 0 : Number(cap.value.trim()),
         };
+        if (!Number.isInteger(body.maxRunning) || body.maxRunning < 0 || body.maxRunning > 100000) throw new Error(t('groups.maxRunningRule'));
         const problem = validate(body);
         if (problem) throw new Error(problem);
         if (group) await put(`/groups/${group.id}`, body);

@@ -13,12 +13,14 @@ const DEFAULTS = {
   misfireStrategy: 'DO_NOTHING', executorRouteStrategy: 'FIRST', executorHandler: '', executorParam: '',
   executorBlockStrategy: 'SERIAL_EXECUTION', executorTimeout: 0, executorFailRetryCount: 0, retryBackoff: '',
   glueType: 'BEAN', childJobId: '', tags: [], priority: 'NORMAL',
+  onlyOn: [], neverOn: [], exclusionWindows: [],
 };
 
 export async function render({ main, params, app }) {
   const id = params[0] ? Number(params[0]) : null;
   const q = routeQuery();
   const groups = await all('/groups');
+  const calendars = await get('/calendars');
   let job = { ...DEFAULTS, jobGroup: q.get('jobGroup') || (groups[0] && groups[0].id) || '' };
   if (id) job = await get(`/jobs/${id}`);
   else if (q.get('copy')) job = { ...(await get(`/jobs/${q.get('copy')}`)), id: undefined };
@@ -37,9 +39,20 @@ export async function render({ main, params, app }) {
   const confRow = field(t('job.scheduleConf'), scheduleConf);
   const handlerRow = field(t('job.executorHandler'), input('executorHandler', { maxlength: 100 }), t('job.executorHandlerHint'));
   const confLabel = confRow.querySelector('label');
+  const calendarSelect = (name) => {
+    const el = h('select', { name, id: `job-${name}`, multiple: true, size: Math.min(4, Math.max(2, calendars.length)) },
+      calendars.map((c) => h('option', { value: String(c.id), selected: (job[name] || []).includes(c.id) }, c.name)));
+    return el;
+  };
+  const onlyOn = calendarSelect('onlyOn');
+  const neverOn = calendarSelect('neverOn');
+  const windows = input('exclusionWindows', { maxlength: 120, placeholder: '23:00-01:00', value: (job.exclusionWindows || []).join(', ') });
+  const days = () => ({
+    onlyOn: chosen(onlyOn), neverOn: chosen(neverOn), exclusionWindows: splitWindows(windows.value),
+  });
   const nextButton = h('button', { type: 'button', class: 'btn btn-sm', id: 'job-next-times' }, t('jobs.nextTimes'));
   nextButton.addEventListener('click', () => guarded(() =>
-    nextTimesModal(scheduleType.value, scheduleConf.value.trim(), timeZone.value.trim() || null)));
+    nextTimesModal(scheduleType.value, scheduleConf.value.trim(), timeZone.value.trim() || null, days())));
   confRow.querySelector('.form-control').append(nextButton);
   const sync = () => {
     const type = scheduleType.value;
@@ -64,7 +77,10 @@ export async function render({ main, params, app }) {
       field(t('job.scheduleType'), scheduleType),
       confRow,
       field(t('job.timeZone'), timeZone, t('job.timeZoneHint')),
-      h('datalist', { id: 'tz-list' }, zones.map((z) => h('option', { value: z })))),
+      h('datalist', { id: 'tz-list' }, zones.map((z) => h('option', { value: z }))),
+      field(t('job.onlyOn'), onlyOn, t('job.onlyOnHint')),
+      field(t('job.neverOn'), neverOn, t('job.neverOnHint')),
+      field(t('job.exclusionWindows'), windows, t('job.exclusionWindowsHint'))),
     h('fieldset', {}, h('legend', {}, t('job.sectionJob')),
       field(t('job.glueType'), glueType, id ? t('job.glueTypeFixed') : null),
       handlerRow,
@@ -95,7 +111,7 @@ export async function render({ main, params, app }) {
       error.hidden = false;
       return;
     }
-    const body = toInput(values, id);
+    const body = { ...toInput(values, id), ...days() };
     try {
       const saved = id ? await put(`/jobs/${id}`, body) : await post('/jobs', body);
       notify(t('common.saved'));
@@ -140,6 +156,16 @@ function validate(v) {
   const tags = splitTags(v.tags);
   if (tags.length > 16 || tags.some((tag) => tag.length > 32 || !/^[\p{L}\p{N}_.:/-]+$/u.test(tag))) problems.push(t('job.tagsRule'));
   return problems;
+}
+
+/** The chosen calendar ids of a multiple select. */
+function chosen(selectEl) {
+  return [...selectEl.selectedOptions].map((o) => Number(o.value));
+}
+
+/** The windows typed in the form: `HH:MM-HH:MM`, comma- or space-separated. */
+function splitWindows(text) {
+  return String(text || '').split(/[\s,]+/).map((w) => w.trim()).filter(Boolean);
 }
 
 /** The tags typed in the form: comma- or space-separated words. */

@@ -100,7 +100,7 @@ function jobRow(job, groupName, app) {
     { name: 'stop', label: t('jobs.stop'), hidden: !running, action: () => guarded(async () => { await post(`/jobs/${job.id}/stop`); notify(t('jobs.stoppedNotice')); reload(); }) },
     { name: 'logs', label: t('jobs.logs'), action: () => app.navigate(routeHref('/logs', { jobGroup: job.jobGroup, jobId: job.id })) },
     { name: 'nodes', label: t('jobs.registeredNodes'), action: () => guarded(() => nodesModal(job.jobGroup)) },
-    { name: 'next', label: t('jobs.nextTimes'), hidden: job.scheduleType === 'NONE', action: () => guarded(() => nextTimesModal(job.scheduleType, job.scheduleConf, job.timeZone)) },
+    { name: 'next', label: t('jobs.nextTimes'), hidden: job.scheduleType === 'NONE', action: () => guarded(() => nextTimesModal(job.scheduleType, job.scheduleConf, job.timeZone, job)) },
     { name: 'glue', label: t('jobs.glue'), hidden: !isScript(job.glueType), action: () => app.navigate(`#/jobs/${job.id}/glue`) },
     { name: 'wasm', label: t('jobs.wasm'), hidden: job.glueType !== 'GLUE_WASM', action: () => app.navigate(`#/jobs/${job.id}/wasm`) },
     { name: 'edit', label: t('common.edit'), action: () => app.navigate(`#/jobs/${job.id}/edit`) },
@@ -148,8 +148,12 @@ export function triggerModal(job) {
 }
 
 /** The next five fire times of a schedule, computed by the admin. */
-export async function nextTimesModal(scheduleType, scheduleConf, timeZone) {
-  const answer = await get('/schedule/next', { scheduleType, scheduleConf, timeZone });
+export async function nextTimesModal(scheduleType, scheduleConf, timeZone, days = {}) {
+  const list = (v) => (v || []).join(',');
+  const answer = await get('/schedule/next', {
+    scheduleType, scheduleConf, timeZone,
+    onlyOn: list(days.onlyOn), neverOn: list(days.neverOn), exclusionWindows: list(days.exclusionWindows),
+  });
   modal(t('jobs.nextTimes'), h('ol', { class: 'next-times', id: 'next-times' },
     answer.times.map((ms) => h('li', {}, formatTime(ms)))), [], { id: 'next-times-modal' });
 }

@@ -42,6 +42,24 @@ async fn a_group_is_created_read_listed_edited_and_deleted() -> anyhow::Result<(
     let (status, group) = root.get(&format!("/api/v1/groups/{id}")).await;
     assert_eq!((status, group["title"].as_str()), (200, Some("Orders (prod)")));
     assert_eq!(group["registered"], json!([]));
+    assert_eq!(group["maxRunning"], Value::Null, "no cap unless one is set");
+
+    // jobwheel's cap on runs in flight: set, kept when left out, removed with 0, refused out of range.
+    let mut capped = manual("orders-app", "http://c");
+    capped["maxRunning"] = json!(3);
+    assert_eq!(root.put(&format!("/api/v1/groups/{id}"), capped.clone()).await.1["maxRunning"], 3);
+    assert_eq!(
+        root.put(&format!("/api/v1/groups/{id}"), manual("orders-app", "http://c")).await.1["maxRunning"],
+        3
+    );
+    for bad in [json!(-1), json!(100_001)] {
+        capped["maxRunning"] = bad;
+        let (status, refused) = root.put(&format!("/api/v1/groups/{id}"), capped.clone()).await;
+        assert_eq!(status, 400, "{refused}");
+        assert!(refused["msg"].as_str().unwrap_or_default().starts_with("maxRunning"), "{refused}");
+    }
+    capped["maxRunning"] = json!(0);
+    assert_eq!(root.put(&format!("/api/v1/groups/{id}"), capped).await.1["maxRunning"], Value::Null);
 
     assert_eq!(root.delete(&format!("/api/v1/groups/{id}")).await.0, 204);
     assert_eq!(root.get(&format!("/api/v1/groups/{id}")).await.0, 404);

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use chrono::Utc;
 use jobwheel_admin::store::{
-    Group, GroupId, JobId, LogId, LogTriggerUpdate, NewApiToken, NewLog, NewWasmVersion, UserId,
+    Group, GroupId, JobId, LogId, LogTriggerUpdate, NewApiToken, NewCalendar, NewLog, NewWasmVersion, UserId,
     VariableOwner,
 };
 use jobwheel_executor::{ExecutorConfig, Handlers, JobContext};
@@ -35,6 +35,7 @@ pub(crate) enum Body {
     None,
     Json(Value),
     Wasm(Vec<u8>),
+    Calendar(&'static str),
 }
 
 impl Body {
@@ -43,6 +44,7 @@ impl Body {
             Body::None => request,
             Body::Json(value) => request.json(&value),
             Body::Wasm(bytes) => request.header("content-type", "application/wasm").body(bytes),
+            Body::Calendar(text) => request.header("content-type", "text/calendar").body(text),
         }
     }
 }
@@ -69,6 +71,9 @@ pub(crate) struct World {
 
 /// The name of the secret `{name}` stands for.
 const MATRIX_SECRET: &str = "MATRIX_SECRET";
+/// An `.ics` file with one all-day event.
+const MATRIX_ICS: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//matrix//EN\r\nBEGIN:VEVENT\r\nUID:m\r\n\
+    SUMMARY:Matrix\r\nDTSTART;VALUE=DATE:20310101\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
 
 /// The smallest module the upload check accepts: a WASI command.
 fn module() -> Vec<u8> {
@@ -227,6 +232,14 @@ impl World {
             ("GET", "/api/v1/jobs" | "/api/v1/logs" | "/api/v1/jobs/tags" | "/api/v1/jobs/export") => {
                 format!("{path}?jobGroup={group}")
             }
+            ("POST", "/api/v1/calendars") => {
+                body = Body::Json(json!({"name": self.unique("cal-"), "dates": ["2031-01-01"]}));
+                path.to_owned()
+            }
+            ("POST", "/api/v1/calendars/import") => {
+                body = Body::Calendar(MATRIX_ICS);
+                format!("{path}?name={}", self.unique("ics-"))
+            }
             ("POST", "/api/v1/jobs/import") => {
                 body = Body::Json(json!({"format": "jobwheel-jobs", "version": 1, "jobs": []}));
                 path.to_owned()
@@ -343,6 +356,17 @@ impl World {
                 let id = self.env.normal_user(&name, &[]).await;
                 let body = json!({"username": name, "password": "", "role": 0, "permission": []});
                 (id.0.into(), json_if(method == "PUT", body))
+            }
+            "/api/v1/calendars/{id}" => {
+                let name = self.unique("cal-");
+                let calendar = NewCalendar {
+                    name: name.clone(),
+                    description: String::new(),
+                    days: r#"{"dates":["2031-01-01"]}"#.to_owned(),
+                    update_ms: 0,
+                };
+                let id = self.env.store().add_calendar(&calendar).await.expect("calendar");
+                (id.0, json_if(method == "PUT", json!({"name": name, "dates": ["2031-01-02"]})))
             }
             "/api/v1/tokens/{id}" => {
                 let owner = if side == Side::Own { self.alice } else { self.bob };

@@ -12,6 +12,7 @@ use crate::http::{Admin, sqlite_url, test_config};
 mod adoption;
 mod audit;
 mod authz;
+mod calendars;
 mod dashboard;
 mod glue;
 mod grants;
