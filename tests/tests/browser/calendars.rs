@@ -59,5 +59,6 @@ pub(crate) async fn run(browser: &Browser, dir: &Path, job: i64) -> anyhow::Resu
         .await?;
     ensure!(chosen == serde_json::json!(["weekend"]), "never on weekend is kept: {chosen}");
     browser.click("#menu-jobs").await?;
+    browser.wait_hash("/jobs").await?;
     Ok(())
 }

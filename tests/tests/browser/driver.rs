@@ -150,8 +150,17 @@ impl Browser {
             .with_context(|| format!("no element {css} within {PATIENCE:?}"))
     }
 
+    /// Clicks the first element matching `css`. The app re-renders parts of the page (the menu
+    /// on a route change, a table after a search), so an element found an instant ago can be
+    /// replaced before the click lands; then the new one is found and clicked.
     pub(crate) async fn click(&self, css: &str) -> anyhow::Result<()> {
-        self.find(css).await?.click().await.with_context(|| format!("cannot click {css}"))
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            match self.find(css).await?.click().await {
+                Err(e) if e.is_stale_element_reference() && Instant::now() < deadline => {}
+                done => return done.with_context(|| format!("cannot click {css}")),
+            }
+        }
     }
 
     /// Replaces the value of the input `css` with `text`.
