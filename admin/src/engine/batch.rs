@@ -100,6 +100,7 @@ pub(crate) struct Batches {
     jobs: Coalescer<JobId, Option<JobRow>>,
     groups: Coalescer<GroupId, Option<GroupRow>>,
     claimed_logs: Coalescer<(ClaimId, NewLog), Option<LogId>>,
+    taken_claims: Coalescer<ClaimId, bool>,
     trigger_updates: Coalescer<LogTriggerUpdate, bool>,
 }
 
@@ -109,6 +110,7 @@ impl Default for Batches {
             jobs: Coalescer::new(MAX_BATCH),
             groups: Coalescer::new(MAX_BATCH),
             claimed_logs: Coalescer::new(MAX_BATCH),
+            taken_claims: Coalescer::new(MAX_BATCH),
             trigger_updates: Coalescer::new(MAX_BATCH),
         }
     }
@@ -154,6 +156,13 @@ impl Engine {
             .claimed_logs
             .call((claim, log), |items| async move { store.consume_claims_and_insert_logs(&items).await })
             .await
+    }
+
+    /// [`ScheduleStore::take_claims`](crate::store::ScheduleStore::take_claims) for one staged
+    /// claim, batched: the only write a pre-staged trigger makes before its `/run`.
+    pub(crate) async fn take_claim_batched(&self, claim: ClaimId) -> Result<bool, StoreError> {
+        let store = &self.store;
+        self.batches.taken_claims.call(claim, |claims| async move { store.take_claims(&claims).await }).await
     }
 
     /// [`LogStore::update_log_trigger`](crate::store::LogStore::update_log_trigger), batched.

@@ -1,6 +1,6 @@
 //! Which ring claims this process holds — in its ring or queued on its trigger pools — so that
 //! claim recovery (`recover.rs`) picks up only the claims of dead admins (or our own, once
-//! their trigger finished without consuming them).
+//! their trigger finished without consuming them), and the shard claims one broadcast holds.
 
 use super::Engine;
 use crate::store::ClaimId;
@@ -19,5 +19,36 @@ impl Engine {
     /// Whether this process holds `claim`.
     pub(crate) fn holds_claim(&self, claim: ClaimId) -> bool {
         self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&claim)
+    }
+}
+
+/// The shard claims a broadcast trigger holds while it fires them one by one; whatever is still
+/// held when the trigger ends early (an error midway) is released, so recovery may pick it up.
+pub(super) struct HeldClaims<'a> {
+    engine: &'a Engine,
+    claims: Vec<ClaimId>,
+}
+
+impl<'a> HeldClaims<'a> {
+    pub(super) fn new(engine: &'a Engine) -> Self {
+        Self { engine, claims: Vec::new() }
+    }
+
+    pub(super) fn hold(&mut self, claim: ClaimId) {
+        self.engine.hold_claim(claim);
+        self.claims.push(claim);
+    }
+
+    pub(super) fn release(&mut self, claim: ClaimId) {
+        self.engine.release_claim(claim);
+        self.claims.retain(|held| *held != claim);
+    }
+}
+
+impl Drop for HeldClaims<'_> {
+    fn drop(&mut self) {
+        for claim in self.claims.drain(..) {
+            self.engine.release_claim(claim);
+        }
     }
 }

@@ -13,15 +13,18 @@ use super::{Engine, EngineError};
 use crate::store::{GroupId, LogId};
 
 impl Engine {
-    /// `Some(reason)` when the group's runs in flight ahead of `log_id` have reached its cap.
+    /// `Some(reason)` when the group's runs in flight ahead of `log_id` (triggered at
+    /// `trigger_time_ms`) have reached its cap.
     pub(super) async fn group_cap_refusal(
         &self,
         group: GroupId,
         max_running: Option<i32>,
         log_id: LogId,
+        trigger_time_ms: i64,
     ) -> Result<Option<String>, EngineError> {
         let Some(max) = max_running.and_then(|m| u64::try_from(m).ok()) else { return Ok(None) };
-        let running = self.store.running_ahead(group, log_id).await?;
+        let at = super::trigger::to_datetime(trigger_time_ms);
+        let running = self.store.running_ahead(group, log_id, at).await?;
         if running < max {
             return Ok(None);
         }

@@ -133,6 +133,8 @@ impl Engine {
             claim: Some(claim.id),
             // A shard of a broadcast whose admin died between shards: only that shard fires.
             sharding_param: claim.shard.clone(),
+            // Pre-staged: the log row its admin inserted in the pre-read is the one to fire.
+            staged_log: claim.log_id,
             scheduled_ms: (trigger_type == TriggerType::Cron).then_some(claim.fire_time_ms),
             ..TriggerRequest::new(claim.job_id, trigger_type)
         });

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::Engine;
 use super::i18n::TriggerType;
 use super::trigger::TriggerRequest;
-use crate::store::{ClaimId, JobId};
+use crate::store::{ClaimId, JobId, LogId};
 
 /// Upstream `ringSecond(t) = (t / 1000) % 60`.
 pub fn ring_second(time_ms: i64) -> u32 {
@@ -32,6 +32,9 @@ pub struct RingEntry {
     pub job_id: JobId,
     /// The fire time the claim was taken for, epoch ms.
     pub fire_time_ms: i64,
+    /// The log row the pre-read staged for it (`None`: a broadcast, whose shards are decided
+    /// at fire time).
+    pub staged_log: Option<LogId>,
 }
 
 /// Slots by second.
@@ -84,6 +87,7 @@ impl Engine {
             let request = TriggerRequest {
                 claim: Some(entry.claim),
                 scheduled_ms: Some(entry.fire_time_ms),
+                staged_log: entry.staged_log,
                 ..TriggerRequest::new(entry.job_id, TriggerType::Cron)
             };
             self.submit_trigger(request);
@@ -97,7 +101,7 @@ mod tests {
     use super::*;
 
     fn entry(claim: i64) -> RingEntry {
-        RingEntry { claim: ClaimId(claim), job_id: JobId(1), fire_time_ms: 0 }
+        RingEntry { claim: ClaimId(claim), job_id: JobId(1), fire_time_ms: 0, staged_log: None }
     }
 
     #[test]

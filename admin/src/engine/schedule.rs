@@ -14,10 +14,12 @@ use super::i18n::TriggerType;
 use super::misfire::MisfireStrategy;
 use super::ring::{RingEntry, ring_second};
 use super::trigger::TriggerRequest;
+use super::trigger::to_datetime;
 use super::{Engine, EngineError};
 use crate::calendar::{DayRules, next_fire, rules_by_job};
 use crate::cron::{ScheduleType, parse_time_zone};
-use crate::store::{ClaimId, JobId, JobRow, NewClaim, TriggerTimeUpdate};
+use crate::routing::ExecutorRouteStrategy;
+use crate::store::{ClaimId, JobId, JobRow, NewClaim, NewLog, TriggerTimeUpdate};
 
 /// Upstream `PRE_READ_MS`: the window the pre-read looks ahead, and the lateness beyond which
 /// a trigger is a misfire.
@@ -174,7 +176,10 @@ impl Engine {
             if ids.is_empty() { Default::default() } else { rules_by_job(&self.store.job_days(&ids).await?) };
         let no_rules = DayRules::default();
         let mut planned = Vec::new();
-        let mut claims = Vec::new();
+        // Pre-staged firing: a claim with its log row, or (a broadcast, whose shards depend on
+        // the registry at fire time) a bare claim. Their positions in `planned` are kept.
+        let mut staged = Vec::new();
+        let mut bare = Vec::new();
         let mut skipped = Vec::new();
         for job in &jobs {
             let rules = day_rules.get(&job.id).unwrap_or(&no_rules);
@@ -188,16 +193,31 @@ impl Engine {
             if let Some(missed_ms) = plan.skipped {
                 skipped.push((job, missed_ms));
             }
+            let broadcast = job.job.executor_route_strategy.as_deref().and_then(|s| s.parse().ok())
+                == Some(ExecutorRouteStrategy::ShardingBroadcast);
             for (fire_time_ms, trigger_type, placement) in plan.fires {
-                claims.push(NewClaim { job_id: job.id, fire_time_ms, claimed_at_ms: now_ms });
-                planned.push((job.id, fire_time_ms, trigger_type, placement));
+                let claim = NewClaim { job_id: job.id, fire_time_ms, claimed_at_ms: now_ms };
+                if broadcast {
+                    bare.push(claim);
+                } else {
+                    let log = NewLog {
+                        job_group: job.job.job_group,
+                        job_id: job.id,
+                        trigger_time: to_datetime(fire_time_ms),
+                    };
+                    staged.push((claim, log));
+                }
+                planned.push((job.id, fire_time_ms, trigger_type, placement, broadcast));
             }
             report.updates.push(plan.update);
         }
         if !report.updates.is_empty() {
             tx.update_trigger_times(&report.updates).await?;
         }
-        let claim_ids = if claims.is_empty() { Vec::new() } else { tx.insert_claims(&claims).await? };
+        let mut staged_ids =
+            if staged.is_empty() { Vec::new() } else { tx.stage_claims(&staged).await? }.into_iter();
+        let mut bare_ids =
+            if bare.is_empty() { Vec::new() } else { tx.insert_claims(&bare).await? }.into_iter();
         tx.commit().await?;
         // After the commit, so only the admin whose pre-read advanced the job records the skip.
         for (job, missed_ms) in skipped {
@@ -206,7 +226,14 @@ impl Engine {
             }
         }
 
-        for ((job_id, fire_time_ms, trigger_type, placement), claim) in planned.into_iter().zip(claim_ids) {
+        for (job_id, fire_time_ms, trigger_type, placement, broadcast) in planned {
+            let (claim, staged_log) = if broadcast {
+                let Some(claim) = bare_ids.next() else { break };
+                (claim, None)
+            } else {
+                let Some((claim, log)) = staged_ids.next() else { break };
+                (claim, Some(log))
+            };
             report.fires.push(PlannedFire { job_id, claim, fire_time_ms, trigger_type, placement });
             self.hold_claim(claim);
             match placement {
@@ -215,11 +242,14 @@ impl Engine {
                         claim: Some(claim),
                         // A misfire's compensation fires "now": it has no second to be late for.
                         scheduled_ms: (trigger_type == TriggerType::Cron).then_some(fire_time_ms),
+                        staged_log,
                         ..TriggerRequest::new(job_id, trigger_type)
                     };
                     self.submit_trigger(request);
                 }
-                Placement::Ring(second) => self.ring.push(second, RingEntry { claim, job_id, fire_time_ms }),
+                Placement::Ring(second) => {
+                    self.ring.push(second, RingEntry { claim, job_id, fire_time_ms, staged_log });
+                }
             }
         }
         if !report.fires.is_empty() {

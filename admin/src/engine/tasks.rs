@@ -52,10 +52,10 @@ impl Engine {
     }
 
     /// Upstream's schedule thread: a pre-read per cycle (plus claim recovery), then sleep to
-    /// the next whole second — or five seconds ahead when nothing was due.
+    /// the next [`PRE_READ_PHASE_MS`] of a second — or five seconds ahead when nothing was due.
     async fn schedule_loop(self: Arc<Self>, shutdown: CancellationToken) {
         self.schedule_beat();
-        let first = 5000 - self.config.now_ms().rem_euclid(1000);
+        let first = 5000 + until_phase(self.config.now_ms());
         if sleep_or_stop(ms(first), &shutdown).await {
             return;
         }
@@ -81,7 +81,7 @@ impl Engine {
                 tracing::error!(error = %e, "claim recovery failed");
             }
             if started.elapsed() < Duration::from_secs(1) {
-                let pause = 1000 - self.config.now_ms().rem_euclid(1000);
+                let pause = until_phase(self.config.now_ms());
                 if sleep_or_stop(ms(pause), &shutdown).await {
                     return;
                 }
@@ -145,6 +145,19 @@ impl Engine {
     }
 }
 
+/// Where in each second the pre-read runs (upstream: at 0, with the ring). Half a second away
+/// from the ring's wake-up, the pre-read's transaction — which stages the log rows of the next
+/// 5 s, and on SQLite holds the write lock — never competes with the triggers leaving at the
+/// whole second. The 5 s window still covers every second: a pass at k + 0.5 s reads up to
+/// k + 5.5 s.
+const PRE_READ_PHASE_MS: i64 = 500;
+
+/// Milliseconds from `now_ms` to the next [`PRE_READ_PHASE_MS`] of a second (1–1000).
+fn until_phase(now_ms: i64) -> i64 {
+    let into = (now_ms - PRE_READ_PHASE_MS).rem_euclid(1000);
+    1000 - into
+}
+
 fn ms(millis: i64) -> Duration {
     Duration::from_millis(u64::try_from(millis).unwrap_or(0))
 }
@@ -177,5 +190,19 @@ impl Engine {
             return Err(format!("the scheduler's last pass began {} s ago", since / 1000));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::until_phase;
+
+    #[test]
+    fn the_pre_read_runs_half_a_second_after_the_ring() {
+        assert_eq!(until_phase(10_000), 500);
+        assert_eq!(until_phase(10_200), 300);
+        assert_eq!(until_phase(10_500), 1000);
+        assert_eq!(until_phase(10_999), 501);
+        assert_eq!(until_phase(-1), 501);
     }
 }

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use jobwheel_protocol::{GlueType, TriggerParam, WasmModuleRef};
 use tracing::Instrument;
 
+use super::claims::HeldClaims;
 use super::i18n::{TriggerType, texts};
 use super::trigger_msg::{TriggerMsg, run_result_msg};
 use super::{Engine, EngineError};
@@ -40,6 +41,9 @@ pub struct TriggerRequest {
     pub claim: Option<ClaimId>,
     /// The fire second a scheduled trigger is for (epoch ms): its lateness is measured from it.
     pub scheduled_ms: Option<i64>,
+    /// The log row the pre-read staged for `claim` (pre-staged firing): firing takes the claim
+    /// and uses this row instead of inserting one.
+    pub staged_log: Option<LogId>,
 }
 
 impl TriggerRequest {
@@ -54,6 +58,7 @@ impl TriggerRequest {
             address_list: None,
             claim: None,
             scheduled_ms: None,
+            staged_log: None,
         }
     }
 }
@@ -67,33 +72,6 @@ pub enum TriggerOutcome {
     ClaimGone,
     /// The job no longer exists (its claim, if any, was discarded).
     JobMissing,
-}
-
-/// The shard claims a broadcast trigger holds while it fires them one by one; whatever is still
-/// held when the trigger ends early (an error midway) is released, so recovery may pick it up.
-struct HeldClaims<'a> {
-    engine: &'a Engine,
-    claims: Vec<ClaimId>,
-}
-
-impl HeldClaims<'_> {
-    fn hold(&mut self, claim: ClaimId) {
-        self.engine.hold_claim(claim);
-        self.claims.push(claim);
-    }
-
-    fn release(&mut self, claim: ClaimId) {
-        self.engine.release_claim(claim);
-        self.claims.retain(|held| *held != claim);
-    }
-}
-
-impl Drop for HeldClaims<'_> {
-    fn drop(&mut self) {
-        for claim in self.claims.drain(..) {
-            self.engine.release_claim(claim);
-        }
-    }
 }
 
 /// The addresses of one trigger and where they came from.
@@ -150,8 +128,12 @@ impl Engine {
         let strategy = job.job.executor_route_strategy.as_deref().and_then(|s| s.parse().ok());
         let is_broadcast = strategy == Some(ExecutorRouteStrategy::ShardingBroadcast);
         let shards = plan_shards(is_broadcast, targets.addresses.len(), request.sharding_param.as_deref());
-        // Upstream ≥ 3.3.2: every shard of one trigger shares one trigger time.
-        let trigger_time_ms = self.config.now_ms();
+        // Upstream ≥ 3.3.2: every shard of one trigger shares one trigger time. A staged row
+        // already holds its scheduled second (upstream's `new Date()` at a punctual fire).
+        let trigger_time_ms = match (request.staged_log, request.scheduled_ms) {
+            (Some(_), Some(scheduled_ms)) => scheduled_ms,
+            _ => self.config.now_ms(),
+        };
         let new_log = NewLog {
             job_group: job.job.job_group,
             job_id: job.id,
@@ -163,7 +145,7 @@ impl Engine {
         // crash between shards leaves the rest pending for recovery (docs/engine.md).
         let mut shard_claims = vec![None; shards.len()];
         let mut first_log = None;
-        let mut held = HeldClaims { engine: self, claims: Vec::new() };
+        let mut held = HeldClaims::new(self);
         match request.claim {
             Some(claim) if shards.len() > 1 => {
                 let Some((log_id, rest)) = self.store.split_claim(claim, &new_log, shards.len()).await?
@@ -181,9 +163,18 @@ impl Engine {
 
         let mut fired = Vec::with_capacity(shards.len());
         for (position, (shard, shard_claim)) in shards.into_iter().zip(shard_claims).enumerate() {
-            let log_id = match (first_log.filter(|_| position == 0), shard_claim) {
-                (Some(log_id), _) => log_id,
-                (None, Some(claim)) => match self.consume_claim_batched(claim, new_log).await? {
+            let staged = request.staged_log.filter(|_| position == 0);
+            let log_id = match (first_log.filter(|_| position == 0), shard_claim, staged) {
+                (Some(log_id), ..) => log_id,
+                // Pre-staged: the row exists; taking the claim is what makes this admin the
+                // one that fires it (another admin's recovery may have been first).
+                (None, Some(claim), Some(log_id)) => {
+                    if !self.take_claim_batched(claim).await? {
+                        return Ok(TriggerOutcome::ClaimGone);
+                    }
+                    log_id
+                }
+                (None, Some(claim), None) => match self.consume_claim_batched(claim, new_log).await? {
                     Some(log_id) => log_id,
                     None if position == 0 => return Ok(TriggerOutcome::ClaimGone),
                     None => {
@@ -193,7 +184,7 @@ impl Engine {
                         continue;
                     }
                 },
-                (None, None) => self.store.insert_log(&new_log).await?,
+                (None, None, _) => self.store.insert_log(&new_log).await?,
             };
             let code = self
                 .process_trigger(
@@ -238,7 +229,8 @@ impl Engine {
         let executor_param =
             request.executor_param.clone().or_else(|| j.executor_param.clone()).unwrap_or_default();
         // Before the module and grant reads: a refused run needs neither (nor its secrets opened).
-        let capped = self.group_cap_refusal(j.job_group, targets.max_running, log_id).await?;
+        let capped =
+            self.group_cap_refusal(j.job_group, targets.max_running, log_id, trigger_time_ms).await?;
         let is_wasm = j.glue_type.parse::<GlueType>() == Ok(GlueType::GlueWasm);
         let (wasm_module, grant) = if is_wasm && capped.is_none() {
             (self.wasm_module_ref(job.id).await?, self.wasm_grant(job).await?)

@@ -29,8 +29,15 @@ pub trait LogStore: Send + Sync {
     /// One log row.
     async fn load_log(&self, id: LogId) -> Result<Option<LogRow>, StoreError>;
     /// The runs of `group` in flight ahead of log `before`: its logs with a smaller id that have
-    /// no result yet and whose trigger did not fail (`handle_code = 0`, `trigger_code` 0 or 200).
-    async fn running_ahead(&self, group: GroupId, before: LogId) -> Result<u64, StoreError>;
+    /// no result yet and whose trigger did not fail (`handle_code = 0`, `trigger_code` 0 or 200),
+    /// and whose trigger time is not after `at` — a log row staged by the pre-read for a later
+    /// second (docs/engine.md, "Pre-staged firing") is not in flight yet.
+    async fn running_ahead(
+        &self,
+        group: GroupId,
+        before: LogId,
+        at: DateTime<Utc>,
+    ) -> Result<u64, StoreError>;
     /// The group of each of `ids` that exists, as `(log, group)` pairs.
     async fn log_groups(&self, ids: &[LogId]) -> Result<Vec<(LogId, GroupId)>, StoreError>;
     /// Applies a callback (or a lost/kill result) with upstream's repeat guard: only a row with
@@ -62,7 +69,7 @@ pub trait LogStore: Send + Sync {
     async fn lost_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError>;
     /// jobwheel: logs whose trigger never got an executor's answer (trigger code 0, no result)
     /// triggered at or before `trigger_before`, by id — their admin stopped between writing the
-    /// row and the `/run` reply.
+    /// row and the `/run` reply. A row staged for a still-pending claim is not one of them.
     async fn stalled_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError>;
 }
 

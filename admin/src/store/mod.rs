@@ -193,8 +193,8 @@ pub trait ScheduleStore: Send + Sync {
         Ok(out)
     }
     /// Splits a broadcast trigger's claim into one claim per shard, in one transaction: if
-    /// `claim` is still pending it becomes shard `0/total` (fired, with a new log row from
-    /// `log`), and a pending claim `"i/total"` with the same job and fire time is inserted for
+    /// `claim` is still pending it becomes shard `0/total` (fired, with the log row staged for
+    /// it or else a new one from `log`), and a pending claim `"i/total"` with the same job and fire time is inserted for
     /// each `i` in `1..total`. Their ids come back in shard order (`None`: the claim was no
     /// longer pending). Each shard then fires by consuming its own claim, so shards that had
     /// not gone out when an admin died stay pending for recovery.
@@ -204,7 +204,13 @@ pub trait ScheduleStore: Send + Sync {
         log: &NewLog,
         total: usize,
     ) -> Result<Option<(LogId, Vec<ClaimId>)>, StoreError>;
-    /// Marks a pending claim discarded; false if it was no longer pending.
+    /// Fires staged claims (see [`ScheduleTx::stage_claims`]): in one transaction, marks each
+    /// claim fired **if still pending**; answers in input order whether this call took it (a
+    /// claim listed twice is taken once). Its log row exists already, so nothing else is
+    /// written before the trigger's `/run`.
+    async fn take_claims(&self, claims: &[ClaimId]) -> Result<Vec<bool>, StoreError>;
+    /// Marks a pending claim discarded, and deletes the log row staged for it (if any, and if
+    /// it has no trigger outcome); false if it was no longer pending.
     async fn discard_claim(&self, claim: ClaimId) -> Result<bool, StoreError>;
     /// Deletes fired and discarded claims with `fire_time_ms < before_ms`; the number deleted.
     async fn purge_claims(&self, before_ms: i64) -> Result<u64, StoreError>;
@@ -222,6 +228,14 @@ pub trait ScheduleTx: Send {
     async fn update_trigger_times(&mut self, updates: &[TriggerTimeUpdate]) -> Result<u64, StoreError>;
     /// Inserts pending claims; their ids in input order.
     async fn insert_claims(&mut self, claims: &[NewClaim]) -> Result<Vec<ClaimId>, StoreError>;
+    /// Pre-staged firing: inserts each claim's log row (`trigger_code` 0, the scheduled trigger
+    /// time) and the pending claim pointing at it; `(claim, log)` ids in input order. Firing
+    /// then only takes the claim ([`ScheduleStore::take_claims`]); a staged claim nobody fired
+    /// is recovered like any pending one, with its log row.
+    async fn stage_claims(
+        &mut self,
+        claims: &[(NewClaim, NewLog)],
+    ) -> Result<Vec<(ClaimId, LogId)>, StoreError>;
     /// Commits and releases the lock.
     async fn commit(self: Box<Self>) -> Result<(), StoreError>;
 }

@@ -131,6 +131,43 @@ pub(super) async fn insert_claims(
     Ok(ids)
 }
 
+/// Pre-staged firing: the log rows of `claims` (one multi-row insert per chunk), then the
+/// pending claims pointing at them; `(claim, log)` ids in input order. Runs in the pre-read's
+/// transaction, so a claim and its log row exist together or not at all.
+pub(super) async fn stage_claims(
+    tx: &mut Tx,
+    id_step: i64,
+    claims: &[(NewClaim, NewLog)],
+) -> Result<Vec<(ClaimId, LogId)>, StoreError> {
+    let mut ids = Vec::with_capacity(claims.len());
+    for chunk in claims.chunks(CHUNK) {
+        let mut q = QueryBuf::new(
+            "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, handle_code) VALUES ",
+        );
+        for (i, (_, log)) in chunk.iter().enumerate() {
+            q.push(if i == 0 { "(" } else { ", (" });
+            q.bind(log.job_group).push(", ").bind(log.job_id);
+            q.push(", TS(").bind(secs(log.trigger_time)).push("), 0, 0)");
+        }
+        q.push(" RETURNING id");
+        let logs = insert_rows(tx.ex(), id_step, &q, chunk.len()).await?;
+        let mut q = QueryBuf::new(
+            "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status, log_id) VALUES ",
+        );
+        for (i, ((claim, _), log)) in chunk.iter().zip(&logs).enumerate() {
+            q.push(if i == 0 { "(" } else { ", (" });
+            q.bind_list([Arg::from(claim.job_id), claim.fire_time_ms.into(), claim.claimed_at_ms.into()])
+                .push(", 0, ")
+                .bind(*log)
+                .push(")");
+        }
+        q.push(" RETURNING id");
+        let claim_ids = insert_rows(tx.ex(), id_step, &q, chunk.len()).await?;
+        ids.extend(claim_ids.into_iter().zip(logs).map(|(c, l)| (ClaimId(c), LogId(l))));
+    }
+    Ok(ids)
+}
+
 /// Marks the pending claims among `wanted` fired and answers which they were; the rest were
 /// fired or discarded already (by another trigger or admin). SQLite's write lock serializes, so
 /// one `UPDATE … RETURNING` decides; PostgreSQL first locks the rows in id order, so two admins
@@ -230,6 +267,26 @@ impl SqlStore {
         tx.ex().execute(&q, q.args()).await?;
         tx.commit().await?;
         Ok(firing.into_iter().zip(log_ids).collect())
+    }
+
+    pub(super) async fn take_claims_batch(&self, claims: &[ClaimId]) -> Result<Vec<bool>, StoreError> {
+        let mut out = Vec::with_capacity(claims.len());
+        for chunk in claims.chunks(CHUNK) {
+            let wanted: BTreeSet<ClaimId> = chunk.iter().copied().collect();
+            let taken = retry_deadlock!(
+                async {
+                    let mut tx = self.db.begin().await?;
+                    let taken = take_pending_claims(&mut tx, &wanted).await?;
+                    tx.commit().await?;
+                    Ok::<_, StoreError>(taken)
+                }
+                .await
+            )?;
+            // The first listing of each taken claim fires; repeats get nothing.
+            let mut used = HashSet::new();
+            out.extend(chunk.iter().map(|claim| taken.contains(claim) && used.insert(*claim)));
+        }
+        Ok(out)
     }
 
     pub(super) async fn update_log_triggers_batch(

@@ -46,14 +46,19 @@ static FAILED_IDS: Sql = Sql::new(
     ) ORDER BY id ASC LIMIT ?",
 );
 static SET_ALARM: Sql = Sql::new("UPDATE xxl_job_log SET alarm_status = ? WHERE id = ? AND alarm_status = ?");
+/// A row staged for a claim that is still pending was never sent: claim recovery fires or
+/// discards it, so it is not "stalled" however old (all admins down for a while).
 static STALLED_IDS: Sql = Sql::new(
     "SELECT id FROM xxl_job_log \
-    WHERE trigger_code = 0 AND handle_code = 0 AND trigger_time <= TS(?) ORDER BY id",
+    WHERE trigger_code = 0 AND handle_code = 0 AND trigger_time <= TS(?) \
+    AND id NOT IN (SELECT log_id FROM jobwheel_ring_claim WHERE status = 0 AND log_id IS NOT NULL) \
+    ORDER BY id",
 );
 /// A range scan of `i_log_group_running` (migration 0015) over the group's running rows.
 static RUNNING_AHEAD: Sql = Sql::new(
     "SELECT I64(COUNT(*)) FROM xxl_job_log \
-    WHERE job_group = ? AND handle_code = 0 AND trigger_code IN (0, 200) AND id < ?",
+    WHERE job_group = ? AND handle_code = 0 AND trigger_code IN (0, 200) AND id < ? \
+    AND trigger_time <= TS(?)",
 );
 static LOST_IDS: Sql = Sql::new(
     "SELECT t.id FROM xxl_job_log t \
@@ -121,8 +126,14 @@ impl LogStore for SqlStore {
         self.ex().fetch_optional(&LOAD_LOG, &args![id]).await
     }
 
-    async fn running_ahead(&self, group: GroupId, before: LogId) -> Result<u64, StoreError> {
-        let count: Option<i64> = self.ex().fetch_value(&RUNNING_AHEAD, &args![group, before]).await?;
+    async fn running_ahead(
+        &self,
+        group: GroupId,
+        before: LogId,
+        at: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        let count: Option<i64> =
+            self.ex().fetch_value(&RUNNING_AHEAD, &args![group, before, secs(at)]).await?;
         Ok(count.map_or(0, |n| u64::try_from(n).unwrap_or(0)))
     }
 

@@ -43,6 +43,10 @@ static INSERT_SHARD_CLAIM: Sql = Sql::new(
     SELECT job_id, fire_time_ms, I64(?), 0, ? FROM jobwheel_ring_claim WHERE id = ? RETURNING id",
 );
 static DISCARD_CLAIM: Sql = Sql::new("UPDATE jobwheel_ring_claim SET status = 2 WHERE id = ? AND status = 0");
+static CLAIM_LOG: Sql = Sql::new("SELECT log_id FROM jobwheel_ring_claim WHERE id = ?");
+/// The log row staged for a discarded claim; one that has a trigger outcome is history, kept.
+static DELETE_STAGED_LOG: Sql =
+    Sql::new("DELETE FROM xxl_job_log WHERE id = ? AND trigger_code = 0 AND handle_code = 0");
 static PURGE_CLAIMS: Sql = Sql::new("DELETE FROM jobwheel_ring_claim WHERE status <> 0 AND fire_time_ms < ?");
 
 /// A pre-read holding the schedule lock.
@@ -103,9 +107,16 @@ impl ScheduleStore for SqlStore {
         if tx.ex().execute(&TAKE_FIRST_SHARD, &args![format!("0/{total}"), claim]).await? == 0 {
             return Ok(None);
         }
-        let insert = args![log.job_group, log.job_id, secs(log.trigger_time)];
-        let log_id = LogId(tx.ex().insert_id(&INSERT_LOG, &insert).await?);
-        tx.ex().execute(&SET_CLAIM_LOG, &args![log_id, claim]).await?;
+        let staged: Option<Option<LogId>> = tx.ex().fetch_value(&CLAIM_LOG, &args![claim]).await?;
+        let log_id = match staged.flatten() {
+            Some(log_id) => log_id,
+            None => {
+                let insert = args![log.job_group, log.job_id, secs(log.trigger_time)];
+                let log_id = LogId(tx.ex().insert_id(&INSERT_LOG, &insert).await?);
+                tx.ex().execute(&SET_CLAIM_LOG, &args![log_id, claim]).await?;
+                log_id
+            }
+        };
         let claimed_at_ms = chrono::Utc::now().timestamp_millis();
         let mut shards = Vec::with_capacity(total.saturating_sub(1));
         // One row per shard: a broadcast group has a handful of executors, not thousands.
@@ -117,8 +128,21 @@ impl ScheduleStore for SqlStore {
         Ok(Some((log_id, shards)))
     }
 
+    async fn take_claims(&self, claims: &[ClaimId]) -> Result<Vec<bool>, StoreError> {
+        self.take_claims_batch(claims).await
+    }
+
     async fn discard_claim(&self, claim: ClaimId) -> Result<bool, StoreError> {
-        Ok(self.ex().execute(&DISCARD_CLAIM, &args![claim]).await? > 0)
+        let mut tx = self.db.begin().await?;
+        if tx.ex().execute(&DISCARD_CLAIM, &args![claim]).await? == 0 {
+            return Ok(false);
+        }
+        let staged: Option<Option<LogId>> = tx.ex().fetch_value(&CLAIM_LOG, &args![claim]).await?;
+        if let Some(log_id) = staged.flatten() {
+            tx.ex().execute(&DELETE_STAGED_LOG, &args![log_id]).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
     }
 
     async fn purge_claims(&self, before_ms: i64) -> Result<u64, StoreError> {
@@ -163,6 +187,13 @@ impl ScheduleTx for SqlScheduleTx {
 
     async fn insert_claims(&mut self, claims: &[NewClaim]) -> Result<Vec<ClaimId>, StoreError> {
         super::batch::insert_claims(&mut self.tx, self.id_step, claims).await
+    }
+
+    async fn stage_claims(
+        &mut self,
+        claims: &[(NewClaim, NewLog)],
+    ) -> Result<Vec<(ClaimId, LogId)>, StoreError> {
+        super::batch::stage_claims(&mut self.tx, self.id_step, claims).await
     }
 
     async fn commit(self: Box<Self>) -> Result<(), StoreError> {

@@ -38,14 +38,17 @@ async fn due_job_fires_now_then_rings_its_next_second() -> anyhow::Result<()> {
 
     engine.wait_triggers_idle().await;
     let rows = logs(&*store, id).await?;
-    assert_eq!(rows.len(), 1);
+    assert_eq!(rows.len(), 2, "the fire and the ring's staged row");
     assert_eq!(rows[0].trigger_code, 200);
     assert!(rows[0].trigger_msg.as_deref().unwrap_or_default().contains("Cron触发"));
+    assert_eq!(rows[1].trigger_code, 0, "staged, waiting for its second");
 
     let fired = engine.drain_ring(ring_second(T0 + 1000));
     assert_eq!(fired.len(), 1);
     engine.wait_triggers_idle().await;
-    assert_eq!(logs(&*store, id).await?.len(), 2);
+    let rows = logs(&*store, id).await?;
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r.trigger_code == 200));
     assert_eq!(fake.runs().len(), 2);
     // Both claims were consumed: nothing is left for recovery.
     assert!(store.pending_claims(i64::MAX).await?.is_empty());
@@ -270,7 +273,10 @@ async fn recovery_contract(db: &Db) -> anyhow::Result<()> {
 
     // A claims both into its ring; neither is fired.
     assert_eq!(a.schedule_cycle(T0).await?.fires.len(), 2);
-    assert_eq!(store_b.pending_claims(i64::MAX).await?.len(), 2);
+    let pending = store_b.pending_claims(i64::MAX).await?;
+    assert_eq!(pending.len(), 2);
+    // Staged by A's pre-read: the rows B must fire instead of inserting its own.
+    let staged: Vec<_> = pending.iter().map(|c| c.log_id.expect("staged row")).collect();
 
     // B, 3.5 s after the fire time: 3.5 s late ≤ 5 s → fired late, both of them.
     let done = b.recover_claims(T0 + 5500).await?;
@@ -280,8 +286,12 @@ async fn recovery_contract(db: &Db) -> anyhow::Result<()> {
     // A wakes up and drains its ring: the claims are gone, nothing fires twice.
     a.drain_ring(ring_second(T0 + 2000));
     a.wait_triggers_idle().await;
-    assert_eq!(logs(&*store_a, late).await?.len(), 1);
-    assert_eq!(logs(&*store_a, lost).await?.len(), 1);
+    let fired = [logs(&*store_a, late).await?, logs(&*store_a, lost).await?];
+    for (rows, staged) in fired.iter().zip(&staged) {
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].id, rows[0].trigger_code), (*staged, 200), "the staged row fired");
+        assert_eq!(rows[0].trigger_time, Some(crate::engine::support::at_ms(T0 + 2000)));
+    }
     assert_eq!(fake.runs().len(), 2);
     // B's recovery again finds nothing.
     assert!(b.recover_claims(T0 + 6000).await?.is_empty());

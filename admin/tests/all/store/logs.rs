@@ -43,9 +43,17 @@ async fn running_ahead(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     a.update_log_trigger(&triggered(logs[2], 200, "http://a/")).await?;
     a.apply_handle_result(&result(logs[2], 200, None)).await?; // finished
     // logs[3] is being triggered (trigger_code 0); logs[4] asks.
-    ensure!(b.running_ahead(g, logs[4]).await? == 2, "logs 0 and 3 are ahead");
-    ensure!(b.running_ahead(g, logs[1]).await? == 1, "only smaller ids count");
-    ensure!(b.running_ahead(other, LogId(i64::MAX)).await? == 1, "per group");
+    let now = at("2030-01-01T00:00:00Z");
+    ensure!(b.running_ahead(g, logs[4], now).await? == 2, "logs 0 and 3 are ahead");
+    ensure!(b.running_ahead(g, logs[1], now).await? == 1, "only smaller ids count");
+    ensure!(b.running_ahead(other, LogId(i64::MAX), now).await? == 1, "per group");
+    // A row the pre-read staged for a later second is not running yet.
+    let staged =
+        a.insert_log(&NewLog { job_group: g, job_id, trigger_time: at("2030-01-01T00:00:04Z") }).await?;
+    let last = a.insert_log(&NewLog { job_group: g, job_id, trigger_time: now }).await?;
+    ensure!(b.running_ahead(g, last, now).await? == 3, "logs 0, 3 and 4; not the staged one");
+    ensure!(b.running_ahead(g, last, at("2030-01-01T00:00:04Z")).await? == 4, "its second has come");
+    ensure!(staged.0 > 0);
     ensure!(a.delete_job(job_id).await? && a.delete_job(other_job).await?);
     ensure!(a.delete_group(g).await? && a.delete_group(other).await?);
     Ok(())

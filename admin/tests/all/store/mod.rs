@@ -20,6 +20,7 @@ mod catalog;
 mod credentials;
 mod logs;
 mod schedule;
+mod staging;
 
 /// Two admins on one database.
 #[derive(Clone)]
@@ -33,6 +34,7 @@ async fn check_store(admins: Admins) -> anyhow::Result<()> {
     catalog::check(&admins).await.context("groups, registry, jobs, users, wasm")?;
     logs::check(&admins).await.context("logs and reports")?;
     schedule::check(&admins).await.context("schedule lock and ring claims")?;
+    staging::check(&admins).await.context("pre-staged firing")?;
     credentials::check(&admins).await.context("sessions and API tokens")?;
     batches::check(&admins).await.context("batch methods of the trigger and callback paths")?;
     audit::check(&admins).await.context("the audit log")?;

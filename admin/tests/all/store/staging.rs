@@ -1,0 +1,117 @@
+//! Contract checks for pre-staged firing: the pre-read inserts each claim's log row with the
+//! claim, firing only takes the claim (once, across admins), a discarded claim takes its staged
+//! row with it, and a broadcast split of a staged claim keeps the staged row as shard 0.
+
+use std::sync::Arc;
+
+use anyhow::ensure;
+use jobwheel_admin::store::prelude::*;
+use jobwheel_admin::store::{ClaimId, GroupId, JobId, LogFilter, NewClaim, NewLog, Page};
+
+use crate::store::{Admins, at, group, job};
+
+/// Epoch ms of the staged fires below (2036-01-01T00:00:00Z).
+const T: i64 = 2_082_758_400_000;
+
+pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
+    let g = group(&*admins.a, "staging-app").await?;
+    let j = admins.a.add_job(&job(g, "staged")).await?;
+    stage_and_take(admins, g, j).await?;
+    take_race(admins, g, j).await?;
+    discard_and_split(admins, g, j).await?;
+    ensure!(admins.a.delete_job(j).await?);
+    Ok(())
+}
+
+fn staged(g: GroupId, j: JobId, fire_time_ms: i64) -> (NewClaim, NewLog) {
+    let claim = NewClaim { job_id: j, fire_time_ms, claimed_at_ms: T - 5_000 };
+    let trigger_time = chrono::DateTime::from_timestamp_millis(fire_time_ms).expect("time");
+    (claim, NewLog { job_group: g, job_id: j, trigger_time })
+}
+
+async fn stage(
+    store: &dyn Store,
+    items: &[(NewClaim, NewLog)],
+) -> anyhow::Result<Vec<(ClaimId, jobwheel_admin::store::LogId)>> {
+    let mut tx = store.begin_schedule().await?;
+    let ids = tx.stage_claims(items).await?;
+    tx.commit().await?;
+    Ok(ids)
+}
+
+/// Staged rows exist before their second, with the scheduled trigger time and no outcome; the
+/// claims are pending and point at them; taking them answers per claim, once.
+async fn stage_and_take(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> anyhow::Result<()> {
+    // More than one statement's chunk, so chunked ids must still pair up.
+    let items: Vec<_> = (0..300).map(|i| staged(g, j, T + 1_000 * (i % 5))).collect();
+    let ids = stage(&**a, &items).await?;
+    ensure!(ids.len() == 300, "{} staged", ids.len());
+    for ((claim, log), (new_claim, new_log)) in ids.iter().zip(&items).step_by(37) {
+        let row = b.load_log(*log).await?.expect("staged log row");
+        ensure!(row.job_id == j && row.trigger_code == 0 && row.handle_code == 0);
+        ensure!(row.trigger_time == Some(new_log.trigger_time), "the scheduled second: {row:?}");
+        let pending = b.pending_claims(new_claim.fire_time_ms).await?;
+        let found = pending.iter().find(|c| c.id == *claim).expect("pending claim");
+        ensure!(found.log_id == Some(*log) && found.fire_time_ms == new_claim.fire_time_ms);
+    }
+    let claims: Vec<ClaimId> = ids.iter().map(|(c, _)| *c).collect();
+    // However old, a row whose claim is pending was never sent: recovery's, not "stalled".
+    // Before 2038: MariaDB's FROM_UNIXTIME ends there.
+    let far = at("2037-06-01T00:00:00Z");
+    ensure!(!b.stalled_log_ids(far).await?.contains(&ids[0].1), "pending: not stalled");
+    let mut asked = claims[..3].to_vec();
+    asked.push(claims[0]);
+    asked.push(ClaimId(i64::MAX));
+    ensure!(b.take_claims(&asked).await? == [true, true, true, false, false], "each once, a missing one not");
+    ensure!(a.take_claims(&claims[..3]).await? == [false; 3], "taken already");
+    let rest = a.take_claims(&claims[3..]).await?;
+    ensure!(rest.iter().all(|t| *t) && rest.len() == 297, "the rest in one call");
+    ensure!(a.pending_claims(i64::MAX).await?.is_empty());
+    // Taken but never answered (its admin died before the outcome): now it is stalled.
+    ensure!(b.stalled_log_ids(far).await?.contains(&ids[0].1), "taken: stalled");
+    Ok(())
+}
+
+/// Two admins take the same staged claims at once: each claim goes to exactly one of them.
+async fn take_race(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> anyhow::Result<()> {
+    let items: Vec<_> = (0..40).map(|i| staged(g, j, T + 10_000 + i)).collect();
+    let claims: Vec<ClaimId> = stage(&**a, &items).await?.into_iter().map(|(c, _)| c).collect();
+    let mut reversed = claims.clone();
+    reversed.reverse();
+    let take = |store: Arc<dyn Store>, claims: Vec<ClaimId>| {
+        tokio::spawn(async move { store.take_claims(&claims).await })
+    };
+    let (ra, rb) = tokio::join!(take(a.clone(), claims.clone()), take(b.clone(), reversed));
+    let (ra, mut rb) = (ra??, rb??);
+    rb.reverse();
+    for (i, (x, y)) in ra.iter().zip(&rb).enumerate() {
+        ensure!(x != y, "claim {i} taken by exactly one admin: {x} {y}");
+    }
+    Ok(())
+}
+
+/// Discarding a staged claim deletes its row (nothing ran); splitting one for a broadcast
+/// keeps the staged row as shard 0's log and adds pending claims for the other shards.
+async fn discard_and_split(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> anyhow::Result<()> {
+    let ids = stage(&**a, &[staged(g, j, T + 20_000), staged(g, j, T + 21_000)]).await?;
+    let ((discarded, discarded_log), (split, split_log)) = (ids[0], ids[1]);
+    ensure!(b.discard_claim(discarded).await?);
+    ensure!(a.load_log(discarded_log).await?.is_none(), "a discarded claim's staged row is deleted");
+    ensure!(!a.discard_claim(discarded).await?, "once");
+
+    let log = NewLog { job_group: g, job_id: j, trigger_time: at("2036-01-01T00:00:21Z") };
+    let (first, shards) = b.split_claim(split, &log, 3).await?.expect("pending");
+    ensure!(first == split_log, "shard 0 fires the staged row");
+    ensure!(shards.len() == 2);
+    let pending = a.pending_claims(i64::MAX).await?;
+    ensure!(pending.iter().all(|c| c.log_id.is_none()) && pending.len() == 2, "{pending:?}");
+    // The shard claims fire like unstaged ones; a fired claim's row is not deleted by discard.
+    for shard in shards {
+        ensure!(a.consume_claim_and_insert_log(shard, &log).await?.is_some());
+    }
+    ensure!(!a.discard_claim(split).await?);
+    let filter = LogFilter { job_id: Some(j), ..LogFilter::default() };
+    let logs = a.page_logs(&filter, Page { offset: 0, limit: 1 }).await?;
+    ensure!(logs.total == 300 + 40 + 3, "staged, raced and the split's rows: {}", logs.total);
+    Ok(())
+}
