@@ -47,22 +47,31 @@ fn is_deadlock(e: &StoreError) -> bool {
     matches!(e, StoreError::Database(sqlx::Error::Database(d)) if matches!(d.code().as_deref(), Some("40001" | "40P01")))
 }
 
-/// Runs a multi-row `INSERT … RETURNING id` of `rows` rows; the new ids in input order. SQLite
-/// and PostgreSQL assign one statement's ids in row order (SQLite under its write lock,
-/// PostgreSQL's sequence as the rows are produced), so ascending ids are the input order.
+/// Runs the multi-row `INSERT` `q` (without `RETURNING`) of `rows` rows; the new ids in input
+/// order. Each backend numbers one statement's rows consecutively in row order: MySQL by
+/// `@@auto_increment_increment` from `LAST_INSERT_ID()` (the first row's), SQLite one by one up
+/// to `last_insert_rowid()` (the last row's; one writer at a time, each row max + 1), and
+/// PostgreSQL's sequence as the rows are produced (read back with `RETURNING`, where the
+/// rows cost nothing extra).
 async fn insert_rows(
     ex: Ex<'_>,
     id_step: i64,
-    q: &QueryBuf<'_>,
+    mut q: QueryBuf<'_>,
     rows: usize,
 ) -> Result<Vec<i64>, StoreError> {
+    let count = i64::try_from(rows).unwrap_or(i64::MAX);
     match ex.backend() {
         Backend::MySql => {
-            let first: i64 = ex.insert_id(q, q.args()).await?;
-            Ok((0..rows).map(|i| first + id_step * i as i64).collect())
+            let first: i64 = ex.insert_id(&q, q.args()).await?;
+            Ok((0..count).map(|i| first + id_step * i).collect())
         }
-        Backend::Sqlite | Backend::Postgres => {
-            let mut ids: Vec<i64> = ex.fetch_column(q, q.args()).await?;
+        Backend::Sqlite => {
+            let last = ex.sqlite_last_rowid(&q, q.args()).await?;
+            Ok((0..count).map(|i| last - (count - 1 - i)).collect())
+        }
+        Backend::Postgres => {
+            q.push(" RETURNING id");
+            let mut ids: Vec<i64> = ex.fetch_column(&q, q.args()).await?;
             ids.sort_unstable();
             Ok(ids)
         }
@@ -125,8 +134,7 @@ pub(super) async fn insert_claims(
             q.bind_list([Arg::from(claim.job_id), claim.fire_time_ms.into(), claim.claimed_at_ms.into()])
                 .push(", 0)");
         }
-        q.push(" RETURNING id");
-        ids.extend(insert_rows(tx.ex(), id_step, &q, chunk.len()).await?.into_iter().map(ClaimId));
+        ids.extend(insert_rows(tx.ex(), id_step, q, chunk.len()).await?.into_iter().map(ClaimId));
     }
     Ok(ids)
 }
@@ -149,8 +157,7 @@ pub(super) async fn stage_claims(
             q.bind(log.job_group).push(", ").bind(log.job_id);
             q.push(", TS(").bind(secs(log.trigger_time)).push("), 0, 0)");
         }
-        q.push(" RETURNING id");
-        let logs = insert_rows(tx.ex(), id_step, &q, chunk.len()).await?;
+        let logs = insert_rows(tx.ex(), id_step, q, chunk.len()).await?;
         let mut q = QueryBuf::new(
             "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status, log_id) VALUES ",
         );
@@ -161,8 +168,7 @@ pub(super) async fn stage_claims(
                 .bind(*log)
                 .push(")");
         }
-        q.push(" RETURNING id");
-        let claim_ids = insert_rows(tx.ex(), id_step, &q, chunk.len()).await?;
+        let claim_ids = insert_rows(tx.ex(), id_step, q, chunk.len()).await?;
         ids.extend(claim_ids.into_iter().zip(logs).map(|(c, l)| (ClaimId(c), LogId(l))));
     }
     Ok(ids)
@@ -170,7 +176,8 @@ pub(super) async fn stage_claims(
 
 /// Marks the pending claims among `wanted` fired and answers which they were; the rest were
 /// fired or discarded already (by another trigger or admin). SQLite's write lock serializes, so
-/// one `UPDATE … RETURNING` decides; PostgreSQL first locks the rows in id order, so two admins
+/// one update decides: when it changed every wanted row (the usual case) nothing else is read,
+/// and otherwise the rows it changed are read back; PostgreSQL first locks the rows in id order, so two admins
 /// taking overlapping batches never deadlock; MySQL, without `UPDATE … RETURNING`, learns the
 /// pending ones from the locking read and then updates exactly those.
 async fn take_pending_claims(
@@ -192,7 +199,19 @@ async fn take_pending_claims(
         }
     }
     let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE status = 0 AND id IN (");
-    q.bind_list(wanted.iter().copied()).push(") RETURNING id");
+    q.bind_list(wanted.iter().copied()).push(")");
+    if backend == Backend::Sqlite {
+        // No `RETURNING`: sqlx hands every returned row over separately (see `insert_rows`).
+        let mut pending =
+            QueryBuf::new("SELECT I64(COUNT(*)) FROM jobwheel_ring_claim WHERE status = 0 AND id IN (");
+        pending.bind_list(wanted.iter().copied()).push(")");
+        let count: Option<i64> = tx.ex().fetch_value(&pending, pending.args()).await?;
+        if count.and_then(|n| usize::try_from(n).ok()) == Some(wanted.len()) {
+            tx.ex().execute(&q, q.args()).await?;
+            return Ok(wanted.iter().copied().collect());
+        }
+    }
+    q.push(" RETURNING id");
     Ok(tx.ex().fetch_column(&q, q.args()).await?.into_iter().collect())
 }
 
@@ -253,9 +272,8 @@ impl SqlStore {
                 .bind(secs(log.trigger_time))
                 .push("), 0, 0)");
         }
-        q.push(" RETURNING id");
         let log_ids: Vec<LogId> =
-            insert_rows(tx.ex(), self.db.id_step(), &q, firing.len()).await?.into_iter().map(LogId).collect();
+            insert_rows(tx.ex(), self.db.id_step(), q, firing.len()).await?.into_iter().map(LogId).collect();
         let q = update_from_values(
             self.db.backend(),
             "jobwheel_ring_claim",
@@ -312,7 +330,7 @@ impl SqlStore {
     /// One chunk of [`Self::update_log_triggers_batch`] whose log ids are distinct.
     async fn update_log_triggers_chunk(&self, chunk: &[LogTriggerUpdate]) -> Result<Vec<bool>, StoreError> {
         let backend = self.db.backend();
-        let mut q = update_from_values(
+        let q = update_from_values(
             backend,
             "xxl_job_log",
             &[
@@ -349,9 +367,17 @@ impl SqlStore {
         // instead of sleeping in the busy handler.
         let mut tx = self.db.begin().await?;
         let found: HashSet<LogId> = if backend == Backend::Sqlite {
-            // One writer at a time: no row locks to order.
-            q.push(" RETURNING id");
-            tx.ex().fetch_column(&q, q.args()).await?.into_iter().collect()
+            // One writer at a time: no row locks to order. Every row updated (the usual case)
+            // needs nothing read back; otherwise the ones that exist are looked up, still
+            // under the write lock (no `RETURNING` rows: see `insert_rows`).
+            let updated = tx.ex().execute(&q, q.args()).await?;
+            if usize::try_from(updated).ok() == Some(chunk.len()) {
+                chunk.iter().map(|u| u.log_id).collect()
+            } else {
+                let mut find = QueryBuf::new("SELECT id FROM xxl_job_log WHERE id IN (");
+                find.bind_list(chunk.iter().map(|u| u.log_id)).push(")");
+                tx.ex().fetch_column(&find, find.args()).await?.into_iter().collect()
+            }
         } else {
             // The rows that exist, locked in id order, then the update. The callback path
             // (`apply_handle_results_chunk`) locks the same logs in id order; an `UPDATE … FROM
