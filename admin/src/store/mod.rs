@@ -23,6 +23,7 @@ mod log_store;
 mod mysql;
 mod pool;
 mod postgres;
+mod query_buf;
 mod sql;
 mod sqlite;
 mod support;
