@@ -65,6 +65,11 @@ impl LogReportStore for SqlStore {
                     .bind(i64::from(clear.keep_newest))
                     .push(") AS newest)");
             }
+            // A row staged for a pending claim is a run about to start, not history: its trigger
+            // would otherwise go out with a log id that no longer exists.
+            find.push(
+                " AND id NOT IN (SELECT log_id FROM jobwheel_ring_claim WHERE status = 0 AND log_id IS NOT NULL)",
+            );
             find.push(" ORDER BY id ASC LIMIT ").bind(i64::from(CLEAR_BATCH));
             let ids: Vec<LogId> = self.ex().fetch_column(&find, find.args()).await?;
             if ids.is_empty() {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::ensure;
 use jobwheel_admin::store::prelude::*;
-use jobwheel_admin::store::{ClaimId, GroupId, JobId, LogFilter, NewClaim, NewLog, Page};
+use jobwheel_admin::store::{ClaimId, GroupId, JobId, LogClear, LogFilter, NewClaim, NewLog, Page};
 
 use crate::store::{Admins, at, group, job};
 
@@ -113,5 +113,13 @@ async fn discard_and_split(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> an
     let filter = LogFilter { job_id: Some(j), ..LogFilter::default() };
     let logs = a.page_logs(&filter, Page { offset: 0, limit: 1 }).await?;
     ensure!(logs.total == 300 + 40 + 3, "staged, raced and the split's rows: {}", logs.total);
+
+    // Clearing a job's logs ("clear all") leaves a row whose claim is still pending.
+    let pending = stage(&**a, &[staged(g, j, T + 30_000)]).await?[0].1;
+    let clear = LogClear { job_group: None, job_id: Some(j), trigger_before: None, keep_newest: 0 };
+    ensure!(b.clear_logs(&clear).await? == 343, "every fired row goes");
+    let left = a.page_logs(&filter, Page { offset: 0, limit: 10 }).await?;
+    ensure!(left.total == 1 && left.rows[0].id == pending, "only the pending claim's row stays");
+    ensure!(a.take_claims(&[ids[1].0]).await? == [false], "the split claim was fired already");
     Ok(())
 }
