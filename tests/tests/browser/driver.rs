@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
+use fantoccini::error::CmdError;
 use fantoccini::{Client, ClientBuilder, Locator, elements::Element};
 use serde_json::{Value, json};
 
@@ -150,30 +151,42 @@ impl Browser {
             .with_context(|| format!("no element {css} within {PATIENCE:?}"))
     }
 
-    /// Clicks the first element matching `css`. The app re-renders parts of the page (the menu
-    /// on a route change, a table after a search), so an element found an instant ago can be
-    /// replaced before the click lands; then the new one is found and clicked.
-    pub(crate) async fn click(&self, css: &str) -> anyhow::Result<()> {
+    /// Runs `act` on the first element matching `css`. The app re-renders parts of the page
+    /// (the menu on a route change, a table after a search, a form on load), so an element
+    /// found an instant ago can be replaced before the action lands; then the new one is found
+    /// and `act` runs again, until [`PATIENCE`] is spent.
+    async fn act_on<F, Fut>(&self, css: &str, act: F) -> anyhow::Result<()>
+    where
+        F: Fn(Element) -> Fut,
+        Fut: Future<Output = Result<(), CmdError>>,
+    {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            match self.find(css).await?.click().await {
+            match act(self.find(css).await?).await {
                 Err(e) if e.is_stale_element_reference() && Instant::now() < deadline => {}
-                done => return done.with_context(|| format!("cannot click {css}")),
+                done => return Ok(done?),
             }
         }
     }
 
+    pub(crate) async fn click(&self, css: &str) -> anyhow::Result<()> {
+        self.act_on(css, |el| async move { el.click().await })
+            .await
+            .with_context(|| format!("cannot click {css}"))
+    }
+
     /// Replaces the value of the input `css` with `text`.
     pub(crate) async fn fill(&self, css: &str, text: &str) -> anyhow::Result<()> {
-        let input = self.find(css).await?;
-        input.clear().await?;
-        input.send_keys(text).await.with_context(|| format!("cannot type into {css}"))
+        self.act_on(css, |el| async move {
+            el.clear().await?;
+            el.send_keys(text).await
+        })
+        .await
+        .with_context(|| format!("cannot type into {css}"))
     }
 
     pub(crate) async fn choose(&self, css: &str, value: &str) -> anyhow::Result<()> {
-        self.find(css)
-            .await?
-            .select_by_value(value)
+        self.act_on(css, |el| async move { el.select_by_value(value).await })
             .await
             .with_context(|| format!("no option {value} in {css}"))
     }
