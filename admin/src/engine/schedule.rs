@@ -13,8 +13,7 @@ use super::fix_delay::FIX_DELAY_PARKED;
 use super::i18n::TriggerType;
 use super::misfire::MisfireStrategy;
 use super::ring::{RingEntry, ring_second};
-use super::trigger::TriggerRequest;
-use super::trigger::to_datetime;
+use super::trigger::{TriggerRequest, route_strategy, to_datetime};
 use super::{Engine, EngineError};
 use crate::calendar::{DayRules, next_fire, rules_by_job};
 use crate::cron::{ScheduleType, parse_time_zone};
@@ -177,9 +176,8 @@ impl Engine {
         let no_rules = DayRules::default();
         let mut planned = Vec::new();
         // Pre-staged firing: a claim with its log row, or (a broadcast, whose shards depend on
-        // the registry at fire time) a bare claim. Their positions in `planned` are kept.
-        let mut staged = Vec::new();
-        let mut bare = Vec::new();
+        // the registry at fire time) a bare claim.
+        let mut claims = Vec::new();
         let mut skipped = Vec::new();
         for job in &jobs {
             let rules = day_rules.get(&job.id).unwrap_or(&no_rules);
@@ -193,31 +191,23 @@ impl Engine {
             if let Some(missed_ms) = plan.skipped {
                 skipped.push((job, missed_ms));
             }
-            let broadcast = job.job.executor_route_strategy.as_deref().and_then(|s| s.parse().ok())
-                == Some(ExecutorRouteStrategy::ShardingBroadcast);
+            let broadcast = route_strategy(job) == Some(ExecutorRouteStrategy::ShardingBroadcast);
             for (fire_time_ms, trigger_type, placement) in plan.fires {
                 let claim = NewClaim { job_id: job.id, fire_time_ms, claimed_at_ms: now_ms };
-                if broadcast {
-                    bare.push(claim);
-                } else {
-                    let log = NewLog {
-                        job_group: job.job.job_group,
-                        job_id: job.id,
-                        trigger_time: to_datetime(fire_time_ms),
-                    };
-                    staged.push((claim, log));
-                }
-                planned.push((job.id, fire_time_ms, trigger_type, placement, broadcast));
+                let log = NewLog {
+                    job_group: job.job.job_group,
+                    job_id: job.id,
+                    trigger_time: to_datetime(fire_time_ms),
+                };
+                claims.push((claim, (!broadcast).then_some(log)));
+                planned.push((job.id, fire_time_ms, trigger_type, placement));
             }
             report.updates.push(plan.update);
         }
         if !report.updates.is_empty() {
             tx.update_trigger_times(&report.updates).await?;
         }
-        let mut staged_ids =
-            if staged.is_empty() { Vec::new() } else { tx.stage_claims(&staged).await? }.into_iter();
-        let mut bare_ids =
-            if bare.is_empty() { Vec::new() } else { tx.insert_claims(&bare).await? }.into_iter();
+        let claim_ids = if claims.is_empty() { Vec::new() } else { tx.stage_claims(&claims).await? };
         tx.commit().await?;
         // After the commit, so only the admin whose pre-read advanced the job records the skip.
         for (job, missed_ms) in skipped {
@@ -226,14 +216,9 @@ impl Engine {
             }
         }
 
-        for (job_id, fire_time_ms, trigger_type, placement, broadcast) in planned {
-            let (claim, staged_log) = if broadcast {
-                let Some(claim) = bare_ids.next() else { break };
-                (claim, None)
-            } else {
-                let Some((claim, log)) = staged_ids.next() else { break };
-                (claim, Some(log))
-            };
+        for ((job_id, fire_time_ms, trigger_type, placement), (claim, staged_log)) in
+            planned.into_iter().zip(claim_ids)
+        {
             report.fires.push(PlannedFire { job_id, claim, fire_time_ms, trigger_type, placement });
             self.hold_claim(claim);
             match placement {

@@ -125,7 +125,7 @@ impl Engine {
         let group = self.load_group_batched(job.job.job_group).await?;
         let client = self.client_for(job.job.job_group).await;
         let targets = targets(group.as_ref(), request.address_list.as_deref(), client);
-        let strategy = job.job.executor_route_strategy.as_deref().and_then(|s| s.parse().ok());
+        let strategy = route_strategy(&job);
         let is_broadcast = strategy == Some(ExecutorRouteStrategy::ShardingBroadcast);
         let shards = plan_shards(is_broadcast, targets.addresses.len(), request.sharding_param.as_deref());
         // Upstream ≥ 3.3.2: every shard of one trigger shares one trigger time. A staged row
@@ -371,6 +371,11 @@ fn targets(
             client,
         },
     }
+}
+
+/// The job's routing strategy; `None` when the stored name is not one of the ten.
+pub(super) fn route_strategy(job: &JobRow) -> Option<ExecutorRouteStrategy> {
+    job.job.executor_route_strategy.as_deref().and_then(|s| s.parse().ok())
 }
 
 /// Epoch ms → `DateTime<Utc>` (the store keeps whole seconds of it).

@@ -227,16 +227,20 @@ pub trait ScheduleTx: Send {
     /// `AND trigger_status = 1`, so a job stopped meanwhile is not resurrected. Returns the
     /// number of jobs updated.
     async fn update_trigger_times(&mut self, updates: &[TriggerTimeUpdate]) -> Result<u64, StoreError>;
-    /// Inserts pending claims; their ids in input order.
-    async fn insert_claims(&mut self, claims: &[NewClaim]) -> Result<Vec<ClaimId>, StoreError>;
-    /// Pre-staged firing: inserts each claim's log row (`trigger_code` 0, the scheduled trigger
-    /// time) and the pending claim pointing at it; `(claim, log)` ids in input order. Firing
-    /// then only takes the claim ([`ScheduleStore::take_claims`]); a staged claim nobody fired
-    /// is recovered like any pending one, with its log row.
+    /// Inserts pending claims, none staged; their ids in input order.
+    async fn insert_claims(&mut self, claims: &[NewClaim]) -> Result<Vec<ClaimId>, StoreError> {
+        let bare: Vec<(NewClaim, Option<NewLog>)> = claims.iter().map(|claim| (*claim, None)).collect();
+        Ok(self.stage_claims(&bare).await?.into_iter().map(|(claim, _)| claim).collect())
+    }
+    /// Inserts pending claims; a claim given a log is **staged** (pre-staged firing): its log
+    /// row (`trigger_code` 0, the scheduled trigger time) is inserted too and the claim points
+    /// at it. `(claim, staged log)` ids in input order. Firing a staged claim only takes it
+    /// ([`ScheduleStore::take_claims`]); one nobody fired is recovered like any pending claim,
+    /// with its log row.
     async fn stage_claims(
         &mut self,
-        claims: &[(NewClaim, NewLog)],
-    ) -> Result<Vec<(ClaimId, LogId)>, StoreError>;
+        claims: &[(NewClaim, Option<NewLog>)],
+    ) -> Result<Vec<(ClaimId, Option<LogId>)>, StoreError>;
     /// Commits and releases the lock.
     async fn commit(self: Box<Self>) -> Result<(), StoreError>;
 }

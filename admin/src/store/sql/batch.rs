@@ -117,47 +117,36 @@ fn update_from_values<'a, R>(
     q
 }
 
-/// Inserts pending claims in one statement per chunk (a cycle claims thousands at once); their
-/// ids in input order. Runs in the pre-read's transaction.
+/// Inserts `logs` as new `xxl_job_log` rows in one statement (`trigger_code` and
+/// `handle_code` 0: upstream's first insert of a trigger); their ids in input order.
+async fn insert_logs(tx: &mut Tx, id_step: i64, logs: &[&NewLog]) -> Result<Vec<LogId>, StoreError> {
+    let mut q = QueryBuf::new(
+        "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, handle_code) VALUES ",
+    );
+    for (i, log) in logs.iter().enumerate() {
+        q.push(if i == 0 { "(" } else { ", (" });
+        q.bind(log.job_group).push(", ").bind(log.job_id);
+        q.push(", TS(").bind(secs(log.trigger_time)).push("), 0, 0)");
+    }
+    Ok(insert_rows(tx.ex(), id_step, q, logs.len()).await?.into_iter().map(LogId).collect())
+}
+
+/// Inserts pending claims in one statement per chunk (a cycle claims thousands at once). A
+/// claim with a log is staged (pre-staged firing): the log rows go in first, and the claim
+/// records its row's id. `(claim, staged log)` ids in input order. Runs in the pre-read's
+/// transaction, so a claim and its log row exist together or not at all.
 pub(super) async fn insert_claims(
     tx: &mut Tx,
     id_step: i64,
-    claims: &[NewClaim],
-) -> Result<Vec<ClaimId>, StoreError> {
+    claims: &[(NewClaim, Option<NewLog>)],
+) -> Result<Vec<(ClaimId, Option<LogId>)>, StoreError> {
     let mut ids = Vec::with_capacity(claims.len());
     for chunk in claims.chunks(CHUNK) {
-        let mut q = QueryBuf::new(
-            "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status) VALUES ",
-        );
-        for (i, claim) in chunk.iter().enumerate() {
-            q.push(if i == 0 { "(" } else { ", (" });
-            q.bind_list([Arg::from(claim.job_id), claim.fire_time_ms.into(), claim.claimed_at_ms.into()])
-                .push(", 0)");
-        }
-        ids.extend(insert_rows(tx.ex(), id_step, q, chunk.len()).await?.into_iter().map(ClaimId));
-    }
-    Ok(ids)
-}
-
-/// Pre-staged firing: the log rows of `claims` (one multi-row insert per chunk), then the
-/// pending claims pointing at them; `(claim, log)` ids in input order. Runs in the pre-read's
-/// transaction, so a claim and its log row exist together or not at all.
-pub(super) async fn stage_claims(
-    tx: &mut Tx,
-    id_step: i64,
-    claims: &[(NewClaim, NewLog)],
-) -> Result<Vec<(ClaimId, LogId)>, StoreError> {
-    let mut ids = Vec::with_capacity(claims.len());
-    for chunk in claims.chunks(CHUNK) {
-        let mut q = QueryBuf::new(
-            "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, handle_code) VALUES ",
-        );
-        for (i, (_, log)) in chunk.iter().enumerate() {
-            q.push(if i == 0 { "(" } else { ", (" });
-            q.bind(log.job_group).push(", ").bind(log.job_id);
-            q.push(", TS(").bind(secs(log.trigger_time)).push("), 0, 0)");
-        }
-        let logs = insert_rows(tx.ex(), id_step, q, chunk.len()).await?;
+        let staged: Vec<&NewLog> = chunk.iter().filter_map(|(_, log)| log.as_ref()).collect();
+        let mut staged_ids =
+            if staged.is_empty() { Vec::new() } else { insert_logs(tx, id_step, &staged).await? }.into_iter();
+        let logs: Vec<Option<LogId>> =
+            chunk.iter().map(|(_, log)| log.and_then(|_| staged_ids.next())).collect();
         let mut q = QueryBuf::new(
             "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status, log_id) VALUES ",
         );
@@ -165,11 +154,11 @@ pub(super) async fn stage_claims(
             q.push(if i == 0 { "(" } else { ", (" });
             q.bind_list([Arg::from(claim.job_id), claim.fire_time_ms.into(), claim.claimed_at_ms.into()])
                 .push(", 0, ")
-                .bind(*log)
+                .bind(log.map(|id| id.0))
                 .push(")");
         }
         let claim_ids = insert_rows(tx.ex(), id_step, q, chunk.len()).await?;
-        ids.extend(claim_ids.into_iter().zip(logs).map(|(c, l)| (ClaimId(c), LogId(l))));
+        ids.extend(claim_ids.into_iter().map(ClaimId).zip(logs));
     }
     Ok(ids)
 }
@@ -259,21 +248,8 @@ impl SqlStore {
             tx.commit().await?;
             return Ok(Vec::new());
         }
-        let mut q = QueryBuf::new(
-            "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, handle_code) VALUES ",
-        );
-        for (n, i) in firing.iter().enumerate() {
-            let log = &chunk[*i].1;
-            q.push(if n == 0 { "(" } else { ", (" });
-            q.bind(log.job_group)
-                .push(", ")
-                .bind(log.job_id)
-                .push(", TS(")
-                .bind(secs(log.trigger_time))
-                .push("), 0, 0)");
-        }
-        let log_ids: Vec<LogId> =
-            insert_rows(tx.ex(), self.db.id_step(), q, firing.len()).await?.into_iter().map(LogId).collect();
+        let logs: Vec<&NewLog> = firing.iter().map(|i| &chunk[*i].1).collect();
+        let log_ids = insert_logs(&mut tx, self.db.id_step(), &logs).await?;
         let q = update_from_values(
             self.db.backend(),
             "jobwheel_ring_claim",

@@ -185,15 +185,11 @@ impl ScheduleTx for SqlScheduleTx {
         Ok(updated)
     }
 
-    async fn insert_claims(&mut self, claims: &[NewClaim]) -> Result<Vec<ClaimId>, StoreError> {
-        super::batch::insert_claims(&mut self.tx, self.id_step, claims).await
-    }
-
     async fn stage_claims(
         &mut self,
-        claims: &[(NewClaim, NewLog)],
-    ) -> Result<Vec<(ClaimId, LogId)>, StoreError> {
-        super::batch::stage_claims(&mut self.tx, self.id_step, claims).await
+        claims: &[(NewClaim, Option<NewLog>)],
+    ) -> Result<Vec<(ClaimId, Option<LogId>)>, StoreError> {
+        super::batch::insert_claims(&mut self.tx, self.id_step, claims).await
     }
 
     async fn commit(self: Box<Self>) -> Result<(), StoreError> {

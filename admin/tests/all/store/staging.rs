@@ -19,6 +19,7 @@ pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
     stage_and_take(admins, g, j).await?;
     take_race(admins, g, j).await?;
     discard_and_split(admins, g, j).await?;
+    mixed(admins, g, j).await?;
     ensure!(admins.a.delete_job(j).await?);
     Ok(())
 }
@@ -33,10 +34,41 @@ async fn stage(
     store: &dyn Store,
     items: &[(NewClaim, NewLog)],
 ) -> anyhow::Result<Vec<(ClaimId, jobwheel_admin::store::LogId)>> {
+    let items: Vec<_> = items.iter().map(|(claim, log)| (*claim, Some(*log))).collect();
     let mut tx = store.begin_schedule().await?;
-    let ids = tx.stage_claims(items).await?;
+    let ids = tx.stage_claims(&items).await?;
     tx.commit().await?;
-    Ok(ids)
+    ids.into_iter()
+        .map(|(claim, log)| Ok((claim, log.ok_or_else(|| anyhow::anyhow!("claim {claim:?} got no row"))?)))
+        .collect()
+}
+
+/// Staged and bare claims mixed in one call (a pre-read with broadcasts among its jobs): each
+/// staged claim points at its own row, with its own trigger time; bare ones have none.
+async fn mixed(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> anyhow::Result<()> {
+    let items: Vec<_> = (0..300)
+        .map(|i| {
+            let (claim, log) = staged(g, j, T + 40_000 + 1_000 * i);
+            (claim, (i % 3 != 1).then_some(log))
+        })
+        .collect();
+    let mut tx = a.begin_schedule().await?;
+    let ids = tx.stage_claims(&items).await?;
+    tx.commit().await?;
+    ensure!(ids.len() == items.len());
+    for ((claim, log), (_, new_log)) in ids.iter().zip(&items) {
+        ensure!(log.is_some() == new_log.is_some(), "claim {claim:?}: {log:?}");
+        if let (Some(log), Some(new_log)) = (log, new_log) {
+            let row = b.load_log(*log).await?.expect("staged row");
+            ensure!(
+                row.trigger_time == Some(new_log.trigger_time),
+                "claim {claim:?} got another claim's row"
+            );
+        }
+    }
+    let claims: Vec<ClaimId> = ids.iter().map(|(c, _)| *c).collect();
+    ensure!(a.take_claims(&claims).await?.iter().all(|t| *t));
+    Ok(())
 }
 
 /// Staged rows exist before their second, with the scheduled trigger time and no outcome; the
