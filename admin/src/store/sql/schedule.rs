@@ -49,6 +49,12 @@ static DELETE_STAGED_LOG: Sql =
     Sql::new("DELETE FROM xxl_job_log WHERE id = ? AND trigger_code = 0 AND handle_code = 0");
 static PURGE_CLAIMS: Sql = Sql::new("DELETE FROM jobwheel_ring_claim WHERE status <> 0 AND fire_time_ms < ?");
 
+/// The log row the pre-read staged for `claim`, if it staged one.
+async fn staged_log(tx: &mut Tx, claim: ClaimId) -> Result<Option<LogId>, StoreError> {
+    let log: Option<Option<LogId>> = tx.ex().fetch_value(&CLAIM_LOG, &args![claim]).await?;
+    Ok(log.flatten())
+}
+
 /// A pre-read holding the schedule lock.
 struct SqlScheduleTx {
     tx: Tx,
@@ -107,8 +113,7 @@ impl ScheduleStore for SqlStore {
         if tx.ex().execute(&TAKE_FIRST_SHARD, &args![format!("0/{total}"), claim]).await? == 0 {
             return Ok(None);
         }
-        let staged: Option<Option<LogId>> = tx.ex().fetch_value(&CLAIM_LOG, &args![claim]).await?;
-        let log_id = match staged.flatten() {
+        let log_id = match staged_log(&mut tx, claim).await? {
             Some(log_id) => log_id,
             None => {
                 let insert = args![log.job_group, log.job_id, secs(log.trigger_time)];
@@ -137,8 +142,7 @@ impl ScheduleStore for SqlStore {
         if tx.ex().execute(&DISCARD_CLAIM, &args![claim]).await? == 0 {
             return Ok(false);
         }
-        let staged: Option<Option<LogId>> = tx.ex().fetch_value(&CLAIM_LOG, &args![claim]).await?;
-        if let Some(log_id) = staged.flatten() {
+        if let Some(log_id) = staged_log(&mut tx, claim).await? {
             tx.ex().execute(&DELETE_STAGED_LOG, &args![log_id]).await?;
         }
         tx.commit().await?;
