@@ -130,6 +130,11 @@ pub struct Cli {
     /// answered 502 "Too many requests" (upstream's limiter: 100/s).
     #[arg(long, env = "JOBWHEEL_OPENAPI_RATE_LIMIT", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub openapi_rate_limit: u32,
+    /// Pre-read every job under upstream's exclusive schedule lock, one admin at a time, instead
+    /// of sharing the jobs out among the admins on a PostgreSQL or MySQL database
+    /// (docs/engine.md, "Shared scheduling"). SQLite is always exclusive.
+    #[arg(long, env = "JOBWHEEL_EXCLUSIVE_SCHEDULING")]
+    pub exclusive_scheduling: bool,
     /// On an empty database, create a sample executor group and a GLUE_WASM job running this
     /// `.wasm` module (what `scripts/run.sh` does for a first run). Ignored otherwise.
     #[arg(long, env = "JOBWHEEL_DEMO_JOB", value_name = "MODULE.wasm")]
@@ -220,6 +225,8 @@ pub struct AdminConfig {
     pub metrics_listen: Option<SocketAddr>,
     /// `--openapi-rate-limit`: requests per second of the job OpenAPI (at least 1).
     pub openapi_rate_limit: u32,
+    /// `--exclusive-scheduling`: upstream's one-admin-at-a-time pre-read even on a shared database.
+    pub exclusive_scheduling: bool,
 }
 
 // Database URLs and tokens carry secrets; `{:?}` shows neither.
@@ -244,6 +251,7 @@ impl std::fmt::Debug for AdminConfig {
             .field("demo_job", &self.demo_job)
             .field("metrics_listen", &self.metrics_listen)
             .field("openapi_rate_limit", &self.openapi_rate_limit)
+            .field("exclusive_scheduling", &self.exclusive_scheduling)
             .finish()
     }
 }
@@ -272,6 +280,7 @@ impl AdminConfig {
             demo_job: None,
             metrics_listen: None,
             openapi_rate_limit: 100,
+            exclusive_scheduling: false,
         }
     }
 
@@ -325,6 +334,7 @@ impl AdminConfig {
         config.demo_job = cli.demo_job.clone();
         config.metrics_listen = cli.metrics_listen;
         config.openapi_rate_limit = cli.openapi_rate_limit;
+        config.exclusive_scheduling = cli.exclusive_scheduling;
         Ok(config)
     }
 }

@@ -17,11 +17,11 @@ use crate::alarm::{AlarmChannel, Alarmer, EmailAlarm, WebhookAlarm};
 use crate::app::CoreContext;
 use crate::clock::{SystemClock, ThreadRandom};
 use crate::config::AdminConfig;
-use crate::engine::{Engine, EngineConfig, EngineError};
+use crate::engine::{Engine, EngineConfig, EngineError, schedule_node_name};
 use crate::executor_client::HttpExecutorClient;
 use crate::http::AdminCore;
 use crate::routing::Router;
-use crate::store::{GroupId, JobId, LogId};
+use crate::store::{Backend, GroupId, JobId, LogId};
 
 /// How long an alarm webhook may take before the alarm counts as failed.
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -47,7 +47,11 @@ impl EngineCore {
             let webhook = WebhookAlarm::new(url.clone(), WEBHOOK_TIMEOUT).context("invalid alarm webhook")?;
             channels.push(Arc::new(webhook));
         }
+        // Shared scheduling needs row locks across hosts; SQLite is one admin's file.
+        let shared = !config.exclusive_scheduling && context.store.backend() != Backend::Sqlite;
+        let schedule_node = shared.then(|| schedule_node_name(&context.admin_address));
         let mut engine_config = EngineConfig::new(context.admin_address);
+        engine_config.schedule_node = schedule_node;
         engine_config.lang = lang;
         engine_config.secrets = Some(Arc::clone(&context.secret_box));
         engine_config.metrics = Arc::clone(&context.metrics);

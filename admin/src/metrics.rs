@@ -82,6 +82,7 @@ pub struct AdminMetrics {
     group_cap_refusals: Counter,
     alarms: Family<ResultLabels, Counter>,
     executors: Family<GroupLabels, Gauge>,
+    partitions: Gauge,
 }
 
 impl Default for AdminMetrics {
@@ -107,6 +108,7 @@ impl AdminMetrics {
             group_cap_refusals: Counter::default(),
             alarms: Family::default(),
             executors: Family::default(),
+            partitions: Gauge::default(),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -164,6 +166,11 @@ impl AdminMetrics {
             "Live executor addresses per executor group (app name)",
             metrics.executors.clone(),
         );
+        r.register(
+            "schedule_partitions",
+            "Job partitions this admin pre-reads (32 alone or exclusive; its share when shared)",
+            metrics.partitions.clone(),
+        );
         r.register_with_unit(
             "db_statement",
             "Database statement latency (process-wide)",
@@ -193,6 +200,11 @@ impl AdminMetrics {
     pub(crate) fn trigger(&self, trigger_type: TriggerType, code: i32) {
         let result = if code == jobwheel_protocol::envelope::SUCCESS_CODE { "success" } else { "fail" };
         self.triggers.get_or_create(&TriggerLabels { r#type: type_label(trigger_type), result }).inc();
+    }
+
+    /// The job partitions this admin's last pre-read held.
+    pub(crate) fn schedule_partitions(&self, held: usize) {
+        self.partitions.set(gauge(held));
     }
 
     /// A scheduled trigger answered `late_ms` after its fire second.

@@ -80,6 +80,10 @@ pub struct EngineConfig {
     /// Groups' own access tokens: their executors are called with them (xxl-job 3.5's
     /// protocol). `None`: every executor is called with the client's global token.
     pub group_tokens: Option<Arc<crate::group_tokens::GroupTokens>>,
+    /// Shared scheduling: this admin's name in the lease table (unique per process start), so
+    /// it pre-reads only its share of the jobs' partitions (`engine/share.rs`). `None`:
+    /// upstream's exclusive schedule lock, every job.
+    pub schedule_node: Option<String>,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -95,6 +99,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("intervals", &self.intervals)
             .field("lost_after", &self.lost_after)
             .field("dead_timeout", &self.dead_timeout)
+            .field("schedule_node", &self.schedule_node)
             .finish_non_exhaustive()
     }
 }
@@ -119,6 +124,7 @@ impl EngineConfig {
             secrets: None,
             metrics: Arc::default(),
             group_tokens: None,
+            schedule_node: None,
         }
     }
 

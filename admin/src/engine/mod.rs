@@ -44,6 +44,7 @@ mod registry;
 mod report;
 mod ring;
 mod schedule;
+mod share;
 mod start;
 mod tasks;
 mod trigger;
@@ -63,6 +64,7 @@ pub use report::CLAIM_KEEP_MS;
 pub(crate) use report::local_midnight;
 pub use ring::{RingEntry, ring_second};
 pub use schedule::{CycleReport, PRE_READ_MS, Placement, PlannedFire};
+pub use share::{LEASE_MS, fair_share, schedule_node_name};
 pub use start::first_fire_time;
 pub use trigger::{TriggerOutcome, TriggerRequest};
 

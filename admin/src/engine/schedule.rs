@@ -24,6 +24,16 @@ use crate::store::{ClaimId, JobId, JobRow, NewClaim, NewLog, TriggerTimeUpdate};
 /// a trigger is a misfire.
 pub const PRE_READ_MS: i64 = 5000;
 
+/// The most fires one job gets from one shared pre-read: an every-second job's whole window
+/// (five ring seconds and one fired now) and no more, whatever its schedule says.
+///
+/// Why shared pre-reads fill the window: upstream claims at most two fires of a job per
+/// cycle, so an every-second job is claimed only a second or two ahead. When an admin dies,
+/// its partitions reach another admin only after their leases run out (`share.rs`); claims
+/// reaching the whole 5 s window bridge that hand-over, where one or two seconds would leave a
+/// gap (a job found late fires once and resumes from now).
+const FILL_WINDOW_MAX: usize = 6;
+
 /// Where a planned trigger goes after the pre-read commits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
@@ -109,7 +119,9 @@ impl Times {
 }
 
 /// Upstream's three cases for one pre-read job; `clock` is the job's zone and day rules.
-fn plan_job(job: &JobRow, now_ms: i64, clock: (Tz, &DayRules)) -> JobPlan {
+/// `fill_window` (shared scheduling) claims every fire time within the pre-read window rather
+/// than upstream's one or two per cycle (see [`FILL_WINDOW_MAX`]).
+fn plan_job(job: &JobRow, now_ms: i64, clock: (Tz, &DayRules), fill_window: bool) -> JobPlan {
     let schedule_type = job.job.schedule_type.parse::<ScheduleType>().ok();
     let waits = schedule_type.is_some_and(ScheduleType::waits_for_completion);
     let next = job.job.trigger_next_time;
@@ -151,6 +163,16 @@ fn plan_job(job: &JobRow, now_ms: i64, clock: (Tz, &DayRules)) -> JobPlan {
             times.refresh(job, schedule_type, clock, next);
         }
     }
+    while fill_window
+        && !waits
+        && !times.stopped
+        && now_ms + PRE_READ_MS > times.next
+        && fires.len() < FILL_WINDOW_MAX
+    {
+        let ring_time = times.next;
+        fires.push((ring_time, TriggerType::Cron, Placement::Ring(ring_second(ring_time))));
+        times.refresh(job, schedule_type, clock, ring_time);
+    }
     let update = TriggerTimeUpdate {
         job_id: job.id,
         trigger_last_time: times.last,
@@ -166,7 +188,7 @@ impl Engine {
     /// trigger, commit; then fire the "now" triggers on the pools and push the rest into the
     /// ring.
     pub async fn schedule_cycle(self: &Arc<Self>, now_ms: i64) -> Result<CycleReport, EngineError> {
-        let mut tx = self.store.begin_schedule().await?;
+        let mut tx = self.begin_pre_read(now_ms).await?;
         let jobs = tx.due_jobs(now_ms + PRE_READ_MS, self.config.pre_read_count()).await?;
         let mut report = CycleReport { pre_read: jobs.len(), ..CycleReport::default() };
         let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
@@ -174,6 +196,7 @@ impl Engine {
         let day_rules =
             if ids.is_empty() { Default::default() } else { rules_by_job(&self.store.job_days(&ids).await?) };
         let no_rules = DayRules::default();
+        let fill_window = self.config.schedule_node.is_some();
         let mut planned = Vec::new();
         // Pre-staged firing: a claim with its log row, or (a broadcast, whose shards depend on
         // the registry at fire time) a bare claim.
@@ -181,7 +204,7 @@ impl Engine {
         let mut skipped = Vec::new();
         for job in &jobs {
             let rules = day_rules.get(&job.id).unwrap_or(&no_rules);
-            let plan = plan_job(job, now_ms, (self.job_time_zone(job), rules));
+            let plan = plan_job(job, now_ms, (self.job_time_zone(job), rules), fill_window);
             if plan.misfired {
                 report.misfired.push(job.id);
                 if plan.skipped.is_none() {

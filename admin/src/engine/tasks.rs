@@ -40,9 +40,11 @@ impl Engine {
         self.tracker
             .spawn(async move { engine.ring_loop(stop).await }.instrument(tracing::info_span!("ring")));
         let engine = Arc::clone(self);
-        self.tracker.spawn(
-            async move { engine.schedule_loop(shutdown).await }.instrument(tracing::info_span!("schedule")),
-        );
+        let schedule = async move {
+            Arc::clone(&engine).schedule_loop(shutdown).await;
+            engine.leave_schedule().await;
+        };
+        self.tracker.spawn(schedule.instrument(tracing::info_span!("schedule")));
     }
 
     /// Waits until every task and trigger has finished (after `shutdown` was cancelled).
@@ -55,7 +57,12 @@ impl Engine {
     /// the next [`PRE_READ_PHASE_MS`] of a second — or five seconds ahead when nothing was due.
     async fn schedule_loop(self: Arc<Self>, shutdown: CancellationToken) {
         self.schedule_beat();
-        let first = 5000 + until_phase(self.config.now_ms());
+        // Upstream waits 5 s before its first pre-read. A shared scheduler starts at the next
+        // phase instead: it only pre-reads partitions nobody else holds, and its recovery pass
+        // is what fires the claims of an admin that died while this one was restarting (the
+        // HA test kills the admins in turn every 5 s).
+        let startup = if self.config.schedule_node.is_some() { 0 } else { 5000 };
+        let first = startup + until_phase(self.config.now_ms());
         if sleep_or_stop(ms(first), &shutdown).await {
             return;
         }
@@ -75,7 +82,9 @@ impl Engine {
                         false
                     }
                 };
-                next_cycle_ms = if found { 0 } else { now_ms + 4000 };
+                // A shared scheduler renews its leases every second even when idle.
+                let shared = self.config.schedule_node.is_some();
+                next_cycle_ms = if found || shared { 0 } else { now_ms + 4000 };
             }
             if let Err(e) = self.recover_claims(now_ms).await {
                 tracing::error!(error = %e, "claim recovery failed");

@@ -12,6 +12,8 @@
 //! | `I64(x)` — as a 64-bit integer | `x` | `CAST(x AS BIGINT)` | `CAST(x AS SIGNED)` |
 //! | `ILIKE` | `LIKE` (ASCII case-insensitive) | `ILIKE` | `LIKE` (the collation ignores case) |
 //! | ` FOR UPDATE` | dropped (the write lock serializes) | kept | kept |
+//! | ` FOR UPDATE SKIP LOCKED` | dropped | kept | kept (MariaDB ≥ 10.6, MySQL ≥ 8.0) |
+//! | ` FOR SHARE` | dropped | kept | ` LOCK IN SHARE MODE` (MariaDB's spelling) |
 //! | ` NULLS LAST` | dropped (NULL sorts last in `DESC`) | kept | dropped (likewise) |
 //! | ` RETURNING id` | kept | kept | dropped (the id comes from `LAST_INSERT_ID()`) |
 //! | `ON CONFLICT (k) DO UPDATE SET c = excluded.c` | kept | kept | `ON DUPLICATE KEY UPDATE c = VALUES(c)` |
@@ -48,19 +50,21 @@ impl Sql {
 
 /// Translates neutral SQL (see the module header) for `backend`.
 pub(crate) fn translate(neutral: &str, backend: Backend) -> Cow<'_, str> {
-    let needs_work =
-        neutral.contains(['?', '(']) || neutral.contains(" FOR UPDATE") || neutral.contains("ILIKE");
+    let needs_work = neutral.contains(['?', '(']) || neutral.contains(" FOR ") || neutral.contains("ILIKE");
     if !needs_work {
         return Cow::Borrowed(neutral);
     }
     let mut sql = Cow::Borrowed(neutral);
     match backend {
         Backend::Sqlite => {
+            sql = replace(sql, " FOR UPDATE SKIP LOCKED", "");
             sql = replace(sql, " FOR UPDATE", "");
+            sql = replace(sql, " FOR SHARE", "");
             sql = replace(sql, " NULLS LAST", "");
         }
         Backend::Postgres => {}
         Backend::MySql => {
+            sql = replace(sql, " FOR SHARE", " LOCK IN SHARE MODE");
             sql = replace(sql, " NULLS LAST", "");
             sql = replace(sql, " RETURNING id", "");
             if let Some(start) = sql.find("ON CONFLICT (")
@@ -230,6 +234,14 @@ mod tests {
         let [s, _, m] = all("INSERT INTO t (a) VALUES (?) RETURNING id");
         assert_eq!(s, "INSERT INTO t (a) VALUES (?) RETURNING id");
         assert_eq!(m, "INSERT INTO t (a) VALUES (?)");
+        let [s, p, m] = all("SELECT a FROM t WHERE b = 1 FOR UPDATE SKIP LOCKED");
+        assert_eq!(s, "SELECT a FROM t WHERE b = 1");
+        assert_eq!(p, "SELECT a FROM t WHERE b = 1 FOR UPDATE SKIP LOCKED");
+        assert_eq!(m, p);
+        let [s, p, m] = all("SELECT a FROM t WHERE b = 1 FOR SHARE");
+        assert_eq!(s, "SELECT a FROM t WHERE b = 1");
+        assert_eq!(p, "SELECT a FROM t WHERE b = 1 FOR SHARE");
+        assert_eq!(m, "SELECT a FROM t WHERE b = 1 LOCK IN SHARE MODE");
     }
 
     #[test]

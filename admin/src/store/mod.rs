@@ -19,6 +19,7 @@ mod db;
 mod dialect;
 mod error;
 mod group_store;
+mod lease_store;
 mod log_store;
 mod mysql;
 mod pool;
@@ -34,6 +35,7 @@ pub use calendar_store::CalendarStore;
 pub use db::statement_seconds;
 pub use error::StoreError;
 pub use group_store::GroupStore;
+pub use lease_store::{LeaseRequest, LeaseRow, LeaseStore, SCHEDULE_PARTITIONS, SharedSchedule};
 pub use log_store::{LogReportStore, LogStore};
 use sql::SqlStore;
 pub use types::*;
@@ -41,8 +43,8 @@ pub use types::*;
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
-        AuditStore, CalendarStore, CredentialStore, GrantStore, GroupStore, JobStore, LogReportStore,
-        LogStore, ScheduleStore, ScheduleTx, Store, TagStore, UserStore, WasmStore,
+        AuditStore, CalendarStore, CredentialStore, GrantStore, GroupStore, JobStore, LeaseStore,
+        LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store, TagStore, UserStore, WasmStore,
     };
 }
 
@@ -84,6 +86,7 @@ pub trait Store:
     + JobStore
     + TagStore
     + ScheduleStore
+    + LeaseStore
     + LogStore
     + LogReportStore
     + UserStore

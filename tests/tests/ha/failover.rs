@@ -1,8 +1,10 @@
-//! Two admins on one PostgreSQL / MariaDB database schedule 30 every-second jobs; six times,
-//! the admin whose scheduler most recently claimed triggers (so its ring holds the next seconds'
-//! claims) is SIGKILLed, left down briefly, and restarted. Afterwards every job must have fired
-//! exactly once for every second of the window: no gap, no double, one log row per trigger —
-//! read per durable-ring claim from the database. Upstream loses the killed admin's ring.
+//! Two admins on one PostgreSQL / MariaDB database share the scheduling of 30 every-second jobs
+//! (each leases half the job partitions, docs/engine.md "Shared scheduling"); six times, the
+//! admin whose scheduler most recently claimed triggers (so its ring holds the next seconds'
+//! claims) is SIGKILLed, left down briefly, and restarted, so its partitions change hands while
+//! its claims wait for recovery. Afterwards every job must have fired exactly once for every
+//! second of the window: no gap, no double, one log row per trigger — read per durable-ring
+//! claim from the database. Upstream loses the killed admin's ring.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -21,6 +23,8 @@ const KILLS: usize = 6;
 const DOWN: Duration = Duration::from_millis(1500);
 /// The engine's debug line for a pre-read that claimed triggers.
 const CYCLE_LINE: &str = "schedule cycle";
+/// The engine's line when an admin's share of the job partitions changed to half of them.
+const HALF_LINE: &str = "held=16";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_admins_fire_every_trigger_exactly_once_while_the_scheduler_is_killed() -> anyhow::Result<()>
@@ -44,7 +48,8 @@ async fn failover(server: Server) -> anyhow::Result<()> {
 async fn run(url: &str) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let store = jobwheel_admin::store::connect(url).await?;
-    let env = [("RUST_LOG", "warn,jobwheel_admin::engine::schedule=debug")];
+    let env =
+        [("RUST_LOG", "warn,jobwheel_admin::engine::schedule=debug,jobwheel_admin::engine::share=info")];
     let mut admins = [
         Daemon::start_admin(url, &dir.path().join("a"), &[], &env).await?,
         Daemon::start_admin(url, &dir.path().join("b"), &[], &env).await?,
@@ -56,6 +61,13 @@ async fn run(url: &str) -> anyhow::Result<()> {
     let mut jobs = Vec::new();
     for n in 0..JOBS {
         jobs.push(every_second(&*store, g, n, first_fire).await?);
+    }
+
+    // The two admins share the work: each comes to hold half the partitions.
+    let deadline = now_ms() + 20_000;
+    while admins.iter().any(|a| a.log_count(HALF_LINE) == 0) {
+        ensure!(now_ms() < deadline, "the admins did not split the partitions: {}", admins[1].log_tail(20));
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
     let mut seen = [0usize; 2];

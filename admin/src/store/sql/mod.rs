@@ -42,6 +42,7 @@ mod credentials;
 mod grants;
 mod groups;
 mod jobs;
+mod leases;
 mod logs;
 mod reports;
 mod schedule;

@@ -19,9 +19,12 @@ use crate::store::pool::Tx;
 use crate::store::support::TRIGGER_UPDATE_BATCH;
 use crate::store::time::secs;
 use crate::store::{
-    ClaimId, ClaimRow, JobRow, LogId, NewClaim, NewLog, ScheduleStore, ScheduleTx, StoreError,
-    TriggerTimeUpdate,
+    ClaimId, ClaimRow, JobRow, LogId, NewClaim, NewLog, SCHEDULE_PARTITIONS, ScheduleStore, ScheduleTx,
+    StoreError, TriggerTimeUpdate,
 };
+
+/// Every partition, as a count.
+const PARTITIONS: usize = SCHEDULE_PARTITIONS.unsigned_abs() as usize;
 
 static LOCK_ROW: Sql =
     Sql::new("SELECT lock_name FROM xxl_job_lock WHERE lock_name = 'schedule_lock' FOR UPDATE");
@@ -55,11 +58,13 @@ async fn staged_log(tx: &mut Tx, claim: ClaimId) -> Result<Option<LogId>, StoreE
     Ok(log.flatten())
 }
 
-/// A pre-read holding the schedule lock.
-struct SqlScheduleTx {
-    tx: Tx,
+/// A pre-read holding the schedule lock (or, shared, its partitions' lease rows).
+pub(super) struct SqlScheduleTx {
+    pub(super) tx: Tx,
     /// The id step of a multi-row insert (see [`Db::id_step`](crate::store::pool::Db::id_step)).
-    id_step: i64,
+    pub(super) id_step: i64,
+    /// A shared pre-read's partitions: `due_jobs` returns only their jobs. `None`: all jobs.
+    pub(super) partitions: Option<Vec<i32>>,
 }
 
 #[async_trait]
@@ -73,7 +78,7 @@ impl ScheduleStore for SqlStore {
         if row.is_none() {
             return Err(StoreError::MissingScheduleLock);
         }
-        Ok(Box::new(SqlScheduleTx { tx, id_step: self.db.id_step() }))
+        Ok(Box::new(SqlScheduleTx { tx, id_step: self.db.id_step(), partitions: None }))
     }
 
     async fn pending_claims(&self, up_to_ms: i64) -> Result<Vec<ClaimRow>, StoreError> {
@@ -157,7 +162,20 @@ impl ScheduleStore for SqlStore {
 #[async_trait]
 impl ScheduleTx for SqlScheduleTx {
     async fn due_jobs(&mut self, max_next_time_ms: i64, limit: u32) -> Result<Vec<JobRow>, StoreError> {
-        self.tx.ex().fetch_all(&DUE_JOBS, &args![max_next_time_ms, i64::from(limit)]).await
+        let Some(partitions) = self.partitions.as_ref().filter(|p| p.len() < PARTITIONS) else {
+            return self.tx.ex().fetch_all(&DUE_JOBS, &args![max_next_time_ms, i64::from(limit)]).await;
+        };
+        if partitions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut q =
+            QueryBuf::new(concat!(job_with_zone!(), " WHERE trigger_status = 1 AND trigger_next_time <= "));
+        q.bind(max_next_time_ms)
+            .push(&format!(" AND id % {SCHEDULE_PARTITIONS} IN ("))
+            .bind_list(partitions.iter().copied())
+            .push(") ORDER BY id ASC LIMIT ")
+            .bind(i64::from(limit));
+        self.tx.ex().fetch_all(&q, q.args()).await
     }
 
     async fn update_trigger_times(&mut self, updates: &[TriggerTimeUpdate]) -> Result<u64, StoreError> {

@@ -18,6 +18,7 @@ mod batches;
 mod calendars;
 mod catalog;
 mod credentials;
+mod leases;
 mod logs;
 mod schedule;
 mod staging;
@@ -35,6 +36,7 @@ async fn check_store(admins: Admins) -> anyhow::Result<()> {
     logs::check(&admins).await.context("logs and reports")?;
     schedule::check(&admins).await.context("schedule lock and ring claims")?;
     staging::check(&admins).await.context("pre-staged firing")?;
+    leases::check(&admins).await.context("shared scheduling's partition leases")?;
     credentials::check(&admins).await.context("sessions and API tokens")?;
     batches::check(&admins).await.context("batch methods of the trigger and callback paths")?;
     audit::check(&admins).await.context("the audit log")?;

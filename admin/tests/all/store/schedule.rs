@@ -89,7 +89,12 @@ async fn job_zones(Admins { a, b }: &Admins, g: GroupId) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn running_job(store: &dyn Store, g: GroupId, desc: &str, next: i64) -> anyhow::Result<JobId> {
+pub(crate) async fn running_job(
+    store: &dyn Store,
+    g: GroupId,
+    desc: &str,
+    next: i64,
+) -> anyhow::Result<JobId> {
     let mut j = job(g, desc);
     j.trigger_status = 1;
     j.trigger_next_time = next;

@@ -1,0 +1,188 @@
+//! Partition leases for shared scheduling (`jobwheel_schedule_lease`, `jobwheel_scheduler`).
+//!
+//! Why the lease rows are read twice: a pre-read must lock only the rows it will hold — on
+//! MySQL/MariaDB (REPEATABLE READ) a locking read even keeps the rows it scanned and did not
+//! return — and a plain read inside the transaction would fix MySQL's snapshot before the locks
+//! are taken. So the current leases are read plainly *before* the transaction and planned, the
+//! transaction locks exactly the planned rows by primary key (`FOR UPDATE SKIP LOCKED`) and
+//! plans again over what it got: a row another pre-read holds is skipped, never waited for,
+//! and a row that changed hands meanwhile is left alone. The
+//! pre-read's own plain `SELECT` of due jobs then comes after every lock, so it sees the commit
+//! of whichever admin held the partition before.
+
+use async_trait::async_trait;
+
+use super::SqlStore;
+use super::schedule::SqlScheduleTx;
+use crate::store::db::{QueryBuf, args};
+use crate::store::dialect::Sql;
+use crate::store::pool::Tx;
+use crate::store::{LeaseRequest, LeaseRow, LeaseStore, SharedSchedule, StoreError};
+
+static SHARED_LOCK_ROW: Sql =
+    Sql::new("SELECT lock_name FROM xxl_job_lock WHERE lock_name = 'schedule_lock' FOR SHARE");
+static LEASES: Sql =
+    Sql::new("SELECT part, owner, lease_until_ms FROM jobwheel_schedule_lease ORDER BY part");
+static HEARTBEAT: Sql = Sql::new(
+    "INSERT INTO jobwheel_scheduler (node, seen_ms) VALUES (?, ?) \
+     ON CONFLICT (node) DO UPDATE SET seen_ms = excluded.seen_ms",
+);
+static FORGET_NODES: Sql = Sql::new("DELETE FROM jobwheel_scheduler WHERE seen_ms < ?");
+static LIVE_NODES: Sql = Sql::new("SELECT I64(COUNT(*)) FROM jobwheel_scheduler WHERE seen_ms >= ?");
+static LEAVE_LEASES: Sql =
+    Sql::new("UPDATE jobwheel_schedule_lease SET owner = NULL, lease_until_ms = 0 WHERE owner = ?");
+static LEAVE_NODE: Sql = Sql::new("DELETE FROM jobwheel_scheduler WHERE node = ?");
+
+/// What one node does with the lease rows it could lock.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct LeasePlan {
+    /// Its own partitions it keeps (renewed).
+    pub(crate) keep: Vec<i32>,
+    /// Free or expired partitions it takes.
+    pub(crate) take: Vec<i32>,
+    /// Its own partitions beyond its share, given up.
+    pub(crate) release: Vec<i32>,
+}
+
+/// Keeps the node's own partitions up to its share (lowest first), gives up the rest, and fills
+/// the share from the free or expired ones (lowest first). A live lease of another node is
+/// never taken, whatever the share says: it is the other node's to give up.
+pub(crate) fn plan_leases(rows: &[LeaseRow], node: &str, now_ms: i64, share: usize) -> LeasePlan {
+    let mut plan = LeasePlan::default();
+    for row in rows {
+        if row.owner.as_deref() == Some(node) {
+            if plan.keep.len() < share { plan.keep.push(row.part) } else { plan.release.push(row.part) }
+        }
+    }
+    for row in rows {
+        let free = row.owner.is_none() || row.lease_until_ms < now_ms;
+        if free && row.owner.as_deref() != Some(node) && plan.keep.len() + plan.take.len() < share {
+            plan.take.push(row.part);
+        }
+    }
+    plan
+}
+
+impl LeasePlan {
+    /// Every row the plan touches, ascending.
+    fn rows(&self) -> Vec<i32> {
+        let mut rows: Vec<i32> = self.keep.iter().chain(&self.take).chain(&self.release).copied().collect();
+        rows.sort_unstable();
+        rows
+    }
+}
+
+/// Renews `held` until the lease's end and releases `release`, in one upsert by primary key:
+/// on MariaDB an `UPDATE … WHERE part IN (…)` of this small table scans it whole and, under
+/// REPEATABLE READ, would lock every row, even the other admins' ones.
+async fn write_leases(
+    tx: &mut Tx,
+    lease: &LeaseRequest<'_>,
+    held: &[i32],
+    release: &[i32],
+) -> Result<(), StoreError> {
+    if held.is_empty() && release.is_empty() {
+        return Ok(());
+    }
+    let mut q = QueryBuf::new("INSERT INTO jobwheel_schedule_lease (part, owner, lease_until_ms) VALUES ");
+    let rows = held.iter().map(|p| (*p, Some(lease.node), lease.until_ms));
+    for (i, (part, owner, until)) in rows.chain(release.iter().map(|p| (*p, None, 0))).enumerate() {
+        q.push(if i == 0 { "(" } else { ", (" })
+            .bind(part)
+            .push(", ")
+            .bind(owner)
+            .push(", ")
+            .bind(until)
+            .push(")");
+    }
+    q.push(
+        " ON CONFLICT (part) DO UPDATE SET owner = excluded.owner, lease_until_ms = excluded.lease_until_ms",
+    );
+    tx.ex().execute(&q, q.args()).await?;
+    Ok(())
+}
+
+#[async_trait]
+impl LeaseStore for SqlStore {
+    async fn scheduler_heartbeat(
+        &self,
+        node: &str,
+        now_ms: i64,
+        live_since_ms: i64,
+        forget_before_ms: i64,
+    ) -> Result<usize, StoreError> {
+        self.ex().execute(&HEARTBEAT, &args![node, now_ms]).await?;
+        self.ex().execute(&FORGET_NODES, &args![forget_before_ms]).await?;
+        let live: Option<i64> = self.ex().fetch_value(&LIVE_NODES, &args![live_since_ms]).await?;
+        Ok(usize::try_from(live.unwrap_or(0)).unwrap_or(0).max(1))
+    }
+
+    async fn begin_shared_schedule(&self, lease: &LeaseRequest<'_>) -> Result<SharedSchedule, StoreError> {
+        let seen: Vec<LeaseRow> = self.ex().fetch_all(&LEASES, &[]).await?;
+        let wanted = plan_leases(&seen, lease.node, lease.now_ms, lease.share).rows();
+        let mut tx = self.db.begin().await?;
+        let row: Option<String> = tx.ex().fetch_value(&SHARED_LOCK_ROW, &[]).await?;
+        if row.is_none() {
+            return Err(StoreError::MissingScheduleLock);
+        }
+        let locked: Vec<LeaseRow> = if wanted.is_empty() {
+            Vec::new()
+        } else {
+            let mut q = QueryBuf::new(
+                "SELECT part, owner, lease_until_ms FROM jobwheel_schedule_lease WHERE part IN (",
+            );
+            q.bind_list(wanted.iter().copied()).push(") ORDER BY part FOR UPDATE SKIP LOCKED");
+            tx.ex().fetch_all(&q, q.args()).await?
+        };
+        let plan = plan_leases(&locked, lease.node, lease.now_ms, lease.share);
+        let mut held: Vec<i32> = plan.keep.iter().chain(&plan.take).copied().collect();
+        held.sort_unstable();
+        write_leases(&mut tx, lease, &held, &plan.release).await?;
+        let schedule = SqlScheduleTx { tx, id_step: self.db.id_step(), partitions: Some(held.clone()) };
+        Ok(SharedSchedule {
+            tx: Box::new(schedule),
+            partitions: held,
+            taken: plan.take.len(),
+            released: plan.release.len(),
+        })
+    }
+
+    async fn leave_schedule(&self, node: &str) -> Result<(), StoreError> {
+        self.ex().execute(&LEAVE_LEASES, &args![node]).await?;
+        self.ex().execute(&LEAVE_NODE, &args![node]).await?;
+        Ok(())
+    }
+
+    async fn schedule_leases(&self) -> Result<Vec<LeaseRow>, StoreError> {
+        self.ex().fetch_all(&LEASES, &[]).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(part: i32, owner: Option<&str>, until: i64) -> LeaseRow {
+        LeaseRow { part, owner: owner.map(str::to_owned), lease_until_ms: until }
+    }
+
+    #[test]
+    fn a_node_keeps_its_share_releases_the_rest_and_fills_up_from_free_rows() {
+        let rows = [row(0, Some("a"), 50), row(1, Some("a"), 50), row(2, Some("a"), 50), row(3, None, 0)];
+        let plan = plan_leases(&rows, "a", 10, 2);
+        assert_eq!(plan, LeasePlan { keep: vec![0, 1], take: vec![], release: vec![2] });
+        let plan = plan_leases(&rows, "b", 10, 2);
+        assert_eq!(plan, LeasePlan { keep: vec![], take: vec![3], release: vec![] });
+    }
+
+    #[test]
+    fn expired_leases_are_free_and_live_ones_of_others_are_not() {
+        let rows = [row(0, Some("a"), 5), row(1, Some("a"), 50), row(2, Some("b"), 9)];
+        let plan = plan_leases(&rows, "c", 10, 32);
+        assert_eq!(plan.take, vec![0, 2]);
+        // Its own expired lease is still its own: kept, not "taken".
+        let plan = plan_leases(&rows, "b", 10, 32);
+        assert_eq!(plan, LeasePlan { keep: vec![2], take: vec![0], release: vec![] });
+        assert_eq!(plan_leases(&rows, "a", 10, 1).rows(), vec![0, 1], "kept and released rows");
+    }
+}

@@ -1,0 +1,143 @@
+//! Shared scheduling through two engines on one PostgreSQL / MariaDB database, with controlled
+//! time: the first admin takes every partition, the second joins and gets half of them, then
+//! dies, and the first takes its partitions back once their leases run out. Throughout, every
+//! job fires exactly once for every second — the pre-reads never overlap and the hand-overs
+//! leave no gap — and each admin fires only what its own pre-reads claimed.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::ensure;
+use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::clock::ManualClock;
+use jobwheel_admin::engine::{Engine, LEASE_MS, ring_second};
+use jobwheel_admin::store::{JobId, SCHEDULE_PARTITIONS};
+
+use crate::engine::support::{Db, FakeExecutor, T0, engine_configured, group, job};
+
+const JOBS: i32 = 64;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_admins_share_the_jobs_and_take_over_a_dead_ones() -> anyhow::Result<()> {
+    let Some(db) = Db::postgres().await? else { return Ok(()) };
+    let result = share(&db).await;
+    db.cleanup().await?;
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_admins_share_the_jobs_and_take_over_a_dead_ones() -> anyhow::Result<()> {
+    let Some(db) = Db::mysql().await? else { return Ok(()) };
+    let result = share(&db).await;
+    db.cleanup().await?;
+    result
+}
+
+/// Who claimed which job's fire second.
+type Claimed = BTreeMap<(JobId, i64), Vec<&'static str>>;
+
+/// One second of both admins' lives: pre-read at .500 (the live ones), fire at the next whole
+/// second.
+async fn second(
+    admins: &[(&'static str, &Arc<Engine>)],
+    clock: &ManualClock,
+    s: i64,
+    claimed: &mut Claimed,
+) -> anyhow::Result<()> {
+    let pre_read = T0 + s * 1000 + 500;
+    clock.set(pre_read);
+    for (name, engine) in admins {
+        for fire in engine.schedule_cycle(pre_read).await?.fires {
+            claimed.entry((fire.job_id, fire.fire_time_ms)).or_default().push(name);
+        }
+    }
+    let fire = T0 + (s + 1) * 1000;
+    clock.set(fire);
+    for (_, engine) in admins {
+        engine.drain_ring(ring_second(fire));
+        engine.wait_triggers_idle().await;
+    }
+    Ok(())
+}
+
+async fn share(db: &Db) -> anyhow::Result<()> {
+    let clock = Arc::new(ManualClock::new(T0));
+    let fake = Arc::new(FakeExecutor::default());
+    let a = shared_engine(db, &fake, &clock, "a").await?;
+    let b = shared_engine(db, &fake, &clock, "b").await?;
+    let store = db.connect().await?;
+    let g = group(&*store, "app", &["http://a:9999/"]).await?;
+    let mut jobs = Vec::new();
+    for _ in 0..JOBS {
+        jobs.push(store.add_job(&job(g, T0 + 1000)).await?);
+    }
+    let upper = |j: &JobId| j.0 % SCHEDULE_PARTITIONS >= SCHEDULE_PARTITIONS / 2;
+
+    let mut claimed = Claimed::new();
+    // "a" alone for two seconds: every partition.
+    for s in 0..2 {
+        second(&[("a", &a)], &clock, s, &mut claimed).await?;
+    }
+    // "b" joins: within a few seconds it holds half the partitions and claims their jobs.
+    for s in 2..12 {
+        second(&[("a", &a), ("b", &b)], &clock, s, &mut claimed).await?;
+    }
+    let late_ms = T0 + 10_000;
+    for (&(job, fire_ms), who) in claimed.range((JobId(0), late_ms)..) {
+        if fire_ms >= late_ms {
+            let expected = if upper(&job) { "b" } else { "a" };
+            ensure!(who == &[expected], "job {job} second {fire_ms}: claimed by {who:?}, not {expected}");
+        }
+    }
+    // "b" dies (it neither pre-reads nor fires): "a" takes its partitions when the leases run
+    // out, still before the seconds "b" had claimed are over.
+    let died = 12;
+    for s in died..died + 10 {
+        second(&[("a", &a)], &clock, s, &mut claimed).await?;
+    }
+    let last_claim = claimed.keys().filter(|(j, _)| upper(j)).map(|(_, f)| *f).max().unwrap_or(0);
+    ensure!(last_claim > T0 + (died + 5) * 1000 + LEASE_MS, "a took over b's partitions");
+
+    // Every job's every second from the first up to what "a" has pre-read: exactly one claim.
+    let horizon = T0 + (died + 10) * 1000;
+    for job in &jobs {
+        for fire_ms in (1..(horizon - T0) / 1000).map(|s| T0 + s * 1000) {
+            let who = claimed.get(&(*job, fire_ms)).map_or(&[][..], Vec::as_slice);
+            ensure!(who.len() == 1, "job {job} second {fire_ms}: claimed by {who:?}");
+        }
+    }
+    // Each claimed second fired exactly once, by the admin that claimed it, up to the last
+    // second that admin drained; "b"'s later claims, in a dead admin's ring, are left to
+    // recovery (not run here).
+    let mut runs: BTreeMap<(i32, i64), usize> = BTreeMap::new();
+    for (_, run) in fake.runs() {
+        *runs.entry((run.job_id, run.log_date_time)).or_default() += 1;
+    }
+    ensure!(runs.values().all(|n| *n == 1), "a second fired twice");
+    let drained = |who: &str| if who == "a" { T0 + (died + 10) * 1000 } else { T0 + died * 1000 };
+    let expected: Vec<(i32, i64)> = claimed
+        .iter()
+        .filter(|((_, fire_ms), who)| *fire_ms <= drained(who[0]))
+        .map(|((job, fire_ms), _)| (job.0, *fire_ms))
+        .collect();
+    ensure!(
+        runs.keys().copied().eq(expected.iter().copied()),
+        "{} runs for {} claims",
+        runs.len(),
+        expected.len()
+    );
+    Ok(())
+}
+
+/// An engine scheduling as `node`, on its own connection pool.
+async fn shared_engine(
+    db: &Db,
+    fake: &Arc<FakeExecutor>,
+    clock: &Arc<ManualClock>,
+    node: &str,
+) -> anyhow::Result<Arc<Engine>> {
+    let store = db.connect().await?;
+    Ok(engine_configured(store, fake.clone(), clock.clone(), Alarmer::default(), |c| {
+        c.schedule_node = Some(node.to_owned());
+    }))
+}
