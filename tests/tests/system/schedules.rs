@@ -55,8 +55,9 @@ pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
     }
     // Each run's trigger time (whole seconds) is its fire second, or the next one at worst.
     for job in [cron, rate] {
+        // Pending claims count: their rows are staged ahead and fire after the stop.
         let fires: Vec<i64> =
-            all.iter().filter(|c| c.job_id == job && c.status == 1).map(|c| c.fire_ms / 1000).collect();
+            all.iter().filter(|c| c.job_id == job && c.status != 2).map(|c| c.fire_ms / 1000).collect();
         for log in api.logs(job).await? {
             let second = log["triggerTime"].as_i64().unwrap_or(0) / 1000;
             ensure!(
