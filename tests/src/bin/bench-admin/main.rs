@@ -36,6 +36,10 @@ struct Args {
     cron_period: u32,
     #[arg(long, default_value_t = 1)]
     executors: usize,
+    /// Admin processes on the database (more than one: they share the scheduling; PostgreSQL or
+    /// MySQL only). Their CPU is reported each and in total.
+    #[arg(long, default_value_t = 1)]
+    admins: usize,
     /// Seconds of scheduling before the measured window.
     #[arg(long, default_value_t = 10)]
     warmup: u64,
@@ -67,10 +71,15 @@ async fn main() -> anyhow::Result<()> {
         .database_url
         .clone()
         .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("bench.db").display()));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let admin_url = format!("http://127.0.0.1:{port}");
+    anyhow::ensure!(args.admins >= 1, "--admins must be at least 1");
+    let mut ports = Vec::new();
+    for _ in 0..args.admins {
+        ports.push(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port());
+    }
+    let admin_urls: Vec<String> = ports.iter().map(|p| format!("http://127.0.0.1:{p}")).collect();
+    let admin_url = admin_urls[0].clone();
 
-    let (executors, arrivals) = setup::executors(args.executors, dir.path(), &admin_url).await;
+    let (executors, arrivals) = setup::executors(args.executors, dir.path(), &admin_urls).await;
     let addresses: Vec<String> = executors.iter().map(|e| format!("http://{}/", e.addr)).collect();
     let store = jobwheel_admin::store::connect(&url).await.context("connecting to the database")?;
     let first_fire_ms = (now_ms() / 1000 + 8) * 1000;
@@ -78,8 +87,11 @@ async fn main() -> anyhow::Result<()> {
     let jobs =
         setup::database(&*store, &addresses, args.jobs, args.mode, args.cron_period, first_fire_ms).await?;
     let written = started.elapsed();
-    let admin = setup::admin(&url, port, dir.path(), args.jobs).await?;
-    let pid = admin.id().context("admin pid")?;
+    let mut admins = Vec::new();
+    for (n, port) in ports.iter().enumerate() {
+        admins.push(setup::admin(&url, *port, &dir.path().join(format!("admin-{n}")), args.jobs).await?);
+    }
+    let pids: Vec<u32> = admins.iter().map(|a| a.id().context("admin pid")).collect::<Result<_, _>>()?;
 
     let window_start = first_fire_ms.max(now_ms()) + i64::try_from(args.warmup * 1000)?;
     let window_end = window_start + i64::try_from(args.duration * 1000)?;
@@ -97,11 +109,11 @@ async fn main() -> anyhow::Result<()> {
         tokio::spawn(scrape_metrics(admin_url.clone(), Duration::from_secs(args.scrape_every), window_end))
     });
     sleep_until(window_start).await;
-    let before = sample(pid)?;
+    let before: Vec<ProcSample> = pids.iter().map(|p| sample(*p)).collect::<Result<_, _>>()?;
     let own_before = sample(std::process::id())?;
     let flood_before = flood.load(Ordering::Relaxed);
     sleep_until(window_end).await;
-    let after = sample(pid)?;
+    let after: Vec<ProcSample> = pids.iter().map(|p| sample(*p)).collect::<Result<_, _>>()?;
     let own_after = sample(std::process::id())?;
     let flood_during = flood.load(Ordering::Relaxed) - flood_before;
     if let Some(flooding) = flooding {
@@ -115,7 +127,14 @@ async fn main() -> anyhow::Result<()> {
         store.stop_job(*id, chrono::Utc::now()).await?;
     }
 
-    let cost = Cost::between(before, after, args.duration);
+    let costs: Vec<Cost> =
+        before.iter().zip(&after).map(|(b, a)| Cost::between(*b, *a, args.duration)).collect();
+    let cost = Cost::total(&costs);
+    if costs.len() > 1 {
+        for (n, c) in costs.iter().enumerate() {
+            println!("admin {n}: CPU {:.2} cores, RSS {:.0} MiB", c.cores, c.rss_mib);
+        }
+    }
     let own = Cost::between(own_before, own_after, args.duration);
     println!("{} jobs written in {:.1} s", jobs.len(), written.as_secs_f64());
     println!(
@@ -128,7 +147,7 @@ async fn main() -> anyhow::Result<()> {
             report_scheduled(&url, &args, window_start, window_end, &arrivals, cost).await?;
         }
     }
-    drop(admin);
+    drop(admins);
     for executor in executors {
         executor.stop().await?;
     }
@@ -149,6 +168,15 @@ struct Cost {
 }
 
 impl Cost {
+    /// Several admins together: CPU and memory added up.
+    fn total(costs: &[Cost]) -> Cost {
+        Cost {
+            cores: costs.iter().map(|c| c.cores).sum(),
+            rss_mib: costs.iter().map(|c| c.rss_mib).sum(),
+            peak_rss_mib: costs.iter().map(|c| c.peak_rss_mib).sum(),
+        }
+    }
+
     fn between(before: ProcSample, after: ProcSample, seconds: u64) -> Cost {
         let cpu_s = (after.cpu_ticks - before.cpu_ticks) as f64 / TICKS_PER_SECOND as f64;
         Cost {
@@ -294,8 +322,8 @@ async fn report_scheduled(
     let slowest_second = per_sec.values().min().copied().unwrap_or(0);
 
     println!(
-        "mode {:?}, {} jobs, {} executor(s), {} s window, {url}",
-        args.mode, args.jobs, args.executors, args.duration
+        "mode {:?}, {} jobs, {} executor(s), {} admin(s), {} s window, {url}",
+        args.mode, args.jobs, args.executors, args.admins, args.duration
     );
     println!(
         "  scheduled triggers expected {expected} ({per_second:.0}/s); claims {}; fired {}",

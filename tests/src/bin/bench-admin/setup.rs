@@ -41,14 +41,18 @@ pub(crate) fn now_ms() -> i64 {
 pub(crate) async fn executors(
     count: usize,
     log_dir: &Path,
-    admin_url: &str,
+    admin_urls: &[String],
 ) -> (Vec<TestExecutor>, Arrivals) {
     let arrivals: Arrivals = Arc::default();
     let mut started = Vec::with_capacity(count);
     for n in 0..count {
         let mut config = test_config(&log_dir.join(format!("executor-{n}")));
         config.max_queue = 1_000_000;
-        config.admin_addresses = vec![admin_url.to_owned()];
+        // Executors call back the first admin that answers: rotating the list spreads the
+        // callbacks over the admins, as executors configured in different orders would.
+        let mut admins = admin_urls.to_vec();
+        admins.rotate_left(n % admin_urls.len().max(1));
+        config.admin_addresses = admins;
         let mut handlers = Handlers::new();
         let record = Arc::clone(&arrivals);
         handlers.register(HANDLER, move |ctx: JobContext| {
@@ -147,6 +151,7 @@ pub(crate) async fn admin(
     // Upstream reads at most (fast + slow pool size) × 10 jobs per pre-read, one pre-read a
     // second: a second-by-second schedule of `jobs` jobs needs a fast pool of `jobs / 10`.
     let fast_pool = (jobs / 10).max(300);
+    std::fs::create_dir_all(data_dir)?;
     let log = std::fs::File::create(data_dir.join("admin.log"))?;
     let child = Command::new(admin_binary()?)
         .args(["--listen", &format!("127.0.0.1:{port}"), "--database-url", database_url])
