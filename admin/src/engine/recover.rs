@@ -3,7 +3,9 @@
 //!
 //! A pending claim whose fire time is more than [`RECOVERY_GRACE_MS`] in the past, and that
 //! this process does not hold in its ring or pools, was taken by an admin that died (or that is
-//! hopelessly behind). Such a claim is treated like a trigger the schedule thread found late:
+//! hopelessly behind). Under shared scheduling a claim names the admin that took it, and one
+//! taken by another admin that is still live (heartbeat within the lease time) is left to it:
+//! a slow admin is not a dead one. Such a claim is treated like a trigger the schedule thread found late:
 //!
 //! - at most 5 s late → fired now, as a CRON trigger;
 //! - more than 5 s late → upstream's misfire rules per job: `FIRE_ONCE_NOW` fires the newest of
@@ -27,6 +29,7 @@ use std::sync::Arc;
 use super::i18n::TriggerType;
 use super::misfire::MisfireStrategy;
 use super::schedule::PRE_READ_MS;
+use super::share::LEASE_MS;
 use super::trigger::TriggerRequest;
 use super::{Engine, EngineError};
 use crate::store::{ClaimId, ClaimRow, JobId};
@@ -53,13 +56,23 @@ impl Engine {
         self: &Arc<Self>,
         now_ms: i64,
     ) -> Result<Vec<(ClaimId, Recovery)>, EngineError> {
-        let stale: Vec<ClaimRow> = self
+        let mut stale: Vec<ClaimRow> = self
             .store
             .pending_claims(now_ms - RECOVERY_GRACE_MS)
             .await?
             .into_iter()
             .filter(|claim| !self.holds_claim(claim.id))
             .collect();
+        // A claim another live admin took in a shared pre-read is its to fire, however late:
+        // it may be slow, not dead (its own recovery covers what its ring dropped).
+        let mine = self.config.schedule_node.as_deref();
+        if stale.iter().any(|c| c.node.is_some() && c.node.as_deref() != mine) {
+            let live = self.store.live_schedulers(now_ms - LEASE_MS).await?;
+            stale.retain(|c| match c.node.as_deref() {
+                Some(node) if Some(node) != mine => !live.iter().any(|l| l == node),
+                _ => true,
+            });
+        }
         let mut done = Vec::new();
         let mut misfired: BTreeMap<JobId, Vec<ClaimRow>> = BTreeMap::new();
         for claim in stale {

@@ -39,7 +39,8 @@ pub struct LeaseRequest<'a> {
 
 /// A shared pre-read: the transaction holding the leased rows locked, and what it holds.
 pub struct SharedSchedule {
-    /// The pre-read; its `due_jobs` returns only jobs of `partitions`.
+    /// The pre-read; its `due_jobs` returns only jobs of `partitions`, and the claims it
+    /// inserts record the node ([`ClaimRow::node`](super::ClaimRow::node)).
     pub tx: Box<dyn ScheduleTx>,
     /// The partitions this node holds for this pre-read, ascending.
     pub partitions: Vec<i32>,
@@ -72,6 +73,8 @@ pub trait LeaseStore: Send + Sync {
     /// Releases every lease of `node` and forgets it (a clean shutdown), so the other nodes
     /// take its partitions at their next pre-read instead of after the lease runs out.
     async fn leave_schedule(&self, node: &str) -> Result<(), StoreError>;
+    /// The nodes seen scheduling since `since_ms`, by name.
+    async fn live_schedulers(&self, since_ms: i64) -> Result<Vec<String>, StoreError>;
     /// Every lease row, by partition.
     async fn schedule_leases(&self) -> Result<Vec<LeaseRow>, StoreError>;
 }

@@ -139,6 +139,7 @@ pub(super) async fn insert_claims(
     tx: &mut Tx,
     id_step: i64,
     claims: &[(NewClaim, Option<NewLog>)],
+    node: Option<&str>,
 ) -> Result<Vec<(ClaimId, Option<LogId>)>, StoreError> {
     let mut ids = Vec::with_capacity(claims.len());
     for chunk in claims.chunks(CHUNK) {
@@ -148,13 +149,15 @@ pub(super) async fn insert_claims(
         let logs: Vec<Option<LogId>> =
             chunk.iter().map(|(_, log)| log.and_then(|_| staged_ids.next())).collect();
         let mut q = QueryBuf::new(
-            "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status, log_id) VALUES ",
+            "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status, log_id, node) VALUES ",
         );
         for (i, ((claim, _), log)) in chunk.iter().zip(&logs).enumerate() {
             q.push(if i == 0 { "(" } else { ", (" });
             q.bind_list([Arg::from(claim.job_id), claim.fire_time_ms.into(), claim.claimed_at_ms.into()])
                 .push(", 0, ")
                 .bind(log.map(|id| id.0))
+                .push(", ")
+                .bind(node)
                 .push(")");
         }
         let claim_ids = insert_rows(tx.ex(), id_step, q, chunk.len()).await?;

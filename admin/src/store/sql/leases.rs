@@ -29,6 +29,8 @@ static HEARTBEAT: Sql = Sql::new(
 );
 static FORGET_NODES: Sql = Sql::new("DELETE FROM jobwheel_scheduler WHERE seen_ms < ?");
 static LIVE_NODES: Sql = Sql::new("SELECT I64(COUNT(*)) FROM jobwheel_scheduler WHERE seen_ms >= ?");
+static LIVE_NODE_NAMES: Sql =
+    Sql::new("SELECT node FROM jobwheel_scheduler WHERE seen_ms >= ? ORDER BY node");
 static LEAVE_LEASES: Sql =
     Sql::new("UPDATE jobwheel_schedule_lease SET owner = NULL, lease_until_ms = 0 WHERE owner = ?");
 static LEAVE_NODE: Sql = Sql::new("DELETE FROM jobwheel_scheduler WHERE node = ?");
@@ -138,7 +140,12 @@ impl LeaseStore for SqlStore {
         let mut held: Vec<i32> = plan.keep.iter().chain(&plan.take).copied().collect();
         held.sort_unstable();
         write_leases(&mut tx, lease, &held, &plan.release).await?;
-        let schedule = SqlScheduleTx { tx, id_step: self.db.id_step(), partitions: Some(held.clone()) };
+        let schedule = SqlScheduleTx {
+            tx,
+            id_step: self.db.id_step(),
+            partitions: Some(held.clone()),
+            node: Some(lease.node.to_owned()),
+        };
         Ok(SharedSchedule {
             tx: Box::new(schedule),
             partitions: held,
@@ -151,6 +158,10 @@ impl LeaseStore for SqlStore {
         self.ex().execute(&LEAVE_LEASES, &args![node]).await?;
         self.ex().execute(&LEAVE_NODE, &args![node]).await?;
         Ok(())
+    }
+
+    async fn live_schedulers(&self, since_ms: i64) -> Result<Vec<String>, StoreError> {
+        self.ex().fetch_column(&LIVE_NODE_NAMES, &args![since_ms]).await
     }
 
     async fn schedule_leases(&self) -> Result<Vec<LeaseRow>, StoreError> {

@@ -34,7 +34,7 @@ static DUE_JOBS: Sql = Sql::new(concat!(
     " WHERE trigger_status = 1 AND trigger_next_time <= ? ORDER BY id ASC LIMIT ?"
 ));
 static PENDING_CLAIMS: Sql = Sql::new(
-    "SELECT id, job_id, fire_time_ms, claimed_at_ms, status, log_id, shard \
+    "SELECT id, job_id, fire_time_ms, claimed_at_ms, status, log_id, shard, node \
     FROM jobwheel_ring_claim WHERE status = 0 AND fire_time_ms <= ? ORDER BY fire_time_ms, id",
 );
 static TAKE_CLAIM: Sql = Sql::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE id = ? AND status = 0");
@@ -42,8 +42,8 @@ static SET_CLAIM_LOG: Sql = Sql::new("UPDATE jobwheel_ring_claim SET log_id = ? 
 static TAKE_FIRST_SHARD: Sql =
     Sql::new("UPDATE jobwheel_ring_claim SET status = 1, shard = ? WHERE id = ? AND status = 0");
 static INSERT_SHARD_CLAIM: Sql = Sql::new(
-    "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status, shard) \
-    SELECT job_id, fire_time_ms, I64(?), 0, ? FROM jobwheel_ring_claim WHERE id = ? RETURNING id",
+    "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status, shard, node) \
+    SELECT job_id, fire_time_ms, I64(?), 0, ?, node FROM jobwheel_ring_claim WHERE id = ? RETURNING id",
 );
 static DISCARD_CLAIM: Sql = Sql::new("UPDATE jobwheel_ring_claim SET status = 2 WHERE id = ? AND status = 0");
 static CLAIM_LOG: Sql = Sql::new("SELECT log_id FROM jobwheel_ring_claim WHERE id = ?");
@@ -65,6 +65,8 @@ pub(super) struct SqlScheduleTx {
     pub(super) id_step: i64,
     /// A shared pre-read's partitions: `due_jobs` returns only their jobs. `None`: all jobs.
     pub(super) partitions: Option<Vec<i32>>,
+    /// A shared pre-read's node, recorded on the claims it inserts.
+    pub(super) node: Option<String>,
 }
 
 #[async_trait]
@@ -78,7 +80,7 @@ impl ScheduleStore for SqlStore {
         if row.is_none() {
             return Err(StoreError::MissingScheduleLock);
         }
-        Ok(Box::new(SqlScheduleTx { tx, id_step: self.db.id_step(), partitions: None }))
+        Ok(Box::new(SqlScheduleTx { tx, id_step: self.db.id_step(), partitions: None, node: None }))
     }
 
     async fn pending_claims(&self, up_to_ms: i64) -> Result<Vec<ClaimRow>, StoreError> {
@@ -211,7 +213,7 @@ impl ScheduleTx for SqlScheduleTx {
         &mut self,
         claims: &[(NewClaim, Option<NewLog>)],
     ) -> Result<Vec<(ClaimId, Option<LogId>)>, StoreError> {
-        super::batch::insert_claims(&mut self.tx, self.id_step, claims).await
+        super::batch::insert_claims(&mut self.tx, self.id_step, claims, self.node.as_deref()).await
     }
 
     async fn commit(self: Box<Self>) -> Result<(), StoreError> {

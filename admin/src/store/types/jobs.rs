@@ -204,4 +204,7 @@ pub struct ClaimRow {
     /// [`ScheduleStore::split_claim`](crate::store::ScheduleStore::split_claim)); `None` for a
     /// whole trigger.
     pub shard: Option<String>,
+    /// The admin whose shared pre-read took the claim (its node name in
+    /// `jobwheel_scheduler`); `None` when taken under the exclusive schedule lock.
+    pub node: Option<String>,
 }

@@ -33,6 +33,60 @@ async fn mariadb_admins_share_the_jobs_and_take_over_a_dead_ones() -> anyhow::Re
     result
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_recovery_leaves_a_slow_admins_claims_to_it_while_it_is_live() -> anyhow::Result<()> {
+    let Some(db) = Db::postgres().await? else { return Ok(()) };
+    let result = slow_not_dead(&db).await;
+    db.cleanup().await?;
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_recovery_leaves_a_slow_admins_claims_to_it_while_it_is_live() -> anyhow::Result<()> {
+    let Some(db) = Db::mysql().await? else { return Ok(()) };
+    let result = slow_not_dead(&db).await;
+    db.cleanup().await?;
+    result
+}
+
+/// "a" claims but its ring falls behind (it never drains); while it keeps pre-reading (live),
+/// "b"'s recovery leaves its overdue claims alone; once "a" falls silent, "b" recovers them.
+async fn slow_not_dead(db: &Db) -> anyhow::Result<()> {
+    let clock = Arc::new(ManualClock::new(T0));
+    let fake = Arc::new(FakeExecutor::default());
+    let a = shared_engine(db, &fake, &clock, "a").await?;
+    let b = shared_engine(db, &fake, &clock, "b").await?;
+    let store = db.connect().await?;
+    let g = group(&*store, "app", &["http://a:9999/"]).await?;
+    for _ in 0..4 {
+        store.add_job(&job(g, T0 + 2000)).await?;
+    }
+    clock.set(T0 + 500);
+    let claimed = a.schedule_cycle(T0 + 500).await?.fires.len();
+    ensure!(claimed >= 4, "a claims its jobs' window: {claimed}");
+    ensure!(b.schedule_cycle(T0 + 500).await?.fires.is_empty(), "b joins with nothing free");
+    let pending = store.pending_claims(i64::MAX).await?;
+    ensure!(pending.iter().all(|c| c.node.as_deref() == Some("a")), "each claim names its admin");
+
+    // 4.5 s after the first fire time, "a" is behind but alive.
+    for s in 1..=6 {
+        clock.set(T0 + s * 1000 + 500);
+        a.schedule_cycle(T0 + s * 1000 + 500).await?;
+    }
+    let done = b.recover_claims(T0 + 6500).await?;
+    ensure!(done.is_empty(), "a live admin's claims were recovered: {done:?}");
+    ensure!(fake.runs().is_empty());
+
+    // "a" falls silent: after the lease time "b" takes over its claims.
+    let later = T0 + 6500 + LEASE_MS + 1000;
+    clock.set(later);
+    b.schedule_cycle(later).await?;
+    let done = b.recover_claims(later).await?;
+    ensure!(done.len() >= claimed, "a's claims recovered once it left: {} of {claimed}", done.len());
+    b.wait_triggers_idle().await;
+    Ok(())
+}
+
 /// Who claimed which job's fire second.
 type Claimed = BTreeMap<(JobId, i64), Vec<&'static str>>;
 

@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::ensure;
-use jobwheel_admin::store::{Backend, JobId, LeaseRequest, SCHEDULE_PARTITIONS, SharedSchedule};
+use jobwheel_admin::store::{
+    Backend, GroupId, JobId, LeaseRequest, NewClaim, NewLog, SCHEDULE_PARTITIONS, SharedSchedule,
+};
 
 use crate::store::schedule::running_job;
 use crate::store::{Admins, group};
@@ -25,7 +27,7 @@ pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
     for n in 0..SCHEDULE_PARTITIONS {
         jobs.push(running_job(&*admins.a, g, &format!("lease {n}"), T).await?);
     }
-    shares(admins, &jobs).await?;
+    shares(admins, g, &jobs).await?;
     if admins.a.backend() != Backend::Sqlite {
         locked_rows_are_skipped(admins, &jobs).await?;
         exclusive_excludes_shared(admins).await?;
@@ -46,7 +48,7 @@ async fn seen(shared: &mut SharedSchedule, jobs: &[JobId]) -> anyhow::Result<BTr
     Ok(due.iter().filter(|r| jobs.contains(&r.id)).map(|r| r.id.0 % SCHEDULE_PARTITIONS).collect())
 }
 
-async fn shares(Admins { a, b }: &Admins, jobs: &[JobId]) -> anyhow::Result<()> {
+async fn shares(Admins { a, b }: &Admins, g: GroupId, jobs: &[JobId]) -> anyhow::Result<()> {
     let leases = a.schedule_leases().await?;
     ensure!(leases.len() == 32 && leases.iter().all(|l| l.owner.is_none()), "32 free partitions: {leases:?}");
     ensure!(a.scheduler_heartbeat("a", T, T - LEASE, T - 60_000).await? == 1);
@@ -57,7 +59,24 @@ async fn shares(Admins { a, b }: &Admins, jobs: &[JobId]) -> anyhow::Result<()> 
     let mut alone = a.begin_shared_schedule(&request("a", T, 32)).await?;
     ensure!(alone.partitions == (0..32).collect::<Vec<_>>() && alone.taken == 32);
     ensure!(seen(&mut alone, jobs).await?.len() == 32, "every partition's job");
+    // Its claims name it, and so do the shard claims split from them.
+    let claim = NewClaim { job_id: jobs[0], fire_time_ms: T + 1_000, claimed_at_ms: T };
+    let [id] = alone.tx.insert_claims(&[claim]).await?[..] else { anyhow::bail!("one claim") };
     alone.tx.commit().await?;
+    let log = NewLog {
+        job_group: g,
+        job_id: jobs[0],
+        trigger_time: chrono::DateTime::from_timestamp_millis(T + 1_000).expect("time"),
+    };
+    let (_, shards) = b.split_claim(id, &log, 2).await?.expect("pending");
+    let named: Vec<_> =
+        b.pending_claims(i64::MAX).await?.into_iter().filter(|c| c.job_id == jobs[0]).collect();
+    ensure!(named.len() == 1 && named[0].id == shards[0], "{named:?}");
+    ensure!(named[0].node.as_deref() == Some("a"), "the shard claim names a: {:?}", named[0].node);
+    ensure!(b.discard_claim(shards[0]).await?);
+
+    ensure!(a.live_schedulers(T).await? == ["a", "b"], "live nodes by name");
+    ensure!(a.live_schedulers(T + 4_000).await? == ["a"]);
 
     // "b" joins: nothing is free while "a"'s leases hold.
     let mut none = b.begin_shared_schedule(&request("b", T + 1_000, 16)).await?;
