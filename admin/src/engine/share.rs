@@ -4,7 +4,7 @@
 //!
 //! Every pre-read first says "I am scheduling" (`jobwheel_scheduler`), counts the admins that
 //! said so within the lease time, and asks for its fair share of the
-//! [`SCHEDULE_PARTITIONS`]: `ceil(32 / live admins)`. An admin that joins makes the others'
+//! [`SCHEDULE_PARTITIONS`](crate::store::SCHEDULE_PARTITIONS): `ceil(32 / live admins)`. An admin that joins makes the others'
 //! share smaller, so they give partitions up at their next pre-read and it takes them; an
 //! admin that dies stops renewing, drops out of the count and its leases run out, so the
 //! others' share grows and they take its partitions — within [`LEASE_MS`] plus a pre-read,
@@ -16,15 +16,14 @@
 //! transaction holding its lease row locked, and the next holder reads after that commit.
 
 use super::{Engine, EngineError};
-use crate::store::{LeaseRequest, SCHEDULE_PARTITIONS, ScheduleTx};
+use crate::store::PARTITION_COUNT as PARTITIONS;
+use crate::store::{LeaseRequest, ScheduleTx};
 
 /// How long a lease (and an admin's place in the count) lasts without renewal. Renewed every
 /// second by the pre-read; must stay below [`super::PRE_READ_MS`] minus a pre-read's length.
 pub const LEASE_MS: i64 = 3000;
 /// Admins silent this long are deleted from `jobwheel_scheduler` (they left nothing behind).
 const FORGET_NODE_MS: i64 = 3_600_000;
-/// Every partition, as a count.
-const PARTITIONS: usize = SCHEDULE_PARTITIONS.unsigned_abs() as usize;
 
 /// The partitions one of `live` admins should hold: all of them rounded up, so the shares
 /// always cover every partition.

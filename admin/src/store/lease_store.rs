@@ -12,6 +12,8 @@ use super::{ScheduleTx, StoreError};
 
 /// How many partitions the jobs fall into (`id % 32`); the migration seeds one lease row each.
 pub const SCHEDULE_PARTITIONS: i32 = 32;
+/// [`SCHEDULE_PARTITIONS`] as a count.
+pub(crate) const PARTITION_COUNT: usize = SCHEDULE_PARTITIONS.unsigned_abs() as usize;
 
 /// A stored `jobwheel_schedule_lease` row.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -35,6 +35,7 @@ pub use calendar_store::CalendarStore;
 pub use db::statement_seconds;
 pub use error::StoreError;
 pub use group_store::GroupStore;
+pub(crate) use lease_store::PARTITION_COUNT;
 pub use lease_store::{LeaseRequest, LeaseRow, LeaseStore, SCHEDULE_PARTITIONS, SharedSchedule};
 pub use log_store::{LogReportStore, LogStore};
 use sql::SqlStore;

@@ -13,7 +13,7 @@
 use async_trait::async_trait;
 
 use super::SqlStore;
-use super::schedule::SqlScheduleTx;
+use super::schedule::{SqlScheduleTx, lock_schedule_row};
 use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
 use crate::store::pool::Tx;
@@ -28,7 +28,6 @@ static HEARTBEAT: Sql = Sql::new(
      ON CONFLICT (node) DO UPDATE SET seen_ms = excluded.seen_ms",
 );
 static FORGET_NODES: Sql = Sql::new("DELETE FROM jobwheel_scheduler WHERE seen_ms < ?");
-static LIVE_NODES: Sql = Sql::new("SELECT I64(COUNT(*)) FROM jobwheel_scheduler WHERE seen_ms >= ?");
 static LIVE_NODE_NAMES: Sql =
     Sql::new("SELECT node FROM jobwheel_scheduler WHERE seen_ms >= ? ORDER BY node");
 static LEAVE_LEASES: Sql =
@@ -115,18 +114,14 @@ impl LeaseStore for SqlStore {
     ) -> Result<usize, StoreError> {
         self.ex().execute(&HEARTBEAT, &args![node, now_ms]).await?;
         self.ex().execute(&FORGET_NODES, &args![forget_before_ms]).await?;
-        let live: Option<i64> = self.ex().fetch_value(&LIVE_NODES, &args![live_since_ms]).await?;
-        Ok(usize::try_from(live.unwrap_or(0)).unwrap_or(0).max(1))
+        Ok(self.live_schedulers(live_since_ms).await?.len().max(1))
     }
 
     async fn begin_shared_schedule(&self, lease: &LeaseRequest<'_>) -> Result<SharedSchedule, StoreError> {
         let seen: Vec<LeaseRow> = self.ex().fetch_all(&LEASES, &[]).await?;
         let wanted = plan_leases(&seen, lease.node, lease.now_ms, lease.share).rows();
         let mut tx = self.db.begin().await?;
-        let row: Option<String> = tx.ex().fetch_value(&SHARED_LOCK_ROW, &[]).await?;
-        if row.is_none() {
-            return Err(StoreError::MissingScheduleLock);
-        }
+        lock_schedule_row(&mut tx, &SHARED_LOCK_ROW).await?;
         let locked: Vec<LeaseRow> = if wanted.is_empty() {
             Vec::new()
         } else {

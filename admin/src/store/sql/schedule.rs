@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use super::SqlStore;
 use super::jobs::job_with_zone;
 use super::logs::INSERT_LOG;
+use crate::store::PARTITION_COUNT;
 use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
 use crate::store::pool::Tx;
@@ -22,9 +23,6 @@ use crate::store::{
     ClaimId, ClaimRow, JobRow, LogId, NewClaim, NewLog, SCHEDULE_PARTITIONS, ScheduleStore, ScheduleTx,
     StoreError, TriggerTimeUpdate,
 };
-
-/// Every partition, as a count.
-const PARTITIONS: usize = SCHEDULE_PARTITIONS.unsigned_abs() as usize;
 
 static LOCK_ROW: Sql =
     Sql::new("SELECT lock_name FROM xxl_job_lock WHERE lock_name = 'schedule_lock' FOR UPDATE");
@@ -52,6 +50,17 @@ static DELETE_STAGED_LOG: Sql =
     Sql::new("DELETE FROM xxl_job_log WHERE id = ? AND trigger_code = 0 AND handle_code = 0");
 static PURGE_CLAIMS: Sql = Sql::new("DELETE FROM jobwheel_ring_claim WHERE status <> 0 AND fire_time_ms < ?");
 
+/// Takes upstream's schedule lock row with `lock` (exclusively, or shared). Without the row
+/// there is nothing to lock: upstream then schedules on every admin at once; refuse instead
+/// (on SQLite the row locks nothing, but its absence means a damaged schema).
+pub(super) async fn lock_schedule_row(tx: &mut Tx, lock: &Sql) -> Result<(), StoreError> {
+    let row: Option<String> = tx.ex().fetch_value(lock, &[]).await?;
+    if row.is_none() {
+        return Err(StoreError::MissingScheduleLock);
+    }
+    Ok(())
+}
+
 /// The log row the pre-read staged for `claim`, if it staged one.
 async fn staged_log(tx: &mut Tx, claim: ClaimId) -> Result<Option<LogId>, StoreError> {
     let log: Option<Option<LogId>> = tx.ex().fetch_value(&CLAIM_LOG, &args![claim]).await?;
@@ -73,13 +82,7 @@ pub(super) struct SqlScheduleTx {
 impl ScheduleStore for SqlStore {
     async fn begin_schedule(&self) -> Result<Box<dyn ScheduleTx>, StoreError> {
         let mut tx = self.db.begin().await?;
-        // Without the row there is nothing to lock: upstream then schedules on every admin at
-        // once; refuse instead (on SQLite the row locks nothing, but its absence means a
-        // damaged schema).
-        let row: Option<String> = tx.ex().fetch_value(&LOCK_ROW, &[]).await?;
-        if row.is_none() {
-            return Err(StoreError::MissingScheduleLock);
-        }
+        lock_schedule_row(&mut tx, &LOCK_ROW).await?;
         Ok(Box::new(SqlScheduleTx { tx, id_step: self.db.id_step(), partitions: None, node: None }))
     }
 
@@ -164,7 +167,7 @@ impl ScheduleStore for SqlStore {
 #[async_trait]
 impl ScheduleTx for SqlScheduleTx {
     async fn due_jobs(&mut self, max_next_time_ms: i64, limit: u32) -> Result<Vec<JobRow>, StoreError> {
-        let Some(partitions) = self.partitions.as_ref().filter(|p| p.len() < PARTITIONS) else {
+        let Some(partitions) = self.partitions.as_ref().filter(|p| p.len() < PARTITION_COUNT) else {
             return self.tx.ex().fetch_all(&DUE_JOBS, &args![max_next_time_ms, i64::from(limit)]).await;
         };
         if partitions.is_empty() {
