@@ -13,6 +13,7 @@ use super::SqlStore;
 use super::jobs::job_full;
 use crate::store::db::{Arg, Ex, QueryBuf};
 use crate::store::pool::Tx;
+use crate::store::query_buf::padded;
 use crate::store::support::append_handle_msg;
 use crate::store::time::secs;
 use crate::store::{
@@ -79,7 +80,9 @@ async fn insert_rows(
 }
 
 /// `UPDATE table SET <set> …` with one row of values per element of `rows`, joined on
-/// `table.id = v.<columns[0]>`; `set` refers to the values as `v.<column>`.
+/// `table.id = v.<columns[0]>`; `set` refers to the values as `v.<column>`. The rows are padded
+/// to their shape (a repeated row matches the same target row with the same values, which every
+/// backend applies once), so the statement is kept prepared.
 fn update_from_values<'a, R>(
     backend: Backend,
     table: &str,
@@ -89,9 +92,9 @@ fn update_from_values<'a, R>(
     set: &str,
 ) -> QueryBuf<'a> {
     let mut q = QueryBuf::default();
-    let rows = rows.into_iter().map(values);
+    q.keep();
+    let rows = padded(rows.into_iter().map(values));
     if backend == Backend::MySql {
-        let rows: Vec<Vec<Arg<'a>>> = rows.collect();
         let keys: Vec<Arg<'a>> = rows.iter().filter_map(|row| row.first().cloned()).collect();
         q.push("UPDATE ").push(table).push(" JOIN (");
         for (i, row) in rows.into_iter().enumerate() {
@@ -108,7 +111,7 @@ fn update_from_values<'a, R>(
         q.push(" WHERE ").push(table).push(".id IN (").bind_list(keys).push(")");
     } else {
         q.push("WITH v(").push(&columns.join(", ")).push(") AS (VALUES ");
-        for (i, row) in rows.enumerate() {
+        for (i, row) in rows.into_iter().enumerate() {
             q.push(if i == 0 { "(" } else { ", (" }).bind_list(row).push(")");
         }
         q.push(") UPDATE ").push(table).push(" SET ").push(set);
@@ -179,24 +182,24 @@ async fn take_pending_claims(
     let backend = tx.ex().backend();
     if backend != Backend::Sqlite {
         let mut lock = QueryBuf::new("SELECT id FROM jobwheel_ring_claim WHERE status = 0 AND id IN (");
-        lock.bind_list(wanted.iter().copied()).push(") ORDER BY id FOR UPDATE");
+        lock.bind_shaped(wanted.iter().copied()).push(") ORDER BY id FOR UPDATE").keep();
         let pending: Vec<ClaimId> = tx.ex().fetch_column(&lock, lock.args()).await?;
         if backend == Backend::MySql {
             if !pending.is_empty() {
                 let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE id IN (");
-                q.bind_list(pending.iter().copied()).push(")");
+                q.bind_shaped(pending.iter().copied()).push(")").keep();
                 tx.ex().execute(&q, q.args()).await?;
             }
             return Ok(pending.into_iter().collect());
         }
     }
     let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE status = 0 AND id IN (");
-    q.bind_list(wanted.iter().copied()).push(")");
+    q.bind_shaped(wanted.iter().copied()).push(")").keep();
     if backend == Backend::Sqlite {
         // No `RETURNING`: sqlx hands every returned row over separately (see `insert_rows`).
         let mut pending =
             QueryBuf::new("SELECT I64(COUNT(*)) FROM jobwheel_ring_claim WHERE status = 0 AND id IN (");
-        pending.bind_list(wanted.iter().copied()).push(")");
+        pending.bind_shaped(wanted.iter().copied()).push(")").keep();
         let count: Option<i64> = tx.ex().fetch_value(&pending, pending.args()).await?;
         if count.and_then(|n| usize::try_from(n).ok()) == Some(wanted.len()) {
             tx.ex().execute(&q, q.args()).await?;
@@ -212,7 +215,7 @@ impl SqlStore {
         let mut rows = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(CHUNK) {
             let mut q = QueryBuf::new(concat!(job_full!(), " WHERE id IN ("));
-            q.bind_list(chunk.iter().copied()).push(")");
+            q.bind_shaped(chunk.iter().copied()).push(")").keep();
             rows.extend(self.ex().fetch_all::<JobRow>(&q, q.args()).await?);
         }
         Ok(rows)
@@ -354,7 +357,7 @@ impl SqlStore {
                 chunk.iter().map(|u| u.log_id).collect()
             } else {
                 let mut find = QueryBuf::new("SELECT id FROM xxl_job_log WHERE id IN (");
-                find.bind_list(chunk.iter().map(|u| u.log_id)).push(")");
+                find.bind_shaped(chunk.iter().map(|u| u.log_id)).push(")").keep();
                 tx.ex().fetch_column(&find, find.args()).await?.into_iter().collect()
             }
         } else {
@@ -364,7 +367,7 @@ impl SqlStore {
             // noticed at once; PostgreSQL only after `deadlock_timeout` (1 s), which made
             // triggers seconds late at 2 000/s (docs/benchmarks.md, issue 14).
             let mut find = QueryBuf::new("SELECT id FROM xxl_job_log WHERE id IN (");
-            find.bind_list(chunk.iter().map(|u| u.log_id)).push(") ORDER BY id FOR UPDATE");
+            find.bind_shaped(chunk.iter().map(|u| u.log_id)).push(") ORDER BY id FOR UPDATE").keep();
             let found = tx.ex().fetch_column(&find, find.args()).await?.into_iter().collect();
             tx.ex().execute(&q, q.args()).await?;
             found
@@ -403,7 +406,7 @@ impl SqlStore {
         // check-then-update atomic against concurrent results for these logs.
         let mut tx = self.db.begin().await?;
         let mut q = QueryBuf::new("SELECT id, handle_code, handle_msg FROM xxl_job_log WHERE id IN (");
-        q.bind_list(ids.iter().copied()).push(") ORDER BY id FOR UPDATE");
+        q.bind_shaped(ids.iter().copied()).push(") ORDER BY id FOR UPDATE").keep();
         let state: HashMap<LogId, (i32, Option<String>)> = tx
             .ex()
             .fetch_all::<(LogId, i32, Option<String>)>(&q, q.args())
@@ -439,7 +442,7 @@ impl SqlStore {
             );
             tx.ex().execute(&q, q.args()).await?;
             let mut q = QueryBuf::new(concat!("SELECT ", log_columns!(), " FROM xxl_job_log WHERE id IN ("));
-            q.bind_list(writes.iter().map(|(r, _)| r.log_id)).push(")");
+            q.bind_shaped(writes.iter().map(|(r, _)| r.log_id)).push(")").keep();
             rows = tx
                 .ex()
                 .fetch_all::<LogRow>(&q, q.args())

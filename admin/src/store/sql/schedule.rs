@@ -17,6 +17,7 @@ use crate::store::PARTITION_COUNT;
 use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
 use crate::store::pool::Tx;
+use crate::store::query_buf::padded;
 use crate::store::support::TRIGGER_UPDATE_BATCH;
 use crate::store::time::secs;
 use crate::store::{
@@ -186,6 +187,16 @@ impl ScheduleTx for SqlScheduleTx {
     async fn update_trigger_times(&mut self, updates: &[TriggerTimeUpdate]) -> Result<u64, StoreError> {
         let mut updated = 0;
         for chunk in updates.chunks(TRIGGER_UPDATE_BATCH) {
+            // Without stops the statement is one of a few shapes (a repeated `WHEN` is never
+            // reached: the first match wins), so it is kept prepared.
+            let stops = chunk.iter().any(|u| u.stop);
+            let shaped;
+            let chunk = if stops {
+                chunk
+            } else {
+                shaped = padded(chunk.iter().copied());
+                &shaped[..]
+            };
             // `I64(?)`: PostgreSQL types a bare parameter in a `CASE` branch as text.
             let mut q = QueryBuf::new("UPDATE xxl_job_info SET trigger_last_time = CASE id");
             for u in chunk {
@@ -197,7 +208,7 @@ impl ScheduleTx for SqlScheduleTx {
             }
             q.push(" END");
             // `CASE` needs at least one branch; without stops the status is not touched at all.
-            if chunk.iter().any(|u| u.stop) {
+            if stops {
                 q.push(", trigger_status = CASE id");
                 for u in chunk.iter().filter(|u| u.stop) {
                     q.push(" WHEN ").bind(u.job_id).push(" THEN 0");
@@ -207,6 +218,9 @@ impl ScheduleTx for SqlScheduleTx {
             q.push(" WHERE trigger_status = 1 AND id IN (")
                 .bind_list(chunk.iter().map(|u| u.job_id))
                 .push(")");
+            if !stops {
+                q.keep();
+            }
             updated += self.tx.ex().execute(&q, q.args()).await?;
         }
         Ok(updated)
