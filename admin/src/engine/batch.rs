@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::oneshot;
 
 use super::Engine;
+use super::sending::{MAX_DEFER, SendGauge};
 use crate::store::{ClaimId, GroupId, GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, NewLog, StoreError};
 
 type Reply<T> = oneshot::Sender<Result<T, Arc<StoreError>>>;
@@ -39,8 +40,14 @@ impl<Req, Resp> Coalescer<Req, Resp> {
     }
 
     /// Runs `request` as part of a batch: `run` gets the batch's requests and must answer one
-    /// response per request, in order.
-    pub(crate) async fn call<F, Fut>(&self, request: Req, run: F) -> Result<Resp, StoreError>
+    /// response per request, in order. With `after`, the batch is formed only once no trigger
+    /// is on its way to `/run` (or [`MAX_DEFER`] has passed): a deferred write (`sending.rs`).
+    pub(crate) async fn call<F, Fut>(
+        &self,
+        request: Req,
+        after: Option<&SendGauge>,
+        run: F,
+    ) -> Result<Resp, StoreError>
     where
         F: Fn(Vec<Req>) -> Fut,
         Fut: Future<Output = Result<Vec<Resp>, StoreError>>,
@@ -54,6 +61,10 @@ impl<Req, Resp> Coalescer<Req, Resp> {
                 Ok(result) => return result.map_err(StoreError::Batched),
                 Err(oneshot::error::TryRecvError::Closed) => return Err(StoreError::BatchAbandoned),
                 Err(oneshot::error::TryRecvError::Empty) => {}
+            }
+            // Waiting under the flush lock lets the callers behind it queue up meanwhile.
+            if let Some(gauge) = after {
+                gauge.wait_quiet(MAX_DEFER).await;
             }
             let batch: Vec<(Req, Reply<Resp>)> = {
                 let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -122,7 +133,7 @@ impl Engine {
         let store = &self.store;
         self.batches
             .jobs
-            .call(id, |ids| async move {
+            .call(id, None, |ids| async move {
                 let rows: HashMap<JobId, JobRow> =
                     store.load_jobs(&ids).await?.into_iter().map(|row| (row.id, row)).collect();
                 // Cloned, not moved: the same job may be asked for twice in one batch.
@@ -137,7 +148,7 @@ impl Engine {
         let store = &self.store;
         self.batches
             .groups
-            .call(id, |ids| async move {
+            .call(id, None, |ids| async move {
                 let groups: HashMap<GroupId, GroupRow> =
                     store.list_groups().await?.into_iter().map(|g| (g.id, g)).collect();
                 Ok(ids.iter().map(|id| groups.get(id).cloned()).collect())
@@ -154,7 +165,11 @@ impl Engine {
         let store = &self.store;
         self.batches
             .claimed_logs
-            .call((claim, log), |items| async move { store.consume_claims_and_insert_logs(&items).await })
+            .call(
+                (claim, log),
+                None,
+                |items| async move { store.consume_claims_and_insert_logs(&items).await },
+            )
             .await
     }
 
@@ -162,18 +177,24 @@ impl Engine {
     /// claim, batched: the only write a pre-staged trigger makes before its `/run`.
     pub(crate) async fn take_claim_batched(&self, claim: ClaimId) -> Result<bool, StoreError> {
         let store = &self.store;
-        self.batches.taken_claims.call(claim, |claims| async move { store.take_claims(&claims).await }).await
+        self.batches
+            .taken_claims
+            .call(claim, None, |claims| async move { store.take_claims(&claims).await })
+            .await
     }
 
-    /// [`LogStore::update_log_trigger`](crate::store::LogStore::update_log_trigger), batched.
+    /// [`LogStore::update_log_trigger`](crate::store::LogStore::update_log_trigger), batched;
+    /// with `defer`, after the sends in progress (`sending.rs`).
     pub(crate) async fn update_log_trigger_batched(
         &self,
         update: LogTriggerUpdate,
+        defer: bool,
     ) -> Result<bool, StoreError> {
         let store = &self.store;
+        let after = defer.then_some(&*self.sends);
         self.batches
             .trigger_updates
-            .call(update, |updates| async move { store.update_log_triggers(&updates).await })
+            .call(update, after, |updates| async move { store.update_log_triggers(&updates).await })
             .await
     }
 }
@@ -195,7 +216,7 @@ mod tests {
             let (coalescer, batches) = (Arc::clone(&coalescer), Arc::clone(&batches));
             tasks.spawn(async move {
                 let got = coalescer
-                    .call(n, |requests| {
+                    .call(n, None, |requests| {
                         let batches = Arc::clone(&batches);
                         async move {
                             batches.fetch_add(1, Ordering::SeqCst);
@@ -223,7 +244,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_batch_fails_every_caller_in_it() {
         let coalescer = Coalescer::<u32, u32>::new(8);
-        let result = coalescer.call(1, |_| async { Err(StoreError::MissingScheduleLock) }).await;
+        let result = coalescer.call(1, None, |_| async { Err(StoreError::MissingScheduleLock) }).await;
         assert!(
             matches!(result, Err(StoreError::Batched(e)) if matches!(*e, StoreError::MissingScheduleLock))
         );

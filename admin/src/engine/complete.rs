@@ -38,6 +38,8 @@ impl Engine {
                 handle_msg: Some(item.handle_msg),
             })
             .collect();
+        // The executor waits for this answer; triggers on their way out go first (`sending.rs`).
+        self.sends.wait_quiet(super::sending::MAX_DEFER).await;
         let outcomes = self.store.apply_handle_results(&results).await?;
         let mut applied = Vec::with_capacity(outcomes.len());
         for (result, outcome) in results.iter().zip(outcomes) {

@@ -44,6 +44,7 @@ mod registry;
 mod report;
 mod ring;
 mod schedule;
+mod sending;
 mod share;
 mod start;
 mod tasks;
@@ -110,6 +111,8 @@ pub struct Engine {
     last_clean_ms: Mutex<i64>,
     /// Group commit of the trigger path's store calls.
     batches: batch::Batches,
+    /// Triggers on their way to `/run`; deferred writes wait for them (`sending.rs`).
+    sends: Arc<sending::SendGauge>,
     /// When the schedule thread last began a pass (epoch ms; 0 = not started): readiness.
     schedule_beat_ms: std::sync::atomic::AtomicI64,
     tracker: TaskTracker,
@@ -149,6 +152,7 @@ impl Engine {
             in_flight: Mutex::new(HashSet::new()),
             last_clean_ms: Mutex::new(0),
             batches: batch::Batches::default(),
+            sends: Arc::default(),
             schedule_beat_ms: std::sync::atomic::AtomicI64::new(0),
             tracker,
         })

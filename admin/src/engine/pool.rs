@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
@@ -76,9 +76,11 @@ impl TriggerPools {
     }
 
     /// Runs `trigger` for `job_id` on the pool the job currently belongs to; false if that
-    /// pool's backlog is full and the trigger was dropped.
-    pub(crate) fn submit<F>(self: &Arc<Self>, job_id: JobId, trigger: F) -> bool
+    /// pool's backlog is full and the trigger was dropped. `trigger` gets the pool slot it runs
+    /// in and may give it up before it ends (once its `/run` calls are out: `sending.rs`).
+    pub(crate) fn submit<T, F>(self: &Arc<Self>, job_id: JobId, trigger: T) -> bool
     where
+        T: FnOnce(Option<OwnedSemaphorePermit>) -> F + Send + 'static,
         F: Future<Output = ()> + Send + 'static,
     {
         let use_slow = self.slow_count(job_id) > SLOW_COUNT_LIMIT;
@@ -102,8 +104,7 @@ impl TriggerPools {
                 let permit = Arc::clone(&lane.permits).acquire_owned().await.ok();
                 lane.waiting.fetch_sub(1, Ordering::SeqCst);
                 let started = Instant::now();
-                trigger.await;
-                drop(permit);
+                trigger(permit).await;
                 pools.record(job_id, started.elapsed());
                 if pools.outstanding.fetch_sub(1, Ordering::SeqCst) == 1 {
                     pools.idle.notify_waiters();

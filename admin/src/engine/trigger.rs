@@ -11,6 +11,7 @@ use tracing::Instrument;
 
 use super::claims::HeldClaims;
 use super::i18n::{TriggerType, texts};
+use super::sending::SendTicket;
 use super::trigger_msg::{TriggerMsg, run_result_msg};
 use super::{Engine, EngineError};
 use crate::executor_client::ExecutorApi;
@@ -91,8 +92,11 @@ impl Engine {
         let engine = Arc::clone(self);
         let job_id = request.job_id;
         let claim = request.claim;
-        let accepted = self.pools.submit(job_id, async move {
-            if let Err(e) = engine.trigger(request).await {
+        // Counted from submission, so triggers still waiting for a pool slot hold back the
+        // deferred writes as well (`sending.rs`).
+        let sending = self.sends.enter();
+        let accepted = self.pools.submit(job_id, move |slot| async move {
+            if let Err(e) = engine.trigger_with(request, SendTicket::new(slot, sending)).await {
                 tracing::error!(job_id = job_id.0, error = %e, "trigger failed");
             }
             if let Some(claim) = claim {
@@ -109,12 +113,25 @@ impl Engine {
 
     /// Triggers a job now and waits for the `/run` calls. The pools call this; so do tests.
     pub async fn trigger(&self, request: TriggerRequest) -> Result<TriggerOutcome, EngineError> {
-        let span =
-            tracing::info_span!("trigger", job_id = request.job_id.0, trigger_type = ?request.trigger_type);
-        self.trigger_inner(request).instrument(span).await
+        self.trigger_with(request, SendTicket::default()).await
     }
 
-    async fn trigger_inner(&self, request: TriggerRequest) -> Result<TriggerOutcome, EngineError> {
+    async fn trigger_with(
+        &self,
+        request: TriggerRequest,
+        ticket: SendTicket,
+    ) -> Result<TriggerOutcome, EngineError> {
+        let span =
+            tracing::info_span!("trigger", job_id = request.job_id.0, trigger_type = ?request.trigger_type);
+        self.trigger_inner(request, ticket).instrument(span).await
+    }
+
+    /// The trigger; `ticket` is given up once its last `/run` is out.
+    async fn trigger_inner(
+        &self,
+        request: TriggerRequest,
+        mut ticket: SendTicket,
+    ) -> Result<TriggerOutcome, EngineError> {
         let Some(job) = self.load_job_batched(request.job_id).await? else {
             tracing::warn!("trigger fail, job not found");
             if let Some(claim) = request.claim {
@@ -162,6 +179,7 @@ impl Engine {
         }
 
         let mut fired = Vec::with_capacity(shards.len());
+        let last = shards.len().saturating_sub(1);
         for (position, (shard, shard_claim)) in shards.into_iter().zip(shard_claims).enumerate() {
             let staged = request.staged_log.filter(|_| position == 0);
             let log_id = match (first_log.filter(|_| position == 0), shard_claim, staged) {
@@ -196,6 +214,7 @@ impl Engine {
                     log_id,
                     trigger_time_ms,
                     &request,
+                    (position == last).then_some(&mut ticket),
                 )
                 .await?;
             fired.push((log_id, code));
@@ -222,6 +241,7 @@ impl Engine {
         log_id: LogId,
         trigger_time_ms: i64,
         request: &TriggerRequest,
+        last_send: Option<&mut SendTicket>,
     ) -> Result<i32, EngineError> {
         let lang = self.config.lang;
         let j = &job.job;
@@ -278,6 +298,15 @@ impl Engine {
             (None, ..) => (FAIL_CODE, None),
         };
         tracing::debug!(log_id = log_id.0, address = ?address, code, "trigger sent");
+        // The outcome of the trigger's last shard waits for the other triggers' sends; an
+        // earlier shard's is written at once, since its own trigger still has sends to make.
+        let defer = match last_send {
+            Some(ticket) => {
+                ticket.sent();
+                true
+            }
+            None => false,
+        };
 
         let trigger_msg = TriggerMsg {
             lang,
@@ -295,17 +324,20 @@ impl Engine {
             run_msg: run_msg.as_deref(),
         }
         .render();
-        self.update_log_trigger_batched(LogTriggerUpdate {
-            log_id,
-            trigger_time: to_datetime(trigger_time_ms),
-            trigger_code: code,
-            trigger_msg: Some(trigger_msg),
-            executor_address: address,
-            executor_handler: j.executor_handler.clone(),
-            executor_param: Some(executor_param),
-            executor_sharding_param: broadcast_shard.map(Shard::log_param),
-            executor_fail_retry_count: fail_retry_count,
-        })
+        self.update_log_trigger_batched(
+            LogTriggerUpdate {
+                log_id,
+                trigger_time: to_datetime(trigger_time_ms),
+                trigger_code: code,
+                trigger_msg: Some(trigger_msg),
+                executor_address: address,
+                executor_handler: j.executor_handler.clone(),
+                executor_param: Some(executor_param),
+                executor_sharding_param: broadcast_shard.map(Shard::log_param),
+                executor_fail_retry_count: fail_retry_count,
+            },
+            defer,
+        )
         .await?;
         self.config.metrics.trigger(request.trigger_type, code);
         Ok(code)
