@@ -115,8 +115,9 @@ pub(crate) use args;
 /// connection) or a [`QueryBuf`] built at run time.
 pub(crate) trait Statement: Sync {
     fn sql(&self, backend: Backend) -> Cow<'_, str>;
-    /// Whether sqlx should keep the prepared statement (worth it for fixed SQL only).
-    fn persistent(&self) -> bool;
+    /// Whether sqlx should keep the prepared statement on `backend` (worth it for fixed SQL
+    /// and batch shapes only).
+    fn persistent(&self, backend: Backend) -> bool;
 }
 
 impl Statement for Sql {
@@ -124,7 +125,7 @@ impl Statement for Sql {
         Cow::Borrowed(self.text(backend))
     }
 
-    fn persistent(&self) -> bool {
+    fn persistent(&self, _backend: Backend) -> bool {
         true
     }
 }
@@ -222,8 +223,9 @@ impl Ex<'_> {
     /// Runs a statement; the number of rows it changed.
     pub(crate) async fn execute(self, stmt: &dyn Statement, args: &[Arg<'_>]) -> Result<u64, StoreError> {
         let _timed = Timed::start();
+        let keep = stmt.persistent(self.backend());
         Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_with::<Db, _>(&sql, Db::arguments(args)?)
-            .persistent(stmt.persistent())
+            .persistent(keep)
             .execute(ex)
             .await?
             .rows_affected()))
@@ -236,8 +238,9 @@ impl Ex<'_> {
         args: &[Arg<'_>],
     ) -> Result<Vec<T>, StoreError> {
         let _timed = Timed::start();
+        let keep = stmt.persistent(self.backend());
         Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(&sql, Db::arguments(args)?)
-            .persistent(stmt.persistent())
+            .persistent(keep)
             .fetch_all(ex)
             .await?))
     }
@@ -249,8 +252,9 @@ impl Ex<'_> {
         args: &[Arg<'_>],
     ) -> Result<Option<T>, StoreError> {
         let _timed = Timed::start();
+        let keep = stmt.persistent(self.backend());
         Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(&sql, Db::arguments(args)?)
-            .persistent(stmt.persistent())
+            .persistent(keep)
             .fetch_optional(ex)
             .await?))
     }
@@ -262,8 +266,9 @@ impl Ex<'_> {
         args: &[Arg<'_>],
     ) -> Result<T, StoreError> {
         let _timed = Timed::start();
+        let keep = stmt.persistent(self.backend());
         Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(&sql, Db::arguments(args)?)
-            .persistent(stmt.persistent())
+            .persistent(keep)
             .fetch_one(ex)
             .await?))
     }
@@ -334,7 +339,7 @@ async fn sqlite_last_rowid<'e>(
     let _timed = Timed::start();
     let sql = stmt.sql(Backend::Sqlite);
     let done = sqlx::query_with::<Sqlite, _>(&sql, Sqlite::arguments(args)?)
-        .persistent(stmt.persistent())
+        .persistent(stmt.persistent(Backend::Sqlite))
         .execute(ex)
         .await?;
     Ok(done.last_insert_rowid())
@@ -349,7 +354,7 @@ async fn mysql_insert_id<'e, T: TryFrom<u64>>(
     let _timed = Timed::start();
     let sql = stmt.sql(Backend::MySql);
     let done = sqlx::query_with::<MySql, _>(&sql, MySql::arguments(args)?)
-        .persistent(stmt.persistent())
+        .persistent(stmt.persistent(Backend::MySql))
         .execute(ex)
         .await?;
     let id = done.last_insert_id();
