@@ -7,7 +7,8 @@
 //! claim), and on SQLite every write of the process goes through one writer; the outcome
 //! writes of the second's first triggers and the callbacks of its first runs got in the way of
 //! the claims of its last triggers. Deferring them until the sends are out took p99 lateness at
-//! 1 000 triggers/s from ~90 to ~50 ms (docs/benchmarks.md, issue 14). Nothing is acknowledged
+//! 1 000 triggers/s from ~100 to 53–79 ms and at 4 000/s from 735 to 280 ms (docs/benchmarks.md,
+//! issue 14). Nothing is acknowledged
 //! earlier than before: a callback is still answered only once stored, and a trigger's task
 //! still ends only once its outcome is written.
 
