@@ -39,7 +39,7 @@ impl Engine {
             })
             .collect();
         // The executor waits for this answer; triggers on their way out go first (`sending.rs`).
-        self.sends.wait_quiet(super::sending::MAX_DEFER).await;
+        self.sends.wait_quiet(self.config.max_defer).await;
         let outcomes = self.store.apply_handle_results(&results).await?;
         let mut applied = Vec::with_capacity(outcomes.len());
         for (result, outcome) in results.iter().zip(outcomes) {

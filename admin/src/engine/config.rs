@@ -84,6 +84,9 @@ pub struct EngineConfig {
     /// it pre-reads only its share of the jobs' partitions (`engine/share.rs`). `None`:
     /// upstream's exclusive schedule lock, every job.
     pub schedule_node: Option<String>,
+    /// The longest a trigger outcome or a callback batch waits for the triggers on their way
+    /// to `/run` (`engine/sending.rs`; 200 ms).
+    pub max_defer: Duration,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -100,6 +103,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("lost_after", &self.lost_after)
             .field("dead_timeout", &self.dead_timeout)
             .field("schedule_node", &self.schedule_node)
+            .field("max_defer", &self.max_defer)
             .finish_non_exhaustive()
     }
 }
@@ -125,6 +129,7 @@ impl EngineConfig {
             metrics: Arc::default(),
             group_tokens: None,
             schedule_node: None,
+            max_defer: super::sending::MAX_DEFER,
         }
     }
 

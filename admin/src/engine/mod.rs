@@ -65,6 +65,7 @@ pub use report::CLAIM_KEEP_MS;
 pub(crate) use report::local_midnight;
 pub use ring::{RingEntry, ring_second};
 pub use schedule::{CycleReport, PRE_READ_MS, Placement, PlannedFire};
+pub use sending::MAX_DEFER;
 pub use share::{LEASE_MS, fair_share, schedule_node_name};
 pub use start::first_fire_time;
 pub use trigger::{TriggerOutcome, TriggerRequest};
@@ -235,6 +236,11 @@ impl Engine {
             result.is_end = true;
         }
         Ok(result)
+    }
+
+    /// Triggers between their submission and their last `/run` (`engine/sending.rs`).
+    pub fn triggers_sending(&self) -> usize {
+        self.sends.sending()
     }
 
     /// Waits until every queued trigger has finished (tests; shutdown uses [`Engine::stopped`]).

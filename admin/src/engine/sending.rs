@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
-/// The longest a deferred write waits for the sends: under a steady stream of triggers the
-/// gauge may never reach zero, and the writes then go in batches this far apart.
-pub(crate) const MAX_DEFER: Duration = Duration::from_millis(200);
+/// The longest a deferred write waits for the sends by default: under a steady stream of
+/// triggers the gauge may never reach zero, and the writes then go in batches this far apart.
+pub const MAX_DEFER: Duration = Duration::from_millis(200);
 
 /// How many triggers are between their submission and their `/run` (queued for a pool slot
 /// included), and a wake-up for when none are.

@@ -12,6 +12,7 @@ mod missed_fire;
 mod real_executor;
 mod retention;
 mod scheduler;
+mod sends_first;
 mod sharing;
 mod staging;
 mod support;
