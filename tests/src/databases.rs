@@ -57,7 +57,24 @@ impl FreshDatabase {
         match self.server {
             Server::Postgres => {
                 let pool = sqlx::PgPool::connect(&self.base).await?;
-                sqlx::query(&format!("DROP SCHEMA {} CASCADE", self.name)).execute(&pool).await?;
+                // An admin may still be running on the schema (a test dropping it under an
+                // admin, on purpose): `DROP … CASCADE` locks every table and can deadlock with
+                // the admin's pre-read, and PostgreSQL may pick the drop as the victim.
+                let drop = format!("DROP SCHEMA {} CASCADE", self.name);
+                let mut attempt = 0;
+                loop {
+                    match sqlx::query(&drop).execute(&pool).await {
+                        Err(sqlx::Error::Database(e))
+                            if attempt < 5 && e.code().as_deref() == Some("40P01") =>
+                        {
+                            attempt += 1;
+                        }
+                        result => {
+                            result?;
+                            break;
+                        }
+                    }
+                }
                 pool.close().await;
             }
             Server::MySql => {
