@@ -113,16 +113,10 @@ async fn broadcast_shards_sqlite() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broadcast_shards_postgres() -> anyhow::Result<()> {
-    let Some(db) = Db::postgres().await? else { return Ok(()) };
-    let result = contract(&db).await;
-    db.cleanup().await?;
-    result
+    Db::run(Db::postgres().await?, contract).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broadcast_shards_mysql() -> anyhow::Result<()> {
-    let Some(db) = Db::mysql().await? else { return Ok(()) };
-    let result = contract(&db).await;
-    db.cleanup().await?;
-    result
+    Db::run(Db::mysql().await?, contract).await
 }

@@ -330,16 +330,10 @@ async fn recovery_sqlite() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recovery_postgres() -> anyhow::Result<()> {
-    let Some(db) = Db::postgres().await? else { return Ok(()) };
-    let result = recovery_contract(&db).await;
-    db.cleanup().await?;
-    result
+    Db::run(Db::postgres().await?, recovery_contract).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recovery_mysql() -> anyhow::Result<()> {
-    let Some(db) = Db::mysql().await? else { return Ok(()) };
-    let result = recovery_contract(&db).await;
-    db.cleanup().await?;
-    result
+    Db::run(Db::mysql().await?, recovery_contract).await
 }

@@ -19,34 +19,22 @@ const JOBS: i32 = 64;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_admins_share_the_jobs_and_take_over_a_dead_ones() -> anyhow::Result<()> {
-    let Some(db) = Db::postgres().await? else { return Ok(()) };
-    let result = share(&db).await;
-    db.cleanup().await?;
-    result
+    Db::run(Db::postgres().await?, share).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_admins_share_the_jobs_and_take_over_a_dead_ones() -> anyhow::Result<()> {
-    let Some(db) = Db::mysql().await? else { return Ok(()) };
-    let result = share(&db).await;
-    db.cleanup().await?;
-    result
+    Db::run(Db::mysql().await?, share).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_recovery_leaves_a_slow_admins_claims_to_it_while_it_is_live() -> anyhow::Result<()> {
-    let Some(db) = Db::postgres().await? else { return Ok(()) };
-    let result = slow_not_dead(&db).await;
-    db.cleanup().await?;
-    result
+    Db::run(Db::postgres().await?, slow_not_dead).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_recovery_leaves_a_slow_admins_claims_to_it_while_it_is_live() -> anyhow::Result<()> {
-    let Some(db) = Db::mysql().await? else { return Ok(()) };
-    let result = slow_not_dead(&db).await;
-    db.cleanup().await?;
-    result
+    Db::run(Db::mysql().await?, slow_not_dead).await
 }
 
 /// "a" claims but its ring falls behind (it never drains); while it keeps pre-reading (live),

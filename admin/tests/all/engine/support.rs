@@ -60,6 +60,18 @@ impl Db {
             None => Ok(()),
         }
     }
+
+    /// Runs `scenario` on `db` (`None`: the server is not configured, nothing runs), then drops
+    /// the database whether the scenario passed or not; the scenario's result comes first.
+    pub(crate) async fn run(
+        db: Option<Self>,
+        scenario: impl AsyncFnOnce(&Db) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let Some(db) = db else { return Ok(()) };
+        let result = scenario(&db).await;
+        db.cleanup().await?;
+        result
+    }
 }
 
 /// A random source that always draws 0 (deterministic ROUND/LFU/RANDOM).
