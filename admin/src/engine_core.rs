@@ -60,6 +60,7 @@ impl EngineCore {
         engine_config.slow_pool_max = config.trigger_pools.slow_max;
         engine_config.fast_queue = config.trigger_pools.fast_queue;
         engine_config.slow_queue = config.trigger_pools.slow_queue;
+        engine_config.fire_lead = config.fire_lead;
         engine_config.lost_after = config.lost_job_timeout;
         engine_config.retry_backoff = config.retry_backoff;
         engine_config.dead_timeout = config.executor_dead_timeout;

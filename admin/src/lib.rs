@@ -11,6 +11,7 @@
 pub mod alarm;
 pub mod app;
 pub mod calendar;
+mod cli;
 pub mod clock;
 pub mod config;
 pub mod cron;

@@ -87,7 +87,17 @@ pub struct EngineConfig {
     /// The longest a trigger outcome or a callback batch waits for the triggers on their way
     /// to `/run` (`engine/sending.rs`; 200 ms).
     pub max_defer: Duration,
+    /// How long before each second the ring hands that second's triggers to the pools, so
+    /// their database work is done when it begins (`engine/ring.rs`; 200 ms, at most
+    /// [`MAX_FIRE_LEAD`]). Zero: at the second, as upstream.
+    pub fire_lead: Duration,
 }
+
+/// The longest [`EngineConfig::fire_lead`]: the pre-read fills the next second's slot half a
+/// second before it.
+pub const MAX_FIRE_LEAD: Duration = Duration::from_millis(400);
+/// The default [`EngineConfig::fire_lead`].
+pub const FIRE_LEAD: Duration = Duration::from_millis(200);
 
 impl std::fmt::Debug for EngineConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -104,6 +114,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("dead_timeout", &self.dead_timeout)
             .field("schedule_node", &self.schedule_node)
             .field("max_defer", &self.max_defer)
+            .field("fire_lead", &self.fire_lead)
             .finish_non_exhaustive()
     }
 }
@@ -130,6 +141,7 @@ impl EngineConfig {
             group_tokens: None,
             schedule_node: None,
             max_defer: super::sending::MAX_DEFER,
+            fire_lead: FIRE_LEAD,
         }
     }
 

@@ -52,7 +52,10 @@ mod trigger;
 mod trigger_msg;
 
 pub use complete::LOST_AFTER_MS;
-pub use config::{EngineConfig, FAST_POOL_FLOOR, MIN_LOG_RETENTION_DAYS, MonitorIntervals, SLOW_POOL_FLOOR};
+pub use config::{
+    EngineConfig, FAST_POOL_FLOOR, FIRE_LEAD, MAX_FIRE_LEAD, MIN_LOG_RETENTION_DAYS, MonitorIntervals,
+    SLOW_POOL_FLOOR,
+};
 pub use fail::{FAIL_BATCH, FailHandled};
 pub use fix_delay::FIX_DELAY_PARKED;
 pub use i18n::TriggerType;

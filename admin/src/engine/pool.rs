@@ -4,11 +4,15 @@
 //! more than 10 such triggers in the minute goes to the slow pool, so one slow executor cannot
 //! starve everybody else's triggers. Each pool bounds its concurrency with a semaphore and its
 //! backlog with a counter: beyond the backlog a trigger is logged and dropped (upstream ≥ 2.5).
+//!
+//! A trigger the ring hands over ahead of its second ([`Entry::Early`]) starts at once and
+//! takes its slot only when due: its database work is done meanwhile, and the pool still bounds
+//! the triggers being *sent* (`ring.rs`, "Early").
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -29,6 +33,60 @@ struct Lane {
     permits: Arc<Semaphore>,
     waiting: AtomicUsize,
     max_waiting: usize,
+}
+
+/// When a submitted trigger takes its pool slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// Before it starts (upstream: the pool thread runs the whole trigger).
+    Now,
+    /// When it calls [`PoolSlot::acquire`], once due: a ring trigger handed over ahead of its
+    /// second does its database work first without holding a slot.
+    Early,
+}
+
+/// A trigger's slot in its pool: held, not yet taken, or given up. Dropping it frees the slot,
+/// or, if it was never taken, the trigger's place in the backlog.
+#[derive(Debug, Default)]
+pub(crate) struct PoolSlot {
+    /// The pools it belongs to while not yet taken (`None`: taken, or no pool at all).
+    pools: Option<Arc<TriggerPools>>,
+    slow: bool,
+    permit: Option<OwnedSemaphorePermit>,
+    /// When the slot was taken, for the slow-trigger count.
+    acquired: Arc<OnceLock<Instant>>,
+}
+
+impl PoolSlot {
+    /// Takes the slot, waiting for a free one; does nothing if it is held or was given up.
+    pub(crate) async fn acquire(&mut self) {
+        let Some(pools) = self.pools.take() else { return };
+        let lane = pools.lane(self.slow);
+        // The semaphore is never closed, so acquiring only fails if it were; run anyway.
+        self.permit = Arc::clone(&lane.permits).acquire_owned().await.ok();
+        lane.waiting.fetch_sub(1, Ordering::SeqCst);
+        let _ = self.acquired.set(Instant::now());
+    }
+
+    /// Gives the slot up (or the place in the backlog, if it was never taken).
+    pub(crate) fn release(&mut self) {
+        self.permit = None;
+        if let Some(pools) = self.pools.take() {
+            pools.lane(self.slow).waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for PoolSlot {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl std::fmt::Debug for TriggerPools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TriggerPools").field("waiting", &self.waiting()).finish_non_exhaustive()
+    }
 }
 
 /// Per-minute slow-trigger counts (upstream's `jobTimeoutCountMap` and `minTim`).
@@ -76,11 +134,14 @@ impl TriggerPools {
     }
 
     /// Runs `trigger` for `job_id` on the pool the job currently belongs to; false if that
-    /// pool's backlog is full and the trigger was dropped. `trigger` gets the pool slot it runs
-    /// in and may give it up before it ends (once its `/run` calls are out: `sending.rs`).
-    pub(crate) fn submit<T, F>(self: &Arc<Self>, job_id: JobId, trigger: T) -> bool
+    /// pool's backlog is full and the trigger was dropped. `trigger` gets its pool slot and
+    /// may give it up before it ends (once its `/run` calls are out: `sending.rs`). With
+    /// [`Entry::Now`] the slot is taken before `trigger` starts; with [`Entry::Early`]
+    /// `trigger` starts at once and takes the slot itself ([`PoolSlot::acquire`]), counted as
+    /// waiting until then.
+    pub(crate) fn submit<T, F>(self: &Arc<Self>, job_id: JobId, entry: Entry, trigger: T) -> bool
     where
-        T: FnOnce(Option<OwnedSemaphorePermit>) -> F + Send + 'static,
+        T: FnOnce(PoolSlot) -> F + Send + 'static,
         F: Future<Output = ()> + Send + 'static,
     {
         let use_slow = self.slow_count(job_id) > SLOW_COUNT_LIMIT;
@@ -99,12 +160,21 @@ impl TriggerPools {
         let span = tracing::info_span!("trigger_task", job_id = job_id.0, pool = lane.name);
         self.tracker.spawn(
             async move {
-                let lane = if use_slow { &pools.slow } else { &pools.fast };
-                // The semaphore is never closed, so acquiring only fails if it were; run anyway.
-                let permit = Arc::clone(&lane.permits).acquire_owned().await.ok();
-                lane.waiting.fetch_sub(1, Ordering::SeqCst);
-                let started = Instant::now();
-                trigger(permit).await;
+                let acquired = Arc::new(OnceLock::new());
+                let mut slot = PoolSlot {
+                    pools: Some(Arc::clone(&pools)),
+                    slow: use_slow,
+                    permit: None,
+                    acquired: Arc::clone(&acquired),
+                };
+                if entry == Entry::Now {
+                    slot.acquire().await;
+                }
+                let submitted = Instant::now();
+                trigger(slot).await;
+                // Slow means slow once it had its slot: an early trigger's wait for its second
+                // does not count.
+                let started = acquired.get().copied().unwrap_or(submitted);
                 pools.record(job_id, started.elapsed());
                 if pools.outstanding.fetch_sub(1, Ordering::SeqCst) == 1 {
                     pools.idle.notify_waiters();
@@ -113,6 +183,10 @@ impl TriggerPools {
             .instrument(span),
         );
         true
+    }
+
+    fn lane(&self, slow: bool) -> &Lane {
+        if slow { &self.slow } else { &self.fast }
     }
 
     /// Waits until every submitted trigger has finished.
@@ -153,5 +227,55 @@ impl TriggerPools {
     /// Whether `job_id` currently dispatches to the slow pool (for tests and diagnostics).
     pub(crate) fn is_slow(&self, job_id: JobId) -> bool {
         self.slow_count(job_id) > SLOW_COUNT_LIMIT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SystemClock;
+
+    fn pools(size: usize) -> Arc<TriggerPools> {
+        Arc::new(TriggerPools::new((size, size), (10, 10), Arc::new(SystemClock), TaskTracker::new()))
+    }
+
+    #[tokio::test]
+    async fn an_early_trigger_starts_without_a_slot_and_waits_for_one_when_due() {
+        let pools = pools(1);
+        let held = Arc::new(tokio::sync::Notify::new());
+        let (busy_tx, busy_rx) = tokio::sync::oneshot::channel();
+        let release = Arc::clone(&held);
+        assert!(pools.submit(JobId(1), Entry::Now, move |slot| async move {
+            let _held = slot;
+            let _ = busy_tx.send(());
+            release.notified().await;
+        }));
+        busy_rx.await.expect("the first trigger runs");
+
+        // The only slot is taken: an early trigger still starts, and counts as waiting.
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+        let (sent_tx, mut sent_rx) = tokio::sync::oneshot::channel();
+        assert!(pools.submit(JobId(2), Entry::Early, move |mut slot| async move {
+            let _ = started_tx.send(());
+            slot.acquire().await;
+            let _ = sent_tx.send(());
+        }));
+        started_rx.await.expect("started before a slot was free");
+        assert_eq!(pools.waiting(), (1, 0));
+        tokio::task::yield_now().await;
+        assert!(sent_rx.try_recv().is_err(), "no slot yet");
+
+        held.notify_one();
+        tokio::time::timeout(Duration::from_secs(10), sent_rx).await.expect("slot freed").expect("sent");
+        tokio::time::timeout(Duration::from_secs(10), pools.wait_idle()).await.expect("idle");
+        assert_eq!(pools.waiting(), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn an_early_trigger_that_ends_without_its_slot_leaves_the_backlog() {
+        let pools = pools(1);
+        assert!(pools.submit(JobId(1), Entry::Early, |_slot| async {}));
+        tokio::time::timeout(Duration::from_secs(10), pools.wait_idle()).await.expect("idle");
+        assert_eq!(pools.waiting(), (0, 0), "its place in the backlog was given back");
     }
 }

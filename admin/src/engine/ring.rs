@@ -6,11 +6,22 @@
 //! a slot missed by a late wake-up is still fired. Upstream de-duplicates each slot by job id;
 //! we de-duplicate by claim id, which is the same thing for a slot filled within one 5 s window
 //! (one job cannot be claimed twice for the same second) and never strands a claim.
+//!
+//! Early: the ring thread wakes [`EngineConfig::fire_lead`](super::EngineConfig::fire_lead)
+//! (200 ms) before each second and hands that second's slot to the pools then. Each trigger
+//! reads its job and group and takes its claim at once, without a pool slot, then waits for
+//! its second, takes a slot, routes with the live registry and sends `/run`. So the work left
+//! at the second is the route and the request — every trigger of a second is due at its start,
+//! and database work done at it made the second's last triggers late. No trigger leaves before
+//! its second. The cost: an admin killed in the lead before a second has taken that second's
+//! claims without sending them, which leaves them in doubt (a log row with trigger code 0) as a
+//! kill during the sends does; upstream loses its whole ring.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::Engine;
 use super::i18n::TriggerType;
@@ -82,17 +93,54 @@ impl Engine {
     /// The ring thread's work for one wake-up at `second` (0–59): take the due slots and fire
     /// their claims through the pools. Returns what was fired.
     pub fn drain_ring(self: &Arc<Self>, second: u32) -> Vec<RingEntry> {
+        self.fire_slots(second, None)
+    }
+
+    /// The ring thread's work for a wake-up at `now_ms`, [`fire_lead`] before a second (a
+    /// late or early wake-up of up to half a second still means that second): hand the second's
+    /// slots to the pools, to be sent once it begins. Returns what was handed over.
+    ///
+    /// [`fire_lead`]: super::EngineConfig::fire_lead
+    pub fn hand_over_ring(self: &Arc<Self>, now_ms: i64) -> Vec<RingEntry> {
+        let lead = self.fire_lead_ms();
+        let second_ms = (now_ms + lead + 500).div_euclid(1000) * 1000;
+        let release = (second_ms > now_ms).then_some(second_ms);
+        self.fire_slots(ring_second(second_ms), release)
+    }
+
+    fn fire_slots(self: &Arc<Self>, second: u32, release_ms: Option<i64>) -> Vec<RingEntry> {
         let due = self.ring.take_due(second);
         for entry in &due {
             let request = TriggerRequest {
                 claim: Some(entry.claim),
                 scheduled_ms: Some(entry.fire_time_ms),
                 staged_log: entry.staged_log,
+                release_ms,
                 ..TriggerRequest::new(entry.job_id, TriggerType::Cron)
             };
             self.submit_trigger(request);
         }
         due
+    }
+
+    /// The configured lead, bounded by [`MAX_FIRE_LEAD`](super::config::MAX_FIRE_LEAD).
+    pub(crate) fn fire_lead_ms(&self) -> i64 {
+        let lead = self.config.fire_lead.min(super::config::MAX_FIRE_LEAD);
+        i64::try_from(lead.as_millis()).unwrap_or(0)
+    }
+
+    /// Waits until the engine's clock reads `release_ms` (epoch ms) or later.
+    pub(crate) async fn until_released(&self, release_ms: Option<i64>) {
+        let Some(release_ms) = release_ms else { return };
+        // A loop, not one sleep: the timer and the wall clock may disagree by a millisecond,
+        // and a trigger must not leave before its second by either.
+        loop {
+            let ahead = release_ms - self.config.now_ms();
+            if ahead <= 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(ahead.unsigned_abs())).await;
+        }
     }
 }
 

@@ -16,7 +16,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{Notify, OwnedSemaphorePermit};
+use tokio::sync::Notify;
+
+use super::pool::PoolSlot;
 
 /// The longest a deferred write waits for the sends by default: under a steady stream of
 /// triggers the gauge may never reach zero, and the writes then go in batches this far apart.
@@ -74,19 +76,24 @@ impl Drop for Sending {
 /// second's later triggers waiting for the deferred writes) and its place in the gauge.
 #[derive(Debug, Default)]
 pub(crate) struct SendTicket {
-    slot: Option<OwnedSemaphorePermit>,
+    slot: PoolSlot,
     sending: Option<Sending>,
 }
 
 impl SendTicket {
     /// A ticket for a trigger submitted through the pools.
-    pub(crate) fn new(slot: Option<OwnedSemaphorePermit>, sending: Sending) -> Self {
+    pub(crate) fn new(slot: PoolSlot, sending: Sending) -> Self {
         Self { slot, sending: Some(sending) }
+    }
+
+    /// Takes the pool slot if the trigger was started without one (handed over early).
+    pub(crate) async fn take_slot(&mut self) {
+        self.slot.acquire().await;
     }
 
     /// The trigger's sends are done: frees its pool slot and leaves the gauge.
     pub(crate) fn sent(&mut self) {
-        self.slot = None;
+        self.slot.release();
         self.sending = None;
     }
 }
@@ -127,7 +134,7 @@ mod tests {
     #[test]
     fn a_ticket_leaves_the_gauge_when_sent() {
         let gauge = Arc::new(SendGauge::default());
-        let mut ticket = SendTicket::new(None, gauge.enter());
+        let mut ticket = SendTicket::new(PoolSlot::default(), gauge.enter());
         assert_eq!(gauge.sending(), 1);
         ticket.sent();
         assert_eq!(gauge.sending(), 0);

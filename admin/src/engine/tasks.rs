@@ -13,7 +13,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Engine;
-use super::ring::ring_second;
 
 /// Upstream waits this long for the ring to drain on shutdown.
 const RING_DRAIN_ON_STOP: Duration = Duration::from_secs(10);
@@ -98,11 +97,13 @@ impl Engine {
         }
     }
 
-    /// Upstream's ring thread: wake at each whole second and fire the due slots.
+    /// Upstream's ring thread: wake at each whole second and fire the due slots — here, wake
+    /// `fire_lead` before it and hand the slots over early (`ring.rs`).
     async fn ring_loop(self: Arc<Self>, shutdown: CancellationToken) {
         let mut drain_deadline = None;
+        let lead = self.fire_lead_ms();
         loop {
-            let pause = ms(1000 - self.config.now_ms().rem_euclid(1000));
+            let pause = ms(1000 - (self.config.now_ms() + lead).rem_euclid(1000));
             match drain_deadline {
                 None => {
                     if sleep_or_stop(pause, &shutdown).await {
@@ -123,7 +124,7 @@ impl Engine {
                     tokio::time::sleep(pause).await;
                 }
             }
-            self.drain_ring(ring_second(self.config.now_ms()));
+            self.hand_over_ring(self.config.now_ms());
         }
     }
 

@@ -11,6 +11,7 @@ use tracing::Instrument;
 
 use super::claims::HeldClaims;
 use super::i18n::{TriggerType, texts};
+use super::pool::Entry;
 use super::sending::SendTicket;
 use super::trigger_msg::{TriggerMsg, run_result_msg};
 use super::{Engine, EngineError};
@@ -45,6 +46,9 @@ pub struct TriggerRequest {
     /// The log row the pre-read staged for `claim` (pre-staged firing): firing takes the claim
     /// and uses this row instead of inserting one.
     pub staged_log: Option<LogId>,
+    /// Not to be sent before this time (epoch ms): the ring hands a second's triggers over
+    /// ahead of it, so their database work is done when the second begins (`ring.rs`).
+    pub release_ms: Option<i64>,
 }
 
 impl TriggerRequest {
@@ -60,6 +64,7 @@ impl TriggerRequest {
             claim: None,
             scheduled_ms: None,
             staged_log: None,
+            release_ms: None,
         }
     }
 }
@@ -95,7 +100,8 @@ impl Engine {
         // Counted from submission, so triggers still waiting for a pool slot hold back the
         // deferred writes as well (`sending.rs`).
         let sending = self.sends.enter();
-        let accepted = self.pools.submit(job_id, move |slot| async move {
+        let entry = if request.release_ms.is_some() { Entry::Early } else { Entry::Now };
+        let accepted = self.pools.submit(job_id, entry, move |slot| async move {
             if let Err(e) = engine.trigger_with(request, SendTicket::new(slot, sending)).await {
                 tracing::error!(job_id = job_id.0, error = %e, "trigger failed");
             }
@@ -204,6 +210,12 @@ impl Engine {
                 },
                 (None, None, _) => self.store.insert_log(&new_log).await?,
             };
+            if position == 0 {
+                // Everything above was done ahead of the second; the route and the sends wait
+                // for it, and for a pool slot.
+                self.until_released(request.release_ms).await;
+                ticket.take_slot().await;
+            }
             let code = self
                 .process_trigger(
                     &job,

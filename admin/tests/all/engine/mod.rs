@@ -7,6 +7,7 @@ mod broadcast_recovery;
 mod calendars;
 mod client;
 pub(crate) mod completion;
+mod early;
 mod group_cap;
 mod missed_fire;
 mod real_executor;

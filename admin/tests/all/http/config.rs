@@ -142,3 +142,15 @@ fn debug_output_hides_secrets() -> anyhow::Result<()> {
     assert!(shown.contains("postgres"), "{shown}");
     Ok(())
 }
+
+#[test]
+fn the_fire_lead_defaults_to_200_ms_and_is_bounded() -> anyhow::Result<()> {
+    assert_eq!(parse(&[])?.fire_lead, Duration::from_millis(200));
+    assert_eq!(parse(&["--fire-lead-ms", "0"])?.fire_lead, Duration::ZERO, "upstream: all at the second");
+    assert_eq!(parse(&["--fire-lead-ms", "400"])?.fire_lead, jobwheel_admin::engine::MAX_FIRE_LEAD);
+    let error = Cli::try_parse_from(["jobwheel-admin", "--fire-lead-ms", "401"])
+        .expect_err("beyond the bound")
+        .to_string();
+    assert!(error.contains("--fire-lead-ms") && error.contains("0..=400"), "{error}");
+    Ok(())
+}
