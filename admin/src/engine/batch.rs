@@ -13,11 +13,12 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
 use super::Engine;
-use super::sending::{MAX_DEFER, SendGauge};
+use super::sending::SendGauge;
 use crate::store::{ClaimId, GroupId, GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, NewLog, StoreError};
 
 type Reply<T> = oneshot::Sender<Result<T, Arc<StoreError>>>;
@@ -41,11 +42,11 @@ impl<Req, Resp> Coalescer<Req, Resp> {
 
     /// Runs `request` as part of a batch: `run` gets the batch's requests and must answer one
     /// response per request, in order. With `after`, the batch is formed only once no trigger
-    /// is on its way to `/run` (or [`MAX_DEFER`] has passed): a deferred write (`sending.rs`).
+    /// is on its way to `/run` (or the given bound has passed): a deferred write (`sending.rs`).
     pub(crate) async fn call<F, Fut>(
         &self,
         request: Req,
-        after: Option<&SendGauge>,
+        after: Option<(&SendGauge, Duration)>,
         run: F,
     ) -> Result<Resp, StoreError>
     where
@@ -63,8 +64,8 @@ impl<Req, Resp> Coalescer<Req, Resp> {
                 Err(oneshot::error::TryRecvError::Empty) => {}
             }
             // Waiting under the flush lock lets the callers behind it queue up meanwhile.
-            if let Some(gauge) = after {
-                gauge.wait_quiet(MAX_DEFER).await;
+            if let Some((gauge, max_defer)) = after {
+                gauge.wait_quiet(max_defer).await;
             }
             let batch: Vec<(Req, Reply<Resp>)> = {
                 let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -191,7 +192,7 @@ impl Engine {
         defer: bool,
     ) -> Result<bool, StoreError> {
         let store = &self.store;
-        let after = defer.then_some(&*self.sends);
+        let after = defer.then_some((&*self.sends, self.config.max_defer));
         self.batches
             .trigger_updates
             .call(update, after, |updates| async move { store.update_log_triggers(&updates).await })

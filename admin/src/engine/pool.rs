@@ -145,7 +145,7 @@ impl TriggerPools {
         F: Future<Output = ()> + Send + 'static,
     {
         let use_slow = self.slow_count(job_id) > SLOW_COUNT_LIMIT;
-        let lane = if use_slow { &self.slow } else { &self.fast };
+        let lane = self.lane(use_slow);
         if lane.waiting.fetch_add(1, Ordering::SeqCst) >= lane.max_waiting {
             lane.waiting.fetch_sub(1, Ordering::SeqCst);
             tracing::error!(
