@@ -13,7 +13,7 @@ use super::fix_delay::FIX_DELAY_PARKED;
 use super::i18n::{TriggerType, separator, texts};
 use super::trigger::{TriggerRequest, to_datetime};
 use super::{Engine, EngineError};
-use crate::store::{HandleOutcome, HandleResult, JobId, JobRow, LogId, LogRow};
+use crate::store::{HandleOutcome, HandleResult, JobFollowUp, JobId, LogId, StoredResult};
 
 /// Upstream: a running log older than this whose executor is no longer registered is lost.
 pub const LOST_AFTER_MS: i64 = 10 * 60 * 1000;
@@ -44,9 +44,9 @@ impl Engine {
         let mut applied = Vec::with_capacity(outcomes.len());
         for (result, outcome) in results.iter().zip(outcomes) {
             match outcome {
-                HandleOutcome::Applied(row) => {
-                    self.config.metrics.result_stored(row.handle_code);
-                    applied.push(*row);
+                HandleOutcome::Applied(stored) => {
+                    self.config.metrics.result_stored(stored.handle_code);
+                    applied.push(stored);
                 }
                 HandleOutcome::NotFound => tracing::warn!(log_id = result.log_id.0, "log item not found."),
                 HandleOutcome::Repeated => tracing::debug!(log_id = result.log_id.0, "log repeate callback."),
@@ -63,10 +63,10 @@ impl Engine {
         result: HandleResult,
     ) -> Result<bool, EngineError> {
         match self.store.apply_handle_result(&result).await? {
-            HandleOutcome::Applied(row) => {
-                self.config.metrics.result_stored(row.handle_code);
-                let job = self.store.load_job(row.job_id).await?;
-                self.complete(*row, job.as_ref()).await?;
+            HandleOutcome::Applied(stored) => {
+                self.config.metrics.result_stored(stored.handle_code);
+                let job = self.store.follow_ups(&[stored.job_id]).await?.pop();
+                self.complete(stored, job.as_ref()).await?;
                 Ok(true)
             }
             HandleOutcome::NotFound => {
@@ -80,16 +80,16 @@ impl Engine {
         }
     }
 
-    /// Completes logs whose results were just stored, reading their jobs in one query. Every
-    /// failure is logged here; the results themselves are stored either way.
-    async fn complete_all(self: &Arc<Self>, logs: Vec<LogRow>) {
+    /// Completes logs whose results were just stored, reading what their jobs need in one
+    /// query. Every failure is logged here; the results themselves are stored either way.
+    async fn complete_all(self: &Arc<Self>, logs: Vec<StoredResult>) {
         if logs.is_empty() {
             return;
         }
         let mut ids: Vec<JobId> = logs.iter().map(|log| log.job_id).collect();
         ids.sort_unstable_by_key(|id| id.0);
         ids.dedup();
-        let jobs: HashMap<JobId, JobRow> = match self.store.load_jobs(&ids).await {
+        let jobs: HashMap<JobId, JobFollowUp> = match self.store.follow_ups(&ids).await {
             Ok(jobs) => jobs.into_iter().map(|job| (job.id, job)).collect(),
             Err(error) => {
                 tracing::error!(%error, count = logs.len(), "results stored, but their jobs cannot be read to complete them");
@@ -107,23 +107,25 @@ impl Engine {
 
     /// Upstream `XxlJobCompleter.complete`, for a log whose result was just stored: child jobs
     /// on success (their report appended to the message), then FIX_DELAY rescheduling.
-    async fn complete(self: &Arc<Self>, log: LogRow, job: Option<&JobRow>) -> Result<(), EngineError> {
-        let mut handle_msg = log.handle_msg.clone();
+    async fn complete(
+        self: &Arc<Self>,
+        log: StoredResult,
+        job: Option<&JobFollowUp>,
+    ) -> Result<(), EngineError> {
         if log.handle_code == SUCCESS
-            && let Some(children) = job.and_then(|j| j.job.child_jobid.clone())
+            && let Some(children) = job.and_then(|j| j.child_jobid.as_deref())
             && !children.trim().is_empty()
         {
-            let report = self.trigger_children(log.job_id, &children);
-            handle_msg = Some(format!("{}{report}", handle_msg.unwrap_or_else(|| "null".to_owned())));
+            let report = self.trigger_children(log.job_id, children);
             let completed = HandleResult {
                 log_id: log.id,
-                handle_time: log.handle_time.unwrap_or_else(|| to_datetime(self.config.now_ms())),
+                handle_time: log.handle_time,
                 handle_code: log.handle_code,
-                handle_msg,
+                handle_msg: Some(format!("{}{report}", log.handle_msg)),
             };
             self.store.complete_log(&completed).await?;
         }
-        if job.is_some_and(|j| j.job.trigger_next_time == FIX_DELAY_PARKED) {
+        if job.is_some_and(|j| j.trigger_next_time == FIX_DELAY_PARKED) {
             self.unpark_fix_delay(log.job_id, self.config.now_ms()).await?;
         }
         Ok(())

@@ -142,6 +142,9 @@ pub trait JobStore: Send + Sync {
         }
         Ok(rows)
     }
+    /// What completing runs of `ids` needs of their jobs (a callback batch's follow-up: a few
+    /// columns, not whole rows); missing ids are left out, the order is unspecified.
+    async fn follow_ups(&self, ids: &[JobId]) -> Result<Vec<JobFollowUp>, StoreError>;
     /// A page of jobs matching `filter`, newest id first.
     async fn page_jobs(&self, filter: &JobFilter, page: Page) -> Result<Paged<JobRow>, StoreError>;
     /// Starts a job: status 1, `trigger_last_time = 0`, `trigger_next_time = next_ms`.

@@ -1,8 +1,9 @@
 //! Small pieces of behaviour every backend shares, so the three implementations cannot drift.
 
+use chrono::DateTime;
 use sha2::{Digest, Sha256};
 
-use super::types::MAX_HANDLE_MSG_CHARS;
+use super::types::{HandleResult, JobId, MAX_HANDLE_MSG_CHARS, StoredResult};
 
 /// Rows per `DELETE … WHERE id IN (…)` when clearing logs, as upstream's `pagesize = 1000`.
 pub(crate) const CLEAR_BATCH: u32 = 1_000;
@@ -21,6 +22,14 @@ pub(crate) fn append_handle_msg(old: Option<&str>, new: Option<&str>) -> String 
         msg.push_str(new);
     }
     truncate_handle_msg(msg)
+}
+
+/// What [`append_handle_msg`]'s caller wrote for `result` on a log of `job_id`: the time as
+/// the column keeps it (whole seconds) and the message as written.
+pub(crate) fn stored_result(result: &HandleResult, job_id: JobId, handle_msg: String) -> StoredResult {
+    let handle_time =
+        DateTime::from_timestamp(result.handle_time.timestamp(), 0).unwrap_or(result.handle_time);
+    StoredResult { id: result.log_id, job_id, handle_time, handle_code: result.handle_code, handle_msg }
 }
 
 /// Cuts a message to upstream's [`MAX_HANDLE_MSG_CHARS`] characters (not bytes).

@@ -14,11 +14,11 @@ use super::jobs::job_full;
 use crate::store::db::{Arg, Ex, QueryBuf};
 use crate::store::pool::Tx;
 use crate::store::query_buf::padded;
-use crate::store::support::append_handle_msg;
+use crate::store::support::{append_handle_msg, stored_result};
 use crate::store::time::secs;
 use crate::store::{
-    Backend, ClaimId, HandleOutcome, HandleResult, JobId, JobRow, LogId, LogRow, LogStore, LogTriggerUpdate,
-    NewClaim, NewLog, StoreError,
+    Backend, ClaimId, HandleOutcome, HandleResult, JobId, JobRow, LogId, LogStore, LogTriggerUpdate,
+    NewClaim, NewLog, StoreError, StoredResult,
 };
 
 /// Rows per statement: keeps every statement far below SQLite's 32 766 and PostgreSQL's 65 535
@@ -405,32 +405,32 @@ impl SqlStore {
         // The write lock (SQLite) or the row locks (taken in id order) make
         // check-then-update atomic against concurrent results for these logs.
         let mut tx = self.db.begin().await?;
-        let mut q = QueryBuf::new("SELECT id, handle_code, handle_msg FROM xxl_job_log WHERE id IN (");
+        let mut q =
+            QueryBuf::new("SELECT id, job_id, handle_code, handle_msg FROM xxl_job_log WHERE id IN (");
         q.bind_shaped(ids.iter().copied()).push(") ORDER BY id FOR UPDATE").keep();
-        let state: HashMap<LogId, (i32, Option<String>)> = tx
+        let state: HashMap<LogId, (JobId, i32, Option<String>)> = tx
             .ex()
-            .fetch_all::<(LogId, i32, Option<String>)>(&q, q.args())
+            .fetch_all::<(LogId, JobId, i32, Option<String>)>(&q, q.args())
             .await?
             .into_iter()
-            .map(|(id, code, msg)| (id, (code, msg)))
+            .map(|(id, job, code, msg)| (id, (job, code, msg)))
             .collect();
         // Upstream's repeat guard: only a log without a result takes this one.
-        let mut writes: Vec<(&HandleResult, String)> = Vec::new();
+        let mut writes: Vec<(&HandleResult, JobId, String)> = Vec::new();
         for result in chunk {
-            let Some((code, msg)) = state.get(&result.log_id) else { continue };
+            let Some((job, code, msg)) = state.get(&result.log_id) else { continue };
             if *code > 0 {
                 continue;
             }
-            writes.push((result, append_handle_msg(msg.as_deref(), result.handle_msg.as_deref())));
+            writes.push((result, *job, append_handle_msg(msg.as_deref(), result.handle_msg.as_deref())));
         }
-        let mut rows: HashMap<LogId, LogRow> = HashMap::new();
         if !writes.is_empty() {
             let q = update_from_values(
                 self.db.backend(),
                 "xxl_job_log",
                 &["v_id", "v_time", "v_code", "v_msg"],
                 &writes,
-                |(r, msg)| {
+                |(r, _, msg)| {
                     vec![
                         r.log_id.into(),
                         secs(r.handle_time).into(),
@@ -441,21 +441,18 @@ impl SqlStore {
                 "handle_time = TS(v.v_time), handle_code = v.v_code, handle_msg = v.v_msg",
             );
             tx.ex().execute(&q, q.args()).await?;
-            let mut q = QueryBuf::new(concat!("SELECT ", log_columns!(), " FROM xxl_job_log WHERE id IN ("));
-            q.bind_shaped(writes.iter().map(|(r, _)| r.log_id)).push(")").keep();
-            rows = tx
-                .ex()
-                .fetch_all::<LogRow>(&q, q.args())
-                .await?
-                .into_iter()
-                .map(|row| (row.id, row))
-                .collect();
         }
         tx.commit().await?;
+        // What was written is known here; reading the rows back would cost a statement and
+        // every column of every log.
+        let mut stored: HashMap<LogId, StoredResult> = writes
+            .into_iter()
+            .map(|(result, job, msg)| (result.log_id, stored_result(result, job, msg)))
+            .collect();
         Ok(chunk
             .iter()
-            .map(|result| match (rows.remove(&result.log_id), state.contains_key(&result.log_id)) {
-                (Some(row), _) => HandleOutcome::Applied(Box::new(row)),
+            .map(|result| match (stored.remove(&result.log_id), state.contains_key(&result.log_id)) {
+                (Some(row), _) => HandleOutcome::Applied(row),
                 (None, true) => HandleOutcome::Repeated,
                 (None, false) => HandleOutcome::NotFound,
             })

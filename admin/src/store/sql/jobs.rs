@@ -9,8 +9,8 @@ use crate::store::dialect::Sql;
 use crate::store::support::like;
 use crate::store::time::{opt_secs, secs};
 use crate::store::{
-    GlueHistoryRow, HISTORY_KEPT_PER_JOB, Job, JobFilter, JobId, JobRow, JobStore, NewGlueHistory, Page,
-    Paged, StoreError,
+    GlueHistoryRow, HISTORY_KEPT_PER_JOB, Job, JobFilter, JobFollowUp, JobId, JobRow, JobStore,
+    NewGlueHistory, Page, Paged, StoreError,
 };
 
 /// The columns a job write sets, in [`job_values`] order (`add_time` is the insert's alone).
@@ -202,6 +202,19 @@ impl JobStore for SqlStore {
 
     async fn load_jobs(&self, ids: &[JobId]) -> Result<Vec<JobRow>, StoreError> {
         self.load_jobs_batch(ids).await
+    }
+
+    async fn follow_ups(&self, ids: &[JobId]) -> Result<Vec<JobFollowUp>, StoreError> {
+        let mut rows = Vec::with_capacity(ids.len());
+        // 256 ids a statement, in the padded shapes of the trigger path's batches (`padded`),
+        // so a handful of prepared statements serve every batch size.
+        for chunk in ids.chunks(256) {
+            let mut q =
+                QueryBuf::new("SELECT id, child_jobid, trigger_next_time FROM xxl_job_info WHERE id IN (");
+            q.bind_shaped(chunk.iter().copied()).push(")").keep();
+            rows.extend(self.ex().fetch_all::<JobFollowUp>(&q, q.args()).await?);
+        }
+        Ok(rows)
     }
 
     async fn page_jobs(&self, filter: &JobFilter, page: Page) -> Result<Paged<JobRow>, StoreError> {

@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use super::SqlStore;
 use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
-use crate::store::support::{append_handle_msg, like, truncate_handle_msg};
+use crate::store::support::{append_handle_msg, like, stored_result, truncate_handle_msg};
 use crate::store::time::secs;
 use crate::store::{
-    GroupId, HandleOutcome, HandleResult, LogFilter, LogId, LogRow, LogStatusFilter, LogStore,
+    GroupId, HandleOutcome, HandleResult, JobId, LogFilter, LogId, LogRow, LogStatusFilter, LogStore,
     LogTriggerUpdate, NewLog, Page, Paged, StoreError,
 };
 
@@ -29,7 +29,7 @@ pub(super) static LOAD_LOG: Sql =
 /// `FOR UPDATE` (PostgreSQL, MySQL; SQLite's write lock does it): concurrent results for one log
 /// queue here, and the later one sees the first's code (a locking read sees the latest commit).
 static HANDLE_STATE: Sql =
-    Sql::new("SELECT handle_code, handle_msg FROM xxl_job_log WHERE id = ? FOR UPDATE");
+    Sql::new("SELECT job_id, handle_code, handle_msg FROM xxl_job_log WHERE id = ? FOR UPDATE");
 static UPDATE_HANDLE: Sql =
     Sql::new("UPDATE xxl_job_log SET handle_time = TS(?), handle_code = ?, handle_msg = ? WHERE id = ?");
 /// The fail monitor's scan. Upstream writes the condition as
@@ -152,20 +152,19 @@ impl LogStore for SqlStore {
         // The write lock (SQLite) or the row lock makes check-then-update atomic against a
         // concurrent callback.
         let mut tx = self.db.begin().await?;
-        let state: Option<(i32, Option<String>)> =
+        let state: Option<(JobId, i32, Option<String>)> =
             tx.ex().fetch_optional(&HANDLE_STATE, &args![result.log_id]).await?;
-        let Some((code, old_msg)) = state else {
+        let Some((job_id, code, old_msg)) = state else {
             return Ok(HandleOutcome::NotFound);
         };
         if code > 0 {
             return Ok(HandleOutcome::Repeated);
         }
         let msg = append_handle_msg(old_msg.as_deref(), result.handle_msg.as_deref());
-        let update = args![secs(result.handle_time), result.handle_code, msg, result.log_id];
+        let update = args![secs(result.handle_time), result.handle_code, msg.as_str(), result.log_id];
         tx.ex().execute(&UPDATE_HANDLE, &update).await?;
-        let row: LogRow = tx.ex().fetch_one(&LOAD_LOG, &args![result.log_id]).await?;
         tx.commit().await?;
-        Ok(HandleOutcome::Applied(Box::new(row)))
+        Ok(HandleOutcome::Applied(stored_result(result, job_id, msg)))
     }
 
     async fn complete_log(&self, result: &HandleResult) -> Result<bool, StoreError> {

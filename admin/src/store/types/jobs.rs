@@ -60,6 +60,18 @@ pub struct Job {
     pub trigger_next_time: i64,
 }
 
+/// The two columns of a job that completing one of its runs reads (upstream's `complete()`):
+/// its child jobs, and whether a FIX_DELAY job is parked waiting for this run.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct JobFollowUp {
+    /// The job.
+    pub id: JobId,
+    /// `child_jobid`: comma-separated ids to trigger after a success.
+    pub child_jobid: Option<String>,
+    /// `trigger_next_time`, epoch ms.
+    pub trigger_next_time: i64,
+}
+
 /// A stored `xxl_job_info` row.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct JobRow {

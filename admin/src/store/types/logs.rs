@@ -61,12 +61,34 @@ pub struct HandleResult {
 /// [`LogStore::apply_handle_result`]: crate::store::LogStore::apply_handle_result
 #[derive(Debug, Clone, PartialEq)]
 pub enum HandleOutcome {
-    /// Stored; the row after the update (for upstream's `complete()`: child jobs).
-    Applied(Box<LogRow>),
+    /// Stored; what was written (for upstream's `complete()`: child jobs).
+    Applied(StoredResult),
     /// Upstream's `"log item not found."`.
     NotFound,
     /// The row already had `handle_code > 0`: upstream's `"log repeate callback."`; unchanged.
     Repeated,
+}
+
+/// A result as [`LogStore::apply_handle_result`] wrote it: what completing its log needs
+/// (upstream's `complete()` reads the job, the code and the message, nothing else of the row).
+///
+/// Not the whole row read back: a callback batch would otherwise read every column of every log
+/// it completes, the trigger message included, only to drop them.
+///
+/// [`LogStore::apply_handle_result`]: crate::store::LogStore::apply_handle_result
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredResult {
+    /// The log row.
+    pub id: LogId,
+    /// Its job.
+    pub job_id: JobId,
+    /// The stored result time (whole seconds, as the column keeps it).
+    pub handle_time: DateTime<Utc>,
+    /// The stored code.
+    pub handle_code: i32,
+    /// The stored message: an earlier one with the result's appended, cut to
+    /// [`MAX_HANDLE_MSG_CHARS`].
+    pub handle_msg: String,
 }
 
 /// Upstream keeps at most this many characters of `handle_msg`.

@@ -92,7 +92,7 @@ fn triggered(log_id: LogId, code: i32, address: &str) -> LogTriggerUpdate {
 fn result(log_id: LogId, code: i32, msg: Option<&str>) -> HandleResult {
     HandleResult {
         log_id,
-        handle_time: at("2030-01-01T00:00:07Z"),
+        handle_time: at("2030-01-01T00:00:07.750Z"),
         handle_code: code,
         handle_msg: msg.map(str::to_owned),
     }
@@ -116,8 +116,11 @@ async fn trigger_and_callback(Admins { a, b }: &Admins, g: GroupId, job_id: JobI
     ensure!(a.apply_handle_result(&result(LogId(i64::MAX), 200, None)).await? == HandleOutcome::NotFound);
     let applied = a.apply_handle_result(&result(id, 200, Some("done"))).await?;
     let HandleOutcome::Applied(row) = applied else { anyhow::bail!("not applied: {applied:?}") };
-    ensure!(row.handle_code == 200 && row.handle_msg.as_deref() == Some("done"));
-    ensure!(row.handle_time == Some(at("2030-01-01T00:00:07Z")));
+    ensure!(row.handle_code == 200 && row.handle_msg == "done" && row.job_id == job_id);
+    ensure!(row.handle_time == at("2030-01-01T00:00:07Z"));
+    // The answer is what was stored, without reading the row back.
+    let stored = b.load_log(id).await?.expect("log");
+    ensure!(stored.handle_time == Some(row.handle_time) && stored.handle_msg.as_deref() == Some("done"));
     ensure!(b.apply_handle_result(&result(id, 500, Some("late"))).await? == HandleOutcome::Repeated);
     ensure!(b.load_log(id).await?.expect("log").handle_code == 200, "repeat ignored");
 
@@ -135,7 +138,7 @@ async fn trigger_and_callback(Admins { a, b }: &Admins, g: GroupId, job_id: JobI
     a.complete_log(&with_msg).await?;
     let applied = b.apply_handle_result(&result(other, 502, Some("timeout"))).await?;
     let HandleOutcome::Applied(row) = applied else { anyhow::bail!("not applied: {applied:?}") };
-    ensure!(row.handle_msg.as_deref() == Some("first<br>timeout") && row.handle_code == 502);
+    ensure!(row.handle_msg == "first<br>timeout" && row.handle_code == 502);
 
     // Two admins racing callbacks for one log: exactly one applies.
     for round in 0..10 {
