@@ -113,14 +113,17 @@ impl Api {
     }
 }
 
-/// Runs that finished (a handle code), and all with 200.
+/// At least `n` runs, and every run finished: its result stored (a handle code) and its
+/// trigger's outcome too (a trigger code, with the message and address).
 pub fn all_done(logs: &[Value], n: usize) -> bool {
     // A row staged for a scheduled fire that has not come yet (trigger and handle code 0) is
     // not a run; a shared scheduler stages up to 5 s of them (docs/engine.md).
     let code = |l: &Value, key: &str| l[key].as_i64().unwrap_or(0);
     let runs: Vec<&Value> =
         logs.iter().filter(|l| code(l, "triggerCode") != 0 || code(l, "handleCode") != 0).collect();
-    runs.len() >= n && runs.iter().all(|l| code(l, "handleCode") > 0)
+    // The trigger's outcome is written after the sends of its second (docs/engine.md, "Sends
+    // first"), so a fast run's result can be stored before it: both are waited for.
+    runs.len() >= n && runs.iter().all(|l| code(l, "handleCode") > 0 && code(l, "triggerCode") != 0)
 }
 
 /// The executor address of each log.
