@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::SqlStore;
 use super::jobs::job_full;
-use crate::store::db::{Arg, Ex, QueryBuf};
+use crate::store::db::{Arg, Ex, QueryBuf, Record};
 use crate::store::pool::Tx;
 use crate::store::query_buf::padded;
 use crate::store::support::{append_handle_msg, stored_result};
@@ -212,11 +212,21 @@ async fn take_pending_claims(
 
 impl SqlStore {
     pub(super) async fn load_jobs_batch(&self, ids: &[JobId]) -> Result<Vec<JobRow>, StoreError> {
+        self.fetch_by_job_ids(concat!(job_full!(), " WHERE id IN ("), ids).await
+    }
+
+    /// The rows of `select` (ending in `id IN (`) for `ids`: [`CHUNK`] ids a statement, in the
+    /// padded shapes, so a handful of prepared statements serve every batch size.
+    pub(super) async fn fetch_by_job_ids<T: Record>(
+        &self,
+        select: &str,
+        ids: &[JobId],
+    ) -> Result<Vec<T>, StoreError> {
         let mut rows = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(CHUNK) {
-            let mut q = QueryBuf::new(concat!(job_full!(), " WHERE id IN ("));
+            let mut q = QueryBuf::new(select);
             q.bind_shaped(chunk.iter().copied()).push(")").keep();
-            rows.extend(self.ex().fetch_all::<JobRow>(&q, q.args()).await?);
+            rows.extend(self.ex().fetch_all::<T>(&q, q.args()).await?);
         }
         Ok(rows)
     }

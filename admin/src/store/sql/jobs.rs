@@ -205,16 +205,11 @@ impl JobStore for SqlStore {
     }
 
     async fn follow_ups(&self, ids: &[JobId]) -> Result<Vec<JobFollowUp>, StoreError> {
-        let mut rows = Vec::with_capacity(ids.len());
-        // 256 ids a statement, in the padded shapes of the trigger path's batches (`padded`),
-        // so a handful of prepared statements serve every batch size.
-        for chunk in ids.chunks(256) {
-            let mut q =
-                QueryBuf::new("SELECT id, child_jobid, trigger_next_time FROM xxl_job_info WHERE id IN (");
-            q.bind_shaped(chunk.iter().copied()).push(")").keep();
-            rows.extend(self.ex().fetch_all::<JobFollowUp>(&q, q.args()).await?);
-        }
-        Ok(rows)
+        self.fetch_by_job_ids(
+            "SELECT id, child_jobid, trigger_next_time FROM xxl_job_info WHERE id IN (",
+            ids,
+        )
+        .await
     }
 
     async fn page_jobs(&self, filter: &JobFilter, page: Page) -> Result<Paged<JobRow>, StoreError> {
