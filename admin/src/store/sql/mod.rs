@@ -44,6 +44,7 @@ mod groups;
 mod jobs;
 mod leases;
 mod logs;
+mod outcomes;
 mod reports;
 mod schedule;
 mod tags;
