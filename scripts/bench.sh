@@ -3,7 +3,7 @@
 # bench-admin for trigger throughput (FIX_RATE, SQLite, PostgreSQL and MariaDB), a manual-trigger flood,
 # lateness with 10 000 cron jobs, and cost at 1k/10k/100k jobs. Job logs go to tmpfs.
 #   scripts/bench.sh            # everything (about 20 minutes)
-#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale | shared | monitors
+#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale | shared | monitors | ratchjob
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
@@ -58,4 +58,16 @@ if [[ $part == all || $part == monitors ]]; then
   for logs in 100000 1000000; do run --logs "$logs"; done
   run_pg --logs 1000000
   run_my --logs 1000000
+fi
+if [[ $part == all || $part == ratchjob ]]; then
+  # The same loads against ratchjob (issue 14's comparison), runs interleaved. Its binary is
+  # built once from crates.io into the target directory (about 10 minutes).
+  ratchjob="$(dirname "$bench")/../ratchjob/bin/ratchjob"
+  if [[ ! -x $ratchjob ]]; then
+    cargo install ratchjob --version 0.3.1 --locked --root "$(dirname "$bench")/../ratchjob"
+  fi
+  for jobs in 1000 3000 6000 10000; do
+    run --ratchjob "$ratchjob" --jobs "$jobs" --duration "$duration"
+    run --jobs "$jobs" --duration "$duration"
+  done
 fi

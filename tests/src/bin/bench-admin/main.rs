@@ -7,9 +7,11 @@
 //! `--duration` seconds, stops the jobs and waits for the last callbacks. Every scheduled
 //! trigger of the window is then checked in the database (durable-ring claim → log row →
 //! trigger code → handle code), so lost and doubled triggers are counted, not guessed.
-//! Lateness is (run arrival on the executor − scheduled fire time). See docs/benchmarks.md.
+//! Lateness is (run arrival on the executor − scheduled fire time). `--ratchjob` runs the same
+//! load against ratchjob instead (`ratchjob.rs`). See docs/benchmarks.md.
 
 mod measure;
+mod ratchjob;
 mod setup;
 
 use std::collections::HashMap;
@@ -53,6 +55,10 @@ struct Args {
     /// would (0: never). For the metrics overhead row of docs/benchmarks.md.
     #[arg(long, default_value_t = 0)]
     scrape_every: u64,
+    /// Run the same load against this ratchjob binary (crates.io `ratchjob`) instead of
+    /// `jobwheel-admin`; see `ratchjob.rs`.
+    #[arg(long)]
+    ratchjob: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -66,6 +72,9 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     anyhow::ensure!(60 % args.cron_period == 0, "--cron-period must divide 60");
+    if let Some(binary) = &args.ratchjob {
+        return ratchjob::run(&args, binary).await;
+    }
     let dir = tempfile::tempdir()?;
     let url = args
         .database_url
@@ -309,7 +318,8 @@ async fn report_scheduled(
         *per_job_second.entry((c.job_id, c.fire_ms / 1000)).or_default() += 1;
     }
     let doubled = per_job_second.values().filter(|n| **n > 1).count();
-    let arrived: HashMap<i64, i64> = arrivals.lock().expect("arrivals").iter().copied().collect();
+    let arrived: HashMap<i64, i64> =
+        arrivals.lock().expect("arrivals").iter().map(|a| (a.log_id, a.at_ms)).collect();
     let mut lateness: Vec<i64> = fired
         .iter()
         .filter_map(|c| c.log_id.and_then(|l| arrived.get(&l)).map(|at| at - c.fire_ms))

@@ -16,10 +16,21 @@ use tokio::process::{Child, Command};
 /// The management API token of the benchmark's user (manual-trigger flood).
 pub(crate) const API_TOKEN: &str = "bench-api-token-0123456789abcdef";
 /// The BEAN handler every benchmark job runs.
-const HANDLER: &str = "benchNoop";
+pub(crate) const HANDLER: &str = "benchNoop";
 
-/// When each run started on an executor: `(log id, epoch ms)`.
-pub(crate) type Arrivals = Arc<Mutex<Vec<(i64, i64)>>>;
+/// One run as it started on an executor.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Arrival {
+    pub(crate) log_id: i64,
+    pub(crate) job_id: i32,
+    /// The trigger time the admin sent (`logDateTime`, epoch ms): the scheduled second.
+    pub(crate) scheduled_ms: i64,
+    /// When the run started here, epoch ms.
+    pub(crate) at_ms: i64,
+}
+
+/// Every run's [`Arrival`], in order.
+pub(crate) type Arrivals = Arc<Mutex<Vec<Arrival>>>;
 
 /// How the benchmark's jobs are scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -58,7 +69,13 @@ pub(crate) async fn executors(
         handlers.register(HANDLER, move |ctx: JobContext| {
             let record = Arc::clone(&record);
             async move {
-                record.lock().expect("arrivals").push((ctx.log_id(), now_ms()));
+                let arrival = Arrival {
+                    log_id: ctx.log_id(),
+                    job_id: ctx.job_id(),
+                    scheduled_ms: ctx.log_date_time(),
+                    at_ms: now_ms(),
+                };
+                record.lock().expect("arrivals").push(arrival);
                 Ok(())
             }
         });
