@@ -324,7 +324,6 @@ async fn report_scheduled(
         .iter()
         .filter_map(|c| c.log_id.and_then(|l| arrived.get(&l)).map(|at| at - c.fire_ms))
         .collect();
-    let (p50, p99, max) = percentiles(&mut lateness);
     let mut per_sec: HashMap<i64, u64> = HashMap::new();
     for c in fired.iter().filter(|c| c.handle_code == Some(200)) {
         *per_sec.entry(c.fire_ms / 1000).or_default() += 1;
@@ -345,6 +344,15 @@ async fn report_scheduled(
         succeeded as f64 / args.duration as f64,
         expected.saturating_sub(succeeded as u64)
     );
+    print_lateness_and_cost(&mut lateness, cost);
+    Ok(())
+}
+
+/// The report's last two lines: lateness percentiles over `lateness` (sorted in place) and the
+/// admin's cost.
+#[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
+fn print_lateness_and_cost(lateness: &mut [i64], cost: Cost) {
+    let (p50, p99, max) = percentiles(lateness);
     println!(
         "  lateness (executor arrival - scheduled) p50 {p50} ms, p99 {p99} ms, max {max} ms over {} runs",
         lateness.len()
@@ -353,5 +361,4 @@ async fn report_scheduled(
         "  admin CPU {:.2} cores, RSS {:.0} MiB (peak {:.0} MiB)",
         cost.cores, cost.rss_mib, cost.peak_rss_mib
     );
-    Ok(())
 }

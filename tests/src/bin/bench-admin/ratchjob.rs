@@ -20,9 +20,9 @@ use jobwheel_tests::TOKEN;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-use super::measure::{percentiles, sample};
+use super::measure::sample;
 use super::setup::{self, HANDLER, Mode, now_ms};
-use super::{Args, Cost, cron_fires_in, sleep_until};
+use super::{Args, Cost, cron_fires_in, print_lateness_and_cost, sleep_until};
 
 /// The executors' app name (`jobwheel_tests::test_config`), which they register under.
 const APP: &str = "test-app";
@@ -73,7 +73,6 @@ pub(crate) async fn run(args: &Args, binary: &Path) -> anyhow::Result<()> {
     let doubled = runs.values().filter(|v| v.len() > 1).count();
     let mut lateness: Vec<i64> =
         runs.iter().flat_map(|((_, scheduled), at)| at.iter().map(move |t| t - scheduled)).collect();
-    let (p50, p99, max) = percentiles(&mut lateness);
     let mut per_second: HashMap<i64, u64> = HashMap::new();
     for (_, scheduled) in runs.keys() {
         *per_second.entry(*scheduled / 1000).or_default() += 1;
@@ -99,14 +98,7 @@ pub(crate) async fn run(args: &Args, binary: &Path) -> anyhow::Result<()> {
         runs.len() as f64 / args.duration as f64,
         expected.saturating_sub(runs.len() as u64)
     );
-    println!(
-        "  lateness (executor arrival - scheduled) p50 {p50} ms, p99 {p99} ms, max {max} ms over {} runs",
-        lateness.len()
-    );
-    println!(
-        "  admin CPU {:.2} cores, RSS {:.0} MiB (peak {:.0} MiB)",
-        cost.cores, cost.rss_mib, cost.peak_rss_mib
-    );
+    print_lateness_and_cost(&mut lateness, cost);
     drop(admin);
     for executor in executors {
         executor.stop().await?;
