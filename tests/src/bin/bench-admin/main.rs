@@ -320,10 +320,11 @@ async fn report_scheduled(
     let doubled = per_job_second.values().filter(|n| **n > 1).count();
     let arrived: HashMap<i64, i64> =
         arrivals.lock().expect("arrivals").iter().map(|a| (a.log_id, a.at_ms)).collect();
-    let mut lateness: Vec<i64> = fired
+    let late: Vec<(i64, i64)> = fired
         .iter()
-        .filter_map(|c| c.log_id.and_then(|l| arrived.get(&l)).map(|at| at - c.fire_ms))
+        .filter_map(|c| c.log_id.and_then(|l| arrived.get(&l)).map(|at| (c.fire_ms, at - c.fire_ms)))
         .collect();
+    let mut lateness: Vec<i64> = late.iter().map(|(_, ms)| *ms).collect();
     let mut per_sec: HashMap<i64, u64> = HashMap::new();
     for c in fired.iter().filter(|c| c.handle_code == Some(200)) {
         *per_sec.entry(c.fire_ms / 1000).or_default() += 1;
@@ -345,7 +346,24 @@ async fn report_scheduled(
         expected.saturating_sub(succeeded as u64)
     );
     print_lateness_and_cost(&mut lateness, cost);
+    print_latest_seconds(&late, from);
     Ok(())
+}
+
+/// The five seconds of the window whose triggers arrived latest (their worst lateness), by
+/// offset from the window's start: a spike that recurs every 10 s or every minute points at
+/// a periodic task (the fail monitor, the report), one that grows at a backlog.
+#[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
+fn print_latest_seconds(late: &[(i64, i64)], from_ms: i64) {
+    let mut worst: HashMap<i64, i64> = HashMap::new();
+    for (fire_ms, ms) in late {
+        let second = worst.entry((fire_ms - from_ms).div_euclid(1000)).or_default();
+        *second = (*second).max(*ms);
+    }
+    let mut seconds: Vec<(i64, i64)> = worst.into_iter().collect();
+    seconds.sort_unstable_by_key(|(second, ms)| (std::cmp::Reverse(*ms), *second));
+    let listed: Vec<String> = seconds.iter().take(5).map(|(s, ms)| format!("+{s} s: {ms} ms")).collect();
+    println!("  latest seconds (max lateness): {}", listed.join(", "));
 }
 
 /// The report's last two lines: lateness percentiles over `lateness` (sorted in place) and the
