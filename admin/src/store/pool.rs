@@ -4,21 +4,22 @@
 //! `mysql.rs` (connecting, migrating, how a write transaction begins); everything the store
 //! does with a connection is written once in `sql/`.
 
-use std::sync::Arc;
-
 use sqlx::{MySql, MySqlPool, PgPool, Postgres, SqlitePool, Transaction};
 
 use super::db::Ex;
-use super::sqlite::WriteTx;
+use super::sqlite::{WriteTx, Writer};
 use super::{Backend, StoreError};
 
 /// A connected, migrated database.
 #[derive(Debug, Clone)]
 pub(crate) enum Db {
     Sqlite {
+        /// Reads, and single statements outside a transaction.
         pool: SqlitePool,
-        /// Held by every write transaction of this process (see [`WriteTx`]).
-        write_gate: Arc<tokio::sync::Mutex<()>>,
+        /// The one connection every write transaction of this process runs on (see
+        /// [`WriteTx`]); `None` for an in-memory database, whose one pooled connection does
+        /// everything.
+        writer: Option<Writer>,
     },
     Postgres(PgPool),
     MySql {
@@ -48,12 +49,13 @@ impl Db {
         }
     }
 
-    /// Begins a write transaction: on SQLite `BEGIN IMMEDIATE` behind the process's write gate
-    /// (the write lock is taken up front, so a read-then-write never fails to upgrade); on
+    /// Begins a write transaction: on SQLite `BEGIN IMMEDIATE` on the process's one writer
+    /// connection (the write lock is taken up front, so a read-then-write never fails to
+    /// upgrade); on
     /// PostgreSQL and MySQL a plain transaction whose racing statements lock their rows.
     pub(crate) async fn begin(&self) -> Result<Tx, StoreError> {
         Ok(match self {
-            Db::Sqlite { pool, write_gate } => Tx::Sqlite(WriteTx::begin(pool, write_gate).await?),
+            Db::Sqlite { pool, writer } => Tx::Sqlite(WriteTx::begin(pool, writer.as_ref()).await?),
             Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
             Db::MySql { pool, .. } => Tx::MySql(pool.begin().await?),
         })
@@ -85,7 +87,7 @@ impl Tx {
         }
     }
 
-    /// Commits (and, on SQLite, opens the write gate for the next writer).
+    /// Commits (and, on SQLite, hands the writer connection to the next writer).
     pub(crate) async fn commit(self) -> Result<(), StoreError> {
         match self {
             Tx::Sqlite(tx) => tx.commit().await?,

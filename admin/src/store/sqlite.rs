@@ -2,16 +2,28 @@
 //!
 //! Upstream `datetime` columns hold UTC text `YYYY-MM-DD HH:MM:SS`, written with
 //! `datetime(?, 'unixepoch')` and read with `unixepoch(col)` (see `store/time.rs`).
-//! Every write transaction starts with `BEGIN IMMEDIATE` so that read-then-write sequences take
-//! the database's write lock up front instead of failing with `SQLITE_BUSY` on upgrade.
+//!
+//! **One writer connection.** SQLite has one writer at a time, so every write transaction of
+//! the process runs on one dedicated connection ([`Writer`]) and reads use a pool of others.
+//! Waiting for the writer is waiting for the write lock: writers queue in arrival order and the
+//! lock passes at once, where SQLite's busy handler would *sleep* (1, 2, 5, 10 … ms) between
+//! retries. The writer is no pooled connection because sqlx's pool pings a connection when it
+//! is acquired and again when it is returned (two more round trips to its worker thread per
+//! transaction, the second before the next writer may have it); before, writers queued on an
+//! in-process gate and then took any pooled connection, so they could wait for one that readers
+//! held, and eight connections prepared the same write statements. Every write transaction
+//! starts with `BEGIN IMMEDIATE`, so a read-then-write never fails to upgrade with
+//! `SQLITE_BUSY`.
 
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::migrate::Migrator;
+use sqlx::sqlite::SqliteTransactionManager;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
+use sqlx::{ConnectOptions, Sqlite, SqliteConnection, SqlitePool, Transaction, TransactionManager};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::StoreError;
 use super::pool::Db;
@@ -37,38 +49,78 @@ pub(crate) async fn connect(url: &str) -> Result<Db, StoreError> {
         std::fs::create_dir_all(dir)
             .map_err(|source| StoreError::CreateDir { path: dir.to_path_buf(), source })?;
     }
-    // One connection for in-memory databases, whose lifetime is that of their connections.
-    let max = if in_memory { 1 } else { 8 };
-    let pool = SqlitePoolOptions::new().max_connections(max).connect_with(options).await?;
+    // In memory, a connection is a database of its own: one pooled connection does everything.
+    if in_memory {
+        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await?;
+        MIGRATOR.run(&pool).await?;
+        return Ok(Db::Sqlite { pool, writer: None });
+    }
+    let pool = SqlitePoolOptions::new()
+        .max_connections(READERS)
+        // A local file does not hang up: no ping (a round trip to the connection's thread)
+        // before every use. sqlx still pings each connection as it is returned.
+        .test_before_acquire(false)
+        .connect_with(options.clone())
+        .await?;
     MIGRATOR.run(&pool).await?;
-    Ok(Db::Sqlite { pool, write_gate: Arc::default() })
+    let writer = options.connect().await?;
+    Ok(Db::Sqlite { pool, writer: Some(Arc::new(Mutex::new(writer))) })
 }
 
-/// A write transaction (`BEGIN IMMEDIATE`) holding this process's write gate until it ends.
-///
-/// SQLite has one writer at a time, and a connection that finds the write lock taken waits in
-/// SQLite's busy handler, which *sleeps* (1, 2, 5, 10 … ms) between retries: with several
-/// writers that turned into most of the trigger path's latency. Waiting on the gate instead
-/// hands the lock over at once.
-pub(crate) struct WriteTx {
-    tx: Transaction<'static, Sqlite>,
-    _gate: tokio::sync::OwnedMutexGuard<()>,
+/// Pooled connections for reads (and the few single-statement writes outside a transaction).
+const READERS: u32 = 7;
+
+/// The connection every write transaction of the process runs on.
+pub(crate) type Writer = Arc<Mutex<SqliteConnection>>;
+
+/// A write transaction (`BEGIN IMMEDIATE`): on the [`Writer`] (see [`WriterTx`]), or, in
+/// memory, on the one pooled connection.
+pub(crate) enum WriteTx {
+    Writer(WriterTx),
+    Pooled(Transaction<'static, Sqlite>),
+}
+
+/// A transaction on the [`Writer`], held until it commits or is dropped; dropping it rolls
+/// back, as a sqlx `Transaction` does.
+pub(crate) struct WriterTx {
+    conn: OwnedMutexGuard<SqliteConnection>,
+    open: bool,
 }
 
 impl WriteTx {
-    pub(super) async fn begin(
-        pool: &SqlitePool,
-        gate: &Arc<tokio::sync::Mutex<()>>,
-    ) -> Result<Self, StoreError> {
-        let gate = Arc::clone(gate).lock_owned().await;
-        Ok(Self { tx: pool.begin_with("BEGIN IMMEDIATE").await?, _gate: gate })
+    pub(super) async fn begin(pool: &SqlitePool, writer: Option<&Writer>) -> Result<Self, StoreError> {
+        let Some(writer) = writer else {
+            return Ok(Self::Pooled(pool.begin_with("BEGIN IMMEDIATE").await?));
+        };
+        let mut conn = Arc::clone(writer).lock_owned().await;
+        SqliteTransactionManager::begin(&mut conn, Some("BEGIN IMMEDIATE".into())).await?;
+        Ok(Self::Writer(WriterTx { conn, open: true }))
     }
 
     pub(super) fn conn(&mut self) -> &mut SqliteConnection {
-        &mut self.tx
+        match self {
+            Self::Writer(tx) => &mut tx.conn,
+            Self::Pooled(tx) => tx,
+        }
     }
 
     pub(super) async fn commit(self) -> Result<(), sqlx::Error> {
-        self.tx.commit().await
+        match self {
+            Self::Writer(mut tx) => {
+                SqliteTransactionManager::commit(&mut tx.conn).await?;
+                tx.open = false;
+                Ok(())
+            }
+            Self::Pooled(tx) => tx.commit().await,
+        }
+    }
+}
+
+impl Drop for WriterTx {
+    fn drop(&mut self) {
+        if self.open {
+            // Queued on the connection's thread ahead of anything the next writer sends.
+            SqliteTransactionManager::start_rollback(&mut self.conn);
+        }
     }
 }

@@ -74,7 +74,7 @@ impl SqlStore {
              executor_param = v.v_param, executor_sharding_param = v.v_shard, \
              executor_fail_retry_count = v.v_retries",
         );
-        // In a write transaction, so SQLite writers queue on the process's write gate
+        // In a write transaction, so SQLite writers queue for the process's writer connection
         // instead of sleeping in the busy handler.
         let mut tx = self.db.begin().await?;
         let found: HashSet<LogId> = if backend == Backend::Sqlite {
