@@ -51,8 +51,8 @@ impl Db {
 
     /// Begins a write transaction: on SQLite `BEGIN IMMEDIATE` on the process's one writer
     /// connection (the write lock is taken up front, so a read-then-write never fails to
-    /// upgrade); on
-    /// PostgreSQL and MySQL a plain transaction whose racing statements lock their rows.
+    /// upgrade); on PostgreSQL and MySQL a plain transaction whose racing statements lock their
+    /// rows.
     pub(crate) async fn begin(&self) -> Result<Tx, StoreError> {
         Ok(match self {
             Db::Sqlite { pool, writer } => Tx::Sqlite(WriteTx::begin(pool, writer.as_ref()).await?),

@@ -20,8 +20,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::SqliteTransactionManager;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous, SqliteTransactionManager,
+};
 use sqlx::{ConnectOptions, Sqlite, SqliteConnection, SqlitePool, Transaction, TransactionManager};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
@@ -84,6 +85,10 @@ pub(crate) enum WriteTx {
 /// back, as a sqlx `Transaction` does.
 pub(crate) struct WriterTx {
     conn: OwnedMutexGuard<SqliteConnection>,
+    /// Until `commit` has returned. Not derived from the connection's transaction depth: when
+    /// a commit's future is dropped after the COMMIT ran, sqlx's worker expects exactly one
+    /// rollback request from the dropped side and ignores it; a depth check would skip that
+    /// request and the worker would then ignore the next writer's real one.
     open: bool,
 }
 
