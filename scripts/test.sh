@@ -93,17 +93,23 @@ log="$(mktemp)"
 chaos_report="${CARGO_TARGET_DIR:-target}/chaos-report.txt"
 rm -f "$chaos_report"
 trap 'rm -f "$log"' EXIT
-cargo test --workspace 2>&1 | tee "$log"
-# One closing line for the whole run (cargo prints one per test binary, the last often a
-# doc-test binary with nothing in it).
+# --no-fail-fast: one red suite must not hide the others; the run still fails at the end.
+status=0
+cargo test --workspace --no-fail-fast 2>&1 | tee "$log" || status=$?
 # The chaos suite's books (tests/tests/chaos): what it killed and how every second was accounted.
 if [ -f "$chaos_report" ]; then
   echo "== chaos suite"
   cat "$chaos_report"
   echo
 fi
+# One closing line for the whole run (cargo prints one per test binary, the last often a
+# doc-test binary with nothing in it).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+if [ "$status" -ne 0 ]; then
+  echo "cargo test failed (exit $status); see the failures above" >&2
+  exit "$status"
+fi
 
 # Fuzzing, bounded: every cargo-fuzz target for JOBWHEEL_FUZZ_SECONDS (default 45) from the
 # corpus kept in fuzz/corpus/. A crash fails the run (docs/fuzzing.md).

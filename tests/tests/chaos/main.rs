@@ -160,10 +160,15 @@ async fn add_jobs(
     Ok(jobs)
 }
 
-/// Writes the counts beside the build, where `scripts/test.sh` prints them.
+/// Writes the counts beside the build, where `scripts/test.sh` prints them: the target directory
+/// is found from this test binary (`<target>/<profile>/deps/chaos-…`), not from the working
+/// directory (cargo runs tests in `tests/`) nor from `CARGO_TARGET_DIR` (unset on a fresh clone).
 fn write_report(summary: &str) -> anyhow::Result<()> {
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| "target".into(), std::path::PathBuf::from);
+    let exe = std::env::current_exe()?;
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .with_context(|| format!("no target directory above {}", exe.display()))?;
     let path = target.join("chaos-report.txt");
     std::fs::write(&path, summary).with_context(|| format!("writing {}", path.display()))
 }
