@@ -96,12 +96,21 @@ impl HttpExecutorClient {
     pub fn new(access_token: Option<String>, timeout: Duration) -> Result<Self, ClientBuildError> {
         // One pooled client for all executors: reqwest keeps connections per host, which is
         // what upstream's per-address client cache achieves.
-        let http = reqwest::Client::builder().connect_timeout(timeout).timeout(timeout).build()?;
+        // No redirects and no proxy from the environment: a trigger carries the access token,
+        // secrets and GLUE source, and must reach the executor's own address or nobody; a
+        // redirect would also turn the admin into a reader of internal pages (review H1, L2).
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeout)
+            .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .build()?;
         Ok(Self { http, access_token, group: None })
     }
 
-    /// POSTs `body` as JSON to `{address}/{method}` and decodes the envelope.
-    async fn call<B, T>(&self, address: &str, method: &str, body: Option<&B>) -> Envelope<T>
+    /// POSTs `body` as JSON to `{address}/{method}` and decodes the envelope, reading at most
+    /// `limit` bytes of the reply.
+    async fn call<B, T>(&self, address: &str, method: &str, body: Option<&B>, limit: usize) -> Envelope<T>
     where
         B: Serialize + Sync + ?Sized,
         T: DeserializeOwned,
@@ -131,15 +140,21 @@ impl HttpExecutorClient {
                 status.as_u16()
             ));
         }
-        let text = match response.text().await {
-            Ok(text) => text,
+        let bytes = match read_capped(response, limit).await {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                return Envelope::fail(format!(
+                    "xxl-job remoting (url={url}) response larger than {limit} bytes, not read."
+                ));
+            }
             Err(e) => return Envelope::fail(format!("xxl-job remoting error({e}), for url : {url}")),
         };
-        match serde_json::from_str::<Envelope<T>>(&text) {
+        match serde_json::from_slice::<Envelope<T>>(&bytes) {
             Ok(envelope) => envelope,
-            Err(_) => {
-                Envelope::fail(format!("xxl-job remoting (url={url}) response content invalid({text})."))
-            }
+            Err(_) => Envelope::fail(format!(
+                "xxl-job remoting (url={url}) response content invalid({}).",
+                excerpt(&bytes)
+            )),
         }
     }
 
@@ -149,9 +164,44 @@ impl HttpExecutorClient {
         method: &str,
         body: Option<&B>,
     ) -> ExecutorReply {
-        let envelope: AckEnvelope = self.call(address, method, body).await;
+        let envelope: AckEnvelope = self.call(address, method, body, ACK_LIMIT).await;
         ProbeResult { code: envelope.code, msg: envelope.msg }
     }
+}
+
+/// The reply of `/run`, `/kill`, `/beat`, `/idleBeat` and `/wasmPrepare`: a small envelope.
+const ACK_LIMIT: usize = 64 * 1024;
+/// A `/log` page: executors send at most 1 MiB of content (jobwheel's page size), JSON-escaped.
+const LOG_LIMIT: usize = 8 * 1024 * 1024;
+/// A `/status` reply: running jobs and queues of one executor.
+const STATUS_LIMIT: usize = 1024 * 1024;
+/// How much of a reply that is not an envelope goes into the message (and so `triggerMsg`).
+const EXCERPT_CHARS: usize = 200;
+
+/// The body, or `None` once it passes `limit` bytes (the rest is never read).
+async fn read_capped(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Ok(None);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > limit {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
+}
+
+/// The first [`EXCERPT_CHARS`] characters of a reply, marked when cut.
+fn excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(EXCERPT_CHARS).collect();
+    if chars.next().is_some() { format!("{head}… ({} bytes)", bytes.len()) } else { head }
 }
 
 /// `{address}/{method}` with exactly one `/` between them, so registered addresses with or
@@ -184,7 +234,7 @@ impl ExecutorApi for HttpExecutorClient {
     }
 
     async fn log(&self, address: &str, param: &LogParam) -> LogReply {
-        let envelope: Envelope<LogResult> = self.call(address, "log", Some(param)).await;
+        let envelope: Envelope<LogResult> = self.call(address, "log", Some(param), LOG_LIMIT).await;
         let (code, msg) = (envelope.code, envelope.msg.clone());
         LogReply { code, msg, result: envelope.into_payload() }
     }
@@ -194,7 +244,8 @@ impl ExecutorApi for HttpExecutorClient {
     }
 
     async fn status(&self, address: &str) -> Result<ExecutorStatus, String> {
-        let envelope: Envelope<ExecutorStatus> = self.call::<(), _>(address, "status", None).await;
+        let envelope: Envelope<ExecutorStatus> =
+            self.call::<(), _>(address, "status", None, STATUS_LIMIT).await;
         match (envelope.code, envelope.msg.clone(), envelope.into_payload()) {
             (200, _, Some(status)) => Ok(status),
             (200, _, None) => {
@@ -216,7 +267,16 @@ impl ExecutorApi for HttpExecutorClient {
 
 #[cfg(test)]
 mod tests {
-    use super::endpoint;
+    use super::{EXCERPT_CHARS, endpoint, excerpt};
+
+    #[test]
+    fn excerpts_are_bounded_and_say_how_much_was_cut() {
+        assert_eq!(excerpt(b"<html>"), "<html>");
+        let long = "x".repeat(10_000);
+        let cut = excerpt(long.as_bytes());
+        assert!(cut.starts_with(&"x".repeat(EXCERPT_CHARS)));
+        assert!(cut.ends_with("… (10000 bytes)"), "{cut}");
+    }
 
     #[test]
     fn endpoint_normalises_the_trailing_slash_and_keeps_paths() {

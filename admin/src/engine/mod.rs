@@ -176,12 +176,18 @@ impl Engine {
         executor_param: Option<String>,
         address_list: Option<Vec<String>>,
     ) -> Result<(), EngineError> {
-        if self.store.load_job(job_id).await?.is_none() {
+        let Some(job) = self.store.load_job(job_id).await? else {
             return Err(EngineError::JobNotFound(job_id));
+        };
+        let address_list = address_list.filter(|list| !list.is_empty());
+        if let Some(list) = &address_list {
+            // The trigger carries the access token, the job's secrets and its source: it may
+            // only go to executors of the job's own group (security review H1).
+            self.check_manual_addresses(job.job.job_group, list).await?;
         }
         let request = TriggerRequest {
             executor_param: Some(executor_param.unwrap_or_default()),
-            address_list: address_list.filter(|list| !list.is_empty()),
+            address_list,
             ..TriggerRequest::new(job_id, TriggerType::Manual)
         };
         if !self.submit_trigger(request) {

@@ -11,8 +11,8 @@ use jobwheel_protocol::REGISTRY_GROUP_EXECUTOR;
 
 use super::trigger::to_datetime;
 use super::{Engine, EngineError};
-use crate::routing::sort_addresses;
-use crate::store::{Group, GroupRow};
+use crate::routing::{sort_addresses, split_address_list};
+use crate::store::{Group, GroupId, GroupRow};
 
 /// Upstream `DEAD_TIMEOUT`: a registration without heartbeat for this long is dead (the
 /// default of `EngineConfig::dead_timeout`).
@@ -55,6 +55,43 @@ impl Engine {
             self.write_addresses(group, live.get(app_name), now_ms).await?;
         }
         Ok(())
+    }
+
+    /// Refuses a manual trigger's address list unless every address is one of group `group`'s
+    /// executors: in its stored address list (configured, or written from the registry) or
+    /// registered live under its AppName now. Compared without a trailing `/`.
+    pub(super) async fn check_manual_addresses(
+        &self,
+        group: GroupId,
+        addresses: &[String],
+    ) -> Result<(), EngineError> {
+        let Some(row) = self.store.load_group(group).await? else {
+            return Err(EngineError::Refused(format!(
+                "addressList: executor group {} does not exist",
+                group.0
+            )));
+        };
+        let mut known: BTreeSet<String> = row
+            .group
+            .address_list
+            .as_deref()
+            .map(split_address_list)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|a| a.trim_end_matches('/').to_owned())
+            .collect();
+        let live = self.live_addresses(self.config.now_ms(), Some(&row.group.app_name)).await?;
+        if let Some(registered) = live.get(&row.group.app_name) {
+            known.extend(registered.iter().map(|a| a.trim_end_matches('/').to_owned()));
+        }
+        match addresses.iter().find(|a| !known.contains(a.trim_end_matches('/'))) {
+            None => Ok(()),
+            Some(stranger) => Err(EngineError::Refused(format!(
+                "addressList: {stranger} is not an executor of group {:?} (AppName {}); a manual \
+                 trigger may only name executors registered or configured for the job's group",
+                row.group.title, row.group.app_name
+            ))),
+        }
     }
 
     /// AppName → distinct live executor addresses (optionally of one AppName only).

@@ -63,11 +63,16 @@ pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
     broadcast(stack).await.context("SHARDING_BROADCAST")
 }
 
-/// A dead address first in the list: FAILOVER probes it, skips it and says so.
+/// A dead address first in the list: FAILOVER probes it, skips it and says so. The dead
+/// address is registered under the group's AppName first (as an executor that died after its
+/// beat would be): a manual trigger may only name the group's own executors.
 async fn failover(stack: &Stack) -> anyhow::Result<()> {
     let job = strategy_job(stack, "FAILOVER").await?;
     let dead = format!("http://127.0.0.1:{}/", jobwheel_tests::cluster::free_port()?);
-    stack.api.trigger(job, Some(&format!("{dead},{}", stack.addresses[1]))).await?;
+    registry(stack, "registry", &dead).await?;
+    let triggered = stack.api.trigger(job, Some(&format!("{dead},{}", stack.addresses[1]))).await;
+    registry(stack, "registryRemove", &dead).await?;
+    triggered?;
     let logs = stack.api.wait_logs(job, Duration::from_secs(20), "the run", |l| all_done(l, 1)).await?;
     ensure!(addresses(&logs) == [stack.addresses[1].clone()], "ran on the live executor: {logs:#?}");
     let msg = logs[0]["triggerMsg"].as_str().unwrap_or_default();
@@ -75,6 +80,22 @@ async fn failover(stack: &Stack) -> anyhow::Result<()> {
         msg.contains(&dead) && msg.contains(&stack.addresses[1]),
         "the probes are in the trigger message: {msg}"
     );
+    Ok(())
+}
+
+/// `POST /api/registry` or `/api/registryRemove` of `address` under the stack's AppName, as an
+/// executor would send it.
+async fn registry(stack: &Stack, method: &str, address: &str) -> anyhow::Result<()> {
+    let body = json!({"registryGroup": "EXECUTOR", "registryKey": crate::APP, "registryValue": address});
+    let reply: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/api/{method}", stack.admin_base()))
+        .header(jobwheel_protocol::ACCESS_TOKEN_HEADER, jobwheel_tests::TOKEN)
+        .json(&body)
+        .send()
+        .await?
+        .json()
+        .await?;
+    ensure!(reply["code"] == 200, "{method} {address}: {reply}");
     Ok(())
 }
 

@@ -29,6 +29,7 @@ mod priority;
 mod session;
 mod tokens;
 mod transfer;
+mod trigger_addresses;
 mod users;
 mod wasm;
 
