@@ -112,6 +112,10 @@ impl AdminCore for EngineCore {
         }
     }
 
+    fn executor_restarted(&self, address: &str) {
+        self.engine.executor_restarted(address);
+    }
+
     async fn trigger(
         &self,
         job_id: JobId,

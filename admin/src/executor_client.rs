@@ -17,7 +17,8 @@ use async_trait::async_trait;
 use jobwheel_protocol::envelope::FAIL_CODE;
 use jobwheel_protocol::envelope::{AckEnvelope, Envelope};
 use jobwheel_protocol::executor_api::{
-    ExecutorStatus, IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam, WasmModuleRef,
+    ExecutorStatus, IdleBeatParam, KillParam, LogParam, LogResult, OutstandingQuery, OutstandingRuns,
+    TriggerParam, WasmModuleRef,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -65,6 +66,12 @@ pub trait ExecutorApi: Probe + Send + Sync {
     /// slots; `Err` with the reason when the executor cannot say.
     async fn status(&self, address: &str) -> Result<ExecutorStatus, String> {
         let _ = address;
+        Err("not supported by this client".to_owned())
+    }
+    /// `POST {address}/outstanding` (jobwheel executors only): those of `log_ids` the process
+    /// at `address` still owes a result for; `Err` with the reason when it cannot say.
+    async fn outstanding(&self, address: &str, log_ids: &[i64]) -> Result<OutstandingRuns, String> {
+        let _ = (address, log_ids);
         Err("not supported by this client".to_owned())
     }
     /// The client for the executors of a group with its own access token, or `None` when this
@@ -175,6 +182,8 @@ const ACK_LIMIT: usize = 64 * 1024;
 const LOG_LIMIT: usize = 8 * 1024 * 1024;
 /// A `/status` reply: running jobs and queues of one executor.
 const STATUS_LIMIT: usize = 1024 * 1024;
+/// An `/outstanding` reply: at most the log ids asked (20 digits and a comma each).
+const OUTSTANDING_LIMIT: usize = 8 * 1024 * 1024;
 /// How much of a reply that is not an envelope goes into the message (and so `triggerMsg`).
 const EXCERPT_CHARS: usize = 200;
 
@@ -251,6 +260,17 @@ impl ExecutorApi for HttpExecutorClient {
             (200, _, None) => {
                 Err("the executor does not report its status (not a jobwheel executor?)".to_owned())
             }
+            (_, msg, _) => Err(msg.unwrap_or_else(|| "the executor refused".to_owned())),
+        }
+    }
+
+    async fn outstanding(&self, address: &str, log_ids: &[i64]) -> Result<OutstandingRuns, String> {
+        let query = OutstandingQuery { log_ids: log_ids.to_vec() };
+        let envelope: Envelope<OutstandingRuns> =
+            self.call(address, "outstanding", Some(&query), OUTSTANDING_LIMIT).await;
+        match (envelope.code, envelope.msg.clone(), envelope.into_payload()) {
+            (200, _, Some(runs)) => Ok(runs),
+            (200, _, None) => Err("the executor does not report outstanding runs".to_owned()),
             (_, msg, _) => Err(msg.unwrap_or_else(|| "the executor refused".to_owned())),
         }
     }

@@ -56,6 +56,8 @@ pub async fn run(
         ),
         None => None,
     };
+    // Drawn anew by every process: an admin tells a restart on the same address by it.
+    let incarnation = crate::owed::incarnation();
     let background = TaskTracker::new();
     let background_stop = CancellationToken::new();
     let callback_stop = CancellationToken::new();
@@ -73,6 +75,7 @@ pub async fn run(
             client.clone(),
             config.app_name.clone(),
             address.clone(),
+            incarnation.clone(),
             config.timings.registry_interval,
             Arc::clone(flag),
             background_stop.clone(),
@@ -114,6 +117,7 @@ pub async fn run(
         path_prefix: config.path_prefix.clone(),
         registered,
         metrics,
+        incarnation,
     });
 
     let server_stop = CancellationToken::new();

@@ -24,6 +24,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::admin_client::AdminClient;
 use crate::joblog::{LogDir, append_line};
+use crate::owed::Owed;
 use crate::spool;
 
 /// Largest batch sent in one POST (upstream 3.4.1+ sends at most 50; larger batches keep the
@@ -41,9 +42,30 @@ struct Finished {
 #[derive(Debug, Clone)]
 pub(crate) struct Callbacks {
     tx: mpsc::UnboundedSender<Finished>,
+    /// Results owed to an admin; `None` without an admin (nothing is ever delivered).
+    owed: Option<Owed>,
 }
 
 impl Callbacks {
+    /// `/run` is accepting the run `log_id`: its result is owed until an admin stores it. Called
+    /// before `/run` answers, so an admin never has a run as triggered that is not in the set.
+    /// Returns whether it was new (a repeated trigger of a queued run is not).
+    pub(crate) fn accepted(&self, log_id: i64) -> bool {
+        self.owed.as_ref().is_some_and(|owed| owed.insert(log_id))
+    }
+
+    /// `/run` refused the run `log_id` after [`accepted`](Self::accepted) said it was new.
+    pub(crate) fn refused(&self, log_id: i64) {
+        if let Some(owed) = &self.owed {
+            owed.settled([log_id]);
+        }
+    }
+
+    /// Those of `asked` whose results this process still owes (`/outstanding`).
+    pub(crate) fn owed_among(&self, asked: &[i64]) -> Vec<i64> {
+        self.owed.as_ref().map_or_else(Vec::new, |owed| owed.among(asked))
+    }
+
     /// Queues a result for the journal. With `end_line`, upstream's closing line is appended to
     /// the run's job log once the result is journaled, so a log that shows the end shows a
     /// result that survives a SIGKILL.
@@ -67,6 +89,7 @@ fn end_line(result: &HandleCallbackParam) -> String {
 struct Delivery {
     client: AdminClient,
     logs: LogDir,
+    owed: Owed,
 }
 
 /// A batch on its first trip, with its journal file (`None` if it could not be written).
@@ -86,13 +109,20 @@ pub(crate) fn spawn(
     if recovered > 0 {
         tracing::info!(files = recovered, "callbacks journaled before a restart will be sent again");
     }
+    // What a predecessor left spooled is owed too: an admin asking after a restart must not
+    // close those runs as lost while their results wait here.
+    let owed = Owed::default();
+    for log_id in spool::spooled_log_ids(&logs.callback_spool_dir()) {
+        let _ = owed.insert(log_id);
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     let (journaled_tx, journaled_rx) = mpsc::unbounded_channel();
-    let delivery = Delivery { client, logs };
+    let configured = client.is_configured();
+    let delivery = Delivery { client, logs, owed: owed.clone() };
     tracker.spawn(journal_loop(delivery.clone(), rx, journaled_tx, stop.clone()));
     tracker.spawn(send_loop(delivery.clone(), journaled_rx));
     tracker.spawn(retry_loop(delivery, retry_interval, stop));
-    Callbacks { tx }
+    Callbacks { tx, owed: configured.then_some(owed) }
 }
 
 /// Takes every finished result waiting (up to [`MAX_BATCH`]), writes the batch to the journal
@@ -229,6 +259,7 @@ impl Delivery {
         }
         match self.client.post(paths::CALLBACK, &batch).await {
             Ok(()) => {
+                self.owed.settled(batch.iter().map(|item| item.log_id));
                 for journal in parts.iter().filter_map(|(journal, _)| journal.as_ref()) {
                     if let Err(e) = tokio::fs::remove_file(journal).await {
                         tracing::warn!(file = %journal.display(), error = %e, "cannot remove a delivered journal file");
@@ -283,6 +314,7 @@ impl Delivery {
             }
             match self.client.post(paths::CALLBACK, &batch).await {
                 Ok(()) => {
+                    self.owed.settled(batch.iter().map(|item| item.log_id));
                     if let Err(e) = tokio::fs::remove_file(&file).await {
                         tracing::warn!(file = %file.display(), error = %e, "cannot remove delivered spool file");
                     }

@@ -19,6 +19,7 @@ pub(crate) async fn run(
     client: AdminClient,
     app_name: String,
     address: String,
+    incarnation: String,
     interval: Duration,
     registered_flag: Arc<AtomicBool>,
     shutdown: CancellationToken,
@@ -27,6 +28,7 @@ pub(crate) async fn run(
         registry_group: REGISTRY_GROUP_EXECUTOR.to_owned(),
         registry_key: app_name,
         registry_value: address,
+        incarnation: Some(incarnation),
     };
     let span = tracing::info_span!("registry", app = %param.registry_key, address = %param.registry_value);
     async move {

@@ -32,6 +32,7 @@ mod heartbeat;
 mod joblog;
 mod jobs;
 pub mod metrics;
+mod owed;
 mod server;
 mod signal;
 mod spool;

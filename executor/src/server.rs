@@ -19,7 +19,9 @@ use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use jobwheel_protocol::envelope::Envelope;
-use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER, ExecutorRequest, ExecutorRequestError};
+use jobwheel_protocol::{
+    ACCESS_TOKEN_HEADER, APPNAME_HEADER, ExecutorRequest, ExecutorRequestError, OutstandingRuns,
+};
 use serde_json::json;
 use subtle::ConstantTimeEq;
 
@@ -47,6 +49,8 @@ pub(crate) struct ApiState {
     pub(crate) metrics: Arc<ExecutorMetrics>,
     /// Where undelivered callback batches wait (their count is a metric).
     pub(crate) spool_dir: std::path::PathBuf,
+    /// This process's incarnation (`owed.rs`), also sent in registry beats.
+    pub(crate) incarnation: String,
 }
 
 pub(crate) fn router(state: Arc<ApiState>) -> Router {
@@ -130,6 +134,10 @@ async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) ->
         }
         ExecutorRequest::IdleBeat(_) => reply(&Envelope::<()>::success()),
         ExecutorRequest::Status => reply(&Envelope::success_with(state.jobs.status())),
+        ExecutorRequest::Outstanding(query) => reply(&Envelope::success_with(OutstandingRuns {
+            incarnation: state.incarnation.clone(),
+            log_ids: state.jobs.owed_among(&query.log_ids),
+        })),
         ExecutorRequest::Run(p) => match state.jobs.run(*p) {
             Ok(()) => reply(&Envelope::<()>::success()),
             Err(msg) => reply(&Envelope::<()>::fail(msg)),

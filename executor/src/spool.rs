@@ -58,6 +58,19 @@ pub(crate) fn list_spool(dir: &Path) -> Vec<PathBuf> {
     files_with_prefix(dir, SPOOL_PREFIX)
 }
 
+/// The log ids of every result in the spool files (at start, before the retry task runs).
+/// Unreadable files are skipped here; the retry task reports them.
+pub(crate) fn spooled_log_ids(dir: &Path) -> Vec<i64> {
+    let mut ids = Vec::new();
+    for file in list_spool(dir) {
+        let Ok(bytes) = std::fs::read(&file) else { continue };
+        if let Ok(batch) = serde_json::from_slice::<Vec<HandleCallbackParam>>(&bytes) {
+            ids.extend(batch.iter().map(|item| item.log_id));
+        }
+    }
+    ids
+}
+
 pub(crate) async fn read_spool(path: &Path) -> anyhow::Result<Vec<HandleCallbackParam>> {
     let bytes = tokio::fs::read(path).await?;
     if bytes.iter().all(u8::is_ascii_whitespace) {

@@ -60,6 +60,12 @@ pub struct RegistryParam {
     /// The executor's address, e.g. `http://10.0.0.5:9999/`.
     #[serde(default, deserialize_with = "lenient::string")]
     pub registry_value: String,
+    /// jobwheel extension: a random id the executor process draws at start. A beat with an id
+    /// the admin has not seen for this address means the process at the address is new (a
+    /// restart on the same address), so runs sent to its predecessor are checked with
+    /// `/outstanding` and closed as lost. Absent from upstream executors, never sent to them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incarnation: Option<String>,
 }
 
 impl RegistryParam {

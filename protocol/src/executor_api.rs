@@ -22,6 +22,33 @@ pub mod paths {
     /// jobwheel extension: what the executor is doing — run slots and job queues — for the
     /// admin's executor page. No body; the answer's payload is an [`ExecutorStatus`](super::ExecutorStatus).
     pub const STATUS: &str = "/status";
+    /// jobwheel extension: "which of these runs do you still owe a result for?" Body: an
+    /// [`OutstandingQuery`](super::OutstandingQuery); the payload an
+    /// [`OutstandingRuns`](super::OutstandingRuns). Sent by an admin after a restart of the
+    /// executor on the same address (a new `incarnation` in its registry beat).
+    pub const OUTSTANDING: &str = "/outstanding";
+}
+
+/// Body of `/outstanding` (jobwheel only): log ids an admin has as running on this executor.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutstandingQuery {
+    #[serde(default)]
+    pub log_ids: Vec<i64>,
+}
+
+/// Payload of `/outstanding` (jobwheel only).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutstandingRuns {
+    /// The answering process's incarnation (as in its registry beats).
+    #[serde(default)]
+    pub incarnation: String,
+    /// Those of the asked log ids this process accepted and has not had a result of stored by
+    /// an admin: queued, running, or finished with the result still journaled or spooled
+    /// (results a killed predecessor journaled included). Every other asked id is unknown here.
+    #[serde(default)]
+    pub log_ids: Vec<i64>,
 }
 
 /// The payload of `/status` (jobwheel only).

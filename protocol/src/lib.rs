@@ -22,7 +22,8 @@ pub use admin_api::{CallbackBody, HandleCallbackParam, RegistryParam};
 pub use enums::{BlockStrategy, GlueType, HandleCode, REGISTRY_GROUP_EXECUTOR};
 pub use envelope::Envelope;
 pub use executor_api::{
-    ExecutorStatus, IdleBeatParam, KillParam, LogParam, LogResult, TriggerParam, WasmGrant, WasmModuleRef,
+    ExecutorStatus, IdleBeatParam, KillParam, LogParam, LogResult, OutstandingQuery, OutstandingRuns,
+    TriggerParam, WasmGrant, WasmModuleRef,
 };
 pub use request::{AdminRequest, AdminRequestError, ExecutorRequest, ExecutorRequestError};
 

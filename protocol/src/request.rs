@@ -8,7 +8,9 @@
 use serde::de::DeserializeOwned;
 
 use crate::admin_api::{CallbackBody, HandleCallbackParam, RegistryParam};
-use crate::executor_api::{IdleBeatParam, KillParam, LogParam, TriggerParam, WasmModuleRef, paths};
+use crate::executor_api::{
+    IdleBeatParam, KillParam, LogParam, OutstandingQuery, TriggerParam, WasmModuleRef, paths,
+};
 
 /// Column widths of `xxl_job_registry` (`registry_group varchar(50)`, the others 255); longer
 /// values are refused like blank ones rather than failing (MySQL) or being stored (SQLite).
@@ -36,6 +38,8 @@ pub enum ExecutorRequest {
     WasmPrepare(WasmModuleRef),
     /// `/status` (jobwheel only; the body is ignored).
     Status,
+    /// `/outstanding` (jobwheel only).
+    Outstanding(OutstandingQuery),
 }
 
 /// Why an executor request was not decoded. The messages are upstream's.
@@ -58,6 +62,7 @@ impl ExecutorRequest {
             paths::LOG => executor_json(path, body).map(Self::Log),
             paths::WASM_PREPARE => executor_json(path, body).map(Self::WasmPrepare),
             paths::STATUS => Ok(Self::Status),
+            paths::OUTSTANDING => executor_json(path, body).map(Self::Outstanding),
             _ => Err(ExecutorRequestError::UnknownPath),
         }
     }

@@ -165,6 +165,7 @@ fn sample_registry() -> RegistryParam {
         registry_group: "EXECUTOR".into(),
         registry_key: "xxl-job-executor-sample".into(),
         registry_value: "http://10.0.0.5:9999/".into(),
+        incarnation: None,
     }
 }
 

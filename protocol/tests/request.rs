@@ -51,6 +51,7 @@ fn admin_requests_are_routed_and_validated() {
         registry_group: "EXECUTOR".into(),
         registry_key: "app".into(),
         registry_value: "http://h:1/".into(),
+        incarnation: None,
     };
     assert_eq!(AdminRequest::parse("registry", registration), Ok(AdminRequest::Registry(expected.clone())));
     assert_eq!(

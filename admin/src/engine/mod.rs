@@ -42,6 +42,7 @@ mod prepare;
 mod recover;
 mod registry;
 mod report;
+mod restarts;
 mod ring;
 mod schedule;
 mod sending;

@@ -154,10 +154,13 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
         return Reply::openapi(openapi_jobs::handle(state, group, operation, &body, client).await);
     }
     match AdminRequest::parse(uri, &body) {
-        Ok(AdminRequest::Registry(param)) => match own_registration(&caller, param) {
-            Ok(key) => registry(state, key).await,
-            Err(reply) => reply,
-        },
+        Ok(AdminRequest::Registry(param)) => {
+            let incarnation = param.incarnation.clone();
+            match own_registration(&caller, param) {
+                Ok(key) => registry(state, key, incarnation.as_deref()).await,
+                Err(reply) => reply,
+            }
+        }
         Ok(AdminRequest::RegistryRemove(param)) => match own_registration(&caller, param) {
             Ok(key) => registry_remove(state, key).await,
             Err(reply) => reply,
@@ -238,14 +241,20 @@ fn own_registration(caller: &Caller, param: RegistryParam) -> Result<RegistryKey
     }
 }
 
-async fn registry(state: &HttpState, key: RegistryKey) -> Reply {
+async fn registry(state: &HttpState, key: RegistryKey, incarnation: Option<&str>) -> Reply {
     if let Err(e) = state.store.registry_upsert(&key, chrono::Utc::now()).await {
         tracing::error!(app = %key.registry_key, address = %key.registry_value, error = %e, "cannot store a registration");
         return Reply::fail("request error: the registration could not be stored (database error)");
     }
-    if state.registrations.record(&key, Instant::now()) {
+    let beat = state.registrations.record(&key, incarnation, Instant::now());
+    if beat.new {
         tracing::info!(app = %key.registry_key, address = %key.registry_value, "executor registered");
         state.core.refresh_group(&key.registry_key).await;
+    }
+    if beat.new_process {
+        // A restart on the same address keeps the registration: the runs its predecessor
+        // took down are found here, not by the lost-job monitor (engine/restarts.rs).
+        state.core.executor_restarted(&key.registry_value);
     }
     Reply::success()
 }

@@ -38,6 +38,13 @@ pub trait AdminCore: Send + Sync + 'static {
     /// Implementations log their own errors: the registration itself is stored already.
     async fn refresh_group(&self, app_name: &str);
 
+    /// A jobwheel executor at `address` beat with an incarnation this admin had not seen for
+    /// it: check, in the background, which runs there its new process does not have, and
+    /// close them as lost (`engine/restarts.rs`). Returns at once.
+    fn executor_restarted(&self, address: &str) {
+        let _ = address;
+    }
+
     /// Triggers a job once now (management API "trigger once"): `executor_param` replaces the
     /// job's parameter, `address_list` (non-empty) replaces routing. Returns once queued.
     async fn trigger(

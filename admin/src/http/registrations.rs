@@ -17,10 +17,22 @@ const MAX_ENTRIES: usize = 100_000;
 
 type Key = (String, String, String);
 
-/// Registrations seen by this admin and when.
+/// Registrations seen by this admin: when, and the executor process's incarnation (jobwheel
+/// executors send one; `engine/restarts.rs` says why).
 pub(crate) struct RecentRegistrations {
     ttl: Duration,
-    seen: Mutex<HashMap<Key, Instant>>,
+    seen: Mutex<HashMap<Key, (Instant, Option<String>)>>,
+}
+
+/// What a heartbeat tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Heartbeat {
+    /// Not seen within the TTL: the group's address list may lack it.
+    pub(crate) new: bool,
+    /// It carries an incarnation this admin has not seen for the address: a new process, whose
+    /// predecessor's open runs are to be checked. True on the first sight after this admin
+    /// started too, as the check is exact whenever it runs.
+    pub(crate) new_process: bool,
 }
 
 impl RecentRegistrations {
@@ -30,19 +42,24 @@ impl RecentRegistrations {
         Self { ttl, seen: Mutex::new(HashMap::new()) }
     }
 
-    /// Records a heartbeat at `now`; true if the registration was not seen within the TTL.
-    pub(crate) fn record(&self, key: &RegistryKey, now: Instant) -> bool {
+    /// Records a heartbeat at `now` from the process `incarnation` (`None`: not a jobwheel
+    /// executor).
+    pub(crate) fn record(&self, key: &RegistryKey, incarnation: Option<&str>, now: Instant) -> Heartbeat {
         let mut seen = self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let ttl = self.ttl;
         let fresh = |at: &Instant| now.saturating_duration_since(*at) <= ttl;
         if seen.len() >= MAX_ENTRIES {
-            seen.retain(|_, at| fresh(at));
+            seen.retain(|_, (at, _)| fresh(at));
             if seen.len() >= MAX_ENTRIES {
                 seen.clear();
             }
         }
-        let previous = seen.insert(key_of(key), now);
-        !previous.is_some_and(|at| fresh(&at))
+        let previous = seen.insert(key_of(key), (now, incarnation.map(str::to_owned)));
+        let new = !previous.as_ref().is_some_and(|(at, _)| fresh(at));
+        let new_process = incarnation.is_some_and(|current| {
+            previous.as_ref().and_then(|(_, before)| before.as_deref()) != Some(current)
+        });
+        Heartbeat { new, new_process }
     }
 
     /// Forgets a registration (after `registryRemove`), so its next heartbeat counts as new.
@@ -71,11 +88,26 @@ mod tests {
     fn only_new_or_expired_registrations_count() {
         let recent = RecentRegistrations::new(Duration::from_secs(90));
         let t0 = Instant::now();
-        assert!(recent.record(&key("a"), t0), "first heartbeat");
-        assert!(!recent.record(&key("a"), t0 + Duration::from_secs(30)), "regular heartbeat");
-        assert!(recent.record(&key("b"), t0 + Duration::from_secs(30)), "another address");
-        assert!(recent.record(&key("a"), t0 + Duration::from_secs(121)), "after a gap > ttl");
+        let new = |beat: Heartbeat| beat.new;
+        assert!(new(recent.record(&key("a"), None, t0)), "first heartbeat");
+        assert!(!new(recent.record(&key("a"), None, t0 + Duration::from_secs(30))), "regular heartbeat");
+        assert!(new(recent.record(&key("b"), None, t0 + Duration::from_secs(30))), "another address");
+        assert!(new(recent.record(&key("a"), None, t0 + Duration::from_secs(121))), "after a gap > ttl");
         recent.forget(&key("a"));
-        assert!(recent.record(&key("a"), t0 + Duration::from_secs(122)), "after registryRemove");
+        assert!(new(recent.record(&key("a"), None, t0 + Duration::from_secs(122))), "after registryRemove");
+    }
+
+    #[test]
+    fn a_new_incarnation_on_a_known_address_is_a_new_process() {
+        let recent = RecentRegistrations::new(Duration::from_secs(90));
+        let t0 = Instant::now();
+        let first = recent.record(&key("a"), Some("one"), t0);
+        assert_eq!(first, Heartbeat { new: true, new_process: true }, "first sight");
+        let again = recent.record(&key("a"), Some("one"), t0 + Duration::from_secs(1));
+        assert_eq!(again, Heartbeat { new: false, new_process: false }, "the same process beats");
+        let restarted = recent.record(&key("a"), Some("two"), t0 + Duration::from_secs(2));
+        assert_eq!(restarted, Heartbeat { new: false, new_process: true }, "restarted within the TTL");
+        let upstream = recent.record(&key("b"), None, t0);
+        assert!(!upstream.new_process, "executors without an incarnation are never checked");
     }
 }

@@ -67,6 +67,9 @@ pub trait LogStore: Send + Sync {
     /// Upstream `findLostJobIds`: running logs (trigger 200, handle 0) triggered at or before
     /// `trigger_before` whose executor address has no registry row.
     async fn lost_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError>;
+    /// jobwheel: running logs (trigger 200, handle 0) sent to `address`, with their groups, by id
+    /// (checked with the executor after it restarted on that address).
+    async fn running_log_ids_at(&self, address: &str) -> Result<Vec<(LogId, GroupId)>, StoreError>;
     /// jobwheel: logs whose trigger never got an executor's answer (trigger code 0, no result)
     /// triggered at or before `trigger_before`, by id — their admin stopped between writing the
     /// row and the `/run` reply. A row staged for a still-pending claim is not one of them.

@@ -150,7 +150,19 @@ impl JobThreads {
         let Some(thread) = map.get(&job_id) else {
             return Err("internal error: job thread vanished".to_owned());
         };
-        push(thread, param, self.settings.max_queue)
+        // Owed before it is queued, so its result cannot be settled before it is owed.
+        let log_id = param.log_id;
+        let fresh = self.settings.callbacks.accepted(log_id);
+        let pushed = push(thread, param, self.settings.max_queue);
+        if pushed.is_err() && fresh {
+            self.settings.callbacks.refused(log_id);
+        }
+        pushed
+    }
+
+    /// `/outstanding`: those of `asked` whose results this process still owes an admin.
+    pub(crate) fn owed_among(&self, asked: &[i64]) -> Vec<i64> {
+        self.settings.callbacks.owed_among(asked)
     }
 
     /// `/kill`: stops the job's thread, failing its running and queued triggers.

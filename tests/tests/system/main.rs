@@ -3,13 +3,15 @@
 //! side by side on one stack per database: cron and fix-rate jobs on time (`schedules`), the
 //! ten routing strategies observed live (`routing`), child jobs, retries, kill, Wasm and script
 //! GLUE together (`flows`), Wasm components calling an HTTP server under their network policy
-//! with a variable and a secret (`wasm_http`), and lost-job marking after an executor is killed (last, as it
+//! with a variable and a secret (`wasm_http`), an executor restarted on its own address with a run
+//! in flight (`restarts`), and lost-job marking after an executor is killed (last, as it
 //! takes an executor away). `metrics` runs a stack of its own, whose counters it compares with
 //! the database; `packages` installs the `.deb` packages and starts what their units start.
 
 mod flows;
 mod metrics;
 mod packages;
+mod restarts;
 mod routing;
 mod schedules;
 mod wasm_http;
@@ -115,6 +117,13 @@ impl Stack {
         Ok(job)
     }
 
+    /// Starts the executor at `address` again on that address, with the same flags.
+    pub(crate) async fn restart_executor(&mut self, address: &str) -> anyhow::Result<()> {
+        let executor =
+            self.executors.iter_mut().find(|e| e.address() == address).context("no such executor")?;
+        executor.restart().await
+    }
+
     /// SIGKILLs the executor at `address` (no deregistration, runs die with it).
     pub(crate) async fn kill_executor(&mut self, address: &str) -> anyhow::Result<()> {
         let executor =
@@ -152,6 +161,7 @@ async fn scenarios(url: &str) -> anyhow::Result<()> {
         routing.context("routing")?;
         flows.context("flows")?;
         wasm_http.context("wasm http")?;
+        restarts::restart_same_address(&mut stack).await.context("executor restarted on its address")?;
         flows::lost_job(&mut stack).await.context("lost job")?;
         drop(shared);
         if url.starts_with("sqlite") {

@@ -66,6 +66,10 @@ static LOST_IDS: Sql = Sql::new(
     WHERE t.trigger_code = 200 AND t.handle_code = 0 \
     AND t.trigger_time <= TS(?) AND t2.id IS NULL ORDER BY t.id",
 );
+static RUNNING_AT: Sql = Sql::new(
+    "SELECT id, job_group FROM xxl_job_log \
+    WHERE executor_address = ? AND trigger_code = 200 AND handle_code = 0 ORDER BY id",
+);
 
 fn push_log_filter(q: &mut QueryBuf<'_>, filter: &LogFilter) {
     q.push(" WHERE 1 = 1");
@@ -199,6 +203,10 @@ impl LogStore for SqlStore {
 
     async fn lost_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError> {
         self.ex().fetch_column(&LOST_IDS, &args![secs(trigger_before)]).await
+    }
+
+    async fn running_log_ids_at(&self, address: &str) -> Result<Vec<(LogId, GroupId)>, StoreError> {
+        self.ex().fetch_all(&RUNNING_AT, &args![address]).await
     }
 
     async fn stalled_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError> {
