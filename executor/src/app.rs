@@ -94,6 +94,10 @@ pub async fn run(
     }
     let runtime = jobwheel_wasm::Runtime::new(wasm_config).context("cannot start the Wasm runtime")?;
     let wasm = WasmGlue::new(runtime, client.clone(), config.wasm.max_module_bytes, Arc::clone(&metrics));
+    if config.script_glue {
+        let how = crate::glue::tree::init(config.script_tree)?;
+        tracing::info!(how, "script runs are kept with their whole process tree");
+    }
     let glue = GlueFactory::new(handlers, config.script_glue.then(|| logs.glue_source_dir()), Arc::new(wasm));
     let jobs = JobThreads::new(
         glue,

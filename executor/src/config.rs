@@ -10,6 +10,18 @@ use std::time::Duration;
 
 use jobwheel_wasm::{NetLimits, NetPolicy};
 
+/// How script runs' process trees are kept (`--script-tree`, `glue/tree.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ScriptTree {
+    /// A cgroup v2 per run when the executor may create one, else a child subreaper.
+    #[default]
+    Auto,
+    /// A cgroup v2 per run; the executor refuses to start without a writable cgroup.
+    Cgroup,
+    /// The executor is a child subreaper and marks each run's processes.
+    Subreaper,
+}
+
 /// Upstream's executor default port.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9999";
 
@@ -53,6 +65,12 @@ pub struct Cli {
     /// process's privileges, so it is off unless asked for.
     #[arg(long, env = "JOBWHEEL_ENABLE_SCRIPT_GLUE")]
     pub enable_script_glue: bool,
+    /// How a script run's whole process tree is kept, so timeouts and kills reach descendants
+    /// that left its process group: `cgroup` (a cgroup v2 per run; needs root or systemd's
+    /// `Delegate=yes`), `subreaper` (the executor adopts orphans; an environment marker tells
+    /// runs apart), or `auto` (cgroup when possible).
+    #[arg(long, env = "JOBWHEEL_SCRIPT_TREE", value_enum, default_value_t = ScriptTree::Auto)]
+    pub script_tree: ScriptTree,
     /// Seconds to wait for an admin when registering or sending callbacks (1–10).
     #[arg(long, env = "JOBWHEEL_ADMIN_TIMEOUT", default_value_t = 3)]
     pub admin_timeout: u64,
@@ -202,6 +220,8 @@ pub struct ExecutorConfig {
     pub path_prefix: String,
     pub log_retention_days: u32,
     pub script_glue: bool,
+    /// `--script-tree`.
+    pub script_tree: ScriptTree,
     pub admin_timeout: Duration,
     pub shutdown_grace: Duration,
     pub max_queue: usize,
@@ -226,6 +246,7 @@ impl ExecutorConfig {
             path_prefix: String::new(),
             log_retention_days: 30,
             script_glue: false,
+            script_tree: ScriptTree::Auto,
             admin_timeout: Duration::from_secs(3),
             shutdown_grace: Duration::from_secs(10),
             max_queue: 10_000,
@@ -283,6 +304,7 @@ impl ExecutorConfig {
         config.path_prefix = normalize_prefix(&cli.path_prefix);
         config.log_retention_days = cli.log_retention_days;
         config.script_glue = cli.enable_script_glue;
+        config.script_tree = cli.script_tree;
         config.admin_timeout = Duration::from_secs(cli.admin_timeout);
         config.shutdown_grace = Duration::from_secs(cli.shutdown_grace);
         config.max_queue = cli.max_queue;

@@ -39,6 +39,6 @@ mod spool;
 
 pub use admin_client::AdminError;
 pub use app::run;
-pub use config::{Cli, ConfigError, ExecutorConfig, Timings, WasmSettings};
+pub use config::{Cli, ConfigError, ExecutorConfig, ScriptTree, Timings, WasmSettings};
 pub use handler::{HandlerFuture, Handlers, JobContext, JobHandler, JobResult};
 pub use signal::shutdown_signal;

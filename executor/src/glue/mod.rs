@@ -5,6 +5,7 @@
 //! source without changing the update time does not reload, exactly like upstream).
 
 pub(crate) mod script;
+pub(crate) mod tree;
 pub(crate) mod wasm;
 
 use std::path::PathBuf;

@@ -2,11 +2,12 @@
 //! `ScriptJobHandler`), but stops it for real on timeout or kill.
 //!
 //! argv is `[interpreter, file, param, shardIndex, shardTotal]` with no shell in between, so
-//! the parameter is one argument. The child leads its own process group; stopping the run
-//! sends SIGTERM to the whole group, then SIGKILL after a grace period, so grandchildren
-//! (`sleep` under `bash`) die too — upstream only interrupted the wait (2.x) or signalled the
-//! direct child (3.3+). Processes still in the group when the script exits are killed as well:
-//! a run's processes never outlive the run.
+//! the parameter is one argument. The child leads its own process group and its whole tree is
+//! kept (`tree.rs`: a cgroup per run, or a child subreaper); stopping the run sends SIGTERM to
+//! the group, then after a grace period SIGKILLs every process of the run — grandchildren
+//! (`sleep` under `bash`) and descendants that called `setsid` or daemonized too. Upstream only
+//! interrupted the wait (2.x) or signalled the direct child (3.3+). Processes still running
+//! when the script exits are killed as well: a run's processes never outlive the run.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -14,11 +15,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use jobwheel_protocol::GlueType;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt as _, BufReader};
 use tokio::process::Command;
 
+use super::tree::RunTree;
 use crate::handler::{HandlerFuture, JobContext, JobHandler};
 
 /// Time between SIGTERM and SIGKILL when a run is stopped.
@@ -91,17 +92,18 @@ async fn run_script(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
     for (name, _) in std::env::vars_os() {
         if name.to_str().is_some_and(|n| n.starts_with(PRIVATE_ENV_PREFIX)) {
             command.env_remove(name);
         }
     }
+    // Declared before the child: dropped after it, so an aborted run's tree is killed.
+    let mut tree = RunTree::prepare(&mut command)?;
     let mut child = command.spawn().with_context(|| {
         format!("cannot start {glue_type} interpreter `{interpreter}`; is it installed and on PATH?")
     })?;
-    let mut group = ProcessGroup(child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw));
+    tree.started(child.id());
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let output = async {
@@ -117,16 +119,15 @@ async fn run_script(
             status = child.wait() => break status?,
             () = &mut output, if !output_done => output_done = true,
             () = ctx.stopped() => {
-                group.signal(Signal::SIGTERM);
+                tree.signal_group(Signal::SIGTERM);
                 let status = match tokio::time::timeout(TERM_GRACE, child.wait()).await {
                     Ok(status) => status?,
                     Err(_) => {
-                        group.signal(Signal::SIGKILL);
+                        tree.signal_group(Signal::SIGKILL);
                         child.wait().await?
                     }
                 };
-                group.signal(Signal::SIGKILL);
-                group.disarm();
+                kill_tree(tree).await;
                 // Readers end once every writer in the group is gone.
                 if !output_done {
                     let _ = tokio::time::timeout(TERM_GRACE, &mut output).await;
@@ -135,10 +136,9 @@ async fn run_script(
             }
         }
     };
-    // The script is done: anything it left running in its group goes too, which also lets
-    // the output readers see end-of-file.
-    group.signal(Signal::SIGKILL);
-    group.disarm();
+    // The script is done: anything it left running goes too, which also lets the output
+    // readers see end-of-file.
+    kill_tree(tree).await;
     if !output_done {
         output.await;
     }
@@ -211,31 +211,10 @@ fn cut_character(bytes: &[u8]) -> usize {
     0
 }
 
-/// A script's process group; signalling a group that is already gone is not an error.
-///
-/// The group id is the leader's pid. Once the leader has been reaped and its group emptied,
-/// that id may be recycled, so the guard is disarmed after the final signal and only fires on
-/// drop while the leader is still unreaped (an aborted run; `child` is dropped after the guard).
-struct ProcessGroup(Option<Pid>);
-
-impl ProcessGroup {
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-
-    fn signal(&self, signal: Signal) {
-        if let Some(pgid) = self.0 {
-            let _ = killpg(pgid, signal);
-        }
-    }
-}
-
-impl Drop for ProcessGroup {
-    /// An aborted run (handler ignored its grace period, or the executor is going down) must
-    /// not leave processes behind.
-    fn drop(&mut self) {
-        self.signal(Signal::SIGKILL);
-    }
+/// Kills what is left of a run's tree, off the async threads (it reads `/proc` or a cgroup and
+/// waits for the kernel).
+async fn kill_tree(mut tree: RunTree) {
+    let _ = tokio::task::spawn_blocking(move || tree.kill_all()).await;
 }
 
 #[cfg(test)]

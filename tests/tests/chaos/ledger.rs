@@ -35,16 +35,33 @@ const STALLED_TEXT: &str = "调度中断";
 
 /// One log row.
 struct LogRow {
+    job_id: i64,
     trigger_code: i64,
     handle_code: i64,
     handle_msg: String,
+    trigger_msg: String,
+}
+
+/// The start of the admin's missed-fire text (zh_CN, `engine/missed.rs`): `调度过期：{count} 次…`.
+const MISSED_TEXT: &str = "调度过期：";
+
+impl LogRow {
+    /// How many fire times this row records as skipped by the misfire rule (0 for a run).
+    fn missed_fires(&self) -> usize {
+        self.trigger_msg
+            .split(MISSED_TEXT)
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|count| count.trim().parse().ok())
+            .unwrap_or(0)
+    }
 }
 
 async fn load_logs(url: &str) -> anyhow::Result<HashMap<i64, LogRow>> {
     let sql = |int: &str| {
         format!(
             "SELECT CAST(id AS {int}), CAST(trigger_code AS {int}), CAST(handle_code AS {int}), \
-             COALESCE(handle_msg, '') FROM xxl_job_log"
+             COALESCE(handle_msg, ''), CAST(job_id AS {int}), COALESCE(trigger_msg, '') FROM xxl_job_log"
         )
     };
     macro_rules! fetch {
@@ -58,6 +75,8 @@ async fn load_logs(url: &str) -> anyhow::Result<HashMap<i64, LogRow>> {
                     trigger_code: row.try_get(1)?,
                     handle_code: row.try_get(2)?,
                     handle_msg: row.try_get(3)?,
+                    job_id: row.try_get(4)?,
+                    trigger_msg: row.try_get(5)?,
                 };
                 logs.insert(row.try_get::<i64, _>(0)?, log);
             }
@@ -131,6 +150,9 @@ pub(crate) struct Counts {
     /// Which seconds of the window those were.
     misfire_seconds: BTreeSet<i64>,
     skipped_while_database_down: usize,
+    /// Seconds without a claim that the admin recorded as missed fires (its only admin was
+    /// down for longer than the misfire threshold).
+    skipped_while_admin_down: usize,
     succeeded: usize,
     trigger_failed: usize,
     closed_after_restart: usize,
@@ -153,6 +175,11 @@ impl fmt::Display for Counts {
             writeln!(f, "    at window seconds {:?}", self.misfire_seconds)?;
         }
         writeln!(f, "  skipped while the database was down: {}", self.skipped_while_database_down)?;
+        writeln!(
+            f,
+            "  skipped while the only admin was down, each recorded as a missed fire: {}",
+            self.skipped_while_admin_down
+        )?;
         writeln!(
             f,
             "runs: {} succeeded, {} trigger failed (no live executor)",
@@ -233,6 +260,25 @@ pub(crate) async fn account(
             }
         }
     }
+    // A second without any claim is lost unless the admin recorded it as a missed fire (one
+    // row per skip, with the count of fire times it covers): per job, the recorded count must
+    // cover every such second.
+    let mut recorded: HashMap<i64, usize> = HashMap::new();
+    for log in logs.values() {
+        *recorded.entry(log.job_id).or_default() += log.missed_fires();
+    }
+    let mut unrecorded = Vec::new();
+    for (job, seconds) in lost.iter().fold(BTreeMap::<i64, Vec<i64>>::new(), |mut by_job, (job, second)| {
+        by_job.entry(*job).or_default().push(*second);
+        by_job
+    }) {
+        if seconds.len() <= recorded.get(&job).copied().unwrap_or(0) {
+            counts.skipped_while_admin_down += seconds.len();
+        } else {
+            unrecorded.extend(seconds.into_iter().map(|second| (job, second)));
+        }
+    }
+    let lost = unrecorded;
     let lost_seconds: BTreeSet<i64> = lost.iter().map(|(_, s)| (s - window.from_ms) / 1000).collect();
     ensure!(
         lost.is_empty(),

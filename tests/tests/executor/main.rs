@@ -11,6 +11,7 @@ mod health;
 mod limits;
 mod logs;
 mod metrics;
+mod process_tree;
 mod sandbox;
 mod scripts;
 mod support;
