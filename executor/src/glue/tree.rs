@@ -166,7 +166,7 @@ impl Drop for RunTree {
 }
 
 /// Makes the child write `0` (itself) to `procs` before it executes the interpreter.
-#[allow(unsafe_code)]
+#[allow(unsafe_code, reason = "Command::pre_exec is unsafe; the closure only makes async-signal-safe calls")]
 fn join_in_child(command: &mut Command, procs: &Path) -> anyhow::Result<()> {
     let path = CString::new(procs.as_os_str().as_bytes())?;
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
