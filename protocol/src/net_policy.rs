@@ -115,8 +115,24 @@ impl NetPolicy {
 }
 
 /// Why an address is not public, for denial messages; `None` when it is public.
+///
+/// IPv6 addresses that carry an IPv4 address — NAT64 (`64:ff9b::/96`), IPv4-compatible
+/// (`::a.b.c.d`) and 6to4 (`2002::/16`) — are judged by that IPv4 address, since a gateway
+/// delivers them there; IPv4-mapped ones are canonicalised first. Prefixes the IANA
+/// special-purpose registry does not mark globally reachable and that hide their destination —
+/// local-use NAT64 (`64:ff9b:1::/48`), Teredo (`2001::/32`), discard-only (`100::/64`) and
+/// benchmarking (`2001:2::/48`) — are refused outright.
 pub fn non_public_class(ip: IpAddr) -> Option<&'static str> {
     let ip = ip.to_canonical();
+    if let IpAddr::V6(v6) = ip {
+        match ipv6_special(v6) {
+            Some(Special::Embeds(v4)) => {
+                return non_public_class(IpAddr::V4(v4)).map(|_| "a non-public IPv4 address inside IPv6");
+            }
+            Some(Special::Refused(class)) => return Some(class),
+            None => {}
+        }
+    }
     if ip.is_multicast() {
         return Some("a multicast address");
     }
@@ -133,6 +149,43 @@ pub fn non_public_class(ip: IpAddr) -> Option<&'static str> {
         IpAddr::V6(v6) if v6.is_unicast_link_local() => "a link-local address",
         _ => "not a globally reachable address",
     })
+}
+
+/// An IPv6 address that is judged by something other than its own prefix.
+enum Special {
+    /// It delivers to this IPv4 address.
+    Embeds(std::net::Ipv4Addr),
+    /// It is refused with this class.
+    Refused(&'static str),
+}
+
+fn ipv6_special(v6: std::net::Ipv6Addr) -> Option<Special> {
+    let s = v6.segments();
+    let o = v6.octets();
+    let last32 = || std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15]);
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return Some(Special::Embeds(last32()));
+    }
+    if s[..3] == [0x64, 0xff9b, 1] {
+        return Some(Special::Refused("a local-use NAT64 address"));
+    }
+    // `::a.b.c.d` (deprecated IPv4-compatible); `::` and `::1` are handled as themselves.
+    if s[..6] == [0; 6] && (s[6] != 0 || s[7] > 1) {
+        return Some(Special::Embeds(last32()));
+    }
+    if s[0] == 0x2002 {
+        return Some(Special::Embeds(std::net::Ipv4Addr::new(o[2], o[3], o[4], o[5])));
+    }
+    if s[..2] == [0x2001, 0] {
+        return Some(Special::Refused("a Teredo address"));
+    }
+    if s[..4] == [0x100, 0, 0, 0] {
+        return Some(Special::Refused("a discard-only address"));
+    }
+    if s[..3] == [0x2001, 2, 0] {
+        return Some(Special::Refused("a benchmarking address"));
+    }
+    None
 }
 
 /// `Ok(None)` when the entry is not an address grant at all (an origin, then).
@@ -267,8 +320,30 @@ mod tests {
         ] {
             assert_eq!(non_public_class(ip.parse().unwrap()), Some(class), "{ip}");
         }
-        for ip in ["1.1.1.1", "2606:4700::1111"] {
+        for ip in ["1.1.1.1", "2606:4700::1111", "64:ff9b::101:101", "2002:101:101::1"] {
             assert_eq!(non_public_class(ip.parse().unwrap()), None, "{ip}");
+        }
+    }
+
+    #[test]
+    fn ipv6_forms_of_non_public_ipv4_addresses_are_not_public() {
+        // The review's list (M5): each reaches a private, loopback or metadata address through a
+        // translator, or has no global destination at all.
+        for (ip, class) in [
+            ("64:ff9b::7f00:1", "a non-public IPv4 address inside IPv6"),
+            ("64:ff9b::a9fe:a9fe", "a non-public IPv4 address inside IPv6"),
+            ("64:ff9b::a00:5", "a non-public IPv4 address inside IPv6"),
+            ("64:ff9b:1::1", "a local-use NAT64 address"),
+            ("::7f00:1", "a non-public IPv4 address inside IPv6"),
+            ("2002:7f00:1::1", "a non-public IPv4 address inside IPv6"),
+            ("2002:a9fe:a9fe::1", "a non-public IPv4 address inside IPv6"),
+            ("2001:0:4136:e378::1", "a Teredo address"),
+            ("100::1", "a discard-only address"),
+            ("2001:2::1", "a benchmarking address"),
+            ("::1", "a loopback address"),
+            ("::", "the unspecified address"),
+        ] {
+            assert_eq!(non_public_class(ip.parse().unwrap()), Some(class), "{ip}");
         }
     }
 
