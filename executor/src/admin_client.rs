@@ -44,7 +44,25 @@ impl AdminClient {
         app_name: String,
         timeout: Duration,
     ) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout).build()?;
+        // The access token goes to the configured admin origins only: no proxy from the
+        // environment, and a redirect is followed only within the origin it came from
+        // (reqwest keeps custom headers such as the token across origins; review L2).
+        let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+            let from = attempt.previous().last().map(reqwest::Url::origin);
+            if attempt.previous().len() > 5 {
+                attempt.error("too many redirects")
+            } else if from.is_some_and(|from| from == attempt.url().origin()) {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        });
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .redirect(same_origin)
+            .no_proxy()
+            .build()?;
         let bases = addresses
             .iter()
             .map(|a| {

@@ -83,9 +83,12 @@ async fn call(ctx: JobContext, policy: HttpPolicy) -> anyhow::Result<()> {
     let target = resolve_checked(&host, port, policy).await?;
 
     let timeout = Duration::from_millis(request.timeout.unwrap_or(3000).clamp(1, 600_000));
+    // No proxy from the environment: a proxy would resolve the name itself, around the
+    // address check above (review M6).
     let client = reqwest::Client::builder()
         .timeout(timeout)
         .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
         .resolve(&host, target)
         .build()?;
     let method =
@@ -104,12 +107,35 @@ async fn call(ctx: JobContext, policy: HttpPolicy) -> anyhow::Result<()> {
     ctx.log(format!("{method} {url} ({target})"));
     let response = builder.send().await.with_context(|| format!("request to {url} failed"))?;
     let status = response.status();
-    let body = response.text().await.unwrap_or_default();
+    let (body, cut) = read_capped(response).await;
+    let body = String::from_utf8_lossy(&body);
     ctx.log(format!("status {status}, body: {}", body.chars().take(10_000).collect::<String>()));
+    if cut {
+        ctx.log(format!("the response was longer than {MAX_BODY_BYTES} bytes; the rest was not read"));
+    }
     if !status.is_success() {
         bail!("HTTP status {status}");
     }
     Ok(())
+}
+
+/// Most bytes of a response read: the job log shows 10 000 characters of it, and the executor is
+/// shared by every job of every group, so a huge or endless body must not fill its memory.
+const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The body's first [`MAX_BODY_BYTES`], and whether more was left unread. A failure midway
+/// keeps what arrived.
+async fn read_capped(mut response: reqwest::Response) -> (Vec<u8>, bool) {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let room = MAX_BODY_BYTES - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return (body, true);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    (body, false)
 }
 
 /// Resolves `host` and refuses non-public addresses unless the policy allows them.

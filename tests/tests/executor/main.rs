@@ -8,6 +8,7 @@ mod config;
 mod daemon;
 mod delivery;
 mod health;
+mod http_handler;
 mod limits;
 mod logs;
 mod metrics;
