@@ -107,6 +107,11 @@ impl GroupTokens {
         Ok(self.snapshot().await?.by_group.get(&group).cloned())
     }
 
+    /// The groups that have a token of their own: the global token does not act for them.
+    pub async fn guarded_groups(&self) -> Result<std::collections::HashSet<GroupId>, StoreError> {
+        Ok(self.snapshot().await?.by_group.keys().copied().collect())
+    }
+
     /// Forgets the snapshot: the next read sees the tokens as stored now.
     pub fn invalidate(&self) {
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = None;

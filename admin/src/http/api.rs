@@ -30,7 +30,7 @@ use jobwheel_protocol::{AdminRequest, RegistryParam};
 use super::HttpState;
 use super::executor_auth::{Caller, Refusal, WRONG_TOKEN, authenticate};
 use super::mgmt::openapi_jobs;
-use crate::store::RegistryKey;
+use crate::store::{GroupId, RegistryKey};
 
 /// Largest request body read from a caller with the right token. Callback batches are the
 /// large ones: jobwheel's executor sends up to 1 000 results per batch, and a handle message
@@ -156,12 +156,12 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
     match AdminRequest::parse(uri, &body) {
         Ok(AdminRequest::Registry(param)) => {
             let incarnation = param.incarnation.clone();
-            match own_registration(&caller, param) {
+            match own_registration(state, &caller, param).await {
                 Ok(key) => registry(state, key, incarnation.as_deref()).await,
                 Err(reply) => reply,
             }
         }
-        Ok(AdminRequest::RegistryRemove(param)) => match own_registration(&caller, param) {
+        Ok(AdminRequest::RegistryRemove(param)) => match own_registration(state, &caller, param).await {
             Ok(key) => registry_remove(state, key).await,
             Err(reply) => reply,
         },
@@ -196,48 +196,87 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
 
 /// A group token reports results of its own group's logs only; the others are dropped (and
 /// counted), so a token copied from one executor cannot decide other groups' runs. Upstream 3.5
-/// applies them all. The global token reports for every group, as before.
+/// applies them all. The global token reports for every group without a token of its own.
 async fn own_results(
     state: &HttpState,
     caller: &Caller,
     items: Vec<jobwheel_protocol::HandleCallbackParam>,
 ) -> Result<(Vec<jobwheel_protocol::HandleCallbackParam>, usize), crate::store::StoreError> {
-    let Caller::Group(group) = caller else { return Ok((items, 0)) };
+    // Which groups' results the caller may report: its own (a group token), or every group
+    // without a token of its own (the global token).
+    let allowed: Box<dyn Fn(GroupId) -> bool + Send> = match caller {
+        Caller::Group(group) => {
+            let own = group.group;
+            Box::new(move |g| g == own)
+        }
+        Caller::Global => {
+            let guarded = state.group_tokens.guarded_groups().await?;
+            if guarded.is_empty() {
+                return Ok((items, 0));
+            }
+            Box::new(move |g| !guarded.contains(&g))
+        }
+    };
     let ids: Vec<crate::store::LogId> = items.iter().map(|i| crate::store::LogId(i.log_id)).collect();
     let own: std::collections::HashSet<i64> = state
         .store
         .log_groups(&ids)
         .await?
         .into_iter()
-        .filter(|(_, g)| *g == group.group)
+        .filter(|(_, g)| allowed(*g))
         .map(|(log, _)| log.0)
         .collect();
     let total = items.len();
     let kept: Vec<_> = items.into_iter().filter(|i| own.contains(&i.log_id)).collect();
     let foreign = total - kept.len();
     if foreign > 0 {
-        tracing::warn!(app = %group.app_name, foreign, "ignored callback results of logs outside the caller's group");
+        tracing::warn!(foreign, "ignored callback results of logs outside the caller's groups");
     }
     Ok((kept, foreign))
 }
 
 fn foreign_msg(caller: &Caller, foreign: usize) -> String {
-    let app = match caller {
-        Caller::Group(group) => group.app_name.as_str(),
-        Caller::Global => "",
-    };
-    format!("ignored {foreign} result(s) of logs that are not of group {app} (or do not exist)")
+    match caller {
+        Caller::Group(group) => {
+            format!(
+                "ignored {foreign} result(s) of logs that are not of group {} (or do not exist)",
+                group.app_name
+            )
+        }
+        Caller::Global => format!(
+            "ignored {foreign} result(s) of logs of groups with their own access token (report those with \
+             the group's token) or that do not exist"
+        ),
+    }
 }
 
 /// The registration's key, if the caller may register it: a group's token registers executors
-/// under that group's AppName only (else it would receive other groups' triggers).
-fn own_registration(caller: &Caller, param: RegistryParam) -> Result<RegistryKey, Reply> {
+/// under that group's AppName only (else it would receive other groups' triggers), and the
+/// global token registers none under the AppName of a group that has its own token (else its
+/// holder would receive that group's token, triggers and secrets; review M3).
+async fn own_registration(
+    state: &HttpState,
+    caller: &Caller,
+    param: RegistryParam,
+) -> Result<RegistryKey, Reply> {
     match caller {
         Caller::Group(group) if param.registry_key != group.app_name => Err(Reply::fail(format!(
             "invalid request, registryKey ({}) is not the AppName of the access token ({})",
             param.registry_key, group.app_name
         ))),
-        _ => Ok(registry_key(param)),
+        Caller::Group(_) => Ok(registry_key(param)),
+        Caller::Global => match state.group_tokens.by_app(&param.registry_key).await {
+            Ok(None) => Ok(registry_key(param)),
+            Ok(Some(_)) => Err(Reply::fail(format!(
+                "invalid request, executor group {} has its own access token: register with that token \
+                 and XXL-JOB-APPNAME {0}; the global token is refused for it",
+                param.registry_key
+            ))),
+            Err(error) => {
+                tracing::error!(%error, "cannot read the groups' access tokens");
+                Err(Reply::fail("request error: the access token could not be checked (database error)"))
+            }
+        },
     }
 }
 

@@ -30,14 +30,20 @@ pub(crate) async fn module(
             "invalid module digest {digest:?}: expected 64 lower-case hex characters (SHA-256)"
         )));
     }
-    if let Caller::Group(group) = &caller
-        && !state.store.wasm_module_in_group(&digest, group.group).await?
-    {
-        // As for a missing module: the answer must not tell other groups' modules apart.
-        return Err(ApiError::NotFound(format!(
-            "no wasm module with digest {digest} in group {}",
-            group.app_name
-        )));
+    match &caller {
+        Caller::Group(group) if !state.store.wasm_module_in_group(&digest, group.group).await? => {
+            // As for a missing module: the answer must not tell other groups' modules apart.
+            return Err(ApiError::NotFound(format!(
+                "no wasm module with digest {digest} in group {}",
+                group.app_name
+            )));
+        }
+        Caller::Global if !global_may_fetch(&state, &digest).await? => {
+            return Err(ApiError::NotFound(format!(
+                "no wasm module with digest {digest} in a group without its own access token"
+            )));
+        }
+        _ => {}
     }
     let module = state
         .store
@@ -50,6 +56,21 @@ pub(crate) async fn module(
         (header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=31536000, immutable")),
     ];
     Ok((headers, module.bytes).into_response())
+}
+
+/// The global token fetches a module used by some group without a token of its own; modules
+/// only groups with their own token use are theirs alone (review M3).
+async fn global_may_fetch(state: &HttpState, digest: &str) -> Result<bool, ApiError> {
+    let guarded = state.group_tokens.guarded_groups().await?;
+    if guarded.is_empty() {
+        return Ok(true);
+    }
+    for group in state.store.list_groups().await?.into_iter().filter(|g| !guarded.contains(&g.id)) {
+        if state.store.wasm_module_in_group(digest, group.id).await? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 pub(crate) async fn method_not_allowed() -> ApiError {

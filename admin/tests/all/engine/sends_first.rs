@@ -27,7 +27,7 @@ async fn an_outcome_and_a_callback_wait_for_a_trigger_still_sending() -> anyhow:
         Alarmer::default(),
         |config| config.max_defer = Duration::from_secs(60),
     );
-    let g = group(&*store, "app", &[A]).await?;
+    let g = group(&*store, "app", &[A, HELD]).await?;
     let mut stopped = job(g, 0);
     stopped.trigger_status = 0;
     let slow = store.add_job(&stopped).await?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use jobwheel_admin::alarm::Alarmer;
 use jobwheel_admin::clock::ManualClock;
-use jobwheel_admin::engine::{TriggerOutcome, TriggerRequest, TriggerType};
+use jobwheel_admin::engine::{EngineError, TriggerOutcome, TriggerRequest, TriggerType};
 use jobwheel_admin::store::{JobId, NewWasmVersion};
 
 use crate::engine::support::{Db, FakeExecutor, T0, engine_with, group, job, logs};
@@ -120,11 +120,17 @@ async fn manual_trigger_overrides_param_and_addresses_and_wasm_jobs_carry_their_
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
     let engine = engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
-    let g = group(&*store, "app", &[A]).await?;
+    let g = group(&*store, "app", &[A, C]).await?;
     let mut j = job(g, 0);
     j.trigger_status = 0;
     let id = store.add_job(&j).await?;
 
+    // Only the group's own executors may be named (the trigger carries tokens and secrets).
+    let stranger = engine.trigger_manual(id, None, Some(vec!["http://elsewhere:9999/".to_owned()])).await;
+    assert!(
+        matches!(&stranger, Err(EngineError::Refused(msg)) if msg.contains("http://elsewhere:9999/")),
+        "{stranger:?}"
+    );
     engine.trigger_manual(id, None, Some(vec![C.to_owned()])).await?;
     engine.wait_triggers_idle().await;
     let (address, param) = fake.runs()[0].clone();
