@@ -267,11 +267,26 @@ pub(crate) async fn create(
     principal.require_admin()?;
     let group = input.check()?;
     let cap = input.cap()?;
+    unique_app_name(&state, &group.app_name, None).await?;
     let id = state.store.add_group(&group).await?;
     if let Some(cap) = cap {
         state.store.set_group_cap(id, cap).await?;
     }
     Ok((StatusCode::CREATED, Json(saved(&state, id, &group).await?.into())))
+}
+
+/// Refuses an AppName another group has: executors register by AppName, so two groups with one
+/// name would share executors, the group token and the secrets sent with triggers (review L6;
+/// upstream 3.5 makes `app_name` unique too).
+async fn unique_app_name(state: &HttpState, app_name: &str, this: Option<GroupId>) -> Result<(), ApiError> {
+    let groups = state.store.list_groups().await?;
+    match groups.iter().find(|g| g.group.app_name == app_name && Some(g.id) != this) {
+        Some(other) => Err(ApiError::BadRequest(format!(
+            "appname: {app_name} is already the AppName of executor group {} ({:?}); AppNames are unique",
+            other.id.0, other.group.title
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// `PUT /api/v1/groups/{id}`.
@@ -285,6 +300,7 @@ pub(crate) async fn update(
     let current = load(&state, id).await?;
     let mut group = input.check()?;
     let cap = input.cap()?;
+    unique_app_name(&state, &group.app_name, Some(current.id)).await?;
     if group.address_type == AUTO
         && current.group.address_type == AUTO
         && group.app_name == current.group.app_name

@@ -43,6 +43,11 @@ static DELETE_GROUP_REGISTRY: Sql = Sql::new(
 );
 static DELETE_GROUP_TOKEN: Sql = Sql::new("DELETE FROM jobwheel_group_token WHERE group_id = ?");
 static DELETE_GROUP: Sql = Sql::new("DELETE FROM xxl_job_group WHERE id = ?");
+/// The group's own variables, secrets and their history go with it (review L1).
+static DELETE_GROUP_VARIABLES: Sql =
+    Sql::new("DELETE FROM jobwheel_variable WHERE group_id = ? AND job_id = 0");
+static DELETE_GROUP_HISTORY: Sql =
+    Sql::new("DELETE FROM jobwheel_grant_history WHERE group_id = ? AND job_id = 0");
 
 static GROUP_TOKENS: Sql = Sql::new(
     "SELECT t.group_id, g.app_name, t.sealed FROM jobwheel_group_token t \
@@ -101,6 +106,8 @@ impl GroupStore for SqlStore {
         tx.ex().execute(&DELETE_GROUP_REGISTRY, &args![id]).await?;
         tx.ex().execute(&DELETE_GROUP_TOKEN, &args![id]).await?;
         tx.ex().execute(&DELETE_GROUP_CAP, &args![id]).await?;
+        tx.ex().execute(&DELETE_GROUP_VARIABLES, &args![id]).await?;
+        tx.ex().execute(&DELETE_GROUP_HISTORY, &args![id]).await?;
         let deleted = tx.ex().execute(&DELETE_GROUP, &args![id]).await?;
         tx.commit().await?;
         Ok(deleted > 0)

@@ -119,8 +119,10 @@ static STOP_JOB: Sql = Sql::new(
     "UPDATE xxl_job_info SET trigger_status = 0, trigger_last_time = 0, \
     trigger_next_time = 0, update_time = TS(?) WHERE id = ?",
 );
-/// Upstream deletes a job's logs and GLUE history with it; our tables follow.
-static DELETE_JOB: [Sql; 11] = [
+/// Upstream deletes a job's logs and GLUE history with it; our tables follow — its grant, its
+/// sealed secrets and variables and their history too, so a later job that gets the same id
+/// (MySQL re-derives AUTO_INCREMENT after a restart) inherits nothing (review L1).
+static DELETE_JOB: [Sql; 14] = [
     Sql::new("DELETE FROM xxl_job_log WHERE job_id = ?"),
     Sql::new("DELETE FROM xxl_job_logglue WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_wasm_version WHERE job_id = ?"),
@@ -131,6 +133,9 @@ static DELETE_JOB: [Sql; 11] = [
     Sql::new("DELETE FROM jobwheel_job_priority WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_calendar WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_window WHERE job_id = ?"),
+    Sql::new("DELETE FROM jobwheel_job_grant WHERE job_id = ?"),
+    Sql::new("DELETE FROM jobwheel_variable WHERE job_id = ? AND group_id = 0"),
+    Sql::new("DELETE FROM jobwheel_grant_history WHERE job_id = ? AND group_id = 0"),
     Sql::new("DELETE FROM xxl_job_info WHERE id = ?"),
 ];
 

@@ -102,13 +102,32 @@ async fn group_tokens(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     ensure!(b.wasm_module_in_group(&module, own).await?);
     ensure!(!b.wasm_module_in_group(&module, plain).await?, "another group's module");
     ensure!(!b.wasm_module_in_group(&"0".repeat(64), own).await?);
+    // A job's grant, sealed secrets, variables and their history go with it, and a group's
+    // with the group (review L1): a later job or group that gets the same id inherits nothing.
+    let grant = jobwheel_admin::store::JobGrantRow {
+        http_allow: "https://api.example.com".into(),
+        ..Default::default()
+    };
+    a.save_job_grant(used, &grant, 5).await?;
+    let job_owner = jobwheel_admin::store::VariableOwner::Job(used);
+    let group_owner = jobwheel_admin::store::VariableOwner::Group(own);
+    for owner in [job_owner, group_owner] {
+        a.put_variable(owner, "TOKEN", true, "sealed-value", 5).await?;
+        a.add_grant_history(owner, "root", "set TOKEN", 5).await?;
+    }
     ensure!(a.delete_job(used).await?);
+    ensure!(b.load_job_grant(used).await?.is_none(), "the grant went with its job");
+    ensure!(b.list_variables(job_owner).await?.is_empty(), "the secrets went with their job");
+    ensure!(b.list_grant_history(job_owner).await?.is_empty(), "the history went with its job");
+    ensure!(b.list_variables(group_owner).await?.len() == 1, "the group's stay while it exists");
 
     ensure!(a.set_group_token(own, None, 6).await?);
     ensure!(b.group_tokens().await?.is_empty(), "cleared");
     ensure!(a.set_group_token(own, Some("sealed-3"), 7).await?);
     ensure!(a.delete_group(own).await?);
     ensure!(b.group_tokens().await?.is_empty(), "gone with its group");
+    ensure!(b.list_variables(group_owner).await?.is_empty(), "the group's secrets went with it");
+    ensure!(b.list_grant_history(group_owner).await?.is_empty(), "the group's history went with it");
     ensure!(a.delete_group(plain).await?);
     Ok(())
 }

@@ -33,6 +33,15 @@ async fn a_group_is_created_read_listed_edited_and_deleted() -> anyhow::Result<(
     let (_, all) = root.get("/api/v1/groups?limit=1&offset=1").await;
     assert_eq!((all["total"].as_u64(), all["items"].as_array().map(Vec::len)), (Some(2), Some(1)));
 
+    // AppNames are unique (review L6): a second group of the same name would share executors,
+    // the group's token and its secrets.
+    let (status, reply) = root.post("/api/v1/groups", manual("orders-app", "http://10.0.0.9:9999")).await;
+    assert_eq!(status, 400, "{reply}");
+    assert!(reply["msg"].as_str().unwrap_or_default().contains("already the AppName"), "{reply}");
+    let (status, reply) =
+        root.put(&format!("/api/v1/groups/{}", first.0), manual("orders-app", "http://x")).await;
+    assert_eq!(status, 400, "renaming onto another group's AppName: {reply}");
+
     let edited = json!({"appname": "orders-app", "title": "Orders (prod)", "addressType": 1, "addressList": "http://c"});
     let (status, group) = root.put(&format!("/api/v1/groups/{id}"), edited).await;
     assert_eq!(
