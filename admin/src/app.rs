@@ -100,6 +100,7 @@ where
         callbacks: callbacks.clone(),
         registrations: RecentRegistrations::new(Duration::from_secs(DEAD_TIMEOUT_SECS)),
         login_limit: http::LoginLimiter::default(),
+        refused_logins: http::RefusedLogins::default(),
         secure_cookie: config.secure_cookie,
         trusted_proxies: config.trusted_proxies.clone(),
         executor_dead_timeout: config.executor_dead_timeout,

@@ -31,7 +31,7 @@ pub use core::AdminCore;
 pub use error::ApiError;
 pub(crate) use metrics::open_router as metrics_router;
 pub(crate) use mgmt::openapi_jobs::OpenApiLimit;
-pub(crate) use mgmt::{LoginLimiter, ModuleInfoCache};
+pub(crate) use mgmt::{LoginLimiter, ModuleInfoCache, RefusedLogins};
 pub(crate) use registrations::RecentRegistrations;
 pub(crate) use token::AccessToken;
 
@@ -47,6 +47,8 @@ pub(crate) struct HttpState {
     pub(crate) registrations: RecentRegistrations,
     /// Failed-login bookkeeping of the management API.
     pub(crate) login_limit: mgmt::LoginLimiter,
+    /// Throttled and malformed logins folded for the audit log.
+    pub(crate) refused_logins: mgmt::RefusedLogins,
     /// Whether session cookies carry `Secure` (the admin is reached over HTTPS).
     pub(crate) secure_cookie: bool,
     /// Proxies whose `X-Forwarded-For` names the client (login throttle).

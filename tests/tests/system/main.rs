@@ -9,6 +9,7 @@
 //! the database; `packages` installs the `.deb` packages and starts what their units start.
 
 mod flows;
+mod login_flood;
 mod metrics;
 mod packages;
 mod restarts;

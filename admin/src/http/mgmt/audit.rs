@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -176,6 +176,16 @@ pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request
     };
     let response = next.run(request).await;
     let succeeded = response.status().is_success();
+    let mut folded = None;
+    if action.name == "session.login" && !succeeded && response.status() != StatusCode::UNAUTHORIZED {
+        // Throttled (429) and malformed (400) logins cost the caller nothing: one row per
+        // client and window, not one per request (review M2). Wrong passwords (401) are
+        // bounded by the throttle and recorded each.
+        match state.refused_logins.admit(&client, std::time::Instant::now()) {
+            None => return response,
+            Some(previous) => folded = Some(previous),
+        }
+    }
     let (response, target_id) =
         if action.creates && succeeded { created_id(response).await } else { (response, id) };
     let login = action.name == "session.login";
@@ -192,14 +202,30 @@ pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request
         None if login => {
             let username =
                 detail.as_ref().and_then(|d| d["username"].as_str()).unwrap_or_default().to_owned();
-            let user_id = match state.store.find_user(&username).await {
-                Ok(user) if succeeded => user.map(|u| u.id),
-                _ => None,
+            let user_id = match succeeded {
+                true => state.store.find_user(&username).await.ok().flatten().map(|u| u.id),
+                false => None,
             };
-            let name = if succeeded { "session.login" } else { "session.login_failed" };
+            let name = match (succeeded, folded) {
+                (true, _) => "session.login",
+                (false, None) => "session.login_failed",
+                (false, Some(_)) => "session.login_refused",
+            };
             (user_id, username.chars().take(50).collect(), name.to_owned())
         }
         None => (None, String::new(), action.name.to_owned()),
+    };
+    let detail = match folded {
+        Some(previous) => {
+            let mut detail = detail.filter(Value::is_object).unwrap_or_else(|| json!({}));
+            detail["status"] = json!(response.status().as_u16());
+            detail["foldedInPreviousWindow"] = json!(previous);
+            detail["note"] = json!(
+                "further refused logins of this client in the next 5 minutes are counted, not recorded"
+            );
+            Some(detail)
+        }
+        None => detail,
     };
     let entry = NewAudit {
         at_ms: chrono::Utc::now().timestamp_millis(),

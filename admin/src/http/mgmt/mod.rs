@@ -50,7 +50,7 @@ mod wasm_versions;
 
 pub(crate) use wasm_versions::ModuleInfoCache;
 
-pub(crate) use login_limit::LoginLimiter;
+pub(crate) use login_limit::{LoginLimiter, RefusedLogins};
 
 /// Largest JSON body (a GLUE source is the big one: `mediumtext`, but nobody edits 1 MiB of
 /// script in a browser).

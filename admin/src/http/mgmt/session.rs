@@ -48,21 +48,23 @@ pub(crate) async fn login(
 ) -> Result<Response, ApiError> {
     let username = body.username.trim().to_owned();
     let addr = Some(state.trusted_proxies.client(peer.ip(), &headers));
-    state.login_limit.check(&username, addr, Instant::now()).map_err(ApiError::TooManyRequests)?;
+    // The place under the throttle is taken before the password is checked (review M1).
+    let attempt =
+        state.login_limit.reserve(&username, addr, Instant::now()).map_err(ApiError::TooManyRequests)?;
     let user = state.store.find_user(&username).await?;
     let verified = match user {
         Some(user) => check_password(&state, user, body.password).await?,
         None => {
             // Spend the same time as for a real user, so response times do not reveal names.
-            let _ = verify_blocking(body.password, DUMMY_HASH.to_owned()).await;
+            let _ = verify_blocking(body.password, DUMMY_HASH.to_owned()).await?;
             None
         }
     };
     let Some(user) = verified else {
-        state.login_limit.failed(&username, addr, Instant::now());
+        attempt.failed(Instant::now());
         return Err(ApiError::Unauthenticated("wrong username or password".to_owned()));
     };
-    state.login_limit.succeeded(&username);
+    attempt.succeeded();
 
     let now_ms = chrono::Utc::now().timestamp_millis();
     let cookie = new_secret();
@@ -97,6 +99,9 @@ async fn check_password(
     let stored = user.user.password.clone();
     if let Some(legacy) = LegacyHash::of(&stored) {
         use subtle::ConstantTimeEq as _;
+        // An argon2 run as for every other name, so timing does not single out the adopted
+        // accounts that still have upstream's weak hashes (review L3).
+        let _ = verify_blocking(password.clone(), DUMMY_HASH.to_owned()).await?;
         let given = legacy.digest(&password);
         if !bool::from(given.as_bytes().ct_eq(stored.to_ascii_lowercase().as_bytes())) {
             return Ok(None);
@@ -106,7 +111,7 @@ async fn check_password(
         tracing::info!(username = %user.user.username, from = legacy.name(), "upgraded an upstream password hash to argon2");
         return Ok(Some(user));
     }
-    Ok(verify_blocking(password, stored).await.then_some(user))
+    Ok(verify_blocking(password, stored).await?.then_some(user))
 }
 
 /// Password hashes upstream xxl-job stores, told apart by length.
@@ -151,11 +156,27 @@ const DUMMY_HASH: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$0000000000000000000000000000000000000000000";
 
 /// argon2 is deliberately slow; keep it off the async workers.
-pub(crate) async fn verify_blocking(password: String, hash: String) -> bool {
-    tokio::task::spawn_blocking(move || secrets::verify_password(&password, &hash)).await.unwrap_or(false)
+/// Password hashings at once: each argon2 run takes 19 MiB and a core for tens of
+/// milliseconds, so a flood of logins must queue here instead of filling the blocking pool
+/// (512 threads, ~10 GiB) and starving the scheduler (review M1).
+static ARGON2_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+/// How long a login waits for a slot before it is told to come back.
+const ARGON2_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn argon2_slot() -> Result<tokio::sync::SemaphorePermit<'static>, ApiError> {
+    match tokio::time::timeout(ARGON2_WAIT, ARGON2_SLOTS.acquire()).await {
+        Ok(Ok(permit)) => Ok(permit),
+        _ => Err(ApiError::TooManyRequests(1)),
+    }
+}
+
+pub(crate) async fn verify_blocking(password: String, hash: String) -> Result<bool, ApiError> {
+    let _slot = argon2_slot().await?;
+    Ok(tokio::task::spawn_blocking(move || secrets::verify_password(&password, &hash)).await.unwrap_or(false))
 }
 
 pub(crate) async fn hash_blocking(password: String) -> Result<String, ApiError> {
+    let _slot = argon2_slot().await?;
     tokio::task::spawn_blocking(move || secrets::hash_password(&password))
         .await
         .map_err(ApiError::internal)?
