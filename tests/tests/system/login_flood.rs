@@ -81,9 +81,7 @@ async fn a_login_flood_is_throttled_bounded_and_audited_in_aggregate() -> anyhow
     let failed = audit("session.login_failed").await?;
     let refused = audit("session.login_refused").await?;
     ensure!(failed <= 5 && refused == 1, "audit rows for alice: {failed} failed, {refused} refused");
-    eprintln!(
-        "login flood: peak RSS {peak} MiB, /readyz green in {ready_checks} checks, audit rows 401 × {failed} + 1 folded"
-    );
+    ensure!(ready_checks > 0, "the flood ended before /readyz was asked");
     Ok(())
 }
 
