@@ -110,10 +110,28 @@ impl OutputCapture {
         CaptureStream { capture: self.clone(), stream }
     }
 
-    /// Writes a runtime note (not guest output) to the sink; notes bypass the budget.
+    /// Writes a runtime note (not guest output) to the sink, with secret values masked (a note
+    /// may quote a URL the guest built from one; review M4). Notes count toward the output
+    /// budget like guest lines — a guest looping on denied requests must not fill the log
+    /// (review L5) — except the closing statistics, see [`Self::final_note`].
     pub(crate) fn note(&self, text: &str) {
+        let mut state = self.lock();
+        let text = format!("{HOST_NOTE_PREFIX} {}", state.mask(text));
+        if state.truncated {
+            return;
+        }
+        if state.forwarded_bytes + text.len() + 1 > state.limits.max_output_bytes {
+            state.truncate();
+            return;
+        }
+        state.forwarded_bytes += text.len() + 1;
+        state.sink.line(&text);
+    }
+
+    /// The run's closing note (its statistics): written even after the budget is spent.
+    pub(crate) fn final_note(&self, text: &str) {
         let state = self.lock();
-        state.sink.line(&format!("{HOST_NOTE_PREFIX} {text}"));
+        state.sink.line(&format!("{HOST_NOTE_PREFIX} {}", state.mask(text)));
     }
 
     /// Counts one outbound HTTP request as allowed or denied by the network policy.
@@ -188,14 +206,30 @@ impl CaptureState {
         }
     }
 
-    fn line(&mut self, stream: Stream, raw: &[u8]) {
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let mut text = String::from_utf8_lossy(raw);
+    /// `text` with every secret value replaced by [`MASK`].
+    fn mask<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        let mut text = std::borrow::Cow::Borrowed(text);
         for secret in &self.masked {
             if text.contains(secret.as_str()) {
                 text = text.replace(secret.as_str(), MASK).into();
             }
         }
+        text
+    }
+
+    /// Marks the output as truncated and says so once.
+    fn truncate(&mut self) {
+        self.truncated = true;
+        let budget = self.limits.max_output_bytes;
+        self.sink.line(&format!(
+            "{HOST_NOTE_PREFIX} output truncated after {budget} bytes; further guest output is discarded"
+        ));
+    }
+
+    fn line(&mut self, stream: Stream, raw: &[u8]) {
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let lossy = String::from_utf8_lossy(raw);
+        let text = self.mask(&lossy).into_owned();
         // Markers and the last stderr line are tracked even after truncation, so a job that
         // floods its log still reports why it failed.
         if let Some(message) = text.strip_prefix(RESULT_MARKER) {
@@ -210,11 +244,7 @@ impl CaptureState {
             return;
         }
         if self.forwarded_bytes + text.len() + 1 > self.limits.max_output_bytes {
-            self.truncated = true;
-            let budget = self.limits.max_output_bytes;
-            self.sink.line(&format!(
-                "{HOST_NOTE_PREFIX} output truncated after {budget} bytes; further guest output is discarded"
-            ));
+            self.truncate();
             return;
         }
         self.forwarded_bytes += text.len() + 1;

@@ -223,7 +223,7 @@ impl Runtime {
             http_allowed: summary.http_allowed,
             http_denied: summary.http_denied,
         };
-        capture.note(&stats.to_string());
+        capture.final_note(&stats.to_string());
         RunReport { outcome, stats }
     }
 }

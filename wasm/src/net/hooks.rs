@@ -116,10 +116,15 @@ impl WasiHttpHooks for PolicyHooks {
             port: uri.port_u16().unwrap_or(if https { 443 } else { 80 }),
         };
         let userinfo = uri.authority().is_some_and(|authority| authority.as_str().contains('@'));
-        // Origin and path only: a query string often carries a key.
+        // Scheme, host and path as the guest wrote them (so a secret that is a whole URL is
+        // found and masked by the job log, review M4), without user info or query string (a
+        // query often carries a key).
+        let host =
+            uri.authority().map_or("", |authority| authority.as_str().rsplit('@').next().unwrap_or(""));
+        let scheme = if https { "https" } else { "http" };
         let log = RequestLog::new(
             self.log.clone(),
-            format!("{} {}{}", request.method(), target.origin(), uri.path()),
+            format!("{} {scheme}://{host}{}", request.method(), uri.path()),
             started,
         );
         if let Some(reason) = self.refusal(&target, userinfo) {

@@ -126,6 +126,27 @@ async fn every_language_calls_an_allowed_origin_with_its_secret_and_is_refused_e
     }
 }
 
+/// A secret that is part of a URL — a webhook path, a bot token, the whole URL — is masked in
+/// the host's request lines too, allowed or denied (security review M4).
+#[tokio::test]
+async fn a_secret_in_the_request_url_is_masked_in_every_host_line() {
+    let server = TestServer::start().await;
+    let runtime = runtime_allowing(&["http://127.0.0.1:*", "https://denied.example"]);
+    let origin = format!("http://127.0.0.1:{}", server.port);
+    let allowed = server.url("/hooks/tok-123/send");
+    let (report, log) = check(&runtime, &allowed, Some(grant(&[&origin])), &[]).await;
+    assert!(matches!(report.outcome, Outcome::Succeeded { .. }), "{:?}", log.lines());
+    assert_eq!(server.seen().len(), 1, "the request went out with the secret in its path");
+    let line = format!("[jobwheel] http GET {origin}/hooks/****/send -> 200, 4 bytes");
+    assert_eq!(log.count(&line), 1, "{:?}", log.lines());
+    assert_eq!(log.count("tok-123"), 0, "{:?}", log.lines());
+
+    let (_, log) =
+        check(&runtime, "https://denied.example/bot/tok-123/x", Some(grant(&[&origin])), &[]).await;
+    assert_eq!(log.count("denied"), 1, "{:?}", log.lines());
+    assert_eq!(log.count("tok-123"), 0, "{:?}", log.lines());
+}
+
 #[tokio::test]
 async fn no_policy_means_no_network() {
     let server = TestServer::start().await;
@@ -155,12 +176,7 @@ async fn the_executor_allow_list_bounds_every_policy() {
     )
     .await;
     failure(&report);
-    assert_eq!(
-        log.count("http GET http://169.254.169.254:80/latest/meta-data denied"),
-        1,
-        "{:?}",
-        log.lines()
-    );
+    assert_eq!(log.count("http GET http://169.254.169.254/latest/meta-data denied"), 1, "{:?}", log.lines());
     assert!(server.seen().is_empty());
 }
 

@@ -22,7 +22,8 @@ pub(crate) struct TestServer {
 }
 
 impl TestServer {
-    /// Serves `/ok` (200 `fine`), `/big` (200, 64 KiB), `/redirect?to=URL` (302 to URL);
+    /// Serves `/ok` (200 `fine`), `/hooks/…` (200 `sent`), `/big` (200, 64 KiB),
+    /// `/redirect?to=URL` (302 to URL);
     /// anything else is 404.
     pub(crate) async fn start() -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind test server");
@@ -87,6 +88,8 @@ fn parse(head: &str) -> Seen {
 fn respond(path: &str) -> Vec<u8> {
     let (status, headers, body) = match path.split_once('?').map_or((path, ""), |(p, q)| (p, q)) {
         ("/ok", _) => ("200 OK", String::new(), b"fine".to_vec()),
+        // A webhook-style path with a key in it.
+        (hook, _) if hook.starts_with("/hooks/") => ("200 OK", String::new(), b"sent".to_vec()),
         ("/big", _) => ("200 OK", String::new(), vec![b'x'; 64 << 10]),
         ("/redirect", query) => {
             let to = query.strip_prefix("to=").unwrap_or("/ok");
