@@ -1,9 +1,9 @@
-//! The `wasmGrant` of a GLUE_WASM job's trigger: its network policy and limits, the variables
-//! of its executor group and its own (the job's win), and its secrets opened with the admin's
-//! key. Built per trigger, so a change applies to the next run without touching the job's
+//! The `wasmGrant` of a GLUE_WASM job's trigger: its network policy and limits, its own
+//! variables and those of its executor group it names in `uses` (the job's win), and its
+//! secrets (same rule) opened with the admin's key. Built per trigger, so a change applies to the next run without touching the job's
 //! GLUE version.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use jobwheel_protocol::WasmGrant;
 
@@ -19,6 +19,12 @@ impl Engine {
     ) -> Result<Result<Option<WasmGrant>, String>, EngineError> {
         let row = self.store.load_job_grant(job.id).await?;
         let variables = self.store.trigger_variables(job.job.job_group.0, job.id).await?;
+        // A group's variables and secrets go only to the jobs that name them (review M7): an
+        // administrator's group secret must not reach every module a group member uploads.
+        let uses: BTreeSet<String> =
+            row.as_ref().map(|r| r.used_names().into_iter().map(str::to_owned).collect()).unwrap_or_default();
+        let variables: Vec<_> =
+            variables.into_iter().filter(|v| v.job_id != 0 || uses.contains(&v.name)).collect();
         if row.is_none() && variables.is_empty() {
             return Ok(Ok(None));
         }

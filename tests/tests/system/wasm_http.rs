@@ -113,6 +113,40 @@ async fn scenario(stack: &Stack, server: &CheckServer) -> anyhow::Result<()> {
     let content = api.content(logs[0]["id"].as_i64().context("log id")?).await?;
     ensure!(logs[0]["handleCode"] == 500, "{logs:#?}");
     ensure!(content.contains("is not in the job's network policy"), "{content}");
+    group_secret_goes_only_to_jobs_that_name_it(stack, server).await
+}
+
+/// An administrator's group secret reaches a job only when the job names it in `uses` (review
+/// M7): a member's job that does not name it calls the same server without it.
+async fn group_secret_goes_only_to_jobs_that_name_it(
+    stack: &Stack,
+    server: &CheckServer,
+) -> anyhow::Result<()> {
+    const GROUP_SECRET: &str = "group-secret-7f3a";
+    let (api, origin) = (&stack.api, &server.origin);
+    api.put(&format!("/groups/{}/secrets/CHECK_TOKEN", stack.group), json!({"value": GROUP_SECRET})).await?;
+    let grant = |uses: &[&str]| json!({"httpAllow": [origin], "variables": {"CHECK_URL": format!("{origin}/check")}, "uses": uses});
+    let unnamed = upload(stack, "http-check without the group secret").await?;
+    api.put(&format!("/jobs/{unnamed}/grant"), grant(&[])).await?;
+    api.trigger(unnamed, None).await?;
+    let logs =
+        api.wait_logs(unnamed, Duration::from_secs(90), "the run not naming it", |l| all_done(l, 1)).await?;
+    ensure!(logs[0]["handleCode"] == 200, "{logs:#?}");
+    ensure!(
+        !server.saw(&format!("Bearer {GROUP_SECRET}")),
+        "a job that does not name the group secret got it"
+    );
+
+    let named = upload(stack, "http-check with the group secret").await?;
+    api.put(&format!("/jobs/{named}/grant"), grant(&["CHECK_TOKEN"])).await?;
+    let view = api.get(&format!("/jobs/{named}/grant")).await?;
+    ensure!(view["uses"] == json!(["CHECK_TOKEN"]), "the grant shows what the job names: {view}");
+    api.trigger(named, None).await?;
+    let logs = api.wait_logs(named, Duration::from_secs(90), "the run naming it", |l| all_done(l, 1)).await?;
+    ensure!(logs[0]["handleCode"] == 200, "{logs:#?}");
+    ensure!(server.saw(&format!("Bearer {GROUP_SECRET}")), "the job naming the group secret did not get it");
+    let content = api.content(logs[0]["id"].as_i64().context("log id")?).await?;
+    ensure!(!content.contains(GROUP_SECRET), "the group secret is in the job log: {content}");
     Ok(())
 }
 

@@ -57,6 +57,8 @@ pub(crate) struct JobGrantView {
     http_timeout_ms: Option<i64>,
     fuel: Option<i64>,
     memory_bytes: Option<i64>,
+    /// The executor group's variables and secrets the job uses (the others are not sent).
+    uses: Vec<String>,
     #[serde(flatten)]
     variables: VariablesView,
 }
@@ -74,6 +76,9 @@ pub(crate) struct JobGrantInput {
     /// Replaces the plain variables (secrets are set one by one).
     #[serde(default)]
     variables: BTreeMap<String, String>,
+    /// The executor group's variables and secrets the job uses, by name.
+    #[serde(default)]
+    uses: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -120,6 +125,13 @@ pub(crate) async fn put_job(
             )));
         }
     }
+    let mut uses: Vec<String> =
+        input.uses.iter().map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()).collect();
+    uses.sort();
+    uses.dedup();
+    for name in &uses {
+        check_name(name)?;
+    }
     let owner = VariableOwner::Job(job.id);
     let before = state.store.load_job_grant(job.id).await?.unwrap_or_default();
     let row = JobGrantRow {
@@ -135,8 +147,17 @@ pub(crate) async fn put_job(
         http_timeout_ms: input.http_timeout_ms,
         fuel: input.fuel,
         memory_bytes: input.memory_bytes,
+        uses: (!uses.is_empty()).then(|| uses.join("\n")),
     };
     let mut changes = Vec::new();
+    if before.uses != row.uses {
+        let shown = |uses: &Option<String>| uses.as_deref().unwrap_or_default().replace('\n', ", ");
+        changes.push(format!(
+            "group variables and secrets used: [{}] → [{}]",
+            shown(&before.uses),
+            shown(&row.uses)
+        ));
+    }
     if before.http_allow != row.http_allow {
         changes.push(format!(
             "network policy: [{}] → [{}]",
@@ -259,6 +280,7 @@ pub(crate) async fn job_view(state: &HttpState, job: JobId) -> Result<JobGrantVi
         http_timeout_ms: row.http_timeout_ms,
         fuel: row.fuel,
         memory_bytes: row.memory_bytes,
+        uses: row.used_names().into_iter().map(str::to_owned).collect(),
         variables: variables_view(state, VariableOwner::Job(job)).await?,
     })
 }

@@ -137,6 +137,9 @@ pub(crate) struct GrantEntry {
     /// Names of the job's secrets; their values must be set again on the importing admin.
     #[serde(default)]
     pub(crate) secrets: Vec<String>,
+    /// Names of the executor group's variables and secrets the job uses.
+    #[serde(default)]
+    pub(crate) uses: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -313,6 +316,7 @@ async fn grant(state: &HttpState, job: JobId) -> Result<GrantEntry, ApiError> {
         http_timeout_ms: row.http_timeout_ms,
         fuel: row.fuel,
         memory_bytes: row.memory_bytes,
+        uses: row.used_names().into_iter().map(str::to_owned).collect(),
         ..GrantEntry::default()
     };
     for variable in state.store.list_variables(VariableOwner::Job(job)).await? {

@@ -18,6 +18,16 @@ pub struct JobGrantRow {
     pub fuel: Option<i64>,
     /// Memory limit of a run, bytes.
     pub memory_bytes: Option<i64>,
+    /// The executor-group variables and secrets the job uses, one name per line; the others
+    /// are not sent with its triggers.
+    pub uses: Option<String>,
+}
+
+impl JobGrantRow {
+    /// The names in [`Self::uses`].
+    pub fn used_names(&self) -> std::collections::BTreeSet<&str> {
+        self.uses.as_deref().unwrap_or_default().lines().map(str::trim).filter(|n| !n.is_empty()).collect()
+    }
 }
 
 /// Whose variable: an executor group's (shared by its jobs) or one job's (wins over the group's).

@@ -74,6 +74,8 @@ export default {
   'grant.fuel': 'Fuel budget per run', 'grant.memoryBytes': 'Memory limit (bytes)',
   'grant.variables': 'Variables (NAME=value, one per line)',
   'grant.variablesHint': 'Environment variables of the job; they override the executor group\'s of the same name.',
+  'grant.uses': 'Group variables and secrets used',
+  'grant.usesHint': 'Names of the executor group\'s variables and secrets this job receives, separated by commas; the group\'s others are not sent to it.',
   'grant.badVariable': 'Not NAME=value: {line}', 'grant.saved': 'Saved; the next run uses it.',
   'grant.secrets': 'Secrets (write-only)', 'grant.secret': 'Name', 'grant.value': 'Value',
   'grant.setSecret': 'Set secret', 'grant.secretSet': 'Secret {name} set.', 'grant.isSet': 'set',

@@ -74,6 +74,8 @@ export default {
   'grant.fuel': '每次执行燃料预算', 'grant.memoryBytes': '内存上限（字节）',
   'grant.variables': '变量（NAME=value，每行一个）',
   'grant.variablesHint': '作为任务的环境变量传入；覆盖执行器分组中的同名变量。',
+  'grant.uses': '使用的分组变量和密钥',
+  'grant.usesHint': '本任务接收的执行器分组变量和密钥的名称，用逗号分隔；分组的其他变量和密钥不会发送给它。',
   'grant.badVariable': '不是 NAME=value 格式：{line}', 'grant.saved': '已保存，下次执行生效。',
   'grant.secrets': '密钥（只写）', 'grant.secret': '名称', 'grant.value': '值',
   'grant.setSecret': '设置密钥', 'grant.secretSet': '密钥 {name} 已设置。', 'grant.isSet': '已设置',

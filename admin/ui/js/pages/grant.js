@@ -1,5 +1,6 @@
 // What a GLUE_WASM job is granted (docs/guest-abi.md): its network policy (one entry per
-// line), per-run limits, plain variables (NAME=value per line) and write-only secrets — the
+// line), per-run limits, plain variables (NAME=value per line), the executor group's variables
+// and secrets it uses (by name; the others are not sent to it) and write-only secrets — the
 // list shows only their names; a value goes in and never comes back. Saved through
 // /api/v1/jobs/{id}/grant and /api/v1/jobs/{id}/secrets/{name}; the history shows who changed
 // what, never a secret value.
@@ -24,6 +25,7 @@ function render(id, grant, reload) {
     (grant.httpAllow || []).join('\n'));
   const variables = h('textarea', { id: 'grant-variables', rows: 4, spellcheck: 'false', placeholder: 'CHECK_URL=https://api.example.com/health' },
     Object.entries(grant.variables || {}).map(([k, v]) => `${k}=${v}`).join('\n'));
+  const uses = h('input', { id: 'grant-uses', spellcheck: 'false', placeholder: 'DB_PASSWORD, REGION', value: (grant.uses || []).join(', ') });
   const limits = Object.fromEntries(LIMITS.map((name) => [name,
     h('input', { id: `grant-${name}`, type: 'number', min: 1, value: grant[name] ?? '', placeholder: t('grant.default') })]));
   const error = h('div', { class: 'alert alert-error', hidden: true, role: 'alert', id: 'grant-error' });
@@ -43,7 +45,11 @@ function render(id, grant, reload) {
       }
       vars[line.slice(0, at).trim()] = line.slice(at + 1);
     }
-    const body = { httpAllow: policy.value.split('\n').map((l) => l.trim()).filter(Boolean), variables: vars };
+    const body = {
+      httpAllow: policy.value.split('\n').map((l) => l.trim()).filter(Boolean),
+      variables: vars,
+      uses: uses.value.split(/[\s,]+/).filter(Boolean),
+    };
     for (const name of LIMITS) {
       if (limits[name].value !== '') body[name] = Number(limits[name].value);
     }
@@ -94,6 +100,7 @@ function render(id, grant, reload) {
     field(t('grant.policy'), policy, t('grant.policyHint')),
     ...LIMITS.map((name) => field(t(`grant.${name}`), limits[name])),
     field(t('grant.variables'), variables, t('grant.variablesHint')),
+    field(t('grant.uses'), uses, t('grant.usesHint')),
     h('div', { class: 'form-actions' }, save),
     h('h4', {}, t('grant.secrets')),
     secrets,
