@@ -89,6 +89,8 @@ struct Cluster {
     executors: Vec<Daemon>,
     /// Executor kills so far: even ones come back on their address, odd ones elsewhere.
     executor_kills: usize,
+    /// With one admin: when it was down (killed, until ready again), epoch ms.
+    scheduler_gaps: Vec<(i64, i64)>,
 }
 
 impl Cluster {
@@ -107,10 +109,14 @@ impl Cluster {
             let how = if elsewhere { "on a new port" } else { "on its address" };
             (&mut self.executors[n], format!("executor {n} (back {how})"), elsewhere)
         };
+        let killed_at = now_ms();
         daemon.kill9().await?;
         tokio::time::sleep(down).await;
         let restarted = if elsewhere { daemon.restart_elsewhere().await } else { daemon.restart().await };
         restarted.with_context(|| format!("restarting {name}"))?;
+        if victim < admins && admins == 1 {
+            self.scheduler_gaps.push((killed_at, now_ms()));
+        }
         Ok(name)
     }
 }
@@ -130,7 +136,7 @@ async fn run(url: &str, setup: &Setup) -> anyhow::Result<()> {
         let data = dir.path().join(format!("executor{n}"));
         executors.push(Daemon::start_executor(APP, &bases, &data, &["--enable-script-glue"]).await?);
     }
-    let mut cluster = Cluster { admins, executors, executor_kills: 0 };
+    let mut cluster = Cluster { admins, executors, executor_kills: 0, scheduler_gaps: Vec::new() };
     let group = jobwheel_tests::fixtures::auto_group(&*store, APP).await?;
     // An idle scheduler looks for new jobs only every 5 s: the first fire lies beyond that.
     let first_fire = (now_ms() / 1000 + 7) * 1000;
@@ -157,7 +163,12 @@ async fn run(url: &str, setup: &Setup) -> anyhow::Result<()> {
         let at = (now_ms() - first_fire) / 1000;
         kills.push(format!("{} at second {at}", cluster.kill_and_restart(victim, down).await?));
     }
-    let window = Window { from_ms: first_fire, to_ms: (now_ms() / 1000) * 1000, outage };
+    let window = Window {
+        from_ms: first_fire,
+        to_ms: (now_ms() / 1000) * 1000,
+        outage,
+        scheduler_gaps: cluster.scheduler_gaps.clone(),
+    };
     for job in &jobs {
         store.stop_job(*job, chrono::Utc::now()).await?;
     }

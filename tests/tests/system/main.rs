@@ -3,12 +3,14 @@
 //! side by side on one stack per database: cron and fix-rate jobs on time (`schedules`), the
 //! ten routing strategies observed live (`routing`), child jobs, retries, kill, Wasm and script
 //! GLUE together (`flows`), Wasm components calling an HTTP server under their network policy
-//! with a variable and a secret (`wasm_http`), an executor restarted on its own address with a run
+//! with a variable and a secret (`wasm_http`), a job's own fuel and memory grants
+//! (`grant_limits`), an executor restarted on its own address with a run
 //! in flight (`restarts`), and lost-job marking after an executor is killed (last, as it
 //! takes an executor away). `metrics` runs a stack of its own, whose counters it compares with
 //! the database; `packages` installs the `.deb` packages and starts what their units start.
 
 mod flows;
+mod grant_limits;
 mod login_flood;
 mod metrics;
 mod packages;
@@ -162,6 +164,7 @@ async fn scenarios(url: &str) -> anyhow::Result<()> {
         routing.context("routing")?;
         flows.context("flows")?;
         wasm_http.context("wasm http")?;
+        grant_limits::run(&stack).await.context("a job's own fuel and memory grants")?;
         restarts::restart_same_address(&mut stack).await.context("executor restarted on its address")?;
         flows::lost_job(&mut stack).await.context("lost job")?;
         drop(shared);
