@@ -6,7 +6,7 @@ use jobwheel_protocol::executor_api::paths;
 use jobwheel_protocol::{ExecutorRequest, ExecutorRequestError};
 use libfuzzer_sys::fuzz_target;
 
-const PATHS: [&str; 9] = [
+const PATHS: [&str; 10] = [
     paths::BEAT,
     paths::IDLE_BEAT,
     paths::RUN,
@@ -15,6 +15,7 @@ const PATHS: [&str; 9] = [
     paths::LOG,
     paths::WASM_PREPARE,
     paths::STATUS,
+    paths::OUTSTANDING,
     "/nope",
 ];
 
@@ -41,6 +42,7 @@ fuzz_target!(|data: &[u8]| {
         ExecutorRequest::Kill(p) => serde_json::to_vec(p),
         ExecutorRequest::Log(p) => serde_json::to_vec(p),
         ExecutorRequest::WasmPrepare(p) => serde_json::to_vec(p),
+        ExecutorRequest::Outstanding(p) => serde_json::to_vec(p),
     }
     .expect("a decoded request serializes");
     assert_eq!(ExecutorRequest::parse(path, &json).as_ref(), Ok(&request), "round trip of {path}");

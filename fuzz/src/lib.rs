@@ -8,3 +8,16 @@ pub mod admin {
     pub mod cron;
     pub mod wasm_check;
 }
+
+/// The admin's calendar parsers (`admin/src/calendar/`): days, exclusion windows and `.ics`
+/// files, without the scheduling rules (which need the store).
+#[path = "../../admin/src/calendar"]
+#[allow(dead_code, unreachable_pub, reason = "only the parts the targets call are used")]
+pub mod calendar {
+    pub mod days;
+    mod error;
+    pub mod ics;
+    pub mod window;
+
+    pub use error::CalendarError;
+}
