@@ -1,5 +1,6 @@
-//! The response body a guest reads, metered: a wait between frames, the run's byte budget, and
-//! the one job-log line per request, written when the body ends, fails or is dropped.
+//! The response body a guest reads, metered: a wait between frames, the request's total
+//! deadline, the run's byte budget, and the one job-log line per request, written when the body
+//! ends, fails or is dropped.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -52,6 +53,9 @@ pub(crate) struct MeteredBody {
     inner: Incoming,
     between_bytes: Duration,
     idle: Pin<Box<Sleep>>,
+    /// The request's total deadline, and its length for the log line.
+    total: Pin<Box<Sleep>>,
+    total_length: Duration,
     bytes_left: Arc<AtomicU64>,
     status: u16,
     bytes: u64,
@@ -60,17 +64,21 @@ pub(crate) struct MeteredBody {
 }
 
 impl MeteredBody {
+    /// `waits`: the wait allowed between frames, and the request's total deadline and length.
     pub(crate) fn new(
         inner: Incoming,
         status: u16,
-        between_bytes: Duration,
+        waits: (Duration, tokio::time::Instant, Duration),
         bytes_left: Arc<AtomicU64>,
         log: RequestLog,
     ) -> MeteredBody {
+        let (between_bytes, deadline, total_length) = waits;
         MeteredBody {
             inner,
             between_bytes,
             idle: Box::pin(tokio::time::sleep(between_bytes)),
+            total: Box::pin(tokio::time::sleep_until(deadline)),
+            total_length,
             bytes_left,
             status,
             bytes: 0,
@@ -101,6 +109,11 @@ impl Body for MeteredBody {
         let this = &mut *self;
         if this.log.is_none() {
             return Poll::Ready(None);
+        }
+        if this.total.as_mut().poll(cx).is_ready() {
+            let why = format!("the request's total deadline of {:?} passed", this.total_length);
+            this.finish(Some(&why));
+            return Poll::Ready(Some(Err(Error::ConnectionReadTimeout)));
         }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(None) => {

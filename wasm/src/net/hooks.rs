@@ -76,9 +76,14 @@ impl PolicyHooks {
             connect: pick(options.connect_timeout),
             first_byte: pick(options.first_byte_timeout),
             between_bytes: pick(options.between_bytes_timeout),
+            total: cap.saturating_mul(TOTAL_WAITS),
         }
     }
 }
+
+/// A request's whole exchange may take this many of its per-wait caps (connect, first byte,
+/// a stalled body, and one more), however the server paces its bytes.
+const TOTAL_WAITS: u32 = 4;
 
 /// Refuses a request once the guest has finished sending its body: dropping the body earlier
 /// would make the guest's body write fail first, and clients (wstd) then report that instead of

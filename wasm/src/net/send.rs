@@ -56,6 +56,10 @@ pub(crate) struct Timeouts {
     pub(crate) connect: Duration,
     pub(crate) first_byte: Duration,
     pub(crate) between_bytes: Duration,
+    /// The whole request, from connecting to the body's last byte: each wait above is capped,
+    /// but a server sending a byte just before every cap could otherwise hold a run for ever
+    /// (a job without a timeout has nothing else to stop it).
+    pub(crate) total: Duration,
 }
 
 type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
@@ -70,11 +74,21 @@ pub(crate) async fn send(
     bytes_left: Arc<AtomicU64>,
     log: RequestLog,
 ) -> Result<(http::Response<WasiBody>, IoFuture), Error> {
-    match exchange(request, &target, timeouts, grants).await {
+    let deadline = tokio::time::Instant::now() + timeouts.total;
+    let exchanged =
+        match tokio::time::timeout_at(deadline, exchange(request, &target, timeouts, grants)).await {
+            Ok(exchanged) => exchanged,
+            Err(_) => Err(fail(
+                format!("no response within the request's total deadline of {:?}", timeouts.total),
+                Error::ConnectionReadTimeout,
+            )),
+        };
+    match exchanged {
         Ok((response, connection)) => {
             let status = response.status().as_u16();
             let response = response.map(|incoming| {
-                MeteredBody::new(incoming, status, timeouts.between_bytes, bytes_left, log).boxed_unsync()
+                let waits = (timeouts.between_bytes, deadline, timeouts.total);
+                MeteredBody::new(incoming, status, waits, bytes_left, log).boxed_unsync()
             });
             Ok((response, connection))
         }

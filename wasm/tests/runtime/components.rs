@@ -147,6 +147,31 @@ async fn a_secret_in_the_request_url_is_masked_in_every_host_line() {
     assert_eq!(log.count("tok-123"), 0, "{:?}", log.lines());
 }
 
+/// Each wait of a request is capped, and so is the whole request (four caps), against local
+/// servers that never answer, stall mid-body, or drip a byte just inside every cap.
+#[tokio::test]
+async fn first_byte_idle_and_total_deadlines_end_slow_requests() {
+    let server = TestServer::start().await;
+    let runtime = runtime_allowing(&["http://127.0.0.1:*"]);
+    let origin = format!("http://127.0.0.1:{}", server.port);
+    let mut network = grant(&[&origin]);
+    network.limits.request_timeout = Duration::from_secs(1);
+    for (path, expected) in [
+        ("/silent", "no response within 1s".to_owned()),
+        ("/stall", "200, 10 bytes".to_owned()),
+        ("/drip", "the request's total deadline of 4s passed".to_owned()),
+    ] {
+        let started = std::time::Instant::now();
+        let (report, log) = check(&runtime, &server.url(path), Some(network.clone()), &[]).await;
+        let took = started.elapsed();
+        assert!(matches!(report.outcome, Outcome::Failed { .. }), "{path}: {:?}", report.outcome);
+        assert_eq!(log.count(&expected), 1, "{path}: {:?}", log.lines());
+        assert!(took < Duration::from_secs(10), "{path} held the run for {took:?}");
+    }
+    let stalled = check(&runtime, &server.url("/stall"), Some(network.clone()), &[]).await.1;
+    assert_eq!(stalled.count("(no data for 1s)"), 1, "{:?}", stalled.lines());
+}
+
 #[tokio::test]
 async fn no_policy_means_no_network() {
     let server = TestServer::start().await;

@@ -23,8 +23,9 @@ pub(crate) struct TestServer {
 
 impl TestServer {
     /// Serves `/ok` (200 `fine`), `/hooks/…` (200 `sent`), `/big` (200, 64 KiB),
-    /// `/redirect?to=URL` (302 to URL);
-    /// anything else is 404.
+    /// `/redirect?to=URL` (302 to URL), and slow answers: `/silent` (nothing for 20 s),
+    /// `/stall` (a head and 10 of 100 body bytes, then nothing for 20 s), `/drip` (1 000 body
+    /// bytes, one every 300 ms); anything else is 404.
     pub(crate) async fn start() -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind test server");
         let port = listener.local_addr().expect("address").port();
@@ -36,9 +37,12 @@ impl TestServer {
                 tokio::spawn(async move {
                     let Some(head) = read_head(&mut stream).await else { return };
                     let request = parse(&head);
-                    let response = respond(&request.path);
+                    let path = request.path.clone();
                     record.lock().expect("lock").push(request);
-                    let _ = stream.write_all(&response).await;
+                    if slow(&path, &mut stream).await {
+                        return;
+                    }
+                    let _ = stream.write_all(&respond(&path)).await;
                     let _ = stream.shutdown().await;
                 });
             }
@@ -59,6 +63,32 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         self.accept.abort();
     }
+}
+
+/// Answers the slow routes; false for every other path. Each ends by itself within 20 s (or
+/// when the client goes away).
+async fn slow(path: &str, stream: &mut tokio::net::TcpStream) -> bool {
+    let pause = std::time::Duration::from_secs(20);
+    match path {
+        "/silent" => tokio::time::sleep(pause).await,
+        "/stall" => {
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n0123456789").await;
+            tokio::time::sleep(pause).await;
+        }
+        "/drip" => {
+            if stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n").await.is_err() {
+                return true;
+            }
+            for _ in 0..1000 {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                if stream.write_all(b"x").await.is_err() {
+                    break;
+                }
+            }
+        }
+        _ => return false,
+    }
+    true
 }
 
 /// Reads up to the blank line ending the head (bounded: 64 KiB).
