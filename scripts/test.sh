@@ -68,6 +68,24 @@ export JOBWHEEL_GUEST_COMPONENTS="$components"
 export JOBWHEEL_TEST_POSTGRES_URL="${JOBWHEEL_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export JOBWHEEL_TEST_MYSQL_URL="${JOBWHEEL_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/test}"
 
+# Supply chain (deny.toml): licences, banned crates and sources always; RustSec advisories
+# when an advisory database is at hand (JOBWHEEL_ADVISORY_DB: a clone of rustsec/advisory-db),
+# as cargo-deny fetches it from a git host this machine may not reach.
+echo "== cargo deny"
+command -v cargo-deny >/dev/null || cargo install cargo-deny --version 0.20.2 --locked
+cargo deny --offline check bans licenses sources
+if [ -n "${JOBWHEEL_ADVISORY_DB:-}" ]; then
+  advisories="$(realpath -m "${CARGO_TARGET_DIR:-target}")/advisory-db"
+  # cargo-deny 0.20 keeps the default database under this name inside db-path.
+  rm -rf "$advisories" && mkdir -p "$advisories"
+  git clone -q "$JOBWHEEL_ADVISORY_DB" "$advisories/advisory-db-3157b0e258782691"
+  echo "advisory database of $(git -C "$advisories/advisory-db-3157b0e258782691" log -1 --format=%cs)"
+  sed "s|^yanked = \"deny\"|yanked = \"deny\"\ndb-path = \"$advisories\"|" deny.toml >"$advisories/deny.toml"
+  cargo deny --offline --config "$advisories/deny.toml" check advisories
+else
+  echo "advisories: not checked (set JOBWHEEL_ADVISORY_DB to a clone of the RustSec advisory-db)"
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy"
