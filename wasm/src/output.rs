@@ -117,15 +117,7 @@ impl OutputCapture {
     pub(crate) fn note(&self, text: &str) {
         let mut state = self.lock();
         let text = format!("{HOST_NOTE_PREFIX} {}", state.mask(text));
-        if state.truncated {
-            return;
-        }
-        if state.forwarded_bytes + text.len() + 1 > state.limits.max_output_bytes {
-            state.truncate();
-            return;
-        }
-        state.forwarded_bytes += text.len() + 1;
-        state.sink.line(&text);
+        state.forward(&text);
     }
 
     /// The run's closing note (its statistics): written even after the budget is spent.
@@ -240,6 +232,11 @@ impl CaptureState {
             self.last_stderr_line =
                 Some(truncate_str(&text, self.limits.max_result_message_bytes).to_owned());
         }
+        self.forward(&text);
+    }
+
+    /// Writes `text` to the sink while the output budget lasts; truncates once it is spent.
+    fn forward(&mut self, text: &str) {
         if self.truncated {
             return;
         }
@@ -248,7 +245,7 @@ impl CaptureState {
             return;
         }
         self.forwarded_bytes += text.len() + 1;
-        self.sink.line(&text);
+        self.sink.line(text);
     }
 
     fn add_result_message(&mut self, message: &str) {

@@ -30,6 +30,64 @@ pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// A `jobwheel-executor` process registered with a fake admin, for tests that need the real
+/// daemon (its own memory, its own process tree, its own environment).
+pub(crate) struct DaemonRig {
+    pub(crate) admin: FakeAdmin,
+    pub(crate) port: u16,
+    pub(crate) child: tokio::process::Child,
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl DaemonRig {
+    /// Starts the daemon as AppName `app` with `extra` flags and `env`, and waits until it has
+    /// registered.
+    pub(crate) async fn start(app: &str, extra: &[&str], env: &[(&str, &str)]) -> DaemonRig {
+        let admin = FakeAdmin::start(Some(TOKEN)).await;
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let mut command = Command::new(daemon());
+        command
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--app-name", app])
+            .args(["--admin-addresses", &admin.base_url()])
+            .args(extra)
+            .arg("--log-path")
+            .arg(dir.path())
+            .env("JOBWHEEL_ACCESS_TOKEN", TOKEN)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let child = command.spawn().unwrap();
+        admin.wait_for(SETTLE, "the daemon's registration", |r| !r.registry.is_empty()).await;
+        DaemonRig { admin, port, child, dir }
+    }
+
+    /// POSTs `body` to the daemon's `path` with the token; the reply's JSON.
+    pub(crate) async fn post(&self, path: &str, body: serde_json::Value) -> serde_json::Value {
+        reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{}{path}", self.port))
+            .header(jobwheel_protocol::ACCESS_TOKEN_HEADER, TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// The daemon's peak resident memory so far, in KiB (`VmHWM`).
+    pub(crate) fn peak_rss_kib(&self) -> u64 {
+        let pid = self.child.id().expect("the daemon runs");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
+        line.split_whitespace().nth(1).and_then(|kb| kb.parse().ok()).expect("a number of kB")
+    }
+}
+
 #[tokio::test]
 async fn refuses_to_start_without_a_token() {
     let dir = tempfile::tempdir().unwrap();

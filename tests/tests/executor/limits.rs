@@ -2,16 +2,13 @@
 //! body, a full per-job queue, and a script line without newlines — each refused or bounded
 //! with a clear message while the executor keeps serving.
 
-use std::process::Stdio;
-
 use jobwheel_executor::Handlers;
-use jobwheel_tests::{FakeAdmin, TOKEN, trigger, wait_until};
+use jobwheel_tests::{TOKEN, trigger, wait_until};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use serde_json::{Value, json};
-use tokio::process::Command;
+use serde_json::json;
 
-use crate::daemon::{daemon, free_port};
+use crate::daemon::DaemonRig;
 use crate::support::{Gate, SETTLE, rig};
 
 #[tokio::test]
@@ -51,53 +48,23 @@ async fn a_full_job_queue_refuses_triggers_with_a_clear_message() {
     assert!(!rig.admin.recorded().callbacks.iter().any(|c| c.log_id == 103), "the refused trigger never ran");
 }
 
-/// Peak resident memory of a process, in KiB (`VmHWM`).
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
-    line.split_whitespace().nth(1).and_then(|kb| kb.parse().ok()).expect("a number of kB")
-}
-
 #[tokio::test]
 async fn a_script_line_without_newlines_is_not_buffered_whole() {
     // A real daemon, so its peak memory is its own and not the test process's.
-    let admin = FakeAdmin::start(Some(TOKEN)).await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut child = Command::new(daemon())
-        .args(["--listen", &format!("127.0.0.1:{port}"), "--app-name", "limits-test"])
-        .args(["--admin-addresses", &admin.base_url(), "--enable-script-glue", "--max-log-bytes", "1048576"])
-        .arg("--log-path")
-        .arg(dir.path())
-        .env("JOBWHEEL_ACCESS_TOKEN", TOKEN)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let pid = child.id().expect("pid");
-    admin.wait_for(SETTLE, "the daemon's registration", |r| !r.registry.is_empty()).await;
+    let rig =
+        DaemonRig::start("limits-test", &["--enable-script-glue", "--max-log-bytes", "1048576"], &[]).await;
 
     // 200 MB on one line; buffered whole it would take at least that much memory.
     let mut body = trigger(9, 900, "GLUE_SHELL", "", "");
     body["glueSource"] = json!("head -c 200000000 /dev/zero | tr '\\0' x\necho done");
     body["glueUpdatetime"] = json!(1);
-    let reply: Value = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/run"))
-        .header(jobwheel_protocol::ACCESS_TOKEN_HEADER, TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let reply = rig.post("/run", body).await;
     assert_eq!(reply["code"], 200, "{reply}");
-    let result = admin.callback_for(900, std::time::Duration::from_secs(60)).await;
+    let result = rig.admin.callback_for(900, std::time::Duration::from_secs(60)).await;
     assert_eq!(result.handle_code, 200, "{}", result.handle_msg);
-    let peak_mib = peak_rss_kib(pid) / 1024;
+    let peak_mib = rig.peak_rss_kib() / 1024;
     assert!(peak_mib < 100, "the executor peaked at {peak_mib} MiB while copying a 200 MB line");
-    let log = std::fs::read_dir(dir.path())
+    let log = std::fs::read_dir(rig.dir.path())
         .unwrap()
         .flatten()
         .filter(|e| e.path().is_dir())
@@ -108,6 +75,8 @@ async fn a_script_line_without_newlines_is_not_buffered_whole() {
     assert!(text.len() < 1_100_000, "the log stayed within its limit: {} bytes", text.len());
     assert!(text.contains("job log truncated"), "with a note saying so");
 
+    let pid = rig.child.id().expect("the daemon runs");
     kill(Pid::from_raw(i32::try_from(pid).unwrap()), Signal::SIGTERM).unwrap();
-    let _ = tokio::time::timeout(SETTLE, child.wait()).await;
+    let mut rig = rig;
+    let _ = tokio::time::timeout(SETTLE, rig.child.wait()).await;
 }

@@ -3,15 +3,13 @@
 //! itself exits, with each of the executor's two mechanisms (`--script-tree cgroup` and
 //! `subreaper`, `executor/src/glue/tree.rs`), in the real daemon.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use jobwheel_tests::procs::live_processes_with;
-use jobwheel_tests::{FakeAdmin, TOKEN, wait_until};
+use jobwheel_tests::wait_until;
 use serde_json::{Value, json};
-use tokio::process::{Child, Command};
 
-use crate::daemon::{daemon, free_port};
+use crate::daemon::DaemonRig;
 use crate::support::SETTLE;
 
 /// Every way a shell script can start a process that outlives its process group, then a
@@ -30,47 +28,6 @@ fn script(job_id: i32, log_id: i64, source: &str, param: &str) -> Value {
     body["glueSource"] = json!(source);
     body["glueUpdatetime"] = json!(1);
     body
-}
-
-struct Rig {
-    admin: FakeAdmin,
-    port: u16,
-    _child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Rig {
-    async fn start(mode: &str) -> Self {
-        let admin = FakeAdmin::start(Some(TOKEN)).await;
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let child = Command::new(daemon())
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--app-name", "tree-test"])
-            .args(["--admin-addresses", &admin.base_url(), "--enable-script-glue", "--script-tree", mode])
-            .arg("--log-path")
-            .arg(dir.path())
-            .env("JOBWHEEL_ACCESS_TOKEN", TOKEN)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        admin.wait_for(SETTLE, "the executor's registration", |r| !r.registry.is_empty()).await;
-        Self { admin, port, _child: child, _dir: dir }
-    }
-
-    async fn post(&self, path: &str, body: Value) -> Value {
-        reqwest::Client::new()
-            .post(format!("http://127.0.0.1:{}{path}", self.port))
-            .header(jobwheel_protocol::ACCESS_TOKEN_HEADER, TOKEN)
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
-    }
 }
 
 /// Waits until `marker`'s escaped sleepers are running (three escapes, plus `extra`).
@@ -92,7 +49,7 @@ async fn all_gone(marker: &str, what: &str) {
 }
 
 async fn every_descendant_is_stopped(mode: &str) {
-    let rig = Rig::start(mode).await;
+    let rig = DaemonRig::start("tree-test", &["--enable-script-glue", "--script-tree", mode], &[]).await;
 
     // Kill: the script waits in the foreground; every escaped sleeper goes with it.
     let killed = marker(mode, 1);
