@@ -198,6 +198,13 @@ async fn plan(
         {
             problems.push(format!("{what}: module {digest} is not in the file"));
         }
+        if entry.wasm_digest.is_some() && entry.glue_type != "GLUE_WASM" {
+            // As the upload endpoint: a module belongs to a GLUE_WASM job only (review L11).
+            problems.push(format!(
+                "{what}: a Wasm module goes only with a GLUE_WASM job, this one is {}",
+                entry.glue_type
+            ));
+        }
         if !calendars.check_names(&what, &entry, problems) {
             continue;
         }

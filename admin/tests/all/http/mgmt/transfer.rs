@@ -208,15 +208,21 @@ async fn imports_are_checked_like_the_job_form_and_limited_to_permitted_groups()
                "misfireStrategy": "DO_NOTHING", "executorRouteStrategy": "FIRST", "executorHandler": "demo",
                "executorBlockStrategy": "SERIAL_EXECUTION", "glueType": "BEAN"})
     };
+    // A module on a BEAN entry: refused, as the upload endpoint refuses it (review L11).
+    let mut with_module = entry("mine-app", "bean with a module", "ops");
+    with_module["wasmDigest"] = json!("0".repeat(64));
     let file = json!({"format": "jobwheel-jobs", "version": 1, "jobs": [
-        entry("mine-app", "fine", "ops"), entry("theirs-app", "not mine", "ops"), entry("mine-app", "no author", "")]});
+        entry("mine-app", "fine", "ops"), entry("theirs-app", "not mine", "ops"), entry("mine-app", "no author", ""),
+        with_module]});
     let report = import(&alice, &file, false).await;
     assert_eq!(report["applied"], false, "{report}");
     let problems: Vec<&str> =
         report["problems"].as_array().expect("problems").iter().filter_map(Value::as_str).collect();
-    assert_eq!(problems.len(), 2, "{report}");
+    assert_eq!(problems.len(), 4, "{report}");
     assert!(problems[0].contains("no permission on executor group"), "{report}");
     assert!(problems[1].contains("author: required"), "{report}");
+    assert!(problems[2].contains("is not in the file"), "{report}");
+    assert!(problems[3].contains("goes only with a GLUE_WASM job"), "{report}");
     assert_eq!(
         alice.get(&format!("/api/v1/jobs?jobGroup={}", mine.0)).await.1["total"],
         0,
