@@ -167,7 +167,7 @@ fn metrics_allowed(expected: Option<&str>, headers: &HeaderMap) -> bool {
         .and_then(|v| v.split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim().as_bytes());
-    bearer.is_some_and(|given| bool::from(given.ct_eq(expected.as_bytes())))
+    bearer.is_some_and(|given| same_secret(given, expected.as_bytes()))
         || token_matches(Some(expected), headers)
 }
 
@@ -184,7 +184,14 @@ pub(crate) fn metrics_page(state: &ApiState) -> Response {
 fn token_matches(expected: Option<&str>, headers: &HeaderMap) -> bool {
     let Some(expected) = expected else { return true };
     let given = headers.get(ACCESS_TOKEN_HEADER).map_or(&b""[..], HeaderValue::as_bytes);
-    bool::from(given.ct_eq(expected.as_bytes()))
+    same_secret(given, expected.as_bytes())
+}
+
+/// Compares two secrets in constant time, as digests of equal length: `ct_eq` on the raw bytes
+/// returns early when the lengths differ, which would tell the token's length (review L10).
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    use md5::{Digest as _, Md5};
+    bool::from(Md5::digest(given).ct_eq(&Md5::digest(expected)))
 }
 
 fn reply<T: serde::Serialize>(envelope: &Envelope<T>) -> Response {
