@@ -73,6 +73,9 @@ export JOBWHEEL_TEST_MYSQL_URL="${JOBWHEEL_TEST_MYSQL_URL:-mysql://root@127.0.0.
 # as cargo-deny fetches it from a git host this machine may not reach.
 echo "== cargo deny"
 command -v cargo-deny >/dev/null || cargo install cargo-deny --version 0.20.2 --locked
+# `--offline` reads the crates from Cargo's cache: on a fresh machine nothing is there yet, and
+# cargo-deny needs every crate of Cargo.lock, other platforms' ones included.
+cargo fetch --locked
 cargo deny --offline check bans licenses sources
 if [ -n "${JOBWHEEL_ADVISORY_DB:-}" ]; then
   advisories="$(realpath -m "${CARGO_TARGET_DIR:-target}")/advisory-db"
