@@ -4,7 +4,8 @@
 //! Durability: the journal task takes every finished result waiting, writes the batch to a
 //! journal file (fsync: one per batch, so under load many results share one) and only then hands
 //! it to the sender. The sender deletes the file once an admin answered 200 — which a jobwheel
-//! admin does only after storing — or turns it into a spool file for the retry task. At start,
+//! admin does only after storing — or turns it into a spool file for the retry task, which
+//! re-sends every retry interval and at once when an admin has just taken a fresh batch. At start,
 //! journal files of a killed process are spooled too (`spool.rs`). So a result survives admin
 //! outages, database errors and executor SIGKILLs; the admin ignores duplicates (`handle_code >
 //! 0` guard), which makes at-least-once delivery exact. What a SIGKILL can still take: results
@@ -14,11 +15,13 @@
 //! closes it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jobwheel_protocol::HandleCallbackParam;
 use jobwheel_protocol::admin_api::paths;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -90,6 +93,13 @@ struct Delivery {
     client: AdminClient,
     logs: LogDir,
     owed: Owed,
+    /// Spool files may be waiting: set when a batch is spooled, cleared by a retry pass.
+    spool_waiting: Arc<AtomicBool>,
+    /// Wakes the retry task early: an admin just took a fresh batch while the spool waits.
+    /// Without it a result spooled during an outage waits up to the whole retry interval (30 s,
+    /// upstream's) after the admin is back — long enough for the lost-job monitor to close a
+    /// run whose result is sitting here.
+    admin_back: Arc<Notify>,
 }
 
 /// A batch on its first trip, with its journal file (`None` if it could not be written).
@@ -118,7 +128,13 @@ pub(crate) fn spawn(
     let (tx, rx) = mpsc::unbounded_channel();
     let (journaled_tx, journaled_rx) = mpsc::unbounded_channel();
     let configured = client.is_configured();
-    let delivery = Delivery { client, logs, owed: owed.clone() };
+    let delivery = Delivery {
+        client,
+        logs,
+        owed: owed.clone(),
+        spool_waiting: Arc::new(AtomicBool::new(false)),
+        admin_back: Arc::new(Notify::new()),
+    };
     tracker.spawn(journal_loop(delivery.clone(), rx, journaled_tx, stop.clone()));
     tracker.spawn(send_loop(delivery.clone(), journaled_rx));
     tracker.spawn(retry_loop(delivery, retry_interval, stop));
@@ -197,6 +213,7 @@ async fn retry_loop(delivery: Delivery, interval: Duration, stop: CancellationTo
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(interval) => {}
+            () = delivery.admin_back.notified() => {}
         }
     }
 }
@@ -260,6 +277,9 @@ impl Delivery {
         match self.client.post(paths::CALLBACK, &batch).await {
             Ok(()) => {
                 self.owed.settled(batch.iter().map(|item| item.log_id));
+                if self.spool_waiting.load(Ordering::Acquire) {
+                    self.admin_back.notify_one();
+                }
                 for journal in parts.iter().filter_map(|(journal, _)| journal.as_ref()) {
                     if let Err(e) = tokio::fs::remove_file(journal).await {
                         tracing::warn!(file = %journal.display(), error = %e, "cannot remove a delivered journal file");
@@ -271,6 +291,7 @@ impl Delivery {
                 tracing::warn!(count = batch.len(), error = %e, "callback failed; spooling to disk");
                 let note = format!("<br>----------- xxl-job job callback fail, callbackResult:{e}");
                 let dir = self.logs.callback_spool_dir();
+                let waiting = Arc::clone(&self.spool_waiting);
                 let result = tokio::task::spawn_blocking(move || {
                     let mut start = 0;
                     for (journal, len) in parts {
@@ -279,6 +300,7 @@ impl Delivery {
                             None => spool::write_spool(&dir, &batch[start..start + len]),
                         };
                         start += len;
+                        waiting.store(true, Ordering::Release);
                         match spooled {
                             Ok(path) => tracing::info!(file = %path.display(), "callbacks spooled"),
                             Err(e) => tracing::error!(error = %e, "cannot spool callbacks; results lost"),
@@ -297,6 +319,8 @@ impl Delivery {
 
     /// Re-sends every spool file; deletes each only once an admin accepted it.
     async fn retry_spool(&self) {
+        // Cleared before listing: a batch spooled after the listing sets it again.
+        self.spool_waiting.store(false, Ordering::Release);
         let dir = self.logs.callback_spool_dir();
         let files = tokio::task::spawn_blocking(move || spool::list_spool(&dir)).await.unwrap_or_default();
         for file in files {
@@ -323,6 +347,7 @@ impl Delivery {
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "admin still unavailable; spool kept");
+                    self.spool_waiting.store(true, Ordering::Release);
                     return;
                 }
             }

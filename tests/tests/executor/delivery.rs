@@ -98,6 +98,25 @@ async fn failing_admin_answers_are_treated_like_an_outage() {
     assert_eq!(rig.admin.callback_for(9, SETTLE).await.handle_code, 200);
 }
 
+/// A result spooled during an outage goes out as soon as the admin takes a fresh batch, not at
+/// the next retry tick (30 s by default): the lost-job monitor must not close its run meanwhile.
+#[tokio::test]
+async fn spooled_callbacks_go_out_when_the_admin_takes_a_fresh_batch() {
+    let rig = rig(quick(), |c| c.timings.callback_retry_interval = Duration::from_secs(3600)).await;
+    rig.admin.set_failing(true);
+    rig.executor.run(trigger(1, 9, "BEAN", "quick", "")).await;
+    wait_until(SETTLE, "result spooled", || spool_files(rig.dir.path()) >= 1).await;
+    rig.admin.set_failing(false);
+    rig.executor.run(trigger(1, 10, "BEAN", "quick", "")).await;
+    assert_eq!(rig.admin.callback_for(10, SETTLE).await.handle_code, 200);
+    assert_eq!(
+        rig.admin.callback_for(9, SETTLE).await.handle_code,
+        200,
+        "the spooled result followed the fresh one"
+    );
+    wait_until(SETTLE, "spool emptied", || spool_files(rig.dir.path()) == 0).await;
+}
+
 #[tokio::test]
 async fn spooled_callbacks_survive_an_executor_restart() {
     let mut admin = FakeAdmin::start(Some(TOKEN)).await;
