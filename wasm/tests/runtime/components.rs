@@ -147,10 +147,11 @@ async fn a_secret_in_the_request_url_is_masked_in_every_host_line() {
     assert_eq!(log.count("tok-123"), 0, "{:?}", log.lines());
 }
 
-/// Each wait of a request is capped, and so is the whole request (four caps), against local
-/// servers that never answer, stall mid-body, or drip a byte just inside every cap.
+/// Each wait of a request is capped, and so is the whole request (five caps), against local
+/// servers that never answer, stall mid-body, drip a byte just inside every cap, or never
+/// accept the connection.
 #[tokio::test]
-async fn first_byte_idle_and_total_deadlines_end_slow_requests() {
+async fn connect_first_byte_idle_and_total_deadlines_end_slow_requests() {
     let server = TestServer::start().await;
     let runtime = runtime_allowing(&["http://127.0.0.1:*"]);
     let origin = format!("http://127.0.0.1:{}", server.port);
@@ -170,6 +171,30 @@ async fn first_byte_idle_and_total_deadlines_end_slow_requests() {
     }
     let stalled = check(&runtime, &server.url("/stall"), Some(network.clone()), &[]).await.1;
     assert_eq!(stalled.count("(no data for 1s)"), 1, "{:?}", stalled.lines());
+
+    // A server that never completes the handshake: its accept queue is full and nobody accepts,
+    // so the kernel drops further SYNs and `connect` waits. The connect wait is capped too.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.bind("127.0.0.1:0".parse().expect("address")).expect("bind");
+    let full = socket.listen(0).expect("listen");
+    let address = full.local_addr().expect("address");
+    let mut queued = Vec::new();
+    for _ in 0..8 {
+        if let Ok(Ok(stream)) =
+            tokio::time::timeout(Duration::from_millis(200), tokio::net::TcpStream::connect(address)).await
+        {
+            queued.push(stream);
+        }
+    }
+    assert!(!queued.is_empty(), "the queue took some connections before it filled");
+    let mut unanswered = grant(&[&format!("http://{address}")]);
+    unanswered.limits.request_timeout = Duration::from_secs(1);
+    let started = std::time::Instant::now();
+    let (report, log) = check(&runtime, &format!("http://{address}/"), Some(unanswered), &[]).await;
+    assert!(matches!(report.outcome, Outcome::Failed { .. }), "{:?}", report.outcome);
+    assert_eq!(log.count(&format!("connecting to {address} took over 1s")), 1, "{:?}", log.lines());
+    assert!(started.elapsed() < Duration::from_secs(10), "held the run for {:?}", started.elapsed());
+    drop((queued, full));
 }
 
 #[tokio::test]
