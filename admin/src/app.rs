@@ -110,6 +110,7 @@ where
         metrics,
         group_tokens,
         openapi_limit: http::OpenApiLimit::new(config.openapi_rate_limit),
+        token_failures: http::TokenFailures::default(),
     });
     drop(secrets);
     let metrics_listener = match config.metrics_listen {

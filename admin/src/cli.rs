@@ -110,16 +110,29 @@ pub struct Cli {
     #[arg(long, env = "JOBWHEEL_TRUSTED_PROXIES", value_name = "CIDR,…")]
     pub trusted_proxies: Option<String>,
     /// Seconds a failed run waits before its retry (0: retry at the fail monitor's next pass,
-    /// as upstream). A job's own `retryBackoff` overrides it.
+    /// as upstream; at most 86400). A job's own `retryBackoff` overrides this and the next
+    /// three flags.
     #[arg(long, env = "JOBWHEEL_RETRY_BACKOFF", default_value_t = 0)]
     pub retry_backoff: u64,
+    /// `fixed`: the same wait before every retry; `exponential`: doubled before each further
+    /// retry, up to `--retry-backoff-max`.
+    #[arg(long, env = "JOBWHEEL_RETRY_BACKOFF_STRATEGY", default_value = "fixed",
+        value_parser = ["fixed", "exponential"])]
+    pub retry_backoff_strategy: String,
+    /// Ceiling of an exponential backoff, seconds (at least `--retry-backoff`, at most 86400).
+    #[arg(long, env = "JOBWHEEL_RETRY_BACKOFF_MAX", default_value_t = 3600)]
+    pub retry_backoff_max: u64,
+    /// Up to this percentage (0–100) of each wait is taken off at random, so runs that failed
+    /// together do not all retry in the same second.
+    #[arg(long, env = "JOBWHEEL_RETRY_JITTER", default_value_t = 0)]
+    pub retry_jitter: u64,
     /// Also serve `/metrics` on this address, without credentials (for a Prometheus on a
     /// private network). Unset: `/metrics` is only on `--listen`, for administrators' API tokens.
     #[arg(long, env = "JOBWHEEL_METRICS_LISTEN", value_name = "ADDR:PORT")]
     pub metrics_listen: Option<SocketAddr>,
-    /// Requests per second xxl-job 3.5's job OpenAPI (`/api/addJob`, …) accepts from all
-    /// callers together, with bursts of as many; a request waits up to 1 s for its turn, then is
-    /// answered 502 "Too many requests" (upstream's limiter: 100/s).
+    /// Requests per second xxl-job 3.5's job OpenAPI (`/api/addJob`, …) accepts from each
+    /// executor group, with bursts of as many; a request waits up to 1 s for its turn, then is
+    /// answered 502 "Too many requests" (upstream's limiter: 100/s for all callers).
     #[arg(long, env = "JOBWHEEL_OPENAPI_RATE_LIMIT", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub openapi_rate_limit: u32,
     /// Pre-read every job under upstream's exclusive schedule lock, one admin at a time, instead
@@ -139,4 +152,7 @@ pub enum Command {
     /// Account tasks for when nobody can log in.
     #[command(subcommand)]
     Users(crate::users::UsersCommand),
+    /// Secret key tasks (stop the admins sharing the database first).
+    #[command(subcommand)]
+    Secrets(crate::secret_key::SecretsCommand),
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::lang::MessageLang;
+use crate::store::{BackoffStrategy, RETRY_BACKOFF_MAX_SECS, RetryBackoff};
 
 pub use crate::alarm::{SmtpConfig, SmtpTls};
 pub use crate::cli::{Cli, Command};
@@ -47,6 +48,8 @@ pub enum ConfigError {
     ZeroTimeout,
     #[error("--trusted-proxies: {0} (expected addresses or networks such as 10.0.0.0/8, comma-separated)")]
     BadTrustedProxies(String),
+    #[error("{0}")]
+    BadRetryBackoff(String),
 }
 
 /// Concurrency of the two trigger pools (upstream `xxl.job.triggerpool.{fast,slow}.max`).
@@ -91,8 +94,8 @@ pub struct AdminConfig {
     pub secure_cookie: bool,
     /// `--trusted-proxies`.
     pub trusted_proxies: crate::trusted_proxies::TrustedProxies,
-    /// `--retry-backoff`: the default wait before a failed run's retry.
-    pub retry_backoff: Duration,
+    /// `--retry-backoff*`: the default wait before a failed run's retry.
+    pub retry_backoff: RetryBackoff,
     /// A sample module to create a demo job with on an empty database.
     pub demo_job: Option<PathBuf>,
     /// `--metrics-listen`: a second address serving `/metrics` without credentials.
@@ -152,7 +155,7 @@ impl AdminConfig {
             executor_dead_timeout: Duration::from_secs(90),
             secure_cookie: false,
             trusted_proxies: crate::trusted_proxies::TrustedProxies::default(),
-            retry_backoff: Duration::ZERO,
+            retry_backoff: RetryBackoff::NONE,
             demo_job: None,
             metrics_listen: None,
             openapi_rate_limit: 100,
@@ -207,7 +210,7 @@ impl AdminConfig {
         config.trusted_proxies =
             crate::trusted_proxies::TrustedProxies::parse(cli.trusted_proxies.as_deref().unwrap_or_default())
                 .map_err(ConfigError::BadTrustedProxies)?;
-        config.retry_backoff = Duration::from_secs(cli.retry_backoff);
+        config.retry_backoff = retry_backoff_from_cli(cli)?;
         config.demo_job = cli.demo_job.clone();
         config.metrics_listen = cli.metrics_listen;
         config.openapi_rate_limit = cli.openapi_rate_limit;
@@ -218,6 +221,37 @@ impl AdminConfig {
 
 /// How long one SMTP connection may take.
 const SMTP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The admin's default retry backoff from `--retry-backoff*`.
+fn retry_backoff_from_cli(cli: &Cli) -> Result<RetryBackoff, ConfigError> {
+    let max = u64::from(RETRY_BACKOFF_MAX_SECS);
+    let bad = |m: String| Err(ConfigError::BadRetryBackoff(m));
+    if cli.retry_backoff > max || cli.retry_backoff_max > max {
+        return bad(format!("--retry-backoff and --retry-backoff-max must be 0 to {max} seconds"));
+    }
+    if cli.retry_jitter > 100 {
+        return bad(format!("--retry-jitter must be 0 to 100 (percent), got {}", cli.retry_jitter));
+    }
+    let strategy = cli.retry_backoff_strategy.parse().unwrap_or(BackoffStrategy::Fixed);
+    if strategy == BackoffStrategy::Exponential && cli.retry_backoff_max < cli.retry_backoff {
+        return bad(format!(
+            "--retry-backoff-max ({}) must be at least --retry-backoff ({})",
+            cli.retry_backoff_max, cli.retry_backoff
+        ));
+    }
+    let base_secs = u32::try_from(cli.retry_backoff).unwrap_or(RETRY_BACKOFF_MAX_SECS);
+    Ok(RetryBackoff {
+        strategy,
+        base_secs,
+        max_secs: match strategy {
+            BackoffStrategy::Fixed => base_secs,
+            BackoffStrategy::Exponential => {
+                u32::try_from(cli.retry_backoff_max).unwrap_or(RETRY_BACKOFF_MAX_SECS)
+            }
+        },
+        jitter_pct: u8::try_from(cli.retry_jitter).unwrap_or(100),
+    })
+}
 
 fn smtp_from_cli(cli: &Cli) -> Result<Option<SmtpConfig>, ConfigError> {
     let blank_to_none =

@@ -25,6 +25,7 @@ pub mod lang;
 pub mod metrics;
 pub mod routing;
 pub mod sealing;
+pub mod secret_key;
 pub mod secrets;
 pub mod store;
 pub mod trusted_proxies;

@@ -1,5 +1,5 @@
 //! `jobwheel-admin`: parses configuration, installs logging, and runs the admin (or a one-off
-//! `users` task).
+//! `users` or `secrets` task).
 #![allow(clippy::print_stdout, reason = "a one-off task prints its result, e.g. a new password")]
 
 use std::io::IsTerminal as _;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::Parser as _;
 use jobwheel_admin::app::{run, shutdown_signal};
-use jobwheel_admin::config::{AdminConfig, Cli, Command};
+use jobwheel_admin::config::{AdminConfig, Cli, Command, default_data_dir};
 use jobwheel_admin::engine_core::EngineCore;
 use jobwheel_admin::http::AdminCore;
 use tracing_subscriber::EnvFilter;
@@ -32,6 +32,26 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(Command::Users(task)) = &cli.command {
         return match jobwheel_admin::users::run(&cli.database_url, task).await {
+            Ok(output) => {
+                println!("{output}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if let Some(Command::Secrets(task)) = &cli.command {
+        let data_dir = cli.data_dir.clone().unwrap_or_else(|| default_data_dir(&cli.database_url));
+        return match jobwheel_admin::secret_key::run(
+            &cli.database_url,
+            cli.secret_key.as_deref(),
+            &data_dir,
+            task,
+        )
+        .await
+        {
             Ok(output) => {
                 println!("{output}");
                 ExitCode::SUCCESS

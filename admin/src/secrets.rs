@@ -47,6 +47,8 @@ pub enum SecretsError {
     WriteToken { path: PathBuf, source: std::io::Error },
     #[error("--secret-key / {KEY_FILE}: {0}")]
     SecretKey(SealError),
+    #[error("{0}")]
+    KeyFile(#[from] crate::secret_key::KeyError),
     #[error("cannot hash a password: {0}")]
     Hash(argon2::password_hash::Error),
     #[error("cannot create the first admin user: {0}")]
@@ -133,7 +135,13 @@ pub async fn prepare(
     };
     let key = match configured_secret_key {
         Some(key) => key.to_owned(),
-        None => stored_or_generated(data_dir, KEY_FILE, SecretBox::generate_key)?.0,
+        None => {
+            let (key, source) = stored_or_generated(data_dir, KEY_FILE, SecretBox::generate_key)?;
+            if let TokenSource::Stored(path) = &source {
+                crate::secret_key::check_key_file(path)?;
+            }
+            key
+        }
     };
     let secret_box = std::sync::Arc::new(SecretBox::from_hex(&key).map_err(SecretsError::SecretKey)?);
     let admin_password = create_first_admin(store).await?;

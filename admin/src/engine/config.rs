@@ -8,6 +8,7 @@ use chrono_tz::Tz;
 
 use crate::clock::{Clock, SystemClock};
 use crate::lang::MessageLang;
+use crate::store::RetryBackoff;
 
 /// Upstream's floor of `xxl.job.triggerpool.fast.max`.
 pub const FAST_POOL_FLOOR: usize = 200;
@@ -60,9 +61,10 @@ pub struct EngineConfig {
     /// `xxl.job.logretentiondays`: logs older than this many days are deleted once a day;
     /// below [`MIN_LOG_RETENTION_DAYS`] nothing is deleted.
     pub log_retention_days: u32,
-    /// jobwheel extension: the fail monitor leaves a failed log alone (no retry, no alarm) until
-    /// this long after its result; zero is upstream's immediate retry.
-    pub retry_backoff: Duration,
+    /// jobwheel extension: the default retry backoff (a job's own wins): a failed log that has
+    /// retries left is parked until its wait has passed since its result; zero is upstream's
+    /// immediate retry.
+    pub retry_backoff: RetryBackoff,
     /// Monitor periods.
     pub intervals: MonitorIntervals,
     /// A running log older than this whose executor is not registered is lost (upstream:
@@ -131,7 +133,7 @@ impl EngineConfig {
             slow_queue: 5000,
             time_zone: crate::cron::local_time_zone(),
             log_retention_days: 30,
-            retry_backoff: Duration::ZERO,
+            retry_backoff: RetryBackoff::NONE,
             intervals: MonitorIntervals::default(),
             lost_after: Duration::from_millis(super::LOST_AFTER_MS.unsigned_abs()),
             dead_timeout: Duration::from_millis(super::DEAD_TIMEOUT_MS.unsigned_abs()),

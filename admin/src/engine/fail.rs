@@ -2,10 +2,15 @@
 //! log is taken once (`alarm_status` 0 → −1, so only one admin handles it), retried while it
 //! has retries left, and alarmed; its `alarm_status` then records the alarm's outcome.
 //!
-//! jobwheel extension: with a non-zero retry backoff (the job's own `retryBackoff`, else the
-//! admin's `retry_backoff`), a failed log is left untouched until that long after its result
-//! (or trigger) time. The wait lives in the database — the log
-//! simply stays `alarm_status = 0` — so it survives an admin restart.
+//! jobwheel extension: the retry backoff (the job's own `retryBackoff*`, else the admin's
+//! `--retry-backoff*`): fixed, or doubling per attempt up to a ceiling, with optional jitter
+//! (`store::RetryBackoff`). A failed log that has retries left and whose wait has not passed is
+//! parked at once (`alarm_status` 0 → −2, a `jobwheel_retry_due` row at its due time, one
+//! transaction), so the scan of new failures never meets it again; each pass then reads only
+//! the parked logs whose due time has come, through an index on it. Waiting failures, however
+//! many, never delay a new one. The wait lives in the database, so it survives an admin
+//! restart, and the due time (jitter included) is drawn once, by the admin that parks the log.
+//! A log without retries left is alarmed at once: there is nothing to wait for.
 
 use std::sync::Arc;
 
@@ -13,7 +18,7 @@ use super::i18n::{TriggerType, separator, texts};
 use super::trigger::TriggerRequest;
 use super::{Engine, EngineError};
 use crate::alarm::AlarmEvent;
-use crate::store::{LogId, LogRow, LogTriggerUpdate};
+use crate::store::{BackoffStrategy, LogId, LogRow, LogTriggerUpdate};
 
 /// Upstream's batch size of `findFailJobLogIds`.
 pub const FAIL_BATCH: u32 = 1000;
@@ -40,14 +45,23 @@ pub struct FailHandled {
 }
 
 impl Engine {
-    /// One fail monitor pass at `now_ms`.
+    /// One fail monitor pass at `now_ms`: new failures (handled, or parked until their retry is
+    /// due), then the parked ones that are due.
     pub async fn handle_failures(self: &Arc<Self>, now_ms: i64) -> Result<Vec<FailHandled>, EngineError> {
         let mut handled = Vec::new();
         for log_id in self.store.failed_log_ids(FAIL_BATCH).await? {
             // Read once: a failed log's trigger and result no longer change, only its
-            // `alarm_status`, which the claim below decides on in the database.
+            // `alarm_status`, which the claims below decide on in the database.
             let Some(log) = self.store.load_log(log_id).await? else { continue };
-            if !self.backoff_over(&log, now_ms).await? {
+            let due_ms = self.retry_due_ms(&log).await?;
+            if due_ms > now_ms {
+                if self.store.defer_failure(log_id, due_ms).await? {
+                    tracing::debug!(
+                        log_id = log_id.0,
+                        wait_ms = due_ms - now_ms,
+                        "failed log waits for its retry"
+                    );
+                }
                 continue;
             }
             if !self.store.claim_alarm(log_id).await? {
@@ -55,21 +69,39 @@ impl Engine {
             }
             handled.push(self.handle_failure(log).await?);
         }
+        for log_id in self.store.due_failure_ids(now_ms, FAIL_BATCH).await? {
+            if !self.store.claim_due_failure(log_id).await? {
+                continue; // another admin took it, or the log was deleted
+            }
+            match self.store.load_log(log_id).await? {
+                Some(log) => handled.push(self.handle_failure(log).await?),
+                None => continue,
+            }
+        }
         Ok(handled)
     }
 
-    /// Whether the job's retry backoff (its own, else `retry_backoff`) has passed since the
-    /// log's result (or trigger, if it never ran).
-    async fn backoff_over(&self, log: &LogRow, now_ms: i64) -> Result<bool, EngineError> {
-        let backoff_ms = match self.store.job_retry_backoff(log.job_id).await? {
-            Some(secs) => i64::from(secs) * 1000,
-            None => i64::try_from(self.config.retry_backoff.as_millis()).unwrap_or(i64::MAX),
-        };
-        if backoff_ms == 0 {
-            return Ok(true);
+    /// When the log's retry is due, epoch ms: its result (or trigger, if it never ran) time plus
+    /// the backoff of this attempt. Attempt `n` is the job's `n`-th retry, counted from the
+    /// retries the log has left. A log without retries left is due at once.
+    async fn retry_due_ms(&self, log: &LogRow) -> Result<i64, EngineError> {
+        if log.executor_fail_retry_count <= 0 {
+            return Ok(i64::MIN);
         }
+        let backoff = self.store.job_retry_backoff(log.job_id).await?.unwrap_or(self.config.retry_backoff);
+        if backoff.base_secs == 0 {
+            return Ok(i64::MIN);
+        }
+        let attempt = match backoff.strategy {
+            BackoffStrategy::Fixed => 0,
+            BackoffStrategy::Exponential => {
+                let configured =
+                    self.store.load_job(log.job_id).await?.map_or(0, |j| j.job.executor_fail_retry_count);
+                u32::try_from(configured.saturating_sub(log.executor_fail_retry_count)).unwrap_or(0)
+            }
+        };
         let since = log.handle_time.or(log.trigger_time).map_or(0, |t| t.timestamp_millis());
-        Ok(now_ms.saturating_sub(since) >= backoff_ms)
+        Ok(since.saturating_add(backoff.wait_ms(attempt, rand::random::<f64>())))
     }
 
     async fn handle_failure(self: &Arc<Self>, log: LogRow) -> Result<FailHandled, EngineError> {

@@ -116,6 +116,15 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
     if uri.trim().is_empty() {
         return Reply::fail("invalid request, uri-mapping empty.");
     }
+    let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|peer| peer.0);
+    let client = peer
+        .map(|peer| SocketAddr::new(state.trusted_proxies.client(peer.ip(), &parts.headers), peer.port()));
+    // A client that keeps sending wrong tokens is refused before its token is looked at (L4).
+    if let Some(wait) = client.and_then(|c| state.token_failures.blocked(c.ip(), Instant::now())) {
+        return Reply::fail(format!(
+            "invalid request, too many requests with a wrong access token from this address; try again in {wait} s"
+        ));
+    }
     let caller = match authenticate(state, &parts.headers).await {
         Ok(caller) => caller,
         Err(error) => {
@@ -123,6 +132,9 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
             return Reply::fail("request error: the access token could not be checked (database error)");
         }
     };
+    if let (Err(_), Some(client)) = (&caller, client) {
+        state.token_failures.failed(client.ip(), Instant::now());
+    }
     let limit = if caller.is_ok() { MAX_BODY_BYTES } else { UNAUTHENTICATED_BODY_BYTES };
     let body = match axum::body::to_bytes(body, limit).await {
         Ok(body) => body,
@@ -148,9 +160,6 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
                  (headers XXL-JOB-ACCESS-TOKEN and XXL-JOB-APPNAME), not the global token",
             );
         };
-        let client = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|peer| {
-            SocketAddr::new(state.trusted_proxies.client(peer.0.ip(), &parts.headers), peer.0.port())
-        });
         return Reply::openapi(openapi_jobs::handle(state, group, operation, &body, client).await);
     }
     match AdminRequest::parse(uri, &body) {

@@ -23,6 +23,7 @@ mod metrics;
 mod mgmt;
 mod registrations;
 mod token;
+mod token_failures;
 mod ui;
 pub mod wasm;
 
@@ -34,6 +35,7 @@ pub(crate) use mgmt::openapi_jobs::OpenApiLimit;
 pub(crate) use mgmt::{LoginLimiter, ModuleInfoCache, RefusedLogins};
 pub(crate) use registrations::RecentRegistrations;
 pub(crate) use token::AccessToken;
+pub(crate) use token_failures::TokenFailures;
 
 /// Upstream's admin context path before 3.4.1.
 pub const LEGACY_CONTEXT_PATH: &str = "/xxl-job-admin";
@@ -67,6 +69,8 @@ pub(crate) struct HttpState {
     pub(crate) group_tokens: Arc<crate::group_tokens::GroupTokens>,
     /// The rate limit of xxl-job 3.5's job OpenAPI.
     pub(crate) openapi_limit: OpenApiLimit,
+    /// Wrong access tokens per client address on `/api/*`.
+    pub(crate) token_failures: TokenFailures,
 }
 
 /// All routes of the admin.

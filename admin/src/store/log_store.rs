@@ -62,6 +62,16 @@ pub trait LogStore: Send + Sync {
     async fn failed_log_ids(&self, limit: u32) -> Result<Vec<LogId>, StoreError>;
     /// Takes a failed log for retry/alarm: `alarm_status` 0 → −1. False if another admin won.
     async fn claim_alarm(&self, id: LogId) -> Result<bool, StoreError>;
+    /// jobwheel: parks a failed log until its retry is due: `alarm_status` 0 → −2 and a
+    /// `jobwheel_retry_due` row at `due_ms`, in one transaction. False if another admin took it.
+    async fn defer_failure(&self, id: LogId, due_ms: i64) -> Result<bool, StoreError>;
+    /// jobwheel: parked failed logs whose retry is due at or before `now_ms`, earliest first, at
+    /// most `limit` (a range scan of `i_retry_due`).
+    async fn due_failure_ids(&self, now_ms: i64, limit: u32) -> Result<Vec<LogId>, StoreError>;
+    /// jobwheel: takes a parked log for retry/alarm: `alarm_status` −2 → −1 and its due row
+    /// deleted, in one transaction. False if another admin won (or the log is gone: its due row
+    /// is deleted then too).
+    async fn claim_due_failure(&self, id: LogId) -> Result<bool, StoreError>;
     /// Ends the alarm: `alarm_status` −1 → `new_status` (1, 2 or 3). False if not locked.
     async fn finish_alarm(&self, id: LogId, new_status: i16) -> Result<bool, StoreError>;
     /// Upstream `findLostJobIds`: running logs (trigger 200, handle 0) triggered at or before

@@ -156,14 +156,15 @@ pub trait JobStore: Send + Sync {
     /// keeps the name as given; validating it is the caller's (and the engine falls back to its
     /// own zone when a stored name is not a zone).
     async fn set_job_time_zone(&self, id: JobId, time_zone: Option<&str>) -> Result<(), StoreError>;
-    /// jobwheel extension: the job's own retry backoff in seconds (`jobwheel_job_retry`), `None`
-    /// when it uses the admin's `--retry-backoff`.
-    async fn job_retry_backoff(&self, id: JobId) -> Result<Option<u32>, StoreError>;
+    /// jobwheel extension: the job's own retry backoff (`jobwheel_job_retry`), `None` when it
+    /// uses the admin's `--retry-backoff*`.
+    async fn job_retry_backoff(&self, id: JobId) -> Result<Option<RetryBackoff>, StoreError>;
     /// Sets a job's priority (`HIGH` or `LOW`), or clears it (`None`: normal); nothing for a
     /// job that does not exist.
     async fn set_job_priority(&self, id: JobId, priority: Option<&str>) -> Result<(), StoreError>;
     /// Sets (`Some`) or clears (`None`) the job's retry backoff; nothing for a missing job.
-    async fn set_job_retry_backoff(&self, id: JobId, secs: Option<u32>) -> Result<(), StoreError>;
+    async fn set_job_retry_backoff(&self, id: JobId, backoff: Option<RetryBackoff>)
+    -> Result<(), StoreError>;
     /// Adds a GLUE history row and deletes all but the newest [`HISTORY_KEPT_PER_JOB`] of the job.
     async fn add_glue_history(&self, glue: &NewGlueHistory) -> Result<i32, StoreError>;
     /// The job's GLUE history, newest first.
@@ -331,6 +332,13 @@ pub trait GrantStore: Send + Sync {
     ) -> Result<(), StoreError>;
     /// The owner's history, newest first.
     async fn list_grant_history(&self, owner: VariableOwner) -> Result<Vec<GrantHistoryRow>, StoreError>;
+    /// Replaces every sealed value (secret variables and group tokens) with what `reseal`
+    /// returns for it, in one transaction: all or nothing. The first value `reseal` refuses
+    /// (`None`) rolls everything back and is returned as `Err`; `Ok` counts the values replaced.
+    async fn reseal_all(
+        &self,
+        reseal: &(dyn for<'v> Fn(&'v SealedValue) -> Option<String> + Send + Sync),
+    ) -> Result<Result<usize, SealedValue>, StoreError>;
 }
 
 /// The audit log of management changes (`jobwheel_audit`).

@@ -11,6 +11,7 @@
 
 mod flows;
 mod grant_limits;
+mod key_rotation;
 mod login_flood;
 mod metrics;
 mod packages;

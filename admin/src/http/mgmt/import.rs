@@ -243,7 +243,7 @@ fn input(entry: &JobEntry, group: GroupId, calendars: &CalendarPlan) -> JobInput
         executor_block_strategy: entry.executor_block_strategy.clone(),
         executor_timeout: entry.executor_timeout,
         executor_fail_retry_count: entry.executor_fail_retry_count,
-        retry_backoff: entry.retry_backoff,
+        retry: entry.retry.clone(),
         glue_type: entry.glue_type.clone(),
         glue_source: entry.glue_source.clone(),
         glue_remark: entry.glue_remark.clone(),

@@ -8,11 +8,12 @@ use serde::Deserialize;
 
 use super::auth::Principal;
 use super::job_days::{self, CheckedDays, DaysForm};
+use super::job_retry::RetryForm;
 use crate::cron::{Schedule, ScheduleType, parse_time_zone};
 use crate::engine::MisfireStrategy;
 use crate::http::{ApiError, HttpState};
 use crate::routing::ExecutorRouteStrategy;
-use crate::store::{GroupId, Job, JobId};
+use crate::store::{GroupId, Job, JobId, RetryBackoff};
 
 /// Upstream's form limits (characters).
 const DESC_MAX: usize = 50;
@@ -24,8 +25,6 @@ const CHILD_IDS_MAX: usize = 100;
 const TIMEOUT_MAX: i32 = 999_999;
 const RETRY_MAX: i32 = 9_999;
 const ZONE_MAX: usize = 64;
-/// A day: a longer wait is a schedule, not a backoff.
-const RETRY_BACKOFF_MAX: i64 = 86_400;
 /// A GLUE source is stored in a `mediumtext` (16 MiB); a UI edit is far below.
 pub(crate) const GLUE_SOURCE_MAX: usize = 1024 * 1024;
 
@@ -57,10 +56,10 @@ pub(crate) struct JobInput {
     pub(crate) executor_timeout: i32,
     #[serde(default)]
     pub(crate) executor_fail_retry_count: i32,
-    /// jobwheel extension: seconds a failed run waits before its retry and alarm; absent or
-    /// null uses the admin's `--retry-backoff`.
-    #[serde(default)]
-    pub(crate) retry_backoff: Option<i64>,
+    /// jobwheel extension: the retry backoff; `retryBackoff` absent or null uses the admin's
+    /// `--retry-backoff*`.
+    #[serde(flatten)]
+    pub(crate) retry: RetryForm,
     pub(crate) glue_type: String,
     #[serde(default)]
     pub(crate) glue_source: Option<String>,
@@ -102,7 +101,7 @@ pub(crate) struct Checked {
     pub(crate) schedule_type: ScheduleType,
     pub(crate) glue_type: GlueType,
     pub(crate) time_zone: Option<String>,
-    pub(crate) retry_backoff: Option<u32>,
+    pub(crate) retry_backoff: Option<RetryBackoff>,
     /// Normalized tags, if the form named any (`None`: leave them).
     pub(crate) tags: Option<Vec<String>>,
     /// The priority to store, if the form named one: `Some(None)` is normal.
@@ -194,14 +193,7 @@ impl JobInput {
         if !(0..=RETRY_MAX).contains(&self.executor_fail_retry_count) {
             return Err(bad("executorFailRetryCount", format!("must be 0 to {RETRY_MAX}")));
         }
-        let retry_backoff = match self.retry_backoff {
-            None => None,
-            Some(secs) => {
-                Some(u32::try_from(secs).ok().filter(|s| i64::from(*s) <= RETRY_BACKOFF_MAX).ok_or_else(
-                    || bad("retryBackoff", format!("must be 0 to {RETRY_BACKOFF_MAX} seconds")),
-                )?)
-            }
-        };
+        let retry_backoff = self.retry.check()?;
         if self.glue_source.as_ref().is_some_and(|s| s.len() > GLUE_SOURCE_MAX) {
             return Err(bad("glueSource", format!("at most {GLUE_SOURCE_MAX} bytes")));
         }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::Principal;
 use super::job_days::{self, DaysForm};
 use super::job_input::{JobInput, PARAM_MAX, glue_template};
+use super::job_retry::RetryForm;
 use super::{ApiJson, ApiQuery, Listed, Paging, ms};
 use super::{job_search, job_tags};
 use crate::calendar::{DayRules, next_fires};
@@ -44,8 +45,9 @@ pub(crate) struct JobView {
     executor_block_strategy: Option<String>,
     executor_timeout: i32,
     executor_fail_retry_count: i32,
-    /// Only on single-job reads (`None` in the list, like `timeZone`).
-    retry_backoff: Option<u32>,
+    /// Only on single-job reads (null in the list, like `timeZone`).
+    #[serde(flatten)]
+    retry: RetryForm,
     glue_type: String,
     glue_remark: Option<String>,
     glue_updatetime: Option<i64>,
@@ -86,7 +88,7 @@ impl From<JobRow> for JobView {
             executor_block_strategy: j.executor_block_strategy,
             executor_timeout: j.executor_timeout,
             executor_fail_retry_count: j.executor_fail_retry_count,
-            retry_backoff: None,
+            retry: RetryForm::default(),
             glue_type: j.glue_type,
             glue_remark: j.glue_remark,
             glue_updatetime: ms(j.glue_updatetime),
@@ -311,8 +313,8 @@ pub(crate) async fn stop(
 pub(crate) async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiError> {
     let row =
         state.store.load_job(id).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
-    let retry_backoff = state.store.job_retry_backoff(id).await?;
-    let mut view = [JobView { retry_backoff, ..row.into() }];
+    let retry = RetryForm::from_stored(state.store.job_retry_backoff(id).await?);
+    let mut view = [JobView { retry, ..row.into() }];
     job_tags::attach(state, &mut view).await?;
     job_days::attach(state, &mut view).await?;
     let [view] = view;

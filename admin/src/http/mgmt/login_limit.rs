@@ -139,14 +139,18 @@ impl Drop for Attempt<'_> {
 /// The username key, and the address key: IPv6 clients by their /64, which one host usually
 /// has whole, so rotating addresses inside it gains nothing.
 fn keys(username: &str, addr: Option<IpAddr>) -> impl Iterator<Item = Key> {
-    let addr = addr.map(|ip| match ip.to_canonical() {
+    std::iter::once(Key::User(username.to_owned())).chain(addr.map(|ip| Key::Addr(client_key(ip))))
+}
+
+/// A client address as throttles count it: IPv4 as is, IPv6 by its /64.
+pub(crate) fn client_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
         IpAddr::V6(v6) => {
             let s = v6.segments();
             IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
         }
         v4 => v4,
-    });
-    std::iter::once(Key::User(username.to_owned())).chain(addr.map(Key::Addr))
+    }
 }
 
 /// Refused logins (throttled, malformed) folded for the audit log (review M2): the first of a

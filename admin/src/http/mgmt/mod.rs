@@ -35,6 +35,7 @@ mod import;
 mod import_calendars;
 mod job_days;
 mod job_input;
+mod job_retry;
 mod job_search;
 mod job_tags;
 mod jobs;

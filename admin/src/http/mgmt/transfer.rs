@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ApiQuery;
 use super::auth::Principal;
+use super::job_retry::RetryForm;
 use super::jobs::permitted_job;
 use crate::calendar::{CalendarDays, stored_window_texts};
 use crate::http::{ApiError, HttpState};
@@ -87,8 +88,8 @@ pub(crate) struct JobEntry {
     pub(crate) executor_timeout: i32,
     #[serde(default)]
     pub(crate) executor_fail_retry_count: i32,
-    #[serde(default)]
-    pub(crate) retry_backoff: Option<i64>,
+    #[serde(flatten)]
+    pub(crate) retry: RetryForm,
     pub(crate) glue_type: String,
     #[serde(default)]
     pub(crate) glue_source: Option<String>,
@@ -226,7 +227,7 @@ async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError
             modules.insert(digest.clone(), base64::engine::general_purpose::STANDARD.encode(&module.bytes));
         }
         let grant = if wasm { Some(grant(state, row.id).await?) } else { None };
-        let retry_backoff = state.store.job_retry_backoff(row.id).await?.map(i64::from);
+        let retry = RetryForm::from_stored(state.store.job_retry_backoff(row.id).await?);
         let job_days = days.remove(&row.id).unwrap_or_default();
         let j = row.job;
         entries.push(JobEntry {
@@ -244,7 +245,7 @@ async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError
             executor_block_strategy: j.executor_block_strategy.unwrap_or_default(),
             executor_timeout: j.executor_timeout,
             executor_fail_retry_count: j.executor_fail_retry_count,
-            retry_backoff,
+            retry,
             glue_type: j.glue_type,
             glue_source: j.glue_source,
             glue_remark: j.glue_remark,

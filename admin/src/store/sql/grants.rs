@@ -6,7 +6,10 @@ use async_trait::async_trait;
 use super::SqlStore;
 use crate::store::db::args;
 use crate::store::dialect::Sql;
-use crate::store::{GrantHistoryRow, GrantStore, JobGrantRow, JobId, StoreError, VariableOwner, VariableRow};
+use crate::store::{
+    GrantHistoryRow, GrantStore, GroupId, JobGrantRow, JobId, SealedValue, StoreError, VariableOwner,
+    VariableRow,
+};
 
 /// History entries kept per group or job.
 const GRANT_HISTORY_KEPT: i64 = 50;
@@ -50,6 +53,15 @@ static LIST_HISTORY: Sql = Sql::new(
 );
 static TRIM_HISTORY: Sql =
     Sql::new("DELETE FROM jobwheel_grant_history WHERE group_id = ? AND job_id = ? AND id <= ?");
+/// Locked until the re-seal commits, so a secret saved meanwhile waits and is not lost.
+static SEALED_SECRETS: Sql = Sql::new(
+    "SELECT group_id, job_id, name, value FROM jobwheel_variable WHERE secret <> 0 ORDER BY group_id, job_id, name FOR UPDATE",
+);
+static SEALED_TOKENS: Sql =
+    Sql::new("SELECT group_id, sealed FROM jobwheel_group_token ORDER BY group_id FOR UPDATE");
+static RESEAL_SECRET: Sql =
+    Sql::new("UPDATE jobwheel_variable SET value = ? WHERE group_id = ? AND job_id = ? AND name = ?");
+static RESEAL_TOKEN: Sql = Sql::new("UPDATE jobwheel_group_token SET sealed = ? WHERE group_id = ?");
 static NTH_HISTORY_ID: Sql = Sql::new(
     "SELECT id FROM jobwheel_grant_history WHERE group_id = ? AND job_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?",
 );
@@ -129,5 +141,35 @@ impl GrantStore for SqlStore {
     async fn list_grant_history(&self, owner: VariableOwner) -> Result<Vec<GrantHistoryRow>, StoreError> {
         let (group_id, job_id) = owner.columns();
         self.ex().fetch_all(&LIST_HISTORY, &args![group_id, job_id]).await
+    }
+
+    async fn reseal_all(
+        &self,
+        reseal: &(dyn for<'v> Fn(&'v SealedValue) -> Option<String> + Send + Sync),
+    ) -> Result<Result<usize, SealedValue>, StoreError> {
+        let mut tx = self.db.begin().await?;
+        let secrets: Vec<(i32, i32, String, String)> = tx.ex().fetch_all(&SEALED_SECRETS, &[]).await?;
+        let tokens: Vec<(GroupId, String)> = tx.ex().fetch_all(&SEALED_TOKENS, &[]).await?;
+        let mut replaced = 0;
+        for (group_id, job_id, name, sealed) in secrets {
+            let owner = if job_id == 0 {
+                VariableOwner::Group(GroupId(group_id))
+            } else {
+                VariableOwner::Job(JobId(job_id))
+            };
+            let value = SealedValue { owner, name: Some(name), sealed };
+            let Some(resealed) = reseal(&value) else { return Ok(Err(value)) };
+            let name = value.name.as_deref().unwrap_or_default();
+            tx.ex().execute(&RESEAL_SECRET, &args![resealed.as_str(), group_id, job_id, name]).await?;
+            replaced += 1;
+        }
+        for (group, sealed) in tokens {
+            let value = SealedValue { owner: VariableOwner::Group(group), name: None, sealed };
+            let Some(resealed) = reseal(&value) else { return Ok(Err(value)) };
+            tx.ex().execute(&RESEAL_TOKEN, &args![resealed.as_str(), group]).await?;
+            replaced += 1;
+        }
+        tx.commit().await?;
+        Ok(Ok(replaced))
     }
 }

@@ -10,7 +10,7 @@ use crate::store::support::like;
 use crate::store::time::{opt_secs, secs};
 use crate::store::{
     GlueHistoryRow, HISTORY_KEPT_PER_JOB, Job, JobFilter, JobFollowUp, JobId, JobRow, JobStore,
-    NewGlueHistory, Page, Paged, StoreError,
+    NewGlueHistory, Page, Paged, RetryBackoff, StoreError,
 };
 
 /// The columns a job write sets, in [`job_values`] order (`add_time` is the insert's alone).
@@ -108,11 +108,15 @@ static SET_JOB_ZONE: Sql = Sql::new(
     ON CONFLICT (job_id) DO UPDATE SET time_zone = excluded.time_zone",
 );
 static CLEAR_JOB_ZONE: Sql = Sql::new("DELETE FROM jobwheel_job_zone WHERE job_id = ?");
-static JOB_RETRY: Sql = Sql::new("SELECT I64(backoff_secs) FROM jobwheel_job_retry WHERE job_id = ?");
+static JOB_RETRY: Sql = Sql::new(
+    "SELECT I64(backoff_secs), strategy, I64(max_secs), I64(jitter_pct) FROM jobwheel_job_retry WHERE job_id = ?",
+);
 /// Like [`SET_JOB_ZONE`]: only for an existing job.
 static SET_JOB_RETRY: Sql = Sql::new(
-    "INSERT INTO jobwheel_job_retry (job_id, backoff_secs) SELECT id, I64(?) FROM xxl_job_info WHERE id = ? \
-    ON CONFLICT (job_id) DO UPDATE SET backoff_secs = excluded.backoff_secs",
+    "INSERT INTO jobwheel_job_retry (job_id, backoff_secs, strategy, max_secs, jitter_pct) \
+    SELECT id, I64(?), ?, I64(?), I64(?) FROM xxl_job_info WHERE id = ? \
+    ON CONFLICT (job_id) DO UPDATE SET backoff_secs = excluded.backoff_secs, strategy = excluded.strategy, \
+    max_secs = excluded.max_secs, jitter_pct = excluded.jitter_pct",
 );
 static CLEAR_JOB_RETRY: Sql = Sql::new("DELETE FROM jobwheel_job_retry WHERE job_id = ?");
 static STOP_JOB: Sql = Sql::new(
@@ -245,9 +249,22 @@ impl JobStore for SqlStore {
         Ok(())
     }
 
-    async fn job_retry_backoff(&self, id: JobId) -> Result<Option<u32>, StoreError> {
-        let secs: Option<i64> = self.ex().fetch_value(&JOB_RETRY, &args![id]).await?;
-        Ok(secs.and_then(|s| u32::try_from(s).ok()))
+    async fn job_retry_backoff(&self, id: JobId) -> Result<Option<RetryBackoff>, StoreError> {
+        let row: Option<(i64, String, i64, i64)> = self.ex().fetch_optional(&JOB_RETRY, &args![id]).await?;
+        // A value this version cannot read (a newer admin's strategy, a hand-edited row) falls
+        // back to the nearest it can: a fixed wait of the base.
+        Ok(row.map(|(base, strategy, max, jitter)| {
+            let base_secs = u32::try_from(base).unwrap_or(0);
+            match strategy.parse() {
+                Ok(strategy) => RetryBackoff {
+                    strategy,
+                    base_secs,
+                    max_secs: u32::try_from(max).unwrap_or(0).max(base_secs),
+                    jitter_pct: u8::try_from(jitter.clamp(0, 100)).unwrap_or(0),
+                },
+                Err(()) => RetryBackoff::fixed(base_secs),
+            }
+        }))
     }
 
     async fn set_job_priority(&self, id: JobId, priority: Option<&str>) -> Result<(), StoreError> {
@@ -258,9 +275,22 @@ impl JobStore for SqlStore {
         Ok(())
     }
 
-    async fn set_job_retry_backoff(&self, id: JobId, secs: Option<u32>) -> Result<(), StoreError> {
-        match secs {
-            Some(secs) => self.ex().execute(&SET_JOB_RETRY, &args![i64::from(secs), id]).await?,
+    async fn set_job_retry_backoff(
+        &self,
+        id: JobId,
+        backoff: Option<RetryBackoff>,
+    ) -> Result<(), StoreError> {
+        match backoff {
+            Some(b) => {
+                let args = args![
+                    i64::from(b.base_secs),
+                    b.strategy.name(),
+                    i64::from(b.max_secs),
+                    i64::from(b.jitter_pct),
+                    id
+                ];
+                self.ex().execute(&SET_JOB_RETRY, &args).await?
+            }
             None => self.ex().execute(&CLEAR_JOB_RETRY, &args![id]).await?,
         };
         Ok(())

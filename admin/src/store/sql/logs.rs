@@ -46,6 +46,12 @@ static FAILED_IDS: Sql = Sql::new(
     ) ORDER BY id ASC LIMIT ?",
 );
 static SET_ALARM: Sql = Sql::new("UPDATE xxl_job_log SET alarm_status = ? WHERE id = ? AND alarm_status = ?");
+static INSERT_DUE: Sql = Sql::new("INSERT INTO jobwheel_retry_due (log_id, due_ms) VALUES (?, ?)");
+static DUE_IDS: Sql =
+    Sql::new("SELECT log_id FROM jobwheel_retry_due WHERE due_ms <= ? ORDER BY due_ms, log_id LIMIT ?");
+static DELETE_DUE: Sql = Sql::new("DELETE FROM jobwheel_retry_due WHERE log_id = ?");
+/// `alarm_status` of a failed log parked in `jobwheel_retry_due` (upstream uses 0, −1 and 1–3).
+const ALARM_DEFERRED: i16 = -2;
 /// A row staged for a claim that is still pending was never sent: claim recovery fires or
 /// discards it, so it is not "stalled" however old (all admins down for a while).
 static STALLED_IDS: Sql = Sql::new(
@@ -195,6 +201,30 @@ impl LogStore for SqlStore {
 
     async fn claim_alarm(&self, id: LogId) -> Result<bool, StoreError> {
         Ok(self.ex().execute(&SET_ALARM, &args![-1_i16, id, 0_i16]).await? > 0)
+    }
+
+    async fn defer_failure(&self, id: LogId, due_ms: i64) -> Result<bool, StoreError> {
+        let mut tx = self.db.begin().await?;
+        if tx.ex().execute(&SET_ALARM, &args![ALARM_DEFERRED, id, 0_i16]).await? == 0 {
+            return Ok(false);
+        }
+        tx.ex().execute(&INSERT_DUE, &args![id, due_ms]).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn due_failure_ids(&self, now_ms: i64, limit: u32) -> Result<Vec<LogId>, StoreError> {
+        self.ex().fetch_column(&DUE_IDS, &args![now_ms, i64::from(limit)]).await
+    }
+
+    async fn claim_due_failure(&self, id: LogId) -> Result<bool, StoreError> {
+        let mut tx = self.db.begin().await?;
+        let claimed = tx.ex().execute(&SET_ALARM, &args![-1_i16, id, ALARM_DEFERRED]).await? > 0;
+        // Deleted either way: a row whose log was claimed elsewhere or deleted is done with.
+        // Two admins: the loser's update waits on the winner's row lock, then matches nothing.
+        tx.ex().execute(&DELETE_DUE, &args![id]).await?;
+        tx.commit().await?;
+        Ok(claimed)
     }
 
     async fn finish_alarm(&self, id: LogId, new_status: i16) -> Result<bool, StoreError> {

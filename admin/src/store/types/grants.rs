@@ -49,6 +49,28 @@ impl VariableOwner {
     }
 }
 
+/// A value sealed with the admin's secret key, as [`GrantStore::reseal_all`](crate::store::GrantStore::reseal_all)
+/// hands it to the caller: a secret variable's or a group's access token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SealedValue {
+    /// The variable's owner; the group, for a group token.
+    pub owner: VariableOwner,
+    /// The variable's name; `None` for a group token.
+    pub name: Option<String>,
+    /// The sealed text.
+    pub sealed: String,
+}
+
+// The sealed text stays out of logs (it is ciphertext, but nobody needs to see it).
+impl std::fmt::Debug for SealedValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SealedValue")
+            .field("owner", &self.owner)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A stored variable or secret. For a secret, `value` is ciphertext (see `crate::sealing`).
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct VariableRow {

@@ -15,6 +15,7 @@ mod credentials;
 mod grants;
 mod jobs;
 mod logs;
+mod retry;
 
 pub use audit::*;
 pub use calendars::*;
@@ -22,6 +23,7 @@ pub use credentials::*;
 pub use grants::*;
 pub use jobs::*;
 pub use logs::*;
+pub use retry::*;
 
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident($inner:ty)) => {

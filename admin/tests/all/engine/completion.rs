@@ -1,6 +1,6 @@
 //! Completion and the monitors with a fake executor: child jobs, repeat callbacks, the
-//! lost-job monitor, retries with alarms to a local SMTP sink and webhook receiver, the retry
-//! backoff, manual kill, and the registry monitor.
+//! lost-job monitor, retries with alarms to a local SMTP sink and webhook receiver, manual kill,
+//! and the registry monitor (the retry backoff: `retry_backoff.rs`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,11 +13,9 @@ use jobwheel_admin::protocol::HandleCallbackParam;
 use jobwheel_admin::store::{LogId, NewLog, RegistryKey};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::engine::support::{
-    Db, FakeExecutor, T0, at_ms, engine_configured, engine_with, group, job, load, logs, wait_for,
-};
+use crate::engine::support::{Db, FakeExecutor, T0, at_ms, engine_with, group, job, load, logs, wait_for};
 
-fn callback(log_id: LogId, code: i32, msg: &str) -> HandleCallbackParam {
+pub(crate) fn callback(log_id: LogId, code: i32, msg: &str) -> HandleCallbackParam {
     HandleCallbackParam { log_id: log_id.0, log_date_tim: T0, handle_code: code, handle_msg: msg.to_owned() }
 }
 
@@ -264,53 +262,5 @@ async fn failures_are_retried_and_alarmed_by_mail_and_webhook() -> anyhow::Resul
     assert_eq!((handled.len(), handled[0].retried), (1, false));
     assert!(engine.handle_failures(T0).await?.is_empty());
     assert_eq!(logs(&*store, id).await?.len(), 2);
-    Ok(())
-}
-
-/// `--retry-backoff` (`EngineConfig::retry_backoff`): a failed run is retried only once the
-/// backoff has passed since its result; until then the fail monitor leaves it alone, and it
-/// neither retries nor alarms early. A job's own backoff overrides the admin's.
-#[tokio::test]
-async fn a_retry_waits_for_the_backoff_after_the_failure() -> anyhow::Result<()> {
-    let db = Db::sqlite().await?;
-    let store = db.connect().await?;
-    let fake = Arc::new(FakeExecutor::default());
-    let clock = Arc::new(ManualClock::new(T0));
-    let engine =
-        engine_configured(store.clone(), fake.clone(), clock.clone(), Alarmer::default(), |config| {
-            config.retry_backoff = Duration::from_secs(30);
-        });
-    let g = group(&*store, "app", &["http://a:9999/"]).await?;
-    let mut j = job(g, 0);
-    j.trigger_status = 0;
-    j.executor_fail_retry_count = 1;
-    let id = store.add_job(&j).await?;
-    engine.trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
-    let first = logs(&*store, id).await?[0].id;
-    clock.set(T0 + 1_000);
-    engine.on_callbacks(vec![callback(first, 500, "boom")]).await?;
-
-    assert!(engine.handle_failures(T0 + 30_999).await?.is_empty(), "29.999 s after the result");
-    assert_eq!(logs(&*store, id).await?[0].alarm_status, 0, "untouched, so any admin may retry it later");
-    let handled = engine.handle_failures(T0 + 31_000).await?;
-    assert_eq!(handled.len(), 1);
-    assert!(handled[0].retried);
-    engine.wait_triggers_idle().await;
-    assert_eq!(logs(&*store, id).await?.len(), 2, "one retry");
-    assert!(engine.handle_failures(T0 + 90_000).await?.is_empty(), "handled once");
-
-    // A job's own backoff (the job form's `retryBackoff`) wins over the admin's: 5 s here.
-    let mut quick = job(g, 0);
-    quick.trigger_status = 0;
-    quick.executor_fail_retry_count = 1;
-    let quick = store.add_job(&quick).await?;
-    store.set_job_retry_backoff(quick, Some(5)).await?;
-    clock.set(T0 + 100_000);
-    engine.trigger(TriggerRequest::new(quick, TriggerType::Manual)).await?;
-    let failed = logs(&*store, quick).await?[0].id;
-    engine.on_callbacks(vec![callback(failed, 500, "boom")]).await?;
-    assert!(engine.handle_failures(T0 + 104_999).await?.is_empty());
-    let handled = engine.handle_failures(T0 + 105_000).await?;
-    assert_eq!((handled.len(), handled[0].retried), (1, true), "5 s, not the admin's 30 s");
     Ok(())
 }

@@ -12,6 +12,7 @@ mod group_cap;
 mod missed_fire;
 mod real_executor;
 mod retention;
+mod retry_backoff;
 mod scheduler;
 mod sends_first;
 mod sharing;

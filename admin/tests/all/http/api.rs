@@ -93,6 +93,40 @@ async fn a_large_body_without_the_token_is_not_read_in_full() -> anyhow::Result<
     admin.stop().await
 }
 
+/// A token guesser (review L4): after 60 wrong tokens within a minute its address is refused
+/// before its token is checked — even the right one — with a message that says so; requests
+/// that carry the right token never count.
+#[tokio::test]
+async fn an_address_sending_wrong_tokens_is_throttled_before_the_token_check() -> anyhow::Result<()> {
+    let (_dir, admin, _core) = start().await?;
+    let valid = registry_body("app", "http://127.0.0.1:9999/");
+    for _ in 0..100 {
+        assert_eq!(
+            admin.post("/api/registry", &valid, Some(TOKEN)).await.1,
+            success(),
+            "the right token never counts"
+        );
+    }
+    for n in 0..60 {
+        let guess = format!("guess-{n}");
+        assert_eq!(
+            admin.post("/api/registry", &valid, Some(&guess)).await.1,
+            fail("The access token is wrong."),
+            "guess {n}"
+        );
+    }
+    for token in ["guess-60", TOKEN] {
+        let (_, reply) = admin.post("/api/registry", &valid, Some(token)).await;
+        assert_eq!(reply["code"], 500, "{reply}");
+        let msg = reply["msg"].as_str().unwrap_or_default();
+        assert!(
+            msg.contains("too many requests with a wrong access token") && msg.contains("try again in"),
+            "{reply}"
+        );
+    }
+    admin.stop().await
+}
+
 #[tokio::test]
 async fn registrations_are_stored_and_new_executors_refresh_their_group() -> anyhow::Result<()> {
     let (_dir, admin, core) = start().await?;

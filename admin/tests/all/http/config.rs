@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Parser as _;
 use jobwheel_admin::config::{AdminConfig, Cli, ConfigError, SmtpTls};
+use jobwheel_admin::store::{BackoffStrategy, RetryBackoff};
 
 fn parse(args: &[&str]) -> Result<AdminConfig, ConfigError> {
     let cli = Cli::try_parse_from(std::iter::once("jobwheel-admin").chain(args.iter().copied()))
@@ -103,10 +104,41 @@ fn smtp_settings_are_complete_or_absent() -> anyhow::Result<()> {
 fn trusted_proxies_and_retry_backoff() -> anyhow::Result<()> {
     let config = parse(&["--trusted-proxies", "10.0.0.0/8, ::1", "--retry-backoff", "45"])?;
     assert!(!config.trusted_proxies.is_empty());
-    assert_eq!(config.retry_backoff, Duration::from_secs(45));
+    assert_eq!(config.retry_backoff, RetryBackoff::fixed(45));
     let defaults = parse(&[])?;
     assert!(defaults.trusted_proxies.is_empty(), "nobody's X-Forwarded-For is believed by default");
-    assert_eq!(defaults.retry_backoff, Duration::ZERO, "upstream retries at the next pass");
+    assert_eq!(defaults.retry_backoff, RetryBackoff::NONE, "upstream retries at the next pass");
+    let exponential = parse(&[
+        "--retry-backoff",
+        "10",
+        "--retry-backoff-strategy",
+        "exponential",
+        "--retry-backoff-max",
+        "600",
+        "--retry-jitter",
+        "20",
+    ])?;
+    let expected =
+        RetryBackoff { strategy: BackoffStrategy::Exponential, base_secs: 10, max_secs: 600, jitter_pct: 20 };
+    assert_eq!(exponential.retry_backoff, expected);
+    for (args, needle) in [
+        (&["--retry-backoff", "90000"][..], "0 to 86400"),
+        (&["--retry-jitter", "101"][..], "--retry-jitter must be 0 to 100"),
+        (
+            &[
+                "--retry-backoff",
+                "60",
+                "--retry-backoff-strategy",
+                "exponential",
+                "--retry-backoff-max",
+                "30",
+            ][..],
+            "at least --retry-backoff",
+        ),
+    ] {
+        let error = parse(args).expect_err("refused").to_string();
+        assert!(error.contains(needle), "{args:?}: {error}");
+    }
     let error = parse(&["--trusted-proxies", "10.0.0.0/8,proxy"]).expect_err("not a network").to_string();
     assert!(error.contains("--trusted-proxies") && error.contains("\"proxy\""), "{error}");
     Ok(())

@@ -241,6 +241,31 @@ async fn alarms(Admins { a, b }: &Admins, g: GroupId, job_id: JobId) -> anyhow::
     ensure!(ours == failed, "failed logs by id: {found:?} vs {failed:?}");
     ensure!(b.failed_log_ids(1).await?.len() == 1, "limit");
 
+    // jobwheel's parking until a retry is due: one admin parks each log, then the due ones are
+    // read by due time (not id) and taken by one admin only.
+    let (late, early) = (failed[0], failed[1]);
+    let (pa, pb) = tokio::join!(a.defer_failure(late, 5_000), b.defer_failure(late, 5_000));
+    ensure!(pa? ^ pb?, "exactly one admin parks log {late}");
+    ensure!(a.defer_failure(early, 2_000).await?);
+    ensure!(b.load_log(late).await?.expect("log").alarm_status == -2);
+    let listed = b.failed_log_ids(1000).await?;
+    ensure!(
+        !listed.contains(&late) && !listed.contains(&early),
+        "parked logs leave the scan of new failures"
+    );
+    ensure!(b.due_failure_ids(1_999, 10).await?.is_empty(), "nothing due yet");
+    ensure!(b.due_failure_ids(5_000, 10).await? == [early, late], "earliest due first");
+    ensure!(b.due_failure_ids(5_000, 1).await? == [early], "limit");
+    for id in [early, late] {
+        let (wa, wb) = tokio::join!(a.claim_due_failure(id), b.claim_due_failure(id));
+        ensure!(wa? ^ wb?, "exactly one admin takes parked log {id}");
+        ensure!(b.load_log(id).await?.expect("log").alarm_status == -1);
+        ensure!(a.finish_alarm(id, 2).await?);
+    }
+    ensure!(b.due_failure_ids(i64::MAX, 10).await?.is_empty(), "taken logs leave the queue");
+    ensure!(!a.defer_failure(late, 9_000).await?, "a handled log is not parked again");
+    failed.retain(|id| ![late, early].contains(id));
+
     // Two admins' fail monitors race for each failed log: one wins, the other skips it.
     for &id in &failed {
         let (wa, wb) = tokio::join!(a.claim_alarm(id), b.claim_alarm(id));

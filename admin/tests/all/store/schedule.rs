@@ -6,7 +6,8 @@ use std::sync::Arc;
 use anyhow::ensure;
 use jobwheel_admin::store::prelude::*;
 use jobwheel_admin::store::{
-    ClaimId, GroupId, JobFilter, JobId, LogFilter, NewClaim, NewLog, Page, TriggerTimeUpdate, claim_status,
+    BackoffStrategy, ClaimId, GroupId, JobFilter, JobId, LogFilter, NewClaim, NewLog, Page, RetryBackoff,
+    TriggerTimeUpdate, claim_status,
 };
 use tokio::sync::oneshot;
 
@@ -32,16 +33,22 @@ pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
 async fn job_retry_backoffs(Admins { a, b }: &Admins, g: GroupId) -> anyhow::Result<()> {
     let job = running_job(&**a, g, "backoff", T).await?;
     ensure!(a.job_retry_backoff(job).await?.is_none(), "the admin's default unless set");
-    a.set_job_retry_backoff(job, Some(30)).await?;
-    ensure!(b.job_retry_backoff(job).await? == Some(30));
-    a.set_job_retry_backoff(job, Some(86_400)).await?;
-    ensure!(b.job_retry_backoff(job).await? == Some(86_400), "replaced, not duplicated");
+    a.set_job_retry_backoff(job, Some(RetryBackoff::fixed(30))).await?;
+    ensure!(b.job_retry_backoff(job).await? == Some(RetryBackoff::fixed(30)));
+    let doubling = RetryBackoff {
+        strategy: BackoffStrategy::Exponential,
+        base_secs: 10,
+        max_secs: 86_400,
+        jitter_pct: 25,
+    };
+    a.set_job_retry_backoff(job, Some(doubling)).await?;
+    ensure!(b.job_retry_backoff(job).await? == Some(doubling), "replaced, not duplicated, every field kept");
     a.set_job_retry_backoff(job, None).await?;
     ensure!(b.job_retry_backoff(job).await?.is_none(), "cleared");
     let missing = JobId(i32::MAX);
-    a.set_job_retry_backoff(missing, Some(5)).await?;
+    a.set_job_retry_backoff(missing, Some(RetryBackoff::fixed(5))).await?;
     ensure!(a.job_retry_backoff(missing).await?.is_none(), "no row for a job that does not exist");
-    a.set_job_retry_backoff(job, Some(7)).await?;
+    a.set_job_retry_backoff(job, Some(RetryBackoff::fixed(7))).await?;
     ensure!(a.delete_job(job).await?);
     ensure!(a.job_retry_backoff(job).await?.is_none(), "deleted with its job");
     Ok(())

@@ -42,7 +42,7 @@ export default {
   'job.required': '请输入{field}。', 'job.tooLong': '{field}最多 {max} 个字符。',
   'job.cronRequired': '请输入 Cron 表达式。', 'job.secondsRule': '固定间隔必须是不小于 1 的整数秒。',
   'job.handlerRequired': 'BEAN 模式请输入 JobHandler。', 'job.timeoutRule': '任务超时时间须为 0~999999 秒。',
-  'job.retryRule': '失败重试次数须为 0~9999。', 'job.retryBackoff': '重试退避（秒）', 'job.retryBackoffDefault': '调度中心默认值', 'job.retryBackoffHint': '失败后等待多久再重试并告警；留空使用调度中心的 --retry-backoff。', 'job.retryBackoffRule': '重试退避须为 0~86400 秒。', 'job.childRule': '子任务ID 须为以逗号分隔的数字。',
+  'job.retryRule': '失败重试次数须为 0~9999。', 'job.retryBackoff': '重试退避（秒）', 'job.retryBackoffDefault': '调度中心默认值', 'job.retryBackoffHint': '失败后等待多久再重试并告警；留空使用调度中心的 --retry-backoff。', 'job.retryBackoffStrategy': '退避增长方式', 'job.backoffFIXED': '固定：每次重试前等待相同时间', 'job.backoffEXPONENTIAL': '指数：每次重试前等待时间翻倍', 'job.retryBackoffStrategyHint': '设置了重试退避时生效。', 'job.retryBackoffMax': '最长等待（秒）', 'job.retryBackoffMaxHint': '指数退避的上限；留空为一小时。', 'job.retryBackoffMaxRule': '最长等待须为 0~86400 秒，且不小于重试退避。', 'job.retryJitter': '随机抖动（%）', 'job.retryJitterHint': '每次等待随机减去至多该比例，避免同时失败的任务同时重试。', 'job.retryJitterRule': '随机抖动须为 0~100%。', 'job.retryBackoffRule': '重试退避须为 0~86400 秒。', 'job.childRule': '子任务ID 须为以逗号分隔的数字。',
   'job.tags': '标签', 'job.tagsHint': '以逗号分隔的词（字母、数字、- _ . : /），最多 16 个，以小写保存。', 'job.tagsRule': '标签：最多 16 个，每个不超过 32 个字母、数字或 - _ . : /。',
   'job.priority': '优先级', 'job.priorityHIGH': '高', 'job.priorityNORMAL': '普通', 'job.priorityLOW': '低', 'job.priorityHint': '执行器以 --max-concurrent-runs 启动时，排队的运行按优先级从高到低开始。',
   'jobs.fuzzySearch': '模糊搜索任务描述、JobHandler、负责人…', 'jobs.allTags': '全部标签',

@@ -12,6 +12,7 @@ const DEFAULTS = {
   scheduleType: 'CRON', scheduleConf: '', timeZone: '',
   misfireStrategy: 'DO_NOTHING', executorRouteStrategy: 'FIRST', executorHandler: '', executorParam: '',
   executorBlockStrategy: 'SERIAL_EXECUTION', executorTimeout: 0, executorFailRetryCount: 0, retryBackoff: '',
+  retryBackoffStrategy: 'FIXED', retryBackoffMax: '', retryJitter: '',
   glueType: 'BEAN', childJobId: '', tags: [], priority: 'NORMAL',
   onlyOn: [], neverOn: [], exclusionWindows: [],
 };
@@ -94,7 +95,11 @@ export async function render({ main, params, app }) {
       field(t('job.executorBlockStrategy'), enumSelect('executorBlockStrategy', 'blockStrategies')),
       field(t('job.executorTimeout'), input('executorTimeout', { inputmode: 'numeric', maxlength: 6 }), t('job.executorTimeoutHint')),
       field(t('job.executorFailRetryCount'), input('executorFailRetryCount', { inputmode: 'numeric', maxlength: 4 })),
-      field(t('job.retryBackoff'), input('retryBackoff', { inputmode: 'numeric', maxlength: 5, placeholder: t('job.retryBackoffDefault') }), t('job.retryBackoffHint'))),
+      field(t('job.retryBackoff'), input('retryBackoff', { inputmode: 'numeric', maxlength: 5, placeholder: t('job.retryBackoffDefault') }), t('job.retryBackoffHint')),
+      field(t('job.retryBackoffStrategy'), select('retryBackoffStrategy', ['FIXED', 'EXPONENTIAL'].map((s) => ({ value: s, label: t(`job.backoff${s}`) })),
+        job.retryBackoffStrategy || 'FIXED', { id: 'job-retryBackoffStrategy' }), t('job.retryBackoffStrategyHint')),
+      field(t('job.retryBackoffMax'), input('retryBackoffMax', { inputmode: 'numeric', maxlength: 5, placeholder: '3600' }), t('job.retryBackoffMaxHint')),
+      field(t('job.retryJitter'), input('retryJitter', { inputmode: 'numeric', maxlength: 3, placeholder: '0' }), t('job.retryJitterHint'))),
     h('div', { class: 'form-actions' },
       h('button', { type: 'submit', class: 'btn btn-primary', id: 'job-save' }, t('common.save')),
       h('a', { class: 'btn', href: '#/jobs' }, t('common.cancel'))));
@@ -152,6 +157,10 @@ function validate(v) {
   if (!/^\d{1,4}$/.test(String(v.executorFailRetryCount).trim())) problems.push(t('job.retryRule'));
   const backoff = String(v.retryBackoff ?? '').trim();
   if (backoff && !(/^\d{1,5}$/.test(backoff) && Number(backoff) <= 86400)) problems.push(t('job.retryBackoffRule'));
+  const ceiling = String(v.retryBackoffMax ?? '').trim();
+  if (ceiling && !(/^\d{1,5}$/.test(ceiling) && Number(ceiling) <= 86400 && Number(ceiling) >= Number(backoff || 0))) problems.push(t('job.retryBackoffMaxRule'));
+  const jitter = String(v.retryJitter ?? '').trim();
+  if (jitter && !(/^\d{1,3}$/.test(jitter) && Number(jitter) <= 100)) problems.push(t('job.retryJitterRule'));
   if (v.childJobId.trim() && !/^\d+(\s*,\s*\d+)*$/.test(v.childJobId.trim())) problems.push(t('job.childRule'));
   const tags = splitTags(v.tags);
   if (tags.length > 16 || tags.some((tag) => tag.length > 32 || !/^[\p{L}\p{N}_.:/-]+$/u.test(tag))) problems.push(t('job.tagsRule'));
@@ -191,6 +200,9 @@ function toInput(v, id) {
     executorTimeout: Number(v.executorTimeout),
     executorFailRetryCount: Number(v.executorFailRetryCount),
     retryBackoff: String(v.retryBackoff ?? '').trim() === '' ? null : Number(v.retryBackoff),
+    retryBackoffStrategy: v.retryBackoffStrategy || 'FIXED',
+    retryBackoffMax: String(v.retryBackoffMax ?? '').trim() === '' ? null : Number(v.retryBackoffMax),
+    retryJitter: String(v.retryJitter ?? '').trim() === '' ? null : Number(v.retryJitter),
     glueType: v.glueType,
     childJobId: v.childJobId.replace(/\s+/g, ''),
     tags: splitTags(v.tags),

@@ -237,3 +237,60 @@ async fn the_next_five_fire_times_are_previewed_or_the_parse_error_shown() -> an
     assert!(reply["msg"].as_str().unwrap_or_default().starts_with("scheduleConf"));
     env.admin.stop().await
 }
+
+/// The retry backoff's four fields: read back, exported, kept by an edit that names them, each
+/// rule a 400 naming its field, and ignored without `retryBackoff` (the admin's default).
+#[tokio::test]
+async fn retry_backoff_fields_round_trip_and_are_checked() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let group = env.group("retry-app").await;
+    let root = env.login("root").await;
+    let retry = json!({"retryBackoff": 10, "retryBackoffStrategy": "exponential", "retryBackoffMax": 300, "retryJitter": 20});
+    let mut body = form(group.0);
+    for (key, value) in retry.as_object().expect("object") {
+        body[key] = value.clone();
+    }
+    let (status, job) = root.post("/api/v1/jobs", body.clone()).await;
+    assert_eq!(status, 201, "{job}");
+    let id = job["id"].as_i64().expect("id");
+    let read = root.get(&format!("/api/v1/jobs/{id}")).await.1;
+    let stored = json!({
+        "retryBackoff": 10, "retryBackoffStrategy": "EXPONENTIAL", "retryBackoffMax": 300, "retryJitter": 20
+    });
+    for (key, value) in stored.as_object().expect("object") {
+        assert_eq!(&read[key], value, "{key}: {read}");
+    }
+    let (status, export) = root.get(&format!("/api/v1/jobs/export?jobGroup={}", group.0)).await;
+    assert_eq!(status, 200, "{export}");
+    assert_eq!(export["jobs"][0]["retryBackoffStrategy"], "EXPONENTIAL", "{export}");
+    assert_eq!(export["jobs"][0]["retryBackoffMax"], 300, "{export}");
+
+    // A fixed backoff keeps no ceiling of its own; without `retryBackoff` the rest is ignored.
+    let fixed = with(with(form(group.0), "retryBackoff", json!(45)), "retryBackoffMax", json!(999));
+    let (_, job) = root.put(&format!("/api/v1/jobs/{id}"), fixed).await;
+    assert_eq!(
+        (job["retryBackoffStrategy"].as_str(), job["retryBackoffMax"].as_i64()),
+        (Some("FIXED"), Some(45))
+    );
+    let (_, job) =
+        root.put(&format!("/api/v1/jobs/{id}"), with(form(group.0), "retryJitter", json!(500))).await;
+    assert_eq!(
+        (job["retryBackoff"].clone(), job["retryJitter"].clone()),
+        (Value::Null, Value::Null),
+        "{job}"
+    );
+
+    for (field, value) in [
+        ("retryBackoffStrategy", json!("LINEAR")),
+        ("retryBackoffMax", json!(5)),
+        ("retryBackoffMax", json!(86_401)),
+        ("retryJitter", json!(101)),
+        ("retryJitter", json!(-1)),
+    ] {
+        let (status, reply) = root.post("/api/v1/jobs", with(body.clone(), field, value.clone())).await;
+        assert_eq!(status, 400, "{field}={value}: {reply}");
+        assert!(reply["msg"].as_str().unwrap_or_default().starts_with(field), "{field}={value}: {reply}");
+    }
+    env.admin.stop().await
+}
