@@ -1,4 +1,15 @@
-//! Finding live processes by a marker in their command line, to prove a job left none behind.
+//! Finding live processes by a marker in their command line, to prove a job left none behind,
+//! and a process's peak memory.
+
+/// The peak resident memory of process `pid` so far, in KiB (`VmHWM` of `/proc/<pid>/status`).
+pub fn peak_rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no VmHWM for process {pid}"))
+}
 
 /// Pids of live (non-zombie) processes whose command line contains `marker`.
 pub fn live_processes_with(marker: &str) -> Vec<u32> {

@@ -65,12 +65,7 @@ async fn global_may_fetch(state: &HttpState, digest: &str) -> Result<bool, ApiEr
     if guarded.is_empty() {
         return Ok(true);
     }
-    for group in state.store.list_groups().await?.into_iter().filter(|g| !guarded.contains(&g.id)) {
-        if state.store.wasm_module_in_group(digest, group.id).await? {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+    Ok(state.store.wasm_module_groups(digest).await?.iter().any(|group| !guarded.contains(group)))
 }
 
 pub(crate) async fn method_not_allowed() -> ApiError {

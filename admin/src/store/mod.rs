@@ -369,4 +369,7 @@ pub trait WasmStore: Send + Sync {
     /// Whether a job of group `group` has (or had, within its kept history) the module
     /// `digest`: what an executor holding only that group's access token may download.
     async fn wasm_module_in_group(&self, digest: &str, group: GroupId) -> Result<bool, StoreError>;
+    /// The existing groups whose jobs have (or had, within their kept history) the module
+    /// `digest`, by id: one query for the global token's download check.
+    async fn wasm_module_groups(&self, digest: &str) -> Result<Vec<GroupId>, StoreError>;
 }

@@ -82,9 +82,7 @@ impl DaemonRig {
     /// The daemon's peak resident memory so far, in KiB (`VmHWM`).
     pub(crate) fn peak_rss_kib(&self) -> u64 {
         let pid = self.child.id().expect("the daemon runs");
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-        let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
-        line.split_whitespace().nth(1).and_then(|kb| kb.parse().ok()).expect("a number of kB")
+        jobwheel_tests::procs::peak_rss_kib(pid).expect("the daemon's VmHWM")
     }
 }
 

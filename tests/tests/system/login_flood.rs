@@ -97,11 +97,5 @@ async fn futures_join<F: std::future::Future<Output = u16> + Send + 'static>(
 }
 
 fn peak_rss_mib(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("no VmHWM for {pid}"))?;
-    Ok(kib / 1024)
+    Ok(jobwheel_tests::procs::peak_rss_kib(pid)? / 1024)
 }

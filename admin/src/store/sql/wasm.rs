@@ -37,6 +37,10 @@ static MODULE_IN_GROUP: Sql = Sql::new(
     "SELECT I64(COUNT(*)) FROM jobwheel_wasm_version v JOIN xxl_job_info j ON j.id = v.job_id \
     WHERE v.digest = ? AND j.job_group = ?",
 );
+static MODULE_GROUPS: Sql = Sql::new(
+    "SELECT DISTINCT g.id FROM jobwheel_wasm_version v JOIN xxl_job_info j ON j.id = v.job_id \
+    JOIN xxl_job_group g ON g.id = j.job_group WHERE v.digest = ? ORDER BY g.id",
+);
 static LIST_VERSIONS: Sql = Sql::new(
     "SELECT id, job_id, digest, uploader, remark, created_at_ms \
     FROM jobwheel_wasm_version WHERE job_id = ? ORDER BY id DESC",
@@ -82,5 +86,9 @@ impl WasmStore for SqlStore {
 
     async fn list_wasm_versions(&self, job_id: JobId) -> Result<Vec<WasmVersionRow>, StoreError> {
         self.ex().fetch_all(&LIST_VERSIONS, &args![job_id]).await
+    }
+
+    async fn wasm_module_groups(&self, digest: &str) -> Result<Vec<GroupId>, StoreError> {
+        self.ex().fetch_column(&MODULE_GROUPS, &args![digest]).await
     }
 }
