@@ -9,6 +9,12 @@ pub mod admin {
     pub mod wasm_check;
 }
 
+/// The modules section of an import (`admin/src/http/mgmt/import_modules.rs`), which calls
+/// the upload check as `crate::wasm_check`.
+#[path = "../../admin/src/http/mgmt/import_modules.rs"]
+pub mod import_modules;
+pub use admin::wasm_check;
+
 /// The admin's calendar parsers (`admin/src/calendar/`): days, exclusion windows and `.ics`
 /// files, without the scheduling rules (which need the store).
 #[path = "../../admin/src/calendar"]

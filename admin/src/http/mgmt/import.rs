@@ -15,18 +15,17 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{ConnectInfo, Path, Request, State};
-use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::auth::Principal;
 use super::import_calendars::{CalendarItem, CalendarPlan};
+use super::import_modules;
 use super::job_input::JobInput;
 use super::transfer::{Bundle, FORMAT, JobEntry, VERSION};
 use super::{ApiJson, ApiQuery, audit, glue, grants, jobs};
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobFilter, JobId, NewWasmVersion, VariableOwner};
-use crate::wasm_check::inspect;
 
 /// Largest export file accepted (modules travel inside it, base64-encoded).
 pub(crate) const MAX_IMPORT_BYTES: usize = 64 * 1024 * 1024;
@@ -95,7 +94,7 @@ pub(crate) async fn import(
         )));
     }
     let mut problems = Vec::new();
-    let modules = modules(&bundle, &mut problems);
+    let modules = import_modules::decode_modules(&bundle.modules, &mut problems);
     let mut calendars = CalendarPlan::new(&state, &principal, &bundle.calendars, &mut problems).await?;
     let planned = plan(&state, &principal, bundle.jobs, (&modules, &calendars), &mut problems).await?;
     let mut items = Vec::with_capacity(planned.len());
@@ -115,26 +114,6 @@ pub(crate) async fn import(
     }
     let calendars = calendars.items;
     Ok(Json(ImportReport { applied: true, items, calendars, problems }))
-}
-
-/// The bundle's modules, decoded and inspected like an upload; a module that is not what its
-/// digest says is a problem.
-fn modules(bundle: &Bundle, problems: &mut Vec<String>) -> HashMap<String, Vec<u8>> {
-    let mut out = HashMap::new();
-    for (digest, encoded) in &bundle.modules {
-        let decoded = base64::engine::general_purpose::STANDARD.decode(encoded);
-        match decoded
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| inspect(&bytes).map(|info| (bytes, info)).map_err(|e| e.to_string()))
-        {
-            Ok((bytes, info)) if info.digest == *digest => {
-                out.insert(digest.clone(), bytes);
-            }
-            Ok((_, info)) => problems.push(format!("module {digest}: its bytes have digest {}", info.digest)),
-            Err(reason) => problems.push(format!("module {digest}: {reason}")),
-        }
-    }
-    out
 }
 
 async fn plan(

@@ -33,6 +33,7 @@ mod group_token;
 pub(crate) mod groups;
 mod import;
 mod import_calendars;
+mod import_modules;
 mod job_days;
 mod job_input;
 mod job_retry;
