@@ -317,33 +317,53 @@ impl Delivery {
         }
     }
 
-    /// Re-sends every spool file; deletes each only once an admin accepted it.
+    /// Re-sends every spool file, merged into POSTs of up to [`MAX_BATCH`] results; deletes the
+    /// files of a POST only once an admin accepted it. Merging matters after an outage: every
+    /// batch that failed meanwhile is a file, and one POST per file (each stored by the admin
+    /// before it answers) drained them so slowly that the lost-job monitor closed runs whose
+    /// results were still queued here.
     async fn retry_spool(&self) {
         // Cleared before listing: a batch spooled after the listing sets it again.
         self.spool_waiting.store(false, Ordering::Release);
         let dir = self.logs.callback_spool_dir();
         let files = tokio::task::spawn_blocking(move || spool::list_spool(&dir)).await.unwrap_or_default();
-        for file in files {
-            let batch = match spool::read_spool(&file).await {
-                Ok(b) => b,
-                Err(e) => {
-                    tracing::error!(file = %file.display(), error = %e, "unreadable callback spool file; renamed to .corrupt");
-                    let _ = tokio::fs::rename(&file, file.with_extension("corrupt")).await;
-                    continue;
+        let mut files = files.into_iter().peekable();
+        while files.peek().is_some() {
+            let (mut merged, mut taken) = (Vec::new(), Vec::new());
+            while let Some(file) = files.peek() {
+                let batch = match spool::read_spool(file).await {
+                    Ok(b) => b,
+                    Err(e) => {
+                        tracing::error!(file = %file.display(), error = %e, "unreadable callback spool file; renamed to .corrupt");
+                        let _ = tokio::fs::rename(file, file.with_extension("corrupt")).await;
+                        files.next();
+                        continue;
+                    }
+                };
+                // A file is never split; one larger than a POST goes alone.
+                if !merged.is_empty() && merged.len() + batch.len() > MAX_BATCH {
+                    break;
                 }
-            };
-            if batch.is_empty() {
-                let _ = tokio::fs::remove_file(&file).await;
+                merged.extend(batch);
+                taken.extend(files.next());
+            }
+            if merged.is_empty() {
+                for file in &taken {
+                    let _ = tokio::fs::remove_file(file).await;
+                }
                 continue;
             }
-            match self.client.post(paths::CALLBACK, &batch).await {
+            match self.client.post(paths::CALLBACK, &merged).await {
                 Ok(()) => {
-                    self.owed.settled(batch.iter().map(|item| item.log_id));
-                    if let Err(e) = tokio::fs::remove_file(&file).await {
-                        tracing::warn!(file = %file.display(), error = %e, "cannot remove delivered spool file");
+                    self.owed.settled(merged.iter().map(|item| item.log_id));
+                    for file in &taken {
+                        if let Err(e) = tokio::fs::remove_file(file).await {
+                            tracing::warn!(file = %file.display(), error = %e, "cannot remove delivered spool file");
+                        }
                     }
-                    tracing::info!(count = batch.len(), "spooled callbacks delivered");
-                    self.note_in_logs(batch, "<br>----------- xxl-job job callback finish.".to_owned()).await;
+                    tracing::info!(count = merged.len(), files = taken.len(), "spooled callbacks delivered");
+                    self.note_in_logs(merged, "<br>----------- xxl-job job callback finish.".to_owned())
+                        .await;
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "admin still unavailable; spool kept");

@@ -124,6 +124,9 @@ pub(crate) async fn settle(url: &str, window: &Window) -> anyhow::Result<()> {
 struct Ran {
     starts: usize,
     finished: Option<i64>,
+    /// The job log's last callback note (`callback finish` or `callback fail, …`), for a
+    /// failure's report.
+    callback: Option<String>,
 }
 
 fn executor_runs(dirs: &[PathBuf]) -> anyhow::Result<HashMap<i64, Ran>> {
@@ -146,6 +149,11 @@ fn read_run(path: &Path, runs: &mut HashMap<i64, Ran>) {
     ran.starts += text.matches("xxl-job job execute start").count();
     if let Some(rest) = text.split("Result: handleCode=").nth(1) {
         ran.finished = rest.split(',').next().and_then(|code| code.trim().parse().ok());
+    }
+    if let Some(note) =
+        text.rsplit("xxl-job job callback ").next().filter(|_| text.contains("xxl-job job callback "))
+    {
+        ran.callback = Some(note.chars().take(80).collect());
     }
 }
 
@@ -320,7 +328,10 @@ pub(crate) async fn account(
             counts.finished_at_executors += 1;
             let closed_by_admin = log.handle_msg.contains(LOST_TEXT) || log.handle_msg.contains(STALLED_TEXT);
             if log.handle_code != code || closed_by_admin {
-                results_lost.push((log_id, code, log.handle_code));
+                let note =
+                    ran.and_then(|r| r.callback.clone()).unwrap_or_else(|| "no callback note".to_owned());
+                let closed: String = log.handle_msg.chars().take(40).collect();
+                results_lost.push((log_id, code, log.handle_code, log.trigger_code, closed, note));
             }
         }
         match (log.trigger_code, log.handle_code) {
@@ -335,7 +346,7 @@ pub(crate) async fn account(
     }
     ensure!(
         results_lost.is_empty(),
-        "{} finished results not recorded as finished (first: log, executor code, stored code {:?})",
+        "{} finished results not recorded as finished (first: log, executor code, stored code, trigger code, stored message, the executor's last callback note {:?})",
         results_lost.len(),
         results_lost.first()
     );

@@ -98,23 +98,30 @@ async fn failing_admin_answers_are_treated_like_an_outage() {
     assert_eq!(rig.admin.callback_for(9, SETTLE).await.handle_code, 200);
 }
 
-/// A result spooled during an outage goes out as soon as the admin takes a fresh batch, not at
-/// the next retry tick (30 s by default): the lost-job monitor must not close its run meanwhile.
+/// Results spooled during an outage go out as soon as the admin takes a fresh batch, not at the
+/// next retry tick (30 s by default), and many spool files go out merged in few POSTs: the
+/// lost-job monitor must not close their runs while they drain one file at a time.
 #[tokio::test]
-async fn spooled_callbacks_go_out_when_the_admin_takes_a_fresh_batch() {
+async fn spooled_callbacks_go_out_merged_when_the_admin_takes_a_fresh_batch() {
     let rig = rig(quick(), |c| c.timings.callback_retry_interval = Duration::from_secs(3600)).await;
     rig.admin.set_failing(true);
-    rig.executor.run(trigger(1, 9, "BEAN", "quick", "")).await;
-    wait_until(SETTLE, "result spooled", || spool_files(rig.dir.path()) >= 1).await;
+    // One run at a time: each failed batch is a spool file of its own.
+    for log_id in 1..=20_i64 {
+        rig.executor.run(trigger(1, log_id, "BEAN", "quick", "")).await;
+        let files = usize::try_from(log_id).expect("small");
+        wait_until(SETTLE, "result spooled", || spool_files(rig.dir.path()) >= files).await;
+    }
     rig.admin.set_failing(false);
-    rig.executor.run(trigger(1, 10, "BEAN", "quick", "")).await;
-    assert_eq!(rig.admin.callback_for(10, SETTLE).await.handle_code, 200);
-    assert_eq!(
-        rig.admin.callback_for(9, SETTLE).await.handle_code,
-        200,
-        "the spooled result followed the fresh one"
-    );
+    rig.executor.run(trigger(1, 100, "BEAN", "quick", "")).await;
+    assert_eq!(rig.admin.callback_for(100, SETTLE).await.handle_code, 200);
+    rig.admin
+        .wait_for(SETTLE, "the spooled results followed the fresh one", |r| {
+            (1..=20).all(|id| r.callbacks.iter().any(|c| c.log_id == id && c.handle_code == 200))
+        })
+        .await;
     wait_until(SETTLE, "spool emptied", || spool_files(rig.dir.path()) == 0).await;
+    let posts = rig.admin.recorded().callback_batches;
+    assert!(posts <= 3, "20 spool files in one POST (plus the fresh batch): {posts} POSTs");
 }
 
 #[tokio::test]
