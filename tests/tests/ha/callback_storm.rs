@@ -49,18 +49,35 @@ async fn storm(url: &str) -> anyhow::Result<()> {
     // The admin has received results and is waiting to store them: a backend waits on the
     // table with the callback store's statement (it reads `handle_code` under a row lock; the
     // monitors' statements do not mention it).
-    wait_until_async(Duration::from_secs(30), "the admin storing callbacks, held by the lock", || async {
-        let waiting: i64 = sqlx::query_scalar(
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let waiting: Result<i64, sqlx::Error> = sqlx::query_scalar(
             "SELECT COUNT(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
              WHERE NOT l.granted AND l.relation = 'xxl_job_log'::regclass \
              AND a.query LIKE '%handle_code%' AND a.query LIKE '%FOR UPDATE%'",
         )
         .fetch_one(&probe)
-        .await
-        .ok()?;
-        (waiting > 0).then_some(())
-    })
-    .await;
+        .await;
+        if matches!(waiting, Ok(n) if n > 0) {
+            break;
+        }
+        if tokio::time::Instant::now() > deadline {
+            // What the database and the admin were doing instead, for the failure report.
+            let activity: Vec<(String, Option<String>)> = sqlx::query_as(
+                "SELECT COALESCE(a.state, ''), a.query FROM pg_stat_activity a \
+                 WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()",
+            )
+            .fetch_all(&probe)
+            .await
+            .unwrap_or_default();
+            anyhow::bail!(
+                "the admin never waited on the lock to store callbacks within 60 s (last probe: {waiting:?});\n\
+                 backends: {activity:?}\nadmin log:\n{}",
+                admin.log_tail(30)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     admin.kill9().await?;
     sqlx::query("ROLLBACK").execute(&mut lock).await?;
     let (_, _, recorded) = log_totals(url).await?;
