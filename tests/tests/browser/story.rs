@@ -178,8 +178,25 @@ async fn glue_editor(browser: &Browser) -> anyhow::Result<()> {
     browser.fill("#job-author", "ui-test").await?;
     browser.choose("#job-scheduleType", "NONE").await?;
     browser.choose("#job-glueType", "GLUE_SHELL").await?;
+    // The retry backoff's fields reach the job as typed.
+    browser.fill("#job-executorFailRetryCount", "3").await?;
+    browser.fill("#job-retryBackoff", "10").await?;
+    browser.choose("#job-retryBackoffStrategy", "EXPONENTIAL").await?;
+    browser.fill("#job-retryBackoffMax", "120").await?;
+    browser.fill("#job-retryJitter", "20").await?;
     browser.click("#job-save").await?;
     browser.wait_hash("/glue").await?;
+    let saved = browser
+        .js("const id = location.hash.split('/')[2]; const x = new XMLHttpRequest();
+             x.open('GET', '/api/v1/jobs/' + id, false); x.send(); return JSON.parse(x.responseText);")
+        .await?;
+    let backoff = (
+        &saved["retryBackoff"],
+        &saved["retryBackoffStrategy"],
+        &saved["retryBackoffMax"],
+        &saved["retryJitter"],
+    );
+    ensure!(backoff == (&10.into(), &"EXPONENTIAL".into(), &120.into(), &20.into()), "{saved}");
     browser.find(".CodeMirror").await?;
     // Highlighted by CodeMirror's shell mode (the template has a shebang comment and `echo`).
     browser
