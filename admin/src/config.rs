@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::lang::MessageLang;
-use crate::store::{BackoffStrategy, RETRY_BACKOFF_MAX_SECS, RetryBackoff};
+use crate::store::{BackoffError, BackoffStrategy, RETRY_BACKOFF_MAX_SECS, RetryBackoff};
 
 pub use crate::alarm::{SmtpConfig, SmtpTls};
 pub use crate::cli::{Cli, Command};
@@ -224,32 +224,31 @@ const SMTP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The admin's default retry backoff from `--retry-backoff*`.
 fn retry_backoff_from_cli(cli: &Cli) -> Result<RetryBackoff, ConfigError> {
-    let max = u64::from(RETRY_BACKOFF_MAX_SECS);
-    let bad = |m: String| Err(ConfigError::BadRetryBackoff(m));
-    if cli.retry_backoff > max || cli.retry_backoff_max > max {
-        return bad(format!("--retry-backoff and --retry-backoff-max must be 0 to {max} seconds"));
-    }
-    if cli.retry_jitter > 100 {
-        return bad(format!("--retry-jitter must be 0 to 100 (percent), got {}", cli.retry_jitter));
+    let max = RETRY_BACKOFF_MAX_SECS;
+    let range = || format!("--retry-backoff and --retry-backoff-max must be 0 to {max} seconds");
+    // Checked for a fixed backoff too, which does not use it: a flag given is a flag checked.
+    if cli.retry_backoff_max > u64::from(max) {
+        return Err(ConfigError::BadRetryBackoff(range()));
     }
     let strategy = cli.retry_backoff_strategy.parse().unwrap_or(BackoffStrategy::Fixed);
-    if strategy == BackoffStrategy::Exponential && cli.retry_backoff_max < cli.retry_backoff {
-        return bad(format!(
-            "--retry-backoff-max ({}) must be at least --retry-backoff ({})",
-            cli.retry_backoff_max, cli.retry_backoff
-        ));
-    }
-    let base_secs = u32::try_from(cli.retry_backoff).unwrap_or(RETRY_BACKOFF_MAX_SECS);
-    Ok(RetryBackoff {
+    let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    RetryBackoff::checked(
         strategy,
-        base_secs,
-        max_secs: match strategy {
-            BackoffStrategy::Fixed => base_secs,
-            BackoffStrategy::Exponential => {
-                u32::try_from(cli.retry_backoff_max).unwrap_or(RETRY_BACKOFF_MAX_SECS)
+        as_i64(cli.retry_backoff),
+        Some(as_i64(cli.retry_backoff_max)),
+        as_i64(cli.retry_jitter),
+    )
+    .map_err(|error| {
+        ConfigError::BadRetryBackoff(match error {
+            BackoffError::Base | BackoffError::Ceiling => range(),
+            BackoffError::CeilingBelowBase => format!(
+                "--retry-backoff-max ({}) must be at least --retry-backoff ({})",
+                cli.retry_backoff_max, cli.retry_backoff
+            ),
+            BackoffError::Jitter => {
+                format!("--retry-jitter must be 0 to 100 (percent), got {}", cli.retry_jitter)
             }
-        },
-        jitter_pct: u8::try_from(cli.retry_jitter).unwrap_or(100),
+        })
     })
 }
 

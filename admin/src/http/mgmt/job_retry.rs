@@ -6,10 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::http::ApiError;
-use crate::store::{BackoffStrategy, RETRY_BACKOFF_MAX_SECS, RetryBackoff};
-
-/// The exponential ceiling when the form names none: an hour, or the base if that is longer.
-const DEFAULT_CEILING_SECS: u32 = 3_600;
+use crate::store::{BackoffError, BackoffStrategy, RETRY_BACKOFF_MAX_SECS, RetryBackoff};
 
 /// The backoff fields of a job form or read (flattened into it).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,46 +30,27 @@ fn bad(field: &str, rule: impl std::fmt::Display) -> ApiError {
     ApiError::BadRequest(format!("{field}: {rule}"))
 }
 
-fn seconds(field: &str, value: i64) -> Result<u32, ApiError> {
-    u32::try_from(value)
-        .ok()
-        .filter(|s| *s <= RETRY_BACKOFF_MAX_SECS)
-        .ok_or_else(|| bad(field, format!("must be 0 to {RETRY_BACKOFF_MAX_SECS} seconds")))
-}
-
 impl RetryForm {
     /// The form as stored: `None` for the admin's default, each violation a 400 naming its field.
     pub(crate) fn check(&self) -> Result<Option<RetryBackoff>, ApiError> {
         let Some(base) = self.retry_backoff else { return Ok(None) };
-        let base_secs = seconds("retryBackoff", base)?;
         let strategy = match self.retry_backoff_strategy.as_deref().map(str::trim) {
             None | Some("") => BackoffStrategy::Fixed,
             Some(name) => {
                 name.parse().map_err(|()| bad("retryBackoffStrategy", "must be FIXED or EXPONENTIAL"))?
             }
         };
-        let max_secs = match (strategy, self.retry_backoff_max) {
-            (BackoffStrategy::Fixed, _) => base_secs,
-            (BackoffStrategy::Exponential, None) => DEFAULT_CEILING_SECS.max(base_secs),
-            (BackoffStrategy::Exponential, Some(max)) => {
-                let max = seconds("retryBackoffMax", max)?;
-                if max < base_secs {
-                    return Err(bad(
-                        "retryBackoffMax",
-                        format!("must be at least retryBackoff ({base_secs} s)"),
-                    ));
+        let range = format!("must be 0 to {RETRY_BACKOFF_MAX_SECS} seconds");
+        RetryBackoff::checked(strategy, base, self.retry_backoff_max, self.retry_jitter.unwrap_or(0))
+            .map(Some)
+            .map_err(|error| match error {
+                BackoffError::Base => bad("retryBackoff", range),
+                BackoffError::Ceiling => bad("retryBackoffMax", range),
+                BackoffError::CeilingBelowBase => {
+                    bad("retryBackoffMax", format!("must be at least retryBackoff ({base} s)"))
                 }
-                max
-            }
-        };
-        let jitter_pct = match self.retry_jitter {
-            None => 0,
-            Some(pct) => u8::try_from(pct)
-                .ok()
-                .filter(|p| *p <= 100)
-                .ok_or_else(|| bad("retryJitter", "must be 0 to 100 (percent)"))?,
-        };
-        Ok(Some(RetryBackoff { strategy, base_secs, max_secs, jitter_pct }))
+                BackoffError::Jitter => bad("retryJitter", "must be 0 to 100 (percent)"),
+            })
     }
 
     /// The fields of a stored backoff (all null for the admin's default).

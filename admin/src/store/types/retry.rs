@@ -8,6 +8,22 @@ use std::str::FromStr;
 /// The longest wait a backoff may name: a day (a longer wait is a schedule, not a backoff).
 pub const RETRY_BACKOFF_MAX_SECS: u32 = 86_400;
 
+/// The ceiling of an exponential backoff that names none: an hour, or the base if longer.
+pub const DEFAULT_CEILING_SECS: u32 = 3_600;
+
+/// Which rule a backoff broke; callers name the field in their own words (form field or flag).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackoffError {
+    /// The base wait is not 0 to [`RETRY_BACKOFF_MAX_SECS`].
+    Base,
+    /// The ceiling is not 0 to [`RETRY_BACKOFF_MAX_SECS`].
+    Ceiling,
+    /// An exponential backoff's ceiling is below its base.
+    CeilingBelowBase,
+    /// The jitter is not 0 to 100 (percent).
+    Jitter,
+}
+
 /// How the wait grows from one retry to the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackoffStrategy {
@@ -68,6 +84,34 @@ impl RetryBackoff {
     /// The same `secs` before every retry, no jitter.
     pub const fn fixed(secs: u32) -> Self {
         Self { strategy: BackoffStrategy::Fixed, base_secs: secs, max_secs: secs, jitter_pct: 0 }
+    }
+
+    /// A backoff from what a user gave, checked in this order: base, ceiling, jitter. A fixed
+    /// backoff keeps its base as its ceiling (any `max_secs` is ignored); an exponential one
+    /// without `max_secs` gets [`DEFAULT_CEILING_SECS`] (or its base, if longer).
+    pub fn checked(
+        strategy: BackoffStrategy,
+        base_secs: i64,
+        max_secs: Option<i64>,
+        jitter_pct: i64,
+    ) -> Result<Self, BackoffError> {
+        let secs = |value: i64, error| {
+            u32::try_from(value).ok().filter(|s| *s <= RETRY_BACKOFF_MAX_SECS).ok_or(error)
+        };
+        let base_secs = secs(base_secs, BackoffError::Base)?;
+        let max_secs = match (strategy, max_secs) {
+            (BackoffStrategy::Fixed, _) => base_secs,
+            (BackoffStrategy::Exponential, None) => DEFAULT_CEILING_SECS.max(base_secs),
+            (BackoffStrategy::Exponential, Some(max)) => {
+                let max = secs(max, BackoffError::Ceiling)?;
+                if max < base_secs {
+                    return Err(BackoffError::CeilingBelowBase);
+                }
+                max
+            }
+        };
+        let jitter_pct = u8::try_from(jitter_pct).ok().filter(|p| *p <= 100).ok_or(BackoffError::Jitter)?;
+        Ok(Self { strategy, base_secs, max_secs, jitter_pct })
     }
 
     /// The wait before retry number `attempt` (0 for the first retry of a job), milliseconds,
