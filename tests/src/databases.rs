@@ -37,14 +37,16 @@ impl FreshDatabase {
         let url = match server {
             Server::Postgres => {
                 let pool = sqlx::PgPool::connect(&base).await?;
-                sqlx::query(&format!("CREATE SCHEMA {name}")).execute(&pool).await?;
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {name}"))).execute(&pool).await?;
                 pool.close().await;
                 let sep = if base.contains('?') { '&' } else { '?' };
                 format!("{base}{sep}options[search_path]={name}")
             }
             Server::MySql => {
                 let pool = sqlx::MySqlPool::connect(&base).await?;
-                sqlx::query(&format!("CREATE DATABASE {name} CHARACTER SET utf8mb4")).execute(&pool).await?;
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name} CHARACTER SET utf8mb4")))
+                    .execute(&pool)
+                    .await?;
                 pool.close().await;
                 with_database(&base, &name)?
             }
@@ -63,7 +65,7 @@ impl FreshDatabase {
                 let drop = format!("DROP SCHEMA {} CASCADE", self.name);
                 let mut attempt = 0;
                 loop {
-                    match sqlx::query(&drop).execute(&pool).await {
+                    match sqlx::query(sqlx::AssertSqlSafe(drop.as_str())).execute(&pool).await {
                         Err(sqlx::Error::Database(e))
                             if attempt < 5 && e.code().as_deref() == Some("40P01") =>
                         {
@@ -79,7 +81,9 @@ impl FreshDatabase {
             }
             Server::MySql => {
                 let pool = sqlx::MySqlPool::connect(&self.base).await?;
-                sqlx::query(&format!("DROP DATABASE {}", self.name)).execute(&pool).await?;
+                sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {}", self.name)))
+                    .execute(&pool)
+                    .await?;
                 pool.close().await;
             }
         }

@@ -34,7 +34,7 @@ pub async fn claims(url: &str, from_ms: i64, to_ms: i64) -> anyhow::Result<Vec<C
     macro_rules! fetch {
         ($pool:ty, $int:literal) => {{
             let pool = <$pool>::connect(url).await?;
-            let rows = sqlx::query(&sql($int)).fetch_all(&pool).await?;
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql($int))).fetch_all(&pool).await?;
             pool.close().await;
             rows.iter()
                 .map(|r| {
@@ -71,7 +71,7 @@ pub async fn log_totals(url: &str) -> anyhow::Result<(i64, i64, i64)> {
     macro_rules! fetch {
         ($pool:ty, $int:literal) => {{
             let pool = <$pool>::connect(url).await?;
-            let row = sqlx::query(&sql($int)).fetch_one(&pool).await?;
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql($int))).fetch_one(&pool).await?;
             pool.close().await;
             (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)
         }};

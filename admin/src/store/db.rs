@@ -15,7 +15,9 @@ use prometheus_client::metrics::histogram::Histogram;
 use sqlx::mysql::MySqlRow;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
-use sqlx::{Arguments, FromRow, MySql, MySqlConnection, PgConnection, Postgres, Sqlite, SqliteConnection};
+use sqlx::{
+    Arguments, FromRow, MySql, MySqlConnection, PgConnection, Postgres, SqlStr, Sqlite, SqliteConnection,
+};
 
 use super::dialect::Sql;
 pub(crate) use super::query_buf::QueryBuf;
@@ -114,15 +116,17 @@ pub(crate) use args;
 /// SQL a backend can run: a static [`Sql`] (translated once, prepared and cached per
 /// connection) or a [`QueryBuf`] built at run time.
 pub(crate) trait Statement: Sync {
-    fn sql(&self, backend: Backend) -> Cow<'_, str>;
+    /// The text in `backend`'s dialect. sqlx 0.9 takes it by value; a [`Sql`] hands over a
+    /// shared copy, a [`QueryBuf`] its translation.
+    fn sql(&self, backend: Backend) -> SqlStr;
     /// Whether sqlx should keep the prepared statement on `backend` (worth it for fixed SQL
     /// and batch shapes only).
     fn persistent(&self, backend: Backend) -> bool;
 }
 
 impl Statement for Sql {
-    fn sql(&self, backend: Backend) -> Cow<'_, str> {
-        Cow::Borrowed(self.text(backend))
+    fn sql(&self, backend: Backend) -> SqlStr {
+        self.sql_str(backend)
     }
 
     fn persistent(&self, _backend: Backend) -> bool {
@@ -132,13 +136,13 @@ impl Statement for Sql {
 
 /// Binds [`Arg`]s into a backend's argument buffer.
 trait BindArgs: sqlx::Database {
-    fn arguments<'q>(args: &[Arg<'q>]) -> Result<Self::Arguments<'q>, StoreError>;
+    fn arguments(args: &[Arg<'_>]) -> Result<Self::Arguments, StoreError>;
 }
 
 macro_rules! bind_args {
     ($($db:ty),*) => {$(
         impl BindArgs for $db {
-            fn arguments<'q>(args: &[Arg<'q>]) -> Result<Self::Arguments<'q>, StoreError> {
+            fn arguments(args: &[Arg<'_>]) -> Result<Self::Arguments, StoreError> {
                 let mut out = <Self as sqlx::Database>::Arguments::default();
                 for arg in args {
                     match arg {
@@ -224,7 +228,7 @@ impl Ex<'_> {
     pub(crate) async fn execute(self, stmt: &dyn Statement, args: &[Arg<'_>]) -> Result<u64, StoreError> {
         let _timed = Timed::start();
         let keep = stmt.persistent(self.backend());
-        Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_with::<Db, _>(&sql, Db::arguments(args)?)
+        Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_with::<Db, _>(sql, Db::arguments(args)?)
             .persistent(keep)
             .execute(ex)
             .await?
@@ -239,7 +243,7 @@ impl Ex<'_> {
     ) -> Result<Vec<T>, StoreError> {
         let _timed = Timed::start();
         let keep = stmt.persistent(self.backend());
-        Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(&sql, Db::arguments(args)?)
+        Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(sql, Db::arguments(args)?)
             .persistent(keep)
             .fetch_all(ex)
             .await?))
@@ -253,7 +257,7 @@ impl Ex<'_> {
     ) -> Result<Option<T>, StoreError> {
         let _timed = Timed::start();
         let keep = stmt.persistent(self.backend());
-        Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(&sql, Db::arguments(args)?)
+        Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(sql, Db::arguments(args)?)
             .persistent(keep)
             .fetch_optional(ex)
             .await?))
@@ -267,7 +271,7 @@ impl Ex<'_> {
     ) -> Result<T, StoreError> {
         let _timed = Timed::start();
         let keep = stmt.persistent(self.backend());
-        Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(&sql, Db::arguments(args)?)
+        Ok(on_ex!(self, stmt, |ex, Db, sql| sqlx::query_as_with::<Db, T, _>(sql, Db::arguments(args)?)
             .persistent(keep)
             .fetch_one(ex)
             .await?))
@@ -338,7 +342,7 @@ async fn sqlite_last_rowid<'e>(
 ) -> Result<i64, StoreError> {
     let _timed = Timed::start();
     let sql = stmt.sql(Backend::Sqlite);
-    let done = sqlx::query_with::<Sqlite, _>(&sql, Sqlite::arguments(args)?)
+    let done = sqlx::query_with::<Sqlite, _>(sql, Sqlite::arguments(args)?)
         .persistent(stmt.persistent(Backend::Sqlite))
         .execute(ex)
         .await?;
@@ -353,7 +357,7 @@ async fn mysql_insert_id<'e, T: TryFrom<u64>>(
 ) -> Result<T, StoreError> {
     let _timed = Timed::start();
     let sql = stmt.sql(Backend::MySql);
-    let done = sqlx::query_with::<MySql, _>(&sql, MySql::arguments(args)?)
+    let done = sqlx::query_with::<MySql, _>(sql, MySql::arguments(args)?)
         .persistent(stmt.persistent(Backend::MySql))
         .execute(ex)
         .await?;

@@ -21,14 +21,18 @@
 //! MariaDB does not know MySQL 8's row alias, hence `VALUES(c)`.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 use super::Backend;
 
 /// A static statement in neutral form with its per-backend text, translated once on first use.
 pub(crate) struct Sql {
     neutral: &'static str,
-    text: [OnceLock<String>; 3],
+    /// Shared, not leaked: sqlx 0.9 takes a statement's text by value ([`SqlStr`]), and an
+    /// `Arc` hands it over for the cost of a reference count.
+    text: [OnceLock<Arc<str>>; 3],
 }
 
 impl Sql {
@@ -37,14 +41,19 @@ impl Sql {
         Self { neutral, text: [OnceLock::new(), OnceLock::new(), OnceLock::new()] }
     }
 
+    /// The statement as `backend` spells it, in the form sqlx runs.
+    pub(crate) fn sql_str(&self, backend: Backend) -> SqlStr {
+        AssertSqlSafe(Arc::clone(self.shared(backend))).into_sql_str()
+    }
+
     /// The statement as `backend` spells it.
-    pub(crate) fn text(&self, backend: Backend) -> &str {
+    fn shared(&self, backend: Backend) -> &Arc<str> {
         let slot = match backend {
             Backend::Sqlite => 0,
             Backend::Postgres => 1,
             Backend::MySql => 2,
         };
-        self.text[slot].get_or_init(|| translate(self.neutral, backend).into_owned())
+        self.text[slot].get_or_init(|| Arc::from(translate(self.neutral, backend)))
     }
 }
 
@@ -262,8 +271,8 @@ mod tests {
     #[test]
     fn static_statements_are_translated_once_per_backend() {
         static Q: Sql = Sql::new("SELECT a FROM t WHERE id = ?");
-        assert_eq!(Q.text(Backend::Postgres), "SELECT a FROM t WHERE id = $1");
-        assert!(std::ptr::eq(Q.text(Backend::Postgres), Q.text(Backend::Postgres)));
-        assert_eq!(Q.text(Backend::Sqlite), "SELECT a FROM t WHERE id = ?");
+        assert_eq!(Q.sql_str(Backend::Postgres).as_str(), "SELECT a FROM t WHERE id = $1");
+        assert!(Arc::ptr_eq(Q.shared(Backend::Postgres), Q.shared(Backend::Postgres)), "translated once");
+        assert_eq!(Q.sql_str(Backend::Sqlite).as_str(), "SELECT a FROM t WHERE id = ?");
     }
 }

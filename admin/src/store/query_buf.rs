@@ -7,7 +7,7 @@
 //! batch, and on SQLite that parse was a tenth of the admin's CPU at 1 000 triggers a second
 //! (docs/benchmarks.md, issue 14); with ten sizes each connection prepares a shape once.
 
-use std::borrow::Cow;
+use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 use super::Backend;
 use super::db::{Arg, Statement};
@@ -92,8 +92,9 @@ impl<'a> QueryBuf<'a> {
 }
 
 impl Statement for QueryBuf<'_> {
-    fn sql(&self, backend: Backend) -> Cow<'_, str> {
-        translate(&self.sql, backend)
+    fn sql(&self, backend: Backend) -> SqlStr {
+        // Safe by construction: values go in binds, the text holds only the store's own SQL.
+        AssertSqlSafe(translate(&self.sql, backend).into_owned()).into_sql_str()
     }
 
     /// Not on PostgreSQL, which plans a kept statement for any values (a generic plan after

@@ -23,7 +23,8 @@ use sqlx::migrate::Migrator;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous, SqliteTransactionManager,
 };
-use sqlx::{ConnectOptions, Sqlite, SqliteConnection, SqlitePool, Transaction, TransactionManager};
+use sqlx::{ConnectOptions, SqlSafeStr, Sqlite, SqliteConnection, SqlitePool, Transaction};
+use sqlx_core::transaction::TransactionManager;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::StoreError;
@@ -98,7 +99,7 @@ impl WriteTx {
             return Ok(Self::Pooled(pool.begin_with("BEGIN IMMEDIATE").await?));
         };
         let mut conn = Arc::clone(writer).lock_owned().await;
-        SqliteTransactionManager::begin(&mut conn, Some("BEGIN IMMEDIATE".into())).await?;
+        SqliteTransactionManager::begin(&mut conn, Some("BEGIN IMMEDIATE".into_sql_str())).await?;
         Ok(Self::Writer(WriterTx { conn, open: true }))
     }
 

@@ -134,9 +134,9 @@ impl Raw {
 
     async fn execute(&self, sql: &str) -> anyhow::Result<()> {
         match self {
-            Raw::Sqlite(pool) => sqlx::raw_sql(sql).execute(pool).await.map(|_| ())?,
-            Raw::Postgres(pool) => sqlx::raw_sql(sql).execute(pool).await.map(|_| ())?,
-            Raw::MySql(pool) => sqlx::raw_sql(sql).execute(pool).await.map(|_| ())?,
+            Raw::Sqlite(pool) => sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(pool).await.map(|_| ())?,
+            Raw::Postgres(pool) => sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(pool).await.map(|_| ())?,
+            Raw::MySql(pool) => sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(pool).await.map(|_| ())?,
         }
         Ok(())
     }

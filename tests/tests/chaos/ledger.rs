@@ -77,7 +77,7 @@ async fn load_logs(url: &str) -> anyhow::Result<HashMap<i64, LogRow>> {
     macro_rules! fetch {
         ($pool:ty, $int:literal) => {{
             let pool = <$pool>::connect(url).await?;
-            let rows = sqlx::query(&sql($int)).fetch_all(&pool).await?;
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql($int))).fetch_all(&pool).await?;
             pool.close().await;
             let mut logs = HashMap::new();
             for row in rows {

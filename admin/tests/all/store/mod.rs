@@ -71,6 +71,18 @@ async fn sqlite_in_memory_connects() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The SQLite linked into the admin is one with the 2025 fixes (CVE-2025-6965 and
+/// CVE-2025-29087/29088 were fixed in 3.50.2 and 3.49.1): the floor in Cargo.toml holds.
+#[tokio::test]
+async fn the_bundled_sqlite_is_3_50_or_newer() -> anyhow::Result<()> {
+    let pool = sqlx::SqlitePool::connect("sqlite::memory:").await?;
+    let version: String = sqlx::query_scalar("SELECT sqlite_version()").fetch_one(&pool).await?;
+    let parts: Vec<u32> = version.split('.').map(str::parse).collect::<Result<_, _>>()?;
+    anyhow::ensure!(parts.len() >= 3, "unexpected version {version:?}");
+    anyhow::ensure!((parts[0], parts[1], parts[2]) >= (3, 50, 2), "bundled SQLite is {version}");
+    Ok(())
+}
+
 #[tokio::test]
 async fn unknown_scheme_is_refused_without_echoing_the_url() {
     match store::connect("oracle://user:secret@host/db").await {

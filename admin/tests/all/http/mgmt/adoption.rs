@@ -38,7 +38,7 @@ async fn adopt(script: &str, seed_job: &str, stored_before: &str) -> anyhow::Res
 
 async fn adopt_in(url: &str, script: &str, seed_job: &str, stored_before: &str) -> anyhow::Result<()> {
     let upstream = sqlx::MySqlPool::connect(url).await?;
-    sqlx::raw_sql(&in_this_database(script)).execute(&upstream).await?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(in_this_database(script))).execute(&upstream).await?;
     let password = |pool: sqlx::MySqlPool| async move {
         sqlx::query_scalar::<_, String>("SELECT password FROM xxl_job_user WHERE username = 'admin'")
             .fetch_one(&pool)
