@@ -18,8 +18,8 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use crate::config::AdminConfig;
-use crate::group_tokens::GroupTokens;
-use crate::http::{self, AccessToken, AdminCore, CallbackQueue, HttpState, RecentRegistrations};
+use crate::credentials::{AccessToken, GroupTokens};
+use crate::http::{self, AdminCore, CallbackQueue, HttpState, RecentRegistrations};
 use crate::metrics::AdminMetrics;
 use crate::sealing::SecretBox;
 use crate::secrets::{self, TokenSource};
@@ -197,29 +197,4 @@ fn admin_url(local: SocketAddr) -> String {
 #[allow(clippy::print_stderr, reason = "the generated secrets are shown to the operator exactly once")]
 fn show_once(notice: &str) {
     eprintln!("{notice}");
-}
-
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
-        }
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    tokio::select! {
-        () = ctrl_c => tracing::info!("SIGINT received"),
-        () = terminate => tracing::info!("SIGTERM received"),
-    }
 }

@@ -7,8 +7,13 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::config::{DEFAULT_DATABASE_URL, DEFAULT_LISTEN, SmtpTls};
+use crate::alarm::SmtpTls;
 use crate::lang::MessageLang;
+
+/// The admin's default listen address (upstream `server.port=8080`, but loopback only).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// The embedded default database.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/jobwheel.db";
 
 #[derive(Debug, Clone, clap::Parser)]
 #[command(

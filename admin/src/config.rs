@@ -9,12 +9,8 @@ use crate::lang::MessageLang;
 use crate::store::{BackoffError, BackoffStrategy, RETRY_BACKOFF_MAX_SECS, RetryBackoff};
 
 pub use crate::alarm::{SmtpConfig, SmtpTls};
-pub use crate::cli::{Cli, Command};
+use crate::cli::Cli;
 
-/// The admin's default listen address (upstream `server.port=8080`, but loopback only).
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
-/// The embedded default database.
-pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/jobwheel.db";
 /// Upstream's floor of `xxl.job.triggerpool.fast.max`.
 pub const TRIGGER_POOL_FAST_FLOOR: usize = 200;
 /// Upstream's floor of `xxl.job.triggerpool.slow.max`.

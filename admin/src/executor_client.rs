@@ -1,5 +1,5 @@
 //! The admin's client for the executor API (`/run`, `/kill`, `/log`, `/beat`, `/idleBeat`),
-//! upstream-xxl-job.md §1.4: JSON over HTTP with the `XXL-JOB-ACCESS-TOKEN` header, a per-call
+//! docs/upstream.md §2: JSON over HTTP with the `XXL-JOB-ACCESS-TOKEN` header, a per-call
 //! timeout, and every failure folded into a `code 500` reply with upstream's message.
 //!
 //! The executors of a group with its own access token are called the way xxl-job 3.5 calls
@@ -23,7 +23,7 @@ use jobwheel_protocol::executor_api::{
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::group_tokens::GroupCredential;
+use crate::credentials::GroupCredential;
 use crate::routing::{Probe, ProbeResult};
 
 pub use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};

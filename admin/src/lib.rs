@@ -11,15 +11,16 @@
 pub mod alarm;
 pub mod app;
 pub mod calendar;
-mod cli;
+pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod credentials;
 pub mod cron;
 pub mod demo;
+pub mod domain;
 pub mod engine;
 pub mod engine_core;
 pub mod executor_client;
-pub mod group_tokens;
 pub mod http;
 pub mod lang;
 pub mod metrics;

@@ -2,16 +2,16 @@
 //! `users` or `secrets` task).
 #![allow(clippy::print_stdout, reason = "a one-off task prints its result, e.g. a new password")]
 
-use std::io::IsTerminal as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser as _;
-use jobwheel_admin::app::{run, shutdown_signal};
-use jobwheel_admin::config::{AdminConfig, Cli, Command, default_data_dir};
+use jobwheel_admin::app::run;
+use jobwheel_admin::cli::{Cli, Command};
+use jobwheel_admin::config::{AdminConfig, default_data_dir};
 use jobwheel_admin::engine_core::EngineCore;
 use jobwheel_admin::http::AdminCore;
-use tracing_subscriber::EnvFilter;
+use jobwheel_daemon::{init_logging, shutdown_signal};
 
 /// mimalloc instead of glibc's malloc: a profile of the admin at 6 000 triggers/s spent ~20 % of
 /// its CPU in glibc's allocator (`_int_malloc`, `malloc_consolidate`, `unlink_chunk`, …) on the
@@ -24,11 +24,7 @@ const EX_USAGE: u8 = 64;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    init_logging();
     let cli = Cli::parse();
     if let Some(Command::Users(task)) = &cli.command {
         return match jobwheel_admin::users::run(&cli.database_url, task).await {

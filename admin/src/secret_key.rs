@@ -21,7 +21,7 @@ use std::io::Write as _;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-use crate::group_tokens::SEAL_NAME;
+use crate::credentials::SEAL_NAME;
 use crate::sealing::{KEY_FILE, SealError, SecretBox};
 use crate::store::{self, SealedValue, StoreError, VariableOwner};
 

@@ -34,11 +34,10 @@ mod jobs;
 pub mod metrics;
 mod owed;
 mod server;
-mod signal;
 mod spool;
 
 pub use admin_client::AdminError;
 pub use app::run;
 pub use config::{Cli, ConfigError, ExecutorConfig, ScriptTree, Timings, WasmSettings};
 pub use handler::{HandlerFuture, Handlers, JobContext, JobHandler, JobResult};
-pub use signal::shutdown_signal;
+pub use jobwheel_daemon::shutdown_signal;

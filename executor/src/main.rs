@@ -4,17 +4,13 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use jobwheel_executor::{Cli, ExecutorConfig, Handlers, builtin};
-use tracing_subscriber::EnvFilter;
 
 /// Exit code for a configuration error (sysexits `EX_USAGE`).
 const EX_USAGE: u8 = 64;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
-        .with_writer(std::io::stderr)
-        .init();
+    jobwheel_daemon::init_logging();
     let cli = Cli::parse();
     let config = match ExecutorConfig::from_cli(&cli) {
         Ok(c) => c,

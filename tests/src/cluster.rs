@@ -247,6 +247,11 @@ impl Daemon {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
+    /// Its whole stderr so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
     /// How many stderr lines so far contain `needle`.
     pub fn log_count(&self, needle: &str) -> usize {
         std::fs::read_to_string(&self.log).unwrap_or_default().lines().filter(|l| l.contains(needle)).count()

@@ -1,4 +1,4 @@
-//! Failure alarms (upstream `JobAlarmer` + `JobAlarm` beans, upstream-xxl-job.md §5.5): the
+//! Failure alarms (upstream `JobAlarmer` + `JobAlarm` beans, docs/upstream.md §5.5): the
 //! fail monitor hands every failed log to an [`Alarmer`], which runs all configured
 //! [`AlarmChannel`]s.
 //!

@@ -1,5 +1,5 @@
 //! Schedules: Quartz cron expressions, FIX_RATE/FIX_DELAY intervals and next trigger times
-//! (upstream-xxl-job.md §5.1 `generateNextTriggerTime` and §9; see `docs/scheduling.md`).
+//! (docs/upstream.md §5.1 `generateNextTriggerTime` and §6; see `docs/scheduling.md`).
 //!
 //! - [`next_trigger_time`], [`validate`]: what the scheduler and the job form use (with
 //!   calendars and windows: `crate::calendar::next_fire` and `next_fires`).

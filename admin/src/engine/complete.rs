@@ -1,4 +1,4 @@
-//! Results of runs (upstream `JobCompleteHelper` and `XxlJobCompleter`, upstream-xxl-job.md
+//! Results of runs (upstream `JobCompleteHelper` and `XxlJobCompleter`, docs/upstream.md
 //! §5.6): executor callbacks, the lost-job monitor and manual kills all store a handle result
 //! under the repeat guard and then "complete" the log — trigger child jobs on success, write
 //! the final message, and reschedule a FIX_DELAY job.
@@ -10,9 +10,10 @@ use jobwheel_protocol::HandleCallbackParam;
 use jobwheel_protocol::envelope::{FAIL_CODE as FAIL, SUCCESS_CODE as SUCCESS};
 
 use super::fix_delay::FIX_DELAY_PARKED;
-use super::i18n::{TriggerType, separator, texts};
+use super::i18n::{separator, texts};
 use super::trigger::{TriggerRequest, to_datetime};
 use super::{Engine, EngineError};
+use crate::domain::TriggerType;
 use crate::store::{HandleOutcome, HandleResult, JobFollowUp, JobId, LogId, StoredResult};
 
 /// Upstream: a running log older than this whose executor is no longer registered is lost.

@@ -1,5 +1,5 @@
-//! [`EngineConfig`]: the engine's settings, with upstream's defaults (upstream-xxl-job.md §5,
-//! §8.1) and jobwheel's extensions (retry backoff, injectable clock).
+//! [`EngineConfig`]: the engine's settings, with upstream's defaults (docs/upstream.md §5)
+//! and jobwheel's extensions (retry backoff, injectable clock).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,7 +81,7 @@ pub struct EngineConfig {
     pub metrics: Arc<crate::metrics::AdminMetrics>,
     /// Groups' own access tokens: their executors are called with them (xxl-job 3.5's
     /// protocol). `None`: every executor is called with the client's global token.
-    pub group_tokens: Option<Arc<crate::group_tokens::GroupTokens>>,
+    pub group_tokens: Option<Arc<crate::credentials::GroupTokens>>,
     /// Shared scheduling: this admin's name in the lease table (unique per process start), so
     /// it pre-reads only its share of the jobs' partitions (`engine/share.rs`). `None`:
     /// upstream's exclusive schedule lock, every job.

@@ -1,4 +1,4 @@
-//! The fail monitor (upstream `JobFailMonitorHelper`, upstream-xxl-job.md §5.5): every failed
+//! The fail monitor (upstream `JobFailMonitorHelper`, docs/upstream.md §5.5): every failed
 //! log is taken once (`alarm_status` 0 → −1, so only one admin handles it), retried while it
 //! has retries left, and alarmed; its `alarm_status` then records the alarm's outcome.
 //!
@@ -14,10 +14,11 @@
 
 use std::sync::Arc;
 
-use super::i18n::{TriggerType, separator, texts};
+use super::i18n::{separator, texts};
 use super::trigger::TriggerRequest;
 use super::{Engine, EngineError};
 use crate::alarm::AlarmEvent;
+use crate::domain::TriggerType;
 use crate::store::{BackoffStrategy, LogId, LogRow, LogTriggerUpdate};
 
 /// Upstream's batch size of `findFailJobLogIds`.

@@ -1,5 +1,5 @@
 //! The admin's engine: the scheduler with its durable time ring, the trigger path, completion
-//! of runs and the monitors (upstream-xxl-job.md §5; see `docs/engine.md`).
+//! of runs and the monitors (docs/upstream.md §5; see `docs/engine.md`).
 //!
 //! [`Engine`] is the facade the HTTP edge uses: manual triggers, kills, rolling logs,
 //! callbacks and registry refreshes; [`Engine::start`] runs the background tasks. Every
@@ -52,6 +52,7 @@ mod tasks;
 mod trigger;
 mod trigger_msg;
 
+pub use crate::domain::TriggerType;
 pub use complete::LOST_AFTER_MS;
 pub use config::{
     EngineConfig, FAST_POOL_FLOOR, FIRE_LEAD, MAX_FIRE_LEAD, MIN_LOG_RETENTION_DAYS, MonitorIntervals,
@@ -59,7 +60,6 @@ pub use config::{
 };
 pub use fail::{FAIL_BATCH, FailHandled};
 pub use fix_delay::FIX_DELAY_PARKED;
-pub use i18n::TriggerType;
 pub(crate) use i18n::block_title;
 pub use misfire::{MisfireStrategy, UnknownMisfireStrategy};
 pub use pool::{SLOW_COUNT_LIMIT, SLOW_TRIGGER};

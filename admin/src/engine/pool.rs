@@ -1,4 +1,4 @@
-//! The fast and slow trigger pools (upstream `JobTriggerPoolHelper`, upstream-xxl-job.md §5.2).
+//! The fast and slow trigger pools (upstream `JobTriggerPoolHelper`, docs/upstream.md §5.2).
 //!
 //! A trigger taking more than 500 ms counts against its job for the current minute; a job with
 //! more than 10 such triggers in the minute goes to the slow pool, so one slow executor cannot

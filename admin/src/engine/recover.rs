@@ -26,12 +26,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::i18n::TriggerType;
 use super::misfire::MisfireStrategy;
 use super::schedule::PRE_READ_MS;
 use super::share::LEASE_MS;
 use super::trigger::TriggerRequest;
 use super::{Engine, EngineError};
+use crate::domain::TriggerType;
 use crate::store::{ClaimId, ClaimRow, JobId};
 
 /// How late a claim must be before another admin's ring is presumed dead. A live ring fires a

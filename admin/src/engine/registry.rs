@@ -1,4 +1,4 @@
-//! The registry monitor (upstream `JobRegistryHelper`, upstream-xxl-job.md §5.4): drop
+//! The registry monitor (upstream `JobRegistryHelper`, docs/upstream.md §5.4): drop
 //! registrations without a heartbeat for 90 s and rewrite every automatic group's address list
 //! from the live ones, sorted like Java's `Collections.sort`.
 //!

@@ -1,4 +1,4 @@
-//! The log report and retention (upstream `JobLogReportHelper`, upstream-xxl-job.md §5.7):
+//! The log report and retention (upstream `JobLogReportHelper`, docs/upstream.md §5.7):
 //! every minute, recount today and the two days before into `xxl_job_log_report`; once a day,
 //! delete logs older than the retention. jobwheel also purges fired/discarded ring claims here.
 

@@ -1,4 +1,4 @@
-//! The 60-slot time ring (upstream `JobScheduleHelper.ringData`, upstream-xxl-job.md §5.1),
+//! The 60-slot time ring (upstream `JobScheduleHelper.ringData`, docs/upstream.md §5.1),
 //! holding durable claim ids instead of bare job ids.
 //!
 //! The pre-read pushes every trigger due within the next 5 s into the slot of its second; the
@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Engine;
-use super::i18n::TriggerType;
 use super::trigger::TriggerRequest;
+use crate::domain::TriggerType;
 use crate::store::{ClaimId, JobId, LogId};
 
 /// Upstream `ringSecond(t) = (t / 1000) % 60`.

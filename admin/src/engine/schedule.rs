@@ -1,4 +1,4 @@
-//! One pre-read cycle of the schedule thread (upstream `JobScheduleHelper`, upstream-xxl-job.md
+//! One pre-read cycle of the schedule thread (upstream `JobScheduleHelper`, docs/upstream.md
 //! §5.1), made durable: every trigger the cycle takes from `xxl_job_info` is inserted as a ring
 //! claim in the same transaction that advances `trigger_next_time`.
 //!
@@ -10,13 +10,13 @@ use std::sync::Arc;
 use chrono_tz::Tz;
 
 use super::fix_delay::FIX_DELAY_PARKED;
-use super::i18n::TriggerType;
 use super::misfire::MisfireStrategy;
 use super::ring::{RingEntry, ring_second};
 use super::trigger::{TriggerRequest, route_strategy, to_datetime};
 use super::{Engine, EngineError};
 use crate::calendar::{DayRules, next_fire, rules_by_job};
 use crate::cron::{ScheduleType, parse_time_zone};
+use crate::domain::TriggerType;
 use crate::routing::ExecutorRouteStrategy;
 use crate::store::{ClaimId, JobId, JobRow, NewClaim, NewLog, TriggerTimeUpdate};
 

@@ -1,5 +1,5 @@
 //! The trigger path (upstream `JobTriggerPoolHelper.trigger` → `XxlJobTrigger.trigger` →
-//! `processTrigger`, upstream-xxl-job.md §5.2–5.3): load job and group, fan out broadcast
+//! `processTrigger`, docs/upstream.md §5.2–5.3): load job and group, fan out broadcast
 //! shards, insert the log row first, build the `TriggerParam`, route, POST `/run`, and write
 //! the outcome and upstream's `trigger_msg` back to the log row.
 
@@ -10,11 +10,12 @@ use jobwheel_protocol::{GlueType, TriggerParam, WasmModuleRef};
 use tracing::Instrument;
 
 use super::claims::HeldClaims;
-use super::i18n::{TriggerType, texts};
+use super::i18n::texts;
 use super::pool::Entry;
 use super::sending::SendTicket;
 use super::trigger_msg::{TriggerMsg, run_result_msg};
 use super::{Engine, EngineError};
+use crate::domain::TriggerType;
 use crate::executor_client::ExecutorApi;
 use crate::routing::{
     ExecutorRouteStrategy, RouteError, Shard, plan_shards, shard_address, split_address_list,
@@ -171,7 +172,8 @@ impl Engine {
         let mut held = HeldClaims::new(self);
         match request.claim {
             Some(claim) if shards.len() > 1 => {
-                let Some((log_id, rest)) = self.store.split_claim(claim, &new_log, shards.len()).await?
+                let Some((log_id, rest)) =
+                    self.store.split_claim(claim, &new_log, shards.len(), self.config.now_ms()).await?
                 else {
                     return Ok(TriggerOutcome::ClaimGone);
                 };

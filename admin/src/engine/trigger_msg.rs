@@ -1,7 +1,8 @@
-//! Upstream's `trigger_msg` HTML (`XxlJobTrigger.processTrigger`, upstream-xxl-job.md §5.3):
+//! Upstream's `trigger_msg` HTML (`XxlJobTrigger.processTrigger`, docs/upstream.md §5.3):
 //! what the log page shows under "trigger result".
 
-use super::i18n::{TriggerType, block_title, separator, texts};
+use super::i18n::{block_title, separator, texts};
+use crate::domain::TriggerType;
 use crate::lang::MessageLang;
 use crate::routing::{ExecutorRouteStrategy, Shard};
 

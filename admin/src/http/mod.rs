@@ -1,41 +1,34 @@
 //! The admin's HTTP edge: routes, shared state and the error type.
 //!
-//! The executor-facing API ([`api`], [`wasm`]) at `/` and under `/xxl-job-admin` (upstream's
-//! context path up to 3.4.0, still configured in many executors), and the management API
-//! (`mgmt`, `/api/v1`) the web UI and scripts use, answering with [`ApiError`].
+//! Two rooms: the executor-facing API (`executor_api`: registry, callbacks, module downloads,
+//! 3.5's job OpenAPI) at `/` and under `/xxl-job-admin` (upstream's context path up to 3.4.0,
+//! still configured in many executors), and the management API (`mgmt`, `/api/v1`) the web UI
+//! and scripts use, answering with [`ApiError`]. Health, metrics and the UI's files sit beside
+//! them.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request};
-use axum::routing::{any, get};
+use axum::routing::get;
 use tower_http::trace::TraceLayer;
 
+use crate::credentials::{AccessToken, GroupTokens};
 use crate::store::Store;
 
-pub mod api;
-mod callback_queue;
 pub mod core;
 pub mod error;
-mod executor_auth;
+mod executor_api;
 mod health;
 mod metrics;
 mod mgmt;
-mod registrations;
-mod token;
-mod token_failures;
 mod ui;
-pub mod wasm;
 
-pub(crate) use callback_queue::CallbackQueue;
 pub use core::AdminCore;
 pub use error::ApiError;
+pub(crate) use executor_api::{CallbackQueue, OpenApiLimit, RecentRegistrations, TokenFailures};
 pub(crate) use metrics::open_router as metrics_router;
-pub(crate) use mgmt::openapi_jobs::OpenApiLimit;
 pub(crate) use mgmt::{LoginLimiter, ModuleInfoCache, RefusedLogins};
-pub(crate) use registrations::RecentRegistrations;
-pub(crate) use token::AccessToken;
-pub(crate) use token_failures::TokenFailures;
 
 /// Upstream's admin context path before 3.4.1.
 pub const LEGACY_CONTEXT_PATH: &str = "/xxl-job-admin";
@@ -66,7 +59,7 @@ pub(crate) struct HttpState {
     /// The admin's metrics (`/metrics`).
     pub(crate) metrics: Arc<crate::metrics::AdminMetrics>,
     /// Groups' own access tokens (xxl-job 3.5), accepted beside [`HttpState::token`].
-    pub(crate) group_tokens: Arc<crate::group_tokens::GroupTokens>,
+    pub(crate) group_tokens: Arc<GroupTokens>,
     /// The rate limit of xxl-job 3.5's job OpenAPI.
     pub(crate) openapi_limit: OpenApiLimit,
     /// Wrong access tokens per client address on `/api/*`.
@@ -75,10 +68,7 @@ pub(crate) struct HttpState {
 
 /// All routes of the admin.
 pub(crate) fn router(state: Arc<HttpState>) -> Router {
-    let executor_api = Router::new()
-        .route("/api/", any(api::unnamed))
-        .route("/api/{uri}", any(api::named))
-        .route("/api/wasm/{digest}", get(wasm::module).fallback(wasm::method_not_allowed));
+    let executor_api = executor_api::router();
     let management = mgmt::router()
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), mgmt::audit::record))
         .layer(axum::extract::DefaultBodyLimit::max(mgmt::MAX_JSON_BYTES))

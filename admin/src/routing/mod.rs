@@ -1,5 +1,5 @@
 //! Executor routing: upstream's ten `ExecutorRouteStrategyEnum` strategies, reproduced
-//! exactly (see `docs/scheduling.md` and upstream-xxl-job.md §4).
+//! exactly (see `docs/scheduling.md` and docs/upstream.md §4).
 //!
 //! - [`ExecutorRouteStrategy`]: names, titles, UI order.
 //! - [`Router`]: picks an address; owns ROUND/LFU/LRU state with its 24 h reset, and probes

@@ -206,12 +206,14 @@ pub trait ScheduleStore: Send + Sync {
     /// it or else a new one from `log`), and a pending claim `"i/total"` with the same job and fire time is inserted for
     /// each `i` in `1..total`. Their ids come back in shard order (`None`: the claim was no
     /// longer pending). Each shard then fires by consuming its own claim, so shards that had
-    /// not gone out when an admin died stay pending for recovery.
+    /// not gone out when an admin died stay pending for recovery. `now_ms` is the new claims'
+    /// claim time (the store never reads the clock).
     async fn split_claim(
         &self,
         claim: ClaimId,
         log: &NewLog,
         total: usize,
+        now_ms: i64,
     ) -> Result<Option<(LogId, Vec<ClaimId>)>, StoreError>;
     /// Fires staged claims (see [`ScheduleTx::stage_claims`]): in one transaction, marks each
     /// claim fired **if still pending**; answers in input order whether this call took it (a

@@ -1,5 +1,5 @@
 //! Each routing strategy's choices pinned with an injected clock, scripted random draws and a
-//! fake probe (upstream-xxl-job.md §4).
+//! fake probe (docs/upstream.md §4).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

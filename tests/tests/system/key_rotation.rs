@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
-use jobwheel_admin::group_tokens::SEAL_NAME;
+use jobwheel_admin::credentials::SEAL_NAME;
 use jobwheel_admin::sealing::SecretBox;
 use jobwheel_admin::store::{GroupId, JobId, Store, VariableOwner};
 use jobwheel_tests::api::Api;

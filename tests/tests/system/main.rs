@@ -135,6 +135,22 @@ impl Stack {
         executor.kill9().await
     }
 
+    /// The daemons' stderr went to files, not terminals: their logs hold text, and no colour
+    /// codes (an ESC byte) that would land in a log file under systemd or a redirect.
+    fn logs_are_plain(&self) -> anyhow::Result<()> {
+        for daemon in std::iter::once(&self.admin).chain(&self.executors) {
+            let text = daemon.log_text();
+            anyhow::ensure!(text.lines().count() >= 2, "{} logged almost nothing: {text:?}", daemon.base);
+            let start: String = text.chars().take(300).collect();
+            anyhow::ensure!(
+                !text.contains('\x1b'),
+                "{} wrote colour codes to a file: {start:?}",
+                daemon.base
+            );
+        }
+        Ok(())
+    }
+
     async fn stop(mut self) -> anyhow::Result<()> {
         for executor in &mut self.executors {
             if executor.is_running() {
@@ -168,6 +184,7 @@ async fn scenarios(url: &str) -> anyhow::Result<()> {
         grant_limits::run(&stack).await.context("a job's own fuel and memory grants")?;
         restarts::restart_same_address(&mut stack).await.context("executor restarted on its address")?;
         flows::lost_job(&mut stack).await.context("lost job")?;
+        stack.logs_are_plain()?;
         drop(shared);
         if url.starts_with("sqlite") {
             let _alone = CPU.write().await;

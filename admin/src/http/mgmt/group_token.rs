@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::ApiJson;
 use super::auth::{Principal, new_secret};
 use super::groups::load;
-use crate::group_tokens::{GroupTokens, MAX_TOKEN_CHARS, MIN_TOKEN_CHARS};
+use crate::credentials::{GroupTokens, MAX_TOKEN_CHARS, MIN_TOKEN_CHARS};
 use crate::http::{ApiError, HttpState};
 
 #[derive(Debug, Default, Deserialize)]

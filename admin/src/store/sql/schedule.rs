@@ -119,6 +119,7 @@ impl ScheduleStore for SqlStore {
         claim: ClaimId,
         log: &NewLog,
         total: usize,
+        now_ms: i64,
     ) -> Result<Option<(LogId, Vec<ClaimId>)>, StoreError> {
         let mut tx = self.db.begin().await?;
         if tx.ex().execute(&TAKE_FIRST_SHARD, &args![format!("0/{total}"), claim]).await? == 0 {
@@ -133,11 +134,10 @@ impl ScheduleStore for SqlStore {
                 log_id
             }
         };
-        let claimed_at_ms = chrono::Utc::now().timestamp_millis();
         let mut shards = Vec::with_capacity(total.saturating_sub(1));
         // One row per shard: a broadcast group has a handful of executors, not thousands.
         for index in 1..total {
-            let shard = args![claimed_at_ms, format!("{index}/{total}"), claim];
+            let shard = args![now_ms, format!("{index}/{total}"), claim];
             shards.push(ClaimId(tx.ex().insert_id(&INSERT_SHARD_CLAIM, &shard).await?));
         }
         tx.commit().await?;

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser as _;
-use jobwheel_admin::config::{AdminConfig, Cli, ConfigError, SmtpTls};
+use jobwheel_admin::alarm::SmtpTls;
+use jobwheel_admin::cli::Cli;
+use jobwheel_admin::config::{AdminConfig, ConfigError};
 use jobwheel_admin::store::{BackoffStrategy, RetryBackoff};
 
 fn parse(args: &[&str]) -> Result<AdminConfig, ConfigError> {

@@ -68,7 +68,7 @@ async fn shares(Admins { a, b }: &Admins, g: GroupId, jobs: &[JobId]) -> anyhow:
         job_id: jobs[0],
         trigger_time: chrono::DateTime::from_timestamp_millis(T + 1_000).expect("time"),
     };
-    let (_, shards) = b.split_claim(id, &log, 2).await?.expect("pending");
+    let (_, shards) = b.split_claim(id, &log, 2, T).await?.expect("pending");
     let named: Vec<_> =
         b.pending_claims(i64::MAX).await?.into_iter().filter(|c| c.job_id == jobs[0]).collect();
     ensure!(named.len() == 1 && named[0].id == shards[0], "{named:?}");

@@ -132,11 +132,12 @@ async fn discard_and_split(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> an
     ensure!(!a.discard_claim(discarded).await?, "once");
 
     let log = NewLog { job_group: g, job_id: j, trigger_time: at("2036-01-01T00:00:21Z") };
-    let (first, shards) = b.split_claim(split, &log, 3).await?.expect("pending");
+    let (first, shards) = b.split_claim(split, &log, 3, T + 21_500).await?.expect("pending");
     ensure!(first == split_log, "shard 0 fires the staged row");
     ensure!(shards.len() == 2);
     let pending = a.pending_claims(i64::MAX).await?;
     ensure!(pending.iter().all(|c| c.log_id.is_none()) && pending.len() == 2, "{pending:?}");
+    ensure!(pending.iter().all(|c| c.claimed_at_ms == T + 21_500), "claimed at the time given: {pending:?}");
     // The shard claims fire like unstaged ones; a fired claim's row is not deleted by discard.
     for shard in shards {
         ensure!(a.consume_claim_and_insert_log(shard, &log).await?.is_some());

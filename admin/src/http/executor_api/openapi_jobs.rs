@@ -2,7 +2,7 @@
 //! `/api/removeJob`, `/api/startJob`, `/api/stopJob`, `/api/triggerJob` (upstream
 //! `OpenApiController` + `AdminJobBizImpl`), so scripts written for xxl-job 3.5 work unchanged.
 //!
-//! The executor-facing dispatcher (`http/api.rs`) has checked method, URI, body and the caller:
+//! The executor-facing dispatcher (`calls.rs`) has checked method, URI, body and the caller:
 //! a group's own access token with its AppName. Each operation then passes upstream's rate
 //! limit, counted per group ([`OpenApiLimit`], 502 "Too many requests, please try again
 //! later.") and runs as the
@@ -26,13 +26,13 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::ApiJson;
-use super::audit;
-use super::auth::{Credential, Principal};
-use super::job_input::JobInput;
-use super::job_retry::RetryForm;
-use super::jobs;
-use crate::group_tokens::GroupCredential;
+use crate::credentials::GroupCredential;
+use crate::http::mgmt::ApiJson;
+use crate::http::mgmt::audit;
+use crate::http::mgmt::auth::{Credential, Principal};
+use crate::http::mgmt::job_input::JobInput;
+use crate::http::mgmt::job_retry::RetryForm;
+use crate::http::mgmt::jobs;
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobId, User, UserId, UserRow};
 
@@ -46,7 +46,7 @@ pub(crate) const TOO_MANY: &str = "Too many requests, please try again later.";
 /// bursts of as many. Upstream's Guava-style bucket allows 100 a second for all callers together
 /// after a 30 s warm-up; one bucket per group keeps one group's script from using up every
 /// other group's calls (review L4). The warm-up is not reproduced. Only authenticated callers
-/// reach it: wrong tokens are throttled per address before (`http/token_failures.rs`).
+/// reach it: wrong tokens are throttled per address before (`token_failures.rs`).
 pub(crate) struct OpenApiLimit(DefaultKeyedRateLimiter<GroupId>);
 
 impl OpenApiLimit {

@@ -6,8 +6,8 @@
 //! the outcome in a Jackson-style envelope (`{"code":200,"msg":null,"content":null}`).
 //!
 //! A caller authenticates with the global access token (Gen A/B) or with its group's own token
-//! and AppName (Gen C, xxl-job 3.5; `executor_auth.rs`); Gen C's job OpenAPI (`addJob`, …) is
-//! dispatched here too (`mgmt/openapi_jobs.rs`).
+//! and AppName (Gen C, xxl-job 3.5; `auth.rs`); Gen C's job OpenAPI (`addJob`, …) is
+//! dispatched here too (`openapi_jobs.rs`).
 //!
 //! Differences from upstream, each deliberate: the token is always checked (the admin always
 //! has one); registry writes happen before the reply, so an executor whose registration could
@@ -27,16 +27,16 @@ use axum::response::{IntoResponse, Response};
 use jobwheel_protocol::envelope::{FAIL_CODE, SUCCESS_CODE};
 use jobwheel_protocol::{AdminRequest, RegistryParam};
 
-use super::HttpState;
-use super::executor_auth::{Caller, Refusal, WRONG_TOKEN, authenticate};
-use super::mgmt::openapi_jobs;
+use super::auth::{Caller, Refusal, WRONG_TOKEN, authenticate};
+use super::openapi_jobs;
+use crate::http::HttpState;
 use crate::store::{GroupId, RegistryKey};
 
 /// Largest request body read from a caller with the right token. Callback batches are the
 /// large ones: jobwheel's executor sends up to 1 000 results per batch, and a handle message
 /// may be tens of kilobytes. A refused batch would be spooled and resent forever, so the cap is
 /// generous.
-pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
 /// Largest body read from a caller without the right token: enough to tell an empty body from
 /// a non-empty one (upstream checks the body before the token), not enough to load the admin.

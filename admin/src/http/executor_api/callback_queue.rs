@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
-use super::core::AdminCore;
+use crate::http::AdminCore;
 
 /// Batches waiting for a worker before requests wait for room.
 const CAPACITY: usize = 1024;

@@ -12,12 +12,11 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
-use super::HttpState;
-use super::error::ApiError;
-use super::executor_auth::{Caller, authenticate};
+use super::auth::{Caller, authenticate};
+use crate::http::{ApiError, HttpState};
 
 /// The response's `Content-Type` (the Wasm spec's media type).
-pub const WASM_CONTENT_TYPE: &str = "application/wasm";
+const WASM_CONTENT_TYPE: &str = "application/wasm";
 
 pub(crate) async fn module(
     State(state): State<Arc<HttpState>>,

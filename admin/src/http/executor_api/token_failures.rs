@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::mgmt::login_limit::client_key;
+use crate::http::mgmt::login_limit::client_key;
 
 /// Wrong-token requests allowed per address within [`WINDOW`].
 pub(crate) const MAX_FAILURES: u32 = 60;

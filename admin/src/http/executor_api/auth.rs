@@ -12,8 +12,8 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 
-use super::HttpState;
-use crate::group_tokens::GroupCredential;
+use crate::credentials::GroupCredential;
+use crate::http::HttpState;
 use crate::store::StoreError;
 
 /// Gen C's reply when either header is missing or blank.

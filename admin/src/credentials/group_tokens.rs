@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::http::AccessToken;
+use super::AccessToken;
 use crate::sealing::SecretBox;
 use crate::store::{GroupId, Store, StoreError, VariableOwner};
 

@@ -1,4 +1,4 @@
-//! The access-token check shared by every executor-facing endpoint.
+//! The admin's access token, checked by every executor-facing endpoint.
 
 use axum::http::HeaderMap;
 use jobwheel_protocol::ACCESS_TOKEN_HEADER;

@@ -1,0 +1,13 @@
+//! The credentials executors and scripts present to the admin: the global access token
+//! ([`AccessToken`]) and groups' own tokens (xxl-job 3.5, [`GroupTokens`]).
+//!
+//! They sit below the HTTP edge, which checks them, and beside the engine, which sends them
+//! with every trigger: both depend on this module, never the other way round.
+
+mod access_token;
+pub mod group_tokens;
+
+pub(crate) use access_token::AccessToken;
+pub use group_tokens::{
+    GroupCredential, GroupTokens, MAX_TOKEN_CHARS, MIN_TOKEN_CHARS, SEAL_NAME, SNAPSHOT_TTL,
+};

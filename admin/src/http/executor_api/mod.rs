@@ -1,0 +1,40 @@
+//! The executor-facing room of the HTTP edge: what executors and xxl-job 3.5 clients call with
+//! an access token, at `/` and under upstream's old context path `/xxl-job-admin`.
+//!
+//! - `calls.rs`: `POST /api/registry`, `/api/registryRemove`, `/api/callback` (and the dispatch
+//!   of 3.5's job OpenAPI, `openapi_jobs.rs`, which runs the `/api/v1` job handlers as a user
+//!   of the caller's group).
+//! - `modules.rs`: `GET /api/wasm/{digest}`, the module bytes a `GLUE_WASM` trigger points at.
+//! - `auth.rs` (who is calling: the global token or a group's own), `token_failures.rs`
+//!   (throttling wrong tokens), `callback_queue.rs` (results answered only once stored),
+//!   `registrations.rs` (which heartbeats are new).
+//!
+//! The management API (`/api/v1`, cookie or API-token users) is the other room, `super::mgmt`.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::{any, get};
+
+use super::HttpState;
+
+mod auth;
+mod callback_queue;
+mod calls;
+mod modules;
+pub(crate) mod openapi_jobs;
+mod registrations;
+mod token_failures;
+
+pub(crate) use callback_queue::CallbackQueue;
+pub(crate) use openapi_jobs::OpenApiLimit;
+pub(crate) use registrations::RecentRegistrations;
+pub(crate) use token_failures::TokenFailures;
+
+/// The executor-facing routes, to be mounted at `/` and under the legacy context path.
+pub(crate) fn router() -> Router<Arc<HttpState>> {
+    Router::new()
+        .route("/api/", any(calls::unnamed))
+        .route("/api/{uri}", any(calls::named))
+        .route("/api/wasm/{digest}", get(modules::module).fallback(modules::method_not_allowed))
+}

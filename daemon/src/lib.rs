@@ -1,0 +1,48 @@
+//! What jobwheel's two daemons do alike, written once: logging set-up ([`init_logging`]) and the
+//! signal that starts a graceful shutdown ([`shutdown_signal`]).
+//!
+//! A crate of its own rather than a module of either daemon: the admin must not link the
+//! executor (and its process control and Wasm runtime), and the wire-types crate
+//! (`jobwheel-protocol`) stays serde-only. Each daemon's metrics stay its own: the admin serves
+//! them on an optional second listener, the executor on its API.
+
+use std::io::IsTerminal as _;
+
+use tracing_subscriber::EnvFilter;
+
+/// Logs to stderr at `RUST_LOG`'s levels (default `info`), with colour only when stderr is a
+/// terminal: under systemd, `scripts/run.sh > file` or a test harness the escape codes would
+/// end up as bytes in a log file.
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM. A signal that cannot be listened for is logged and
+/// never resolves, so the other one still works.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => tracing::info!("SIGINT received"),
+        () = terminate => tracing::info!("SIGTERM received"),
+    }
+}

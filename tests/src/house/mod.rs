@@ -1,0 +1,84 @@
+//! House rules checked as tests: every Rust file of the workspace opens with a `//!` line that
+//! says what the file is (rust-analyzer's tidy test, and how a newcomer finds their way), the
+//! store never reads the clock, the admin's modules import one another without a circle
+//! (`module_graph`), and every repository path the docs name exists (`doc_paths`).
+
+#[cfg(test)]
+mod doc_paths;
+#[cfg(test)]
+mod module_graph;
+
+/// The workspace's root directory.
+#[cfg(test)]
+fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Directories that hold no source of ours.
+#[cfg(test)]
+const SKIPPED: [&str; 4] = ["target", ".git", "node_modules", "corpus"];
+
+/// Every file under `dir` (outside [`SKIPPED`] and hidden directories) whose name ends with
+/// `.rs`.
+#[cfg(test)]
+fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    files_where(dir, &|name| name.ends_with(".rs"), out);
+}
+
+/// Every file under `dir` (outside [`SKIPPED`] and hidden directories) whose name `keep` accepts.
+#[cfg(test)]
+fn files_where(dir: &std::path::Path, keep: &dyn Fn(&str) -> bool, out: &mut Vec<std::path::PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("directory entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if path.is_dir() {
+            if !SKIPPED.contains(&name) && !name.starts_with('.') {
+                files_where(&path, keep, out);
+            }
+        } else if keep(name) {
+            out.push(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{repo_root, rust_files};
+
+    #[test]
+    fn every_rust_file_opens_with_a_module_doc_line() {
+        let root = repo_root();
+        let mut files = Vec::new();
+        rust_files(&root, &mut files);
+        assert!(files.len() > 100, "found only {} .rs files under {}", files.len(), root.display());
+        let missing: Vec<String> = files
+            .iter()
+            .filter(|path| {
+                let text = std::fs::read_to_string(path).unwrap_or_default();
+                !text.trim_start().starts_with("//!")
+            })
+            .map(|path| path.strip_prefix(&root).unwrap_or(path).display().to_string())
+            .collect();
+        assert!(missing.is_empty(), "these files do not open with a `//!` line:\n{}", missing.join("\n"));
+    }
+
+    /// ARCHITECTURE.md's invariant: every time the store writes is a parameter, so the engine's
+    /// tests control time completely. (Timing a statement with `Instant` is not reading it.)
+    #[test]
+    fn the_store_never_reads_the_clock() {
+        let root = repo_root();
+        let mut files = Vec::new();
+        rust_files(&root.join("admin/src/store"), &mut files);
+        assert!(files.len() > 20, "found only {} store files", files.len());
+        let readers: Vec<String> = files
+            .iter()
+            .filter(|path| {
+                let text = std::fs::read_to_string(path).unwrap_or_default();
+                ["Utc::now", "Local::now", "SystemTime::now"].iter().any(|call| text.contains(call))
+            })
+            .map(|path| path.strip_prefix(&root).unwrap_or(path).display().to_string())
+            .collect();
+        assert!(readers.is_empty(), "these store files read the clock:\n{}", readers.join("\n"));
+    }
+}

@@ -1,0 +1,137 @@
+//! The admin's top-level modules (`admin/src/<name>.rs` or `admin/src/<name>/`) import one
+//! another without a circle, so each can be read, tested and changed from the ground up: a
+//! circle once tied 38 files together (the HTTP edge, the engine, metrics, the token store) and
+//! no layer could be understood without the others.
+//!
+//! An edge is any `crate::<module>` path in a file's code (comments are left out). A test of
+//! source text rather than of the compiler's view: it needs no extra tool, and imports are how
+//! this crate names its dependencies (no glob re-exports across modules).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::{repo_root, rust_files};
+
+/// `module → (module it uses → files that use it)`.
+type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+/// The top-level module a file of `admin/src` belongs to (`None` for the crate roots).
+fn top_module(relative: &Path) -> Option<String> {
+    let first = relative.components().next()?.as_os_str().to_str()?;
+    let name = first.strip_suffix(".rs").unwrap_or(first);
+    (name != "lib" && name != "main").then(|| name.to_owned())
+}
+
+/// The code of a file without its `//` comments (doc comments included).
+fn without_comments(text: &str) -> String {
+    text.lines().map(|line| line.split("//").next().unwrap_or_default()).collect::<Vec<_>>().join("\n")
+}
+
+/// The modules `code` names through `crate::`: `crate::a::…` and each item of `crate::{a, b::c}`.
+fn named_modules(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            for item in group.split(',') {
+                out.insert(leading_ident(item.trim()));
+            }
+        } else {
+            out.insert(leading_ident(rest));
+        }
+    }
+    out.retain(|name| !name.is_empty());
+    out
+}
+
+fn leading_ident(text: &str) -> String {
+    text.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+}
+
+fn admin_graph() -> Graph {
+    let src = repo_root().join("admin/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let modules: BTreeSet<String> =
+        files.iter().filter_map(|file| top_module(file.strip_prefix(&src).ok()?)).collect();
+    let mut graph = Graph::new();
+    for file in files {
+        let relative = file.strip_prefix(&src).expect("under admin/src");
+        let Some(from) = top_module(relative) else { continue };
+        let code = without_comments(&std::fs::read_to_string(&file).expect("readable source"));
+        for to in named_modules(&code) {
+            if to != from && modules.contains(&to) {
+                let uses = graph.entry(from.clone()).or_default();
+                uses.entry(to).or_default().insert(relative.display().to_string());
+            }
+        }
+    }
+    graph
+}
+
+/// A circle of `graph`, as the modules along it, if there is one (depth-first search).
+fn find_circle(graph: &Graph) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &Graph,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|n| n == node) {
+            let mut circle = path[start..].to_vec();
+            circle.push(node.to_owned());
+            return Some(circle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in graph.get(node).into_iter().flat_map(BTreeMap::keys) {
+            if let Some(circle) = visit(next, graph, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph.keys().find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_admins_modules_import_one_another_without_a_circle() {
+    let graph = admin_graph();
+    assert!(graph.len() > 15, "found only {} modules that import others", graph.len());
+    if let Some(circle) = find_circle(&graph) {
+        let edges: Vec<String> = circle
+            .windows(2)
+            .map(|pair| {
+                let files = &graph[&pair[0]][&pair[1]];
+                format!(
+                    "{} -> {} (in {})",
+                    pair[0],
+                    pair[1],
+                    files.iter().cloned().collect::<Vec<_>>().join(", ")
+                )
+            })
+            .collect();
+        panic!("the admin's modules import each other in a circle:\n{}", edges.join("\n"));
+    }
+}
+
+#[test]
+fn a_circle_is_found_and_named() {
+    let mut graph = Graph::new();
+    for (from, to) in [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")] {
+        graph.entry(from.into()).or_default().entry(to.into()).or_default().insert(format!("{from}.rs"));
+    }
+    assert_eq!(find_circle(&graph), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
+    graph.get_mut("c").expect("c").remove("a");
+    assert_eq!(find_circle(&graph), None);
+    assert_eq!(
+        named_modules("use crate::{alarm::Mail, lang};\nlet x = crate::store::Backend::Sqlite;"),
+        ["alarm", "lang", "store"].map(String::from).into()
+    );
+}
