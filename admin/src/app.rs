@@ -111,6 +111,7 @@ where
         group_tokens,
         openapi_limit: http::OpenApiLimit::new(config.openapi_rate_limit),
         token_failures: http::TokenFailures::default(),
+        audit_snapshots: http::audit_snapshots(),
     });
     drop(secrets);
     let metrics_listener = match config.metrics_listen {

@@ -28,7 +28,7 @@ pub use core::AdminCore;
 pub use error::ApiError;
 pub(crate) use executor_api::{CallbackQueue, OpenApiLimit, RecentRegistrations, TokenFailures};
 pub(crate) use metrics::open_router as metrics_router;
-pub(crate) use mgmt::{LoginLimiter, ModuleInfoCache, RefusedLogins};
+pub(crate) use mgmt::{LoginLimiter, ModuleInfoCache, RefusedLogins, audit_snapshots};
 
 /// Upstream's admin context path before 3.4.1.
 pub const LEGACY_CONTEXT_PATH: &str = "/xxl-job-admin";
@@ -64,6 +64,8 @@ pub(crate) struct HttpState {
     pub(crate) openapi_limit: OpenApiLimit,
     /// Wrong access tokens per client address on `/api/*`.
     pub(crate) token_failures: TokenFailures,
+    /// Who reads each audited resource for its before/after snapshots.
+    pub(crate) audit_snapshots: mgmt::audit::Snapshots,
 }
 
 /// All routes of the admin.

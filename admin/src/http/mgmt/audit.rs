@@ -11,6 +11,10 @@
 //! clear's filter, a login's user name). Failed logins are recorded too; other failed requests
 //! changed nothing and are not.
 //!
+//! Reading a resource is the resource module's business: each implements [`AuditSnapshot`]
+//! and the router wires them into [`Snapshots`] once (`mgmt/mod.rs`), so this middleware
+//! imports none of them.
+//!
 //! [`Principal`]: super::auth::Principal
 
 use std::net::SocketAddr;
@@ -23,9 +27,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::{MAX_JSON_BYTES, UserView};
+use super::MAX_JSON_BYTES;
 use crate::http::{ApiError, HttpState};
-use crate::store::{CalendarId, GroupId, JobId, NewAudit, UserId, UserRow, VariableOwner};
+use crate::store::{CalendarId, JobId, NewAudit, UserId, UserRow};
 
 /// Who made the request, filled in by the `Principal` extractor once it authenticated.
 #[derive(Clone, Default)]
@@ -43,7 +47,7 @@ impl AuditSlot {
 
 /// What a snapshot reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Subject {
+pub(crate) enum Subject {
     Job,
     Glue,
     Grant,
@@ -339,10 +343,42 @@ async fn created_id(response: Response) -> (Response, Option<i64>) {
     (Response::from_parts(parts, Body::from(bytes)), id)
 }
 
-/// The resource as the API shows it, without history lists; `None` if it does not exist.
+/// What a resource module gives the audit log: the resource as the API shows it, so a
+/// snapshot holds only what a reader of the API may see.
+#[async_trait::async_trait]
+pub(crate) trait AuditSnapshot: Send + Sync {
+    /// The resource with id `id`; `None` if it does not exist.
+    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<Value>, ApiError>;
+}
+
+/// Which module reads which [`Subject`]; built once by the router.
+pub(crate) struct Snapshots(Vec<(Subject, &'static dyn AuditSnapshot)>);
+
+impl Snapshots {
+    pub(crate) fn new(readers: Vec<(Subject, &'static dyn AuditSnapshot)>) -> Self {
+        Self(readers)
+    }
+
+    fn reader(&self, subject: Subject) -> Option<&'static dyn AuditSnapshot> {
+        self.0.iter().find(|(s, _)| *s == subject).map(|(_, reader)| *reader)
+    }
+}
+
+/// A resource's id as the `i32` of upstream's tables; `None` when it cannot be one.
+pub(crate) fn small_id(id: i64) -> Option<i32> {
+    i32::try_from(id).ok()
+}
+
+/// A view as JSON for a snapshot.
+pub(crate) fn to_json(view: impl serde::Serialize) -> Result<Value, ApiError> {
+    serde_json::to_value(view).map_err(|e| ApiError::Internal(e.into()))
+}
+
+/// The resource as the API shows it, without history lists; `None` if it does not exist or
+/// nothing reads `subject`.
 async fn snapshot(state: &HttpState, subject: Subject, id: i64) -> Option<Value> {
-    let found = read(state, subject, id).await;
-    match found {
+    let reader = state.audit_snapshots.reader(subject)?;
+    match reader.read(state, id).await {
         Ok(value) => value.map(|mut v| {
             if let Some(object) = v.as_object_mut() {
                 object.remove("history");
@@ -354,38 +390,4 @@ async fn snapshot(state: &HttpState, subject: Subject, id: i64) -> Option<Value>
             None
         }
     }
-}
-
-async fn read(state: &HttpState, subject: Subject, id: i64) -> Result<Option<Value>, ApiError> {
-    let small = i32::try_from(id).ok();
-    let to_json = |value: Result<Value, serde_json::Error>| value.map_err(|e| ApiError::Internal(e.into()));
-    Ok(match (subject, small) {
-        (Subject::Job, Some(id)) => match super::jobs::reload(state, JobId(id)).await {
-            Ok(view) => Some(to_json(serde_json::to_value(view))?),
-            Err(ApiError::NotFound(_)) => None,
-            Err(e) => return Err(e),
-        },
-        (Subject::Glue, Some(id)) => state.store.load_job(JobId(id)).await?.map(|job| {
-            json!({"glueType": job.job.glue_type, "glueSource": job.job.glue_source, "glueRemark": job.job.glue_remark})
-        }),
-        (Subject::Grant, Some(id)) => Some(to_json(serde_json::to_value(super::grants::job_view(state, JobId(id)).await?))?),
-        (Subject::Wasm, Some(id)) => Some(match state.store.current_wasm_module(JobId(id)).await? {
-            Some(module) => json!({"digest": module.digest, "size": module.size}),
-            None => json!({"digest": null}),
-        }),
-        (Subject::Group, Some(id)) => match state.store.load_group(GroupId(id)).await? {
-            Some(row) => Some(to_json(serde_json::to_value(super::groups::view(state, row).await?))?),
-            None => None,
-        },
-        (Subject::GroupVariables, Some(id)) => {
-            let view = super::grants::variables_view(state, VariableOwner::Group(GroupId(id))).await?;
-            Some(to_json(serde_json::to_value(view))?)
-        }
-        (Subject::User, Some(id)) => state.store.load_user(UserId(id)).await?.map(|u| json!(UserView::from(&u))),
-        (Subject::Calendar, _) => match state.store.load_calendar(CalendarId(id)).await? {
-            Some(row) => Some(to_json(serde_json::to_value(super::calendars::CalendarView::of(row)?))?),
-            None => None,
-        },
-        _ => None,
-    })
 }

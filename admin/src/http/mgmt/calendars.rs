@@ -282,3 +282,16 @@ async fn reschedule_users(state: &HttpState, calendar: CalendarId) -> Result<(),
     }
     Ok(())
 }
+
+/// A calendar as the API shows it, for the audit log.
+pub(crate) struct CalendarSnapshot;
+
+#[async_trait::async_trait]
+impl super::audit::AuditSnapshot for CalendarSnapshot {
+    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+        match state.store.load_calendar(crate::store::CalendarId(id)).await? {
+            Some(row) => Ok(Some(super::audit::to_json(CalendarView::of(row)?)?)),
+            None => Ok(None),
+        }
+    }
+}

@@ -128,3 +128,16 @@ pub(crate) async fn save(
         .ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
     Ok(Json(view(&state, job).await?))
 }
+
+/// A job's GLUE type, source and remark, for the audit log.
+pub(crate) struct GlueSnapshot;
+
+#[async_trait::async_trait]
+impl super::audit::AuditSnapshot for GlueSnapshot {
+    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+        let Some(id) = super::audit::small_id(id) else { return Ok(None) };
+        Ok(state.store.load_job(crate::store::JobId(id)).await?.map(|job| {
+            serde_json::json!({"glueType": job.job.glue_type, "glueSource": job.job.glue_source, "glueRemark": job.job.glue_remark})
+        }))
+    }
+}

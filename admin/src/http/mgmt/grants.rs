@@ -426,3 +426,26 @@ fn check_value(name: &str, value: &str) -> Result<(), ApiError> {
     }
     Ok(())
 }
+
+/// A job's grant as `GET /api/v1/jobs/{id}/grant` shows it (secrets by name), for the audit log.
+pub(crate) struct GrantSnapshot;
+
+#[async_trait::async_trait]
+impl super::audit::AuditSnapshot for GrantSnapshot {
+    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+        let Some(id) = super::audit::small_id(id) else { return Ok(None) };
+        Ok(Some(super::audit::to_json(job_view(state, JobId(id)).await?)?))
+    }
+}
+
+/// A group's variables and secret names, for the audit log.
+pub(crate) struct GroupVariablesSnapshot;
+
+#[async_trait::async_trait]
+impl super::audit::AuditSnapshot for GroupVariablesSnapshot {
+    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+        let Some(id) = super::audit::small_id(id) else { return Ok(None) };
+        let view = variables_view(state, VariableOwner::Group(GroupId(id))).await?;
+        Ok(Some(super::audit::to_json(view)?))
+    }
+}

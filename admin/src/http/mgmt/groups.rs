@@ -345,3 +345,17 @@ pub(crate) async fn delete(
     state.group_tokens.invalidate();
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// A group as `GET /api/v1/groups/{id}` shows it, for the audit log.
+pub(crate) struct GroupSnapshot;
+
+#[async_trait::async_trait]
+impl super::audit::AuditSnapshot for GroupSnapshot {
+    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+        let Some(id) = super::audit::small_id(id) else { return Ok(None) };
+        match state.store.load_group(GroupId(id)).await? {
+            Some(row) => Ok(Some(super::audit::to_json(view(state, row).await?)?)),
+            None => Ok(None),
+        }
+    }
+}

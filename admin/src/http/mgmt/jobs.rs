@@ -450,3 +450,18 @@ pub(crate) async fn next_times(
 pub(crate) fn glue_type_of(job: &JobRow) -> Option<GlueType> {
     GlueType::from_str(&job.job.glue_type).ok()
 }
+
+/// A job as `GET /api/v1/jobs/{id}` shows it, for the audit log.
+pub(crate) struct JobSnapshot;
+
+#[async_trait::async_trait]
+impl super::audit::AuditSnapshot for JobSnapshot {
+    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+        let Some(id) = super::audit::small_id(id) else { return Ok(None) };
+        match reload(state, JobId(id)).await {
+            Ok(view) => Ok(Some(super::audit::to_json(view)?)),
+            Err(ApiError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -60,6 +60,21 @@ pub(crate) const MAX_JSON_BYTES: usize = 2 * 1024 * 1024;
 const DEFAULT_LIMIT: u32 = 20;
 const MAX_LIMIT: u32 = 500;
 
+/// Which resource module reads each audited kind of resource (`audit.rs`).
+pub(crate) fn audit_snapshots() -> audit::Snapshots {
+    use audit::Subject;
+    audit::Snapshots::new(vec![
+        (Subject::Job, &jobs::JobSnapshot),
+        (Subject::Glue, &glue::GlueSnapshot),
+        (Subject::Grant, &grants::GrantSnapshot),
+        (Subject::Wasm, &wasm_versions::WasmSnapshot),
+        (Subject::Group, &groups::GroupSnapshot),
+        (Subject::GroupVariables, &grants::GroupVariablesSnapshot),
+        (Subject::User, &users::UserSnapshot),
+        (Subject::Calendar, &calendars::CalendarSnapshot),
+    ])
+}
+
 /// The `/api/v1` routes.
 pub(crate) fn router() -> Router<Arc<HttpState>> {
     Router::new()

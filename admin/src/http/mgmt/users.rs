@@ -201,3 +201,18 @@ pub(crate) async fn delete(
     }
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// A user as the API shows it (no password hash), for the audit log.
+pub(crate) struct UserSnapshot;
+
+#[async_trait::async_trait]
+impl super::audit::AuditSnapshot for UserSnapshot {
+    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+        let Some(id) = super::audit::small_id(id) else { return Ok(None) };
+        Ok(state
+            .store
+            .load_user(crate::store::UserId(id))
+            .await?
+            .map(|u| serde_json::json!(super::UserView::from(&u))))
+    }
+}

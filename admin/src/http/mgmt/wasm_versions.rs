@@ -239,3 +239,17 @@ pub(crate) async fn validate(_principal: Principal, body: Body) -> Result<Json<M
     let bytes = read_module(body).await?;
     Ok(Json(inspected(&bytes)?))
 }
+
+/// The digest and size of a job's current module, for the audit log.
+pub(crate) struct WasmSnapshot;
+
+#[async_trait::async_trait]
+impl super::audit::AuditSnapshot for WasmSnapshot {
+    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+        let Some(id) = super::audit::small_id(id) else { return Ok(None) };
+        Ok(Some(match state.store.current_wasm_module(crate::store::JobId(id)).await? {
+            Some(module) => serde_json::json!({"digest": module.digest, "size": module.size}),
+            None => serde_json::json!({"digest": null}),
+        }))
+    }
+}
