@@ -7,9 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
-cargo build -p jobwheel-admin -p jobwheel-executor
+# The `quickstart` profile (Cargo.toml): dev without debug info a newcomer would wait for and not read.
+cargo build --profile quickstart -p jobwheel-admin -p jobwheel-executor
 cargo build --release --target wasm32-wasip1 --manifest-path sample-jobs/Cargo.toml -p hello
-bin="${CARGO_TARGET_DIR:-target}/debug"
+bin="${CARGO_TARGET_DIR:-target}/quickstart"
 sample="$(realpath -m "${CARGO_TARGET_DIR:-sample-jobs/target}")/wasm32-wasip1/release/hello.wasm"
 mkdir -p data
 
