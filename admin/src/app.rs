@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use jobwheel_daemon::MetricsListener;
 use jobwheel_protocol::DEAD_TIMEOUT_SECS;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -114,14 +115,7 @@ where
         audit_snapshots: http::audit_snapshots(),
     });
     drop(secrets);
-    let metrics_listener = match config.metrics_listen {
-        Some(address) => Some(
-            TcpListener::bind(address)
-                .await
-                .with_context(|| format!("cannot listen on {address} (--metrics-listen)"))?,
-        ),
-        None => None,
-    };
+    let metrics_listener = MetricsListener::bind(config.metrics_listen).await?;
 
     let server_stop = CancellationToken::new();
     let mut server = tokio::spawn(
@@ -135,15 +129,7 @@ where
         .in_current_span(),
     );
     if let Some(listener) = metrics_listener {
-        let address = listener.local_addr().context("metrics listener has no local address")?;
-        tracing::info!(%address, "serving /metrics without credentials (--metrics-listen)");
-        // Ends with the process; it holds no state worth a graceful stop.
-        tokio::spawn(
-            axum::serve(listener, http::metrics_router(Arc::clone(&state)))
-                .with_graceful_shutdown(server_stop.clone().cancelled_owned())
-                .into_future()
-                .in_current_span(),
-        );
+        listener.serve(http::metrics_router(Arc::clone(&state)), server_stop.clone())?;
     }
     tracing::info!(%local, "jobwheel admin started");
 

@@ -17,7 +17,7 @@ use crate::alarm::{AlarmChannel, Alarmer, EmailAlarm, WebhookAlarm};
 use crate::app::CoreContext;
 use crate::clock::{SystemClock, ThreadRandom};
 use crate::config::AdminConfig;
-use crate::engine::{Engine, EngineConfig, EngineError, schedule_node_name};
+use crate::engine::{Engine, EngineConfig, EngineError, EngineServices, schedule_node_name};
 use crate::executor_client::HttpExecutorClient;
 use crate::http::AdminCore;
 use crate::routing::Router;
@@ -53,9 +53,6 @@ impl EngineCore {
         let mut engine_config = EngineConfig::new(context.admin_address);
         engine_config.schedule_node = schedule_node;
         engine_config.lang = lang;
-        engine_config.secrets = Some(Arc::clone(&context.secret_box));
-        engine_config.metrics = Arc::clone(&context.metrics);
-        engine_config.group_tokens = Some(Arc::clone(&context.group_tokens));
         engine_config.fast_pool_max = config.trigger_pools.fast_max;
         engine_config.slow_pool_max = config.trigger_pools.slow_max;
         engine_config.fast_queue = config.trigger_pools.fast_queue;
@@ -71,8 +68,20 @@ impl EngineCore {
             engine_config.intervals.registry.min(config.executor_dead_timeout / 3);
         // Below the engine's minimum nothing is deleted, which is what `None` means here.
         engine_config.log_retention_days = config.log_retention_days.unwrap_or(0);
-        let engine =
-            Engine::new(context.store, Arc::new(client), router, Alarmer::new(channels), engine_config);
+        let services = EngineServices {
+            clock: Arc::new(SystemClock),
+            secrets: Some(Arc::clone(&context.secret_box)),
+            metrics: Arc::clone(&context.metrics),
+            group_tokens: Some(Arc::clone(&context.group_tokens)),
+        };
+        let engine = Engine::new(
+            context.store,
+            Arc::new(client),
+            router,
+            Alarmer::new(channels),
+            engine_config,
+            services,
+        );
         let stop = CancellationToken::new();
         engine.start(stop.clone());
         Ok(Arc::new(Self { engine, stop }))

@@ -1,14 +1,18 @@
-//! What jobwheel's two daemons do alike, written once: logging set-up ([`init_logging`]) and the
-//! signal that starts a graceful shutdown ([`shutdown_signal`]).
+//! What jobwheel's two daemons do alike, written once: logging set-up ([`init_logging`]), the
+//! signal that starts a graceful shutdown ([`shutdown_signal`]) and the `--metrics-listen`
+//! listener ([`MetricsListener`]).
 //!
 //! A crate of its own rather than a module of either daemon: the admin must not link the
 //! executor (and its process control and Wasm runtime), and the wire-types crate
-//! (`jobwheel-protocol`) stays serde-only. Each daemon's metrics stay its own: the admin serves
-//! them on an optional second listener, the executor on its API.
+//! (`jobwheel-protocol`) stays serde-only. Which metrics a daemon counts stays its own.
 
 use std::io::IsTerminal as _;
 
 use tracing_subscriber::EnvFilter;
+
+mod metrics_listener;
+
+pub use metrics_listener::MetricsListener;
 
 /// Logs to stderr at `RUST_LOG`'s levels (default `info`), with colour only when stderr is a
 /// terminal: under systemd, `scripts/run.sh > file` or a test harness the escape codes would

@@ -9,6 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use jobwheel_daemon::MetricsListener;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -48,14 +49,7 @@ pub async fn run(
     )?;
 
     let metrics = Arc::new(ExecutorMetrics::new());
-    let metrics_listener = match config.metrics_listen {
-        Some(address) => Some(
-            TcpListener::bind(address)
-                .await
-                .with_context(|| format!("cannot listen on {address} (--metrics-listen)"))?,
-        ),
-        None => None,
-    };
+    let metrics_listener = MetricsListener::bind(config.metrics_listen).await?;
     // Drawn anew by every process: an admin tells a restart on the same address by it.
     let incarnation = crate::owed::incarnation();
     let background = TaskTracker::new();
@@ -126,14 +120,7 @@ pub async fn run(
 
     let server_stop = CancellationToken::new();
     if let Some(listener) = metrics_listener {
-        let address = listener.local_addr().context("metrics listener has no local address")?;
-        tracing::info!(%address, "serving /metrics without credentials (--metrics-listen)");
-        tokio::spawn(
-            axum::serve(listener, metrics_router(Arc::clone(&state)))
-                .with_graceful_shutdown(server_stop.clone().cancelled_owned())
-                .into_future()
-                .in_current_span(),
-        );
+        listener.serve(metrics_router(Arc::clone(&state)), server_stop.clone())?;
     }
     let server = tokio::spawn(
         axum::serve(listener, router(state))

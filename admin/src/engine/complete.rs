@@ -29,7 +29,7 @@ impl Engine {
     /// harmless). Completion failures (child triggers, FIX_DELAY) are logged, not returned:
     /// the results are stored, and a resent batch would be ignored as a repeat anyway.
     pub async fn on_callbacks(self: &Arc<Self>, items: Vec<HandleCallbackParam>) -> Result<(), EngineError> {
-        let handle_time = to_datetime(self.config.now_ms());
+        let handle_time = to_datetime(self.services.now_ms());
         let results: Vec<HandleResult> = items
             .into_iter()
             .map(|item| HandleResult {
@@ -46,7 +46,7 @@ impl Engine {
         for (result, outcome) in results.iter().zip(outcomes) {
             match outcome {
                 HandleOutcome::Applied(stored) => {
-                    self.config.metrics.result_stored(stored.handle_code);
+                    self.services.metrics.result_stored(stored.handle_code);
                     applied.push(stored);
                 }
                 HandleOutcome::NotFound => tracing::warn!(log_id = result.log_id.0, "log item not found."),
@@ -65,7 +65,7 @@ impl Engine {
     ) -> Result<bool, EngineError> {
         match self.store.apply_handle_result(&result).await? {
             HandleOutcome::Applied(stored) => {
-                self.config.metrics.result_stored(stored.handle_code);
+                self.services.metrics.result_stored(stored.handle_code);
                 let job = self.store.follow_ups(&[stored.job_id]).await?.pop();
                 self.complete(stored, job.as_ref()).await?;
                 Ok(true)
@@ -127,7 +127,7 @@ impl Engine {
             self.store.complete_log(&completed).await?;
         }
         if job.is_some_and(|j| j.trigger_next_time == FIX_DELAY_PARKED) {
-            self.unpark_fix_delay(log.job_id, self.config.now_ms()).await?;
+            self.unpark_fix_delay(log.job_id, self.services.now_ms()).await?;
         }
         Ok(())
     }
@@ -186,7 +186,7 @@ impl Engine {
                 marked.push(log_id);
             }
         }
-        self.config.metrics.lost(marked.len());
+        self.services.metrics.lost(marked.len());
         Ok(marked)
     }
 
@@ -206,7 +206,7 @@ impl Engine {
         }
         let result = HandleResult {
             log_id,
-            handle_time: to_datetime(self.config.now_ms()),
+            handle_time: to_datetime(self.services.now_ms()),
             handle_code: FAIL,
             handle_msg: Some(format!("{}:{}", t.killed_by_man, reply.msg.as_deref().unwrap_or(""))),
         };

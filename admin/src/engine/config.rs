@@ -41,7 +41,7 @@ impl Default for MonitorIntervals {
     }
 }
 
-/// Everything the engine needs besides its collaborators.
+/// The engine's settings: numbers, names and strategies, no services ([`EngineServices`]).
 #[derive(Clone)]
 pub struct EngineConfig {
     /// Language of trigger and handle messages (`xxl.job.i18n`; upstream defaults to zh_CN).
@@ -72,16 +72,6 @@ pub struct EngineConfig {
     pub lost_after: Duration,
     /// A registration without heartbeat for this long is dead (upstream `DEAD_TIMEOUT`, 90 s).
     pub dead_timeout: Duration,
-    /// The time source of every decision the engine makes (tests use a `ManualClock`).
-    pub clock: Arc<dyn Clock>,
-    /// Opens the secret values Wasm jobs' triggers carry; `None` fails the trigger of a job
-    /// that has secrets (with a message saying so).
-    pub secrets: Option<Arc<crate::sealing::SecretBox>>,
-    /// Where the engine counts triggers, results, misfires, lost jobs and alarms (`/metrics`).
-    pub metrics: Arc<crate::metrics::AdminMetrics>,
-    /// Groups' own access tokens: their executors are called with them (xxl-job 3.5's
-    /// protocol). `None`: every executor is called with the client's global token.
-    pub group_tokens: Option<Arc<crate::credentials::GroupTokens>>,
     /// Shared scheduling: this admin's name in the lease table (unique per process start), so
     /// it pre-reads only its share of the jobs' partitions (`engine/share.rs`). `None`:
     /// upstream's exclusive schedule lock, every job.
@@ -137,10 +127,6 @@ impl EngineConfig {
             intervals: MonitorIntervals::default(),
             lost_after: Duration::from_millis(super::LOST_AFTER_MS.unsigned_abs()),
             dead_timeout: Duration::from_millis(super::DEAD_TIMEOUT_MS.unsigned_abs()),
-            clock: Arc::new(SystemClock),
-            secrets: None,
-            metrics: Arc::default(),
-            group_tokens: None,
             schedule_node: None,
             max_defer: super::sending::MAX_DEFER,
             fire_lead: FIRE_LEAD,
@@ -157,9 +143,38 @@ impl EngineConfig {
         let (fast, slow) = self.pool_sizes();
         u32::try_from((fast + slow) * 10).unwrap_or(u32::MAX)
     }
+}
+
+/// The services the engine shares with the rest of the admin, passed to [`super::Engine::new`]
+/// beside its settings rather than inside them.
+#[derive(Clone)]
+pub struct EngineServices {
+    /// The time source of every decision the engine makes (tests use a `ManualClock`).
+    pub clock: Arc<dyn Clock>,
+    /// Opens the secret values Wasm jobs' triggers carry; `None` fails the trigger of a job
+    /// that has secrets (with a message saying so).
+    pub secrets: Option<Arc<crate::sealing::SecretBox>>,
+    /// Where the engine counts triggers, results, misfires, lost jobs and alarms (`/metrics`).
+    pub metrics: Arc<crate::metrics::AdminMetrics>,
+    /// Groups' own access tokens: their executors are called with them (xxl-job 3.5's
+    /// protocol). `None`: every executor is called with the client's global token.
+    pub group_tokens: Option<Arc<crate::credentials::GroupTokens>>,
+}
+
+impl EngineServices {
+    /// The system clock, fresh metrics, no secrets and no group tokens.
+    pub fn new() -> Self {
+        Self { clock: Arc::new(SystemClock), secrets: None, metrics: Arc::default(), group_tokens: None }
+    }
 
     /// The clock's time in epoch ms.
     pub(crate) fn now_ms(&self) -> i64 {
         self.clock.now_ms()
+    }
+}
+
+impl Default for EngineServices {
+    fn default() -> Self {
+        Self::new()
     }
 }

@@ -139,7 +139,7 @@ impl Engine {
                 let group = self.store.load_group(job.job.job_group).await?;
                 let event = AlarmEvent { job, group, log: log.clone() };
                 let delivered = self.alarmer.alarm(&event).await;
-                self.config.metrics.alarm(delivered);
+                self.services.metrics.alarm(delivered);
                 if delivered { alarm_status::SENT } else { alarm_status::FAILED }
             }
             None => alarm_status::NOT_NEEDED,

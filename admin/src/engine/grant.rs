@@ -55,7 +55,7 @@ impl Engine {
                 vars.insert(variable.name, variable.value);
                 continue;
             }
-            let Some(secret_box) = &self.config.secrets else {
+            let Some(secret_box) = &self.services.secrets else {
                 return Ok(Err(format!(
                     "the job's secret {} cannot be opened: this admin has no secret key",
                     variable.name

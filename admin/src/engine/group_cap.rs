@@ -28,7 +28,7 @@ impl Engine {
         if running < max {
             return Ok(None);
         }
-        self.config.metrics.group_cap_refusal();
+        self.services.metrics.group_cap_refusal();
         tracing::info!(group = group.0, running, max, "trigger refused: the group's cap on runs in flight");
         Ok(Some(format!(
             "not started: executor group {group} has {running} of its {max} runs in flight \

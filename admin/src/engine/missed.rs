@@ -24,7 +24,7 @@ impl Engine {
         count: usize,
         now_ms: i64,
     ) -> Result<LogId, EngineError> {
-        self.config.metrics.misfire("DO_NOTHING", count);
+        self.services.metrics.misfire("DO_NOTHING", count);
         let trigger_time = super::trigger::to_datetime(missed_ms);
         let log_id = self
             .store

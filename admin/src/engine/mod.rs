@@ -55,8 +55,8 @@ mod trigger_msg;
 pub use crate::domain::TriggerType;
 pub use complete::LOST_AFTER_MS;
 pub use config::{
-    EngineConfig, FAST_POOL_FLOOR, FIRE_LEAD, MAX_FIRE_LEAD, MIN_LOG_RETENTION_DAYS, MonitorIntervals,
-    SLOW_POOL_FLOOR,
+    EngineConfig, EngineServices, FAST_POOL_FLOOR, FIRE_LEAD, MAX_FIRE_LEAD, MIN_LOG_RETENTION_DAYS,
+    MonitorIntervals, SLOW_POOL_FLOOR,
 };
 pub use fail::{FAIL_BATCH, FailHandled};
 pub use fix_delay::FIX_DELAY_PARKED;
@@ -107,6 +107,7 @@ pub struct Engine {
     router: Router,
     alarmer: Alarmer,
     config: EngineConfig,
+    services: EngineServices,
     pools: Arc<pool::TriggerPools>,
     ring: ring::TimeRing,
     /// Claims this process has in its ring or pools. Recovery skips them, so it only picks
@@ -138,12 +139,13 @@ impl Engine {
         router: Router,
         alarmer: Alarmer,
         config: EngineConfig,
+        services: EngineServices,
     ) -> Arc<Self> {
         let tracker = TaskTracker::new();
         let pools = Arc::new(pool::TriggerPools::new(
             config.pool_sizes(),
             (config.fast_queue, config.slow_queue),
-            Arc::clone(&config.clock),
+            Arc::clone(&services.clock),
             tracker.clone(),
         ));
         Arc::new(Self {
@@ -152,6 +154,7 @@ impl Engine {
             router,
             alarmer,
             config,
+            services,
             pools,
             ring: ring::TimeRing::default(),
             in_flight: Mutex::new(HashSet::new()),
@@ -202,7 +205,7 @@ impl Engine {
     /// read now (database error) falls back to the global client; the executor's refusal then
     /// shows in the trigger message.
     pub(crate) async fn client_for(&self, group: GroupId) -> Arc<dyn ExecutorApi> {
-        let Some(tokens) = &self.config.group_tokens else { return Arc::clone(&self.client) };
+        let Some(tokens) = &self.services.group_tokens else { return Arc::clone(&self.client) };
         match tokens.by_group(group).await {
             Ok(Some(credential)) => {
                 self.client.for_group(&credential).unwrap_or_else(|| Arc::clone(&self.client))

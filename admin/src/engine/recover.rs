@@ -131,7 +131,7 @@ impl Engine {
             self.unpark_fix_delay(job_id, now_ms).await?;
         }
         if !newest.is_empty() {
-            self.config.metrics.misfire("FIRE_ONCE_NOW", 1);
+            self.services.metrics.misfire("FIRE_ONCE_NOW", 1);
         }
         for claim in newest {
             self.fire_recovered(&claim, TriggerType::Misfire);

@@ -48,7 +48,7 @@ impl Engine {
     /// Rebuilds the address lists of the automatic groups of `app_name` from the live
     /// registry now (call after a registration or removal for that AppName).
     pub async fn refresh_group(&self, app_name: &str) -> Result<(), EngineError> {
-        let now_ms = self.config.now_ms();
+        let now_ms = self.services.now_ms();
         let live = self.live_addresses(now_ms, Some(app_name)).await?;
         let groups = self.store.list_groups().await?;
         for group in groups.iter().filter(|g| g.group.address_type == AUTO && g.group.app_name == app_name) {
@@ -80,7 +80,7 @@ impl Engine {
             .into_iter()
             .map(|a| a.trim_end_matches('/').to_owned())
             .collect();
-        let live = self.live_addresses(self.config.now_ms(), Some(&row.group.app_name)).await?;
+        let live = self.live_addresses(self.services.now_ms(), Some(&row.group.app_name)).await?;
         if let Some(registered) = live.get(&row.group.app_name) {
             known.extend(registered.iter().map(|a| a.trim_end_matches('/').to_owned()));
         }

@@ -65,7 +65,7 @@ impl Engine {
             for log_id in asked.into_iter().filter(|id| !owed.contains(id)).map(LogId) {
                 let result = HandleResult {
                     log_id,
-                    handle_time: to_datetime(self.config.now_ms()),
+                    handle_time: to_datetime(self.services.now_ms()),
                     handle_code: FAIL,
                     handle_msg: Some(t.restart_lost.replace("{address}", address)),
                 };
@@ -74,7 +74,7 @@ impl Engine {
                 }
             }
         }
-        self.config.metrics.lost(closed.len());
+        self.services.metrics.lost(closed.len());
         Ok(closed)
     }
 

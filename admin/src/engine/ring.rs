@@ -135,7 +135,7 @@ impl Engine {
         // A loop, not one sleep: the timer and the wall clock may disagree by a millisecond,
         // and a trigger must not leave before its second by either.
         loop {
-            let ahead = release_ms - self.config.now_ms();
+            let ahead = release_ms - self.services.now_ms();
             if ahead <= 0 {
                 return;
             }

@@ -208,7 +208,7 @@ impl Engine {
             if plan.misfired {
                 report.misfired.push(job.id);
                 if plan.skipped.is_none() {
-                    self.config.metrics.misfire("FIRE_ONCE_NOW", 1);
+                    self.services.metrics.misfire("FIRE_ONCE_NOW", 1);
                 }
             }
             if let Some(missed_ms) = plan.skipped {

@@ -44,7 +44,7 @@ impl Engine {
     /// this admin shares the scheduling, over the partitions it leases.
     pub(super) async fn begin_pre_read(&self, now_ms: i64) -> Result<Box<dyn ScheduleTx>, EngineError> {
         let Some(node) = self.config.schedule_node.as_deref() else {
-            self.config.metrics.schedule_partitions(PARTITIONS);
+            self.services.metrics.schedule_partitions(PARTITIONS);
             return Ok(self.store.begin_schedule().await?);
         };
         let live =
@@ -60,7 +60,7 @@ impl Engine {
                 "schedule partitions changed"
             );
         }
-        self.config.metrics.schedule_partitions(shared.partitions.len());
+        self.services.metrics.schedule_partitions(shared.partitions.len());
         Ok(shared.tx)
     }
 

@@ -61,7 +61,7 @@ impl Engine {
         // is what fires the claims of an admin that died while this one was restarting (the
         // HA test kills the admins in turn every 5 s).
         let startup = if self.config.schedule_node.is_some() { 0 } else { 5000 };
-        let first = startup + until_phase(self.config.now_ms());
+        let first = startup + until_phase(self.services.now_ms());
         if sleep_or_stop(ms(first), &shutdown).await {
             return;
         }
@@ -71,7 +71,7 @@ impl Engine {
         let mut next_cycle_ms = 0;
         while !shutdown.is_cancelled() {
             let started = Instant::now();
-            let now_ms = self.config.now_ms();
+            let now_ms = self.services.now_ms();
             self.schedule_beat();
             if now_ms >= next_cycle_ms {
                 let found = match self.schedule_cycle(now_ms).await {
@@ -89,7 +89,7 @@ impl Engine {
                 tracing::error!(error = %e, "claim recovery failed");
             }
             if started.elapsed() < Duration::from_secs(1) {
-                let pause = until_phase(self.config.now_ms());
+                let pause = until_phase(self.services.now_ms());
                 if sleep_or_stop(ms(pause), &shutdown).await {
                     return;
                 }
@@ -103,7 +103,7 @@ impl Engine {
         let mut drain_deadline = None;
         let lead = self.fire_lead_ms();
         loop {
-            let pause = ms(1000 - (self.config.now_ms() + lead).rem_euclid(1000));
+            let pause = ms(1000 - (self.services.now_ms() + lead).rem_euclid(1000));
             match drain_deadline {
                 None => {
                     if sleep_or_stop(pause, &shutdown).await {
@@ -124,7 +124,7 @@ impl Engine {
                     tokio::time::sleep(pause).await;
                 }
             }
-            self.hand_over_ring(self.config.now_ms());
+            self.hand_over_ring(self.services.now_ms());
         }
     }
 
@@ -142,7 +142,7 @@ impl Engine {
         let shutdown = shutdown.clone();
         let task = async move {
             loop {
-                let now_ms = engine.config.now_ms();
+                let now_ms = engine.services.now_ms();
                 if let Err(e) = pass(Arc::clone(&engine), now_ms).await {
                     tracing::error!(error = %e, "monitor pass failed");
                 }
@@ -185,7 +185,7 @@ const SCHEDULE_STALL_MS: i64 = 15_000;
 
 impl Engine {
     fn schedule_beat(&self) {
-        self.schedule_beat_ms.store(self.config.now_ms(), std::sync::atomic::Ordering::Relaxed);
+        self.schedule_beat_ms.store(self.services.now_ms(), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Readiness of the schedule thread: running (scheduling, or standing by while another
@@ -195,7 +195,7 @@ impl Engine {
         if beat == 0 {
             return Err("the scheduler has not started".to_owned());
         }
-        let since = self.config.now_ms() - beat;
+        let since = self.services.now_ms() - beat;
         if since > SCHEDULE_STALL_MS {
             return Err(format!("the scheduler's last pass began {} s ago", since / 1000));
         }

@@ -156,7 +156,7 @@ impl Engine {
         // already holds its scheduled second (upstream's `new Date()` at a punctual fire).
         let trigger_time_ms = match (request.staged_log, request.scheduled_ms) {
             (Some(_), Some(scheduled_ms)) => scheduled_ms,
-            _ => self.config.now_ms(),
+            _ => self.services.now_ms(),
         };
         let new_log = NewLog {
             job_group: job.job.job_group,
@@ -173,7 +173,7 @@ impl Engine {
         match request.claim {
             Some(claim) if shards.len() > 1 => {
                 let Some((log_id, rest)) =
-                    self.store.split_claim(claim, &new_log, shards.len(), self.config.now_ms()).await?
+                    self.store.split_claim(claim, &new_log, shards.len(), self.services.now_ms()).await?
                 else {
                     return Ok(TriggerOutcome::ClaimGone);
                 };
@@ -305,7 +305,7 @@ impl Engine {
             (Some(address), false, None) => {
                 let reply = targets.client.run(address, &param).await;
                 if let Some(scheduled_ms) = request.scheduled_ms {
-                    self.config.metrics.lateness(self.config.now_ms() - scheduled_ms);
+                    self.services.metrics.lateness(self.services.now_ms() - scheduled_ms);
                 }
                 (reply.code, Some(run_result_msg(lang, address, reply.code, reply.msg.as_deref())))
             }
@@ -353,7 +353,7 @@ impl Engine {
             defer,
         )
         .await?;
-        self.config.metrics.trigger(request.trigger_type, code);
+        self.services.metrics.trigger(request.trigger_type, code);
         Ok(code)
     }
 

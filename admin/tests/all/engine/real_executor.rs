@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use jobwheel_admin::alarm::Alarmer;
-use jobwheel_admin::engine::{Engine, EngineConfig};
+use jobwheel_admin::engine::{Engine, EngineConfig, EngineServices};
 use jobwheel_admin::executor_client::HttpExecutorClient;
 use jobwheel_admin::protocol::{CallbackBody, RegistryParam};
 use jobwheel_admin::routing::Router;
@@ -59,6 +59,7 @@ async fn bean_job_runs_on_a_real_executor_and_its_callback_completes_the_log() -
         Router::default(),
         Alarmer::default(),
         EngineConfig::new("127.0.0.1"),
+        EngineServices::new(),
     );
     let shutdown = CancellationToken::new();
     engine.start(shutdown.clone());

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use jobwheel_admin::alarm::Alarmer;
 use jobwheel_admin::clock::{ManualClock, RandomSource};
-use jobwheel_admin::engine::{Engine, EngineConfig};
+use jobwheel_admin::engine::{Engine, EngineConfig, EngineServices};
 use jobwheel_admin::executor_client::{ExecutorApi, ExecutorReply, LogReply};
 use jobwheel_admin::lang::MessageLang;
 use jobwheel_admin::protocol::{LogParam, LogResult, TriggerParam};
@@ -182,10 +182,9 @@ pub(crate) fn engine_configured(
 ) -> Arc<Engine> {
     let router = Router::new(clock.clone(), Arc::new(Zero), MessageLang::Zh);
     let mut config = EngineConfig::new("10.0.0.1");
-    config.clock = clock;
     config.time_zone = chrono_tz::UTC;
     configure(&mut config);
-    Engine::new(store, client, router, alarmer, config)
+    Engine::new(store, client, router, alarmer, config, EngineServices { clock, ..EngineServices::new() })
 }
 
 pub(crate) fn at_ms(ms: i64) -> chrono::DateTime<chrono::Utc> {
