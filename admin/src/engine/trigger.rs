@@ -81,6 +81,26 @@ pub enum TriggerOutcome {
     JobMissing,
 }
 
+/// A trigger resolved against its job and group: what every shard of it shares. The stages of
+/// a trigger are the request ([`TriggerRequest`]), this, and one shard whose log row exists
+/// (`process_trigger`'s `shard` and `log_id`).
+struct Resolved<'r> {
+    request: &'r TriggerRequest,
+    job: JobRow,
+    targets: Targets,
+    strategy: Option<ExecutorRouteStrategy>,
+    is_broadcast: bool,
+    /// Every shard's trigger time (upstream ≥ 3.3.2: one per trigger).
+    trigger_time_ms: i64,
+}
+
+impl Resolved<'_> {
+    /// The shard as routing, the log and `trigger_msg` see it: a broadcast's, else none.
+    fn broadcast_shard(&self, shard: Shard) -> Option<Shard> {
+        self.is_broadcast.then_some(shard)
+    }
+}
+
 /// The addresses of one trigger and where they came from.
 struct Targets {
     address_type: i16,
@@ -163,6 +183,7 @@ impl Engine {
             job_id: job.id,
             trigger_time: to_datetime(trigger_time_ms),
         };
+        let resolved = Resolved { request: &request, job, targets, strategy, is_broadcast, trigger_time_ms };
 
         // A ring claim covers the whole trigger; a broadcast with several shards splits it into
         // one claim per shard first, so each shard goes out by consuming its own claim and a
@@ -219,17 +240,7 @@ impl Engine {
                 ticket.take_slot().await;
             }
             let code = self
-                .process_trigger(
-                    &job,
-                    &targets,
-                    strategy,
-                    is_broadcast.then_some(shard),
-                    shard,
-                    log_id,
-                    trigger_time_ms,
-                    &request,
-                    (position == last).then_some(&mut ticket),
-                )
+                .process_trigger(&resolved, shard, log_id, (position == last).then_some(&mut ticket))
                 .await?;
             fired.push((log_id, code));
             if let Some(claim) = shard_claim {
@@ -238,25 +249,22 @@ impl Engine {
         }
         if request.claim.is_some() && fired.first().is_some_and(|(_, code)| *code != SUCCESS_CODE) {
             // A FIX_DELAY job parked for this run will get no callback: its run is over.
-            self.unpark_fix_delay(job.id, trigger_time_ms).await?;
+            self.unpark_fix_delay(resolved.job.id, trigger_time_ms).await?;
         }
         Ok(TriggerOutcome::Fired(fired))
     }
 
     /// Upstream `processTrigger` for one shard whose log row `log_id` exists already.
-    #[allow(clippy::too_many_arguments, reason = "mirrors upstream's processTrigger parameters")]
     async fn process_trigger(
         &self,
-        job: &JobRow,
-        targets: &Targets,
-        strategy: Option<ExecutorRouteStrategy>,
-        broadcast_shard: Option<Shard>,
+        resolved: &Resolved<'_>,
         shard: Shard,
         log_id: LogId,
-        trigger_time_ms: i64,
-        request: &TriggerRequest,
         last_send: Option<&mut SendTicket>,
     ) -> Result<i32, EngineError> {
+        let Resolved { request, job, targets, strategy, trigger_time_ms, .. } = resolved;
+        let (strategy, trigger_time_ms) = (*strategy, *trigger_time_ms);
+        let broadcast_shard = resolved.broadcast_shard(shard);
         let lang = self.config.lang;
         let j = &job.job;
         let fail_retry_count = request.fail_retry_count.unwrap_or(j.executor_fail_retry_count);
