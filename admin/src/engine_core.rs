@@ -96,11 +96,11 @@ impl EngineCore {
 #[async_trait]
 impl AdminCore for EngineCore {
     fn readiness(&self) -> Result<(), String> {
-        self.engine.scheduler_readiness()
+        self.engine.scheduler().readiness()
     }
 
     fn scheduler_levels(&self) -> (usize, (usize, usize)) {
-        (self.engine.ring_len(), self.engine.pool_waiting())
+        (self.engine.scheduler().ring_len(), self.engine.triggers().pool_waiting())
     }
 
     async fn wasm_version_changed(&self, job_id: JobId) {
@@ -109,20 +109,20 @@ impl AdminCore for EngineCore {
 
     async fn on_callbacks(&self, items: Vec<HandleCallbackParam>) -> Result<(), EngineError> {
         let count = items.len();
-        self.engine.on_callbacks(items).await.inspect_err(|e| {
+        self.engine.completion().on_callbacks(items).await.inspect_err(|e| {
             // The executors are told and keep their results for another attempt.
             tracing::error!(count, error = %e, "cannot store executor callbacks");
         })
     }
 
     async fn refresh_group(&self, app_name: &str) {
-        if let Err(e) = self.engine.refresh_group(app_name).await {
+        if let Err(e) = self.engine.registry().refresh_group(app_name).await {
             tracing::warn!(app_name, error = %e, "cannot refresh the group's address list");
         }
     }
 
     fn executor_restarted(&self, address: &str) {
-        self.engine.executor_restarted(address);
+        self.engine.completion().executor_restarted(address);
     }
 
     async fn trigger(
@@ -139,7 +139,7 @@ impl AdminCore for EngineCore {
     }
 
     async fn kill(&self, log_id: LogId) -> Result<Option<String>, EngineError> {
-        self.engine.kill(log_id).await
+        self.engine.completion().kill(log_id).await
     }
 
     async fn executor_status(

@@ -17,9 +17,10 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::Engine;
 use super::sending::SendGauge;
-use crate::store::{ClaimId, GroupId, GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, NewLog, StoreError};
+use crate::store::{
+    ClaimId, GroupId, GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, NewLog, Store, StoreError,
+};
 
 type Reply<T> = oneshot::Sender<Result<T, Arc<StoreError>>>;
 
@@ -107,8 +108,12 @@ impl<Req, Resp> Coalescer<Req, Resp> {
 /// Largest batch: bounded so one statement stays well under every backend's bind-parameter limit.
 const MAX_BATCH: usize = 256;
 
-/// The coalesced calls of the trigger path.
+/// The coalesced calls of the trigger path, over its store.
 pub(crate) struct Batches {
+    store: Arc<dyn Store>,
+    /// The trigger path's sends: deferred outcome writes wait for them (`sending.rs`).
+    sends: Arc<SendGauge>,
+    max_defer: Duration,
     jobs: Coalescer<JobId, Option<JobRow>>,
     groups: Coalescer<GroupId, Option<GroupRow>>,
     claimed_logs: Coalescer<(ClaimId, NewLog), Option<LogId>>,
@@ -116,9 +121,12 @@ pub(crate) struct Batches {
     trigger_updates: Coalescer<LogTriggerUpdate, bool>,
 }
 
-impl Default for Batches {
-    fn default() -> Self {
+impl Batches {
+    pub(crate) fn new(store: Arc<dyn Store>, sends: Arc<SendGauge>, max_defer: Duration) -> Self {
         Self {
+            store,
+            sends,
+            max_defer,
             jobs: Coalescer::new(MAX_BATCH),
             groups: Coalescer::new(MAX_BATCH),
             claimed_logs: Coalescer::new(MAX_BATCH),
@@ -126,14 +134,11 @@ impl Default for Batches {
             trigger_updates: Coalescer::new(MAX_BATCH),
         }
     }
-}
 
-impl Engine {
     /// [`JobStore::load_job`](crate::store::JobStore::load_job), batched with concurrent calls.
-    pub(crate) async fn load_job_batched(&self, id: JobId) -> Result<Option<JobRow>, StoreError> {
+    pub(crate) async fn load_job(&self, id: JobId) -> Result<Option<JobRow>, StoreError> {
         let store = &self.store;
-        self.batches
-            .jobs
+        self.jobs
             .call(id, None, |ids| async move {
                 let rows: HashMap<JobId, JobRow> =
                     store.load_jobs(&ids).await?.into_iter().map(|row| (row.id, row)).collect();
@@ -145,10 +150,9 @@ impl Engine {
 
     /// [`GroupStore::load_group`](crate::store::GroupStore::load_group), batched: one read of
     /// the group table (groups are few) serves every concurrent caller.
-    pub(crate) async fn load_group_batched(&self, id: GroupId) -> Result<Option<GroupRow>, StoreError> {
+    pub(crate) async fn load_group(&self, id: GroupId) -> Result<Option<GroupRow>, StoreError> {
         let store = &self.store;
-        self.batches
-            .groups
+        self.groups
             .call(id, None, |ids| async move {
                 let groups: HashMap<GroupId, GroupRow> =
                     store.list_groups().await?.into_iter().map(|g| (g.id, g)).collect();
@@ -158,14 +162,13 @@ impl Engine {
     }
 
     /// [`ScheduleStore::consume_claim_and_insert_log`](crate::store::ScheduleStore::consume_claim_and_insert_log), batched.
-    pub(crate) async fn consume_claim_batched(
+    pub(crate) async fn consume_claim(
         &self,
         claim: ClaimId,
         log: NewLog,
     ) -> Result<Option<LogId>, StoreError> {
         let store = &self.store;
-        self.batches
-            .claimed_logs
+        self.claimed_logs
             .call(
                 (claim, log),
                 None,
@@ -176,25 +179,21 @@ impl Engine {
 
     /// [`ScheduleStore::take_claims`](crate::store::ScheduleStore::take_claims) for one staged
     /// claim, batched: the only write a pre-staged trigger makes before its `/run`.
-    pub(crate) async fn take_claim_batched(&self, claim: ClaimId) -> Result<bool, StoreError> {
+    pub(crate) async fn take_claim(&self, claim: ClaimId) -> Result<bool, StoreError> {
         let store = &self.store;
-        self.batches
-            .taken_claims
-            .call(claim, None, |claims| async move { store.take_claims(&claims).await })
-            .await
+        self.taken_claims.call(claim, None, |claims| async move { store.take_claims(&claims).await }).await
     }
 
     /// [`LogStore::update_log_trigger`](crate::store::LogStore::update_log_trigger), batched;
     /// with `defer`, after the sends in progress (`sending.rs`).
-    pub(crate) async fn update_log_trigger_batched(
+    pub(crate) async fn update_log_trigger(
         &self,
         update: LogTriggerUpdate,
         defer: bool,
     ) -> Result<bool, StoreError> {
         let store = &self.store;
-        let after = defer.then_some((&*self.sends, self.config.max_defer));
-        self.batches
-            .trigger_updates
+        let after = defer.then_some((&*self.sends, self.max_defer));
+        self.trigger_updates
             .call(update, after, |updates| async move { store.update_log_triggers(&updates).await })
             .await
     }

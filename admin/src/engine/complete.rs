@@ -2,24 +2,71 @@
 //! §5.6): executor callbacks, the lost-job monitor and manual kills all store a handle result
 //! under the repeat guard and then "complete" the log — trigger child jobs on success, write
 //! the final message, and reschedule a FIX_DELAY job.
+//!
+//! [`Completion`] owns that: it triggers child jobs through the trigger path and unparks
+//! FIX_DELAY jobs; `restarts.rs` closes the runs an executor restarted on its address lost.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use jobwheel_protocol::HandleCallbackParam;
 use jobwheel_protocol::envelope::{FAIL_CODE as FAIL, SUCCESS_CODE as SUCCESS};
+use tokio_util::task::TaskTracker;
 
-use super::fix_delay::FIX_DELAY_PARKED;
+use super::EngineError;
+use super::clients::ExecutorClients;
+use super::config::{EngineConfig, EngineServices};
+use super::fix_delay::{FIX_DELAY_PARKED, FixDelay};
 use super::i18n::{separator, texts};
-use super::trigger::{TriggerRequest, to_datetime};
-use super::{Engine, EngineError};
+use super::trigger::{TriggerPath, TriggerRequest, to_datetime};
+use crate::clock::Clock;
 use crate::domain::TriggerType;
-use crate::store::{HandleOutcome, HandleResult, JobFollowUp, JobId, LogId, StoredResult};
+use crate::lang::MessageLang;
+use crate::metrics::AdminMetrics;
+use crate::store::{HandleOutcome, HandleResult, JobFollowUp, JobId, LogId, Store, StoredResult};
 
 /// Upstream: a running log older than this whose executor is no longer registered is lost.
 pub const LOST_AFTER_MS: i64 = 10 * 60 * 1000;
 
-impl Engine {
+/// Stores runs' results and completes their logs; the lost-job monitor's pass.
+pub struct Completion {
+    pub(super) store: Arc<dyn Store>,
+    /// Child jobs are triggered here; callbacks wait for its sends (`sending.rs`).
+    triggers: Arc<TriggerPath>,
+    pub(super) clients: Arc<ExecutorClients>,
+    fix_delay: Arc<FixDelay>,
+    /// Where `executor_restarted` runs its check in the background.
+    pub(super) tracker: TaskTracker,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) metrics: Arc<AdminMetrics>,
+    pub(super) lang: MessageLang,
+    max_defer: Duration,
+    lost_after: Duration,
+}
+
+impl Completion {
+    pub(super) fn new(
+        triggers: Arc<TriggerPath>,
+        fix_delay: Arc<FixDelay>,
+        config: &EngineConfig,
+        services: &EngineServices,
+        tracker: TaskTracker,
+    ) -> Self {
+        Self {
+            store: Arc::clone(&triggers.store),
+            clients: Arc::clone(&triggers.clients),
+            triggers,
+            fix_delay,
+            tracker,
+            clock: Arc::clone(&services.clock),
+            metrics: Arc::clone(&services.metrics),
+            lang: config.lang,
+            max_defer: config.max_defer,
+            lost_after: config.lost_after,
+        }
+    }
+
     /// Applies executor callbacks: each result is stored unless the log already has one
     /// (upstream "log repeate callback.", only logged), then the log is completed. The batch
     /// is stored in one go (one transaction where the backend supports it).
@@ -28,8 +75,8 @@ impl Engine {
     /// answers the executor with a failure so it spools and retries the batch (repeats are
     /// harmless). Completion failures (child triggers, FIX_DELAY) are logged, not returned:
     /// the results are stored, and a resent batch would be ignored as a repeat anyway.
-    pub async fn on_callbacks(self: &Arc<Self>, items: Vec<HandleCallbackParam>) -> Result<(), EngineError> {
-        let handle_time = to_datetime(self.services.now_ms());
+    pub async fn on_callbacks(&self, items: Vec<HandleCallbackParam>) -> Result<(), EngineError> {
+        let handle_time = to_datetime(self.clock.now_ms());
         let results: Vec<HandleResult> = items
             .into_iter()
             .map(|item| HandleResult {
@@ -40,13 +87,13 @@ impl Engine {
             })
             .collect();
         // The executor waits for this answer; triggers on their way out go first (`sending.rs`).
-        self.sends.wait_quiet(self.config.max_defer).await;
+        self.triggers.sends().wait_quiet(self.max_defer).await;
         let outcomes = self.store.apply_handle_results(&results).await?;
         let mut applied = Vec::with_capacity(outcomes.len());
         for (result, outcome) in results.iter().zip(outcomes) {
             match outcome {
                 HandleOutcome::Applied(stored) => {
-                    self.services.metrics.result_stored(stored.handle_code);
+                    self.metrics.result_stored(stored.handle_code);
                     applied.push(stored);
                 }
                 HandleOutcome::NotFound => tracing::warn!(log_id = result.log_id.0, "log item not found."),
@@ -59,13 +106,10 @@ impl Engine {
 
     /// Stores one result under the repeat guard and completes the log; false if the log was
     /// missing or already had a result.
-    pub(crate) async fn apply_and_complete(
-        self: &Arc<Self>,
-        result: HandleResult,
-    ) -> Result<bool, EngineError> {
+    pub(crate) async fn apply_and_complete(&self, result: HandleResult) -> Result<bool, EngineError> {
         match self.store.apply_handle_result(&result).await? {
             HandleOutcome::Applied(stored) => {
-                self.services.metrics.result_stored(stored.handle_code);
+                self.metrics.result_stored(stored.handle_code);
                 let job = self.store.follow_ups(&[stored.job_id]).await?.pop();
                 self.complete(stored, job.as_ref()).await?;
                 Ok(true)
@@ -83,7 +127,7 @@ impl Engine {
 
     /// Completes logs whose results were just stored, reading what their jobs need in one
     /// query. Every failure is logged here; the results themselves are stored either way.
-    async fn complete_all(self: &Arc<Self>, logs: Vec<StoredResult>) {
+    async fn complete_all(&self, logs: Vec<StoredResult>) {
         if logs.is_empty() {
             return;
         }
@@ -108,11 +152,7 @@ impl Engine {
 
     /// Upstream `XxlJobCompleter.complete`, for a log whose result was just stored: child jobs
     /// on success (their report appended to the message), then FIX_DELAY rescheduling.
-    async fn complete(
-        self: &Arc<Self>,
-        log: StoredResult,
-        job: Option<&JobFollowUp>,
-    ) -> Result<(), EngineError> {
+    async fn complete(&self, log: StoredResult, job: Option<&JobFollowUp>) -> Result<(), EngineError> {
         if log.handle_code == SUCCESS
             && let Some(children) = job.and_then(|j| j.child_jobid.as_deref())
             && !children.trim().is_empty()
@@ -127,13 +167,13 @@ impl Engine {
             self.store.complete_log(&completed).await?;
         }
         if job.is_some_and(|j| j.trigger_next_time == FIX_DELAY_PARKED) {
-            self.unpark_fix_delay(log.job_id, self.services.now_ms()).await?;
+            self.fix_delay.unpark(log.job_id, self.clock.now_ms()).await?;
         }
         Ok(())
     }
 
-    fn trigger_children(self: &Arc<Self>, parent: JobId, children: &str) -> String {
-        let t = texts(self.config.lang);
+    fn trigger_children(&self, parent: JobId, children: &str) -> String {
+        let t = texts(self.lang);
         let mut msg = separator(t.child_run);
         let ids: Vec<&str> = children.split(',').collect();
         let total = ids.len();
@@ -147,7 +187,7 @@ impl Engine {
                 }
                 Some(id) => {
                     // Asynchronous, so upstream always reports success with a null message.
-                    self.submit_trigger(TriggerRequest::new(JobId(id), TriggerType::Parent));
+                    self.triggers.submit(TriggerRequest::new(JobId(id), TriggerType::Parent));
                     t.child_msg_ok.replace("{result}", t.success).replace("{msg}", "null")
                 }
                 None => t.child_msg_bad_id.to_owned(),
@@ -165,10 +205,10 @@ impl Engine {
     /// The lost-job monitor's pass: running logs older than 10 min whose executor address is
     /// not registered any more are failed with upstream's "job result lost" and completed.
     /// Returns the logs it failed.
-    pub async fn mark_lost_jobs(self: &Arc<Self>, now_ms: i64) -> Result<Vec<LogId>, EngineError> {
-        let lost_after = i64::try_from(self.config.lost_after.as_millis()).unwrap_or(LOST_AFTER_MS);
+    pub async fn mark_lost_jobs(&self, now_ms: i64) -> Result<Vec<LogId>, EngineError> {
+        let lost_after = i64::try_from(self.lost_after.as_millis()).unwrap_or(LOST_AFTER_MS);
         let before = to_datetime(now_ms - lost_after);
-        let t = texts(self.config.lang);
+        let t = texts(self.lang);
         // Upstream's lost runs, then (jobwheel) triggers that never got an executor's answer
         // because their admin stopped in between: both would otherwise stay open forever.
         let lost = self.store.lost_log_ids(before).await?.into_iter().map(|id| (id, t.lost_fail));
@@ -186,27 +226,27 @@ impl Engine {
                 marked.push(log_id);
             }
         }
-        self.services.metrics.lost(marked.len());
+        self.metrics.lost(marked.len());
         Ok(marked)
     }
 
     /// Manual kill (upstream `/joblog/logKill`): only for a log whose trigger succeeded;
     /// POSTs `/kill` to its executor, and on 200 fails the log with upstream's "killed by
     /// operator" text and completes it. Returns the executor's message.
-    pub async fn kill(self: &Arc<Self>, log_id: LogId) -> Result<Option<String>, EngineError> {
+    pub async fn kill(&self, log_id: LogId) -> Result<Option<String>, EngineError> {
         let log = self.store.load_log(log_id).await?.ok_or(EngineError::LogNotFound(log_id))?;
-        let t = texts(self.config.lang);
+        let t = texts(self.lang);
         let address = match (&log.executor_address, log.trigger_code) {
             (Some(address), SUCCESS) => address.clone(),
             _ => return Err(EngineError::Refused(t.kill_refused.to_owned())),
         };
-        let reply = self.client_for(log.job_group).await.kill(&address, log.job_id.0).await;
+        let reply = self.clients.for_group(log.job_group).await.kill(&address, log.job_id.0).await;
         if reply.code != SUCCESS {
             return Err(EngineError::Executor { code: reply.code, msg: reply.msg });
         }
         let result = HandleResult {
             log_id,
-            handle_time: to_datetime(self.services.now_ms()),
+            handle_time: to_datetime(self.clock.now_ms()),
             handle_code: FAIL,
             handle_msg: Some(format!("{}:{}", t.killed_by_man, reply.msg.as_deref().unwrap_or(""))),
         };

@@ -166,11 +166,6 @@ impl EngineServices {
     pub fn new() -> Self {
         Self { clock: Arc::new(SystemClock), secrets: None, metrics: Arc::default(), group_tokens: None }
     }
-
-    /// The clock's time in epoch ms.
-    pub(crate) fn now_ms(&self) -> i64 {
-        self.clock.now_ms()
-    }
 }
 
 impl Default for EngineServices {

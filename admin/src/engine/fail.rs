@@ -14,12 +14,14 @@
 
 use std::sync::Arc;
 
+use super::EngineError;
 use super::i18n::{separator, texts};
-use super::trigger::TriggerRequest;
-use super::{Engine, EngineError};
-use crate::alarm::AlarmEvent;
+use super::trigger::{TriggerPath, TriggerRequest};
+use crate::alarm::{AlarmEvent, Alarmer};
 use crate::domain::TriggerType;
-use crate::store::{BackoffStrategy, LogId, LogRow, LogTriggerUpdate};
+use crate::lang::MessageLang;
+use crate::metrics::AdminMetrics;
+use crate::store::{BackoffStrategy, LogId, LogRow, LogTriggerUpdate, RetryBackoff, Store};
 
 /// Upstream's batch size of `findFailJobLogIds`.
 pub const FAIL_BATCH: u32 = 1000;
@@ -45,10 +47,37 @@ pub struct FailHandled {
     pub alarm_status: i16,
 }
 
-impl Engine {
+/// The fail monitor: retries through the trigger path, alarms through the alarmer.
+pub struct FailMonitor {
+    store: Arc<dyn Store>,
+    triggers: Arc<TriggerPath>,
+    alarmer: Alarmer,
+    /// The admin's `--retry-backoff*`, for jobs without their own.
+    retry_backoff: RetryBackoff,
+    metrics: Arc<AdminMetrics>,
+    lang: MessageLang,
+}
+
+impl FailMonitor {
+    pub(super) fn new(
+        triggers: Arc<TriggerPath>,
+        alarmer: Alarmer,
+        retry_backoff: RetryBackoff,
+        lang: MessageLang,
+    ) -> Self {
+        Self {
+            store: Arc::clone(&triggers.store),
+            metrics: Arc::clone(&triggers.metrics),
+            triggers,
+            alarmer,
+            retry_backoff,
+            lang,
+        }
+    }
+
     /// One fail monitor pass at `now_ms`: new failures (handled, or parked until their retry is
     /// due), then the parked ones that are due.
-    pub async fn handle_failures(self: &Arc<Self>, now_ms: i64) -> Result<Vec<FailHandled>, EngineError> {
+    pub async fn handle_failures(&self, now_ms: i64) -> Result<Vec<FailHandled>, EngineError> {
         let mut handled = Vec::new();
         for log_id in self.store.failed_log_ids(FAIL_BATCH).await? {
             // Read once: a failed log's trigger and result no longer change, only its
@@ -89,7 +118,7 @@ impl Engine {
         if log.executor_fail_retry_count <= 0 {
             return Ok(i64::MIN);
         }
-        let backoff = self.store.job_retry_backoff(log.job_id).await?.unwrap_or(self.config.retry_backoff);
+        let backoff = self.store.job_retry_backoff(log.job_id).await?.unwrap_or(self.retry_backoff);
         if backoff.base_secs == 0 {
             return Ok(i64::MIN);
         }
@@ -105,11 +134,11 @@ impl Engine {
         Ok(since.saturating_add(backoff.wait_ms(attempt, rand::random::<f64>())))
     }
 
-    async fn handle_failure(self: &Arc<Self>, log: LogRow) -> Result<FailHandled, EngineError> {
+    async fn handle_failure(&self, log: LogRow) -> Result<FailHandled, EngineError> {
         let job = self.store.load_job(log.job_id).await?;
         let retried = log.executor_fail_retry_count > 0;
         if retried {
-            self.submit_trigger(TriggerRequest {
+            self.triggers.submit(TriggerRequest {
                 fail_retry_count: Some(log.executor_fail_retry_count - 1),
                 sharding_param: log.executor_sharding_param.clone(),
                 executor_param: log.executor_param.clone(),
@@ -118,7 +147,7 @@ impl Engine {
             let trigger_msg = format!(
                 "{}{}",
                 log.trigger_msg.as_deref().unwrap_or("null"),
-                separator(texts(self.config.lang).retry_run)
+                separator(texts(self.lang).retry_run)
             );
             self.store
                 .update_log_trigger(&LogTriggerUpdate {
@@ -139,7 +168,7 @@ impl Engine {
                 let group = self.store.load_group(job.job.job_group).await?;
                 let event = AlarmEvent { job, group, log: log.clone() };
                 let delivered = self.alarmer.alarm(&event).await;
-                self.services.metrics.alarm(delivered);
+                self.metrics.alarm(delivered);
                 if delivered { alarm_status::SENT } else { alarm_status::FAILED }
             }
             None => alarm_status::NOT_NEEDED,

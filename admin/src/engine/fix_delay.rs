@@ -1,27 +1,37 @@
 //! FIX_DELAY (jobwheel extension): the next run is due `delay` after the previous one
 //! *completed*, not after it fired. The pre-read parks a fired FIX_DELAY job at
-//! [`FIX_DELAY_PARKED`]; completion (or a trigger that failed to reach an executor) unparks it
-//! here with the completion time.
+//! [`FIX_DELAY_PARKED`]; completion (or a trigger that failed to reach an executor, or claim
+//! recovery discarding the parked run) unparks it through [`FixDelay`] with the completion time.
 
-use super::schedule::Times;
-use super::{Engine, EngineError};
-use crate::calendar::{DayRules, rules_by_job};
+use std::sync::Arc;
+
+use chrono_tz::Tz;
+
+use super::EngineError;
+use super::schedule::{Times, job_time_zone};
+use crate::calendar::rules_by_job;
 use crate::cron::ScheduleType;
-use crate::store::{JobId, TriggerTimeUpdate};
+use crate::store::{JobId, Store, TriggerTimeUpdate};
 
 /// `trigger_next_time` of a running FIX_DELAY job whose run has fired and not completed yet:
 /// the pre-read never reaches it, and completion replaces it with `completion + delay`.
 pub const FIX_DELAY_PARKED: i64 = i64::MAX;
 
-impl Engine {
-    /// One job's calendars and windows, as the scheduler applies them.
-    pub(crate) async fn job_day_rules(&self, job_id: JobId) -> Result<DayRules, EngineError> {
-        Ok(rules_by_job(&self.store.job_days(&[job_id]).await?).remove(&job_id).unwrap_or_default())
+/// Reschedules parked FIX_DELAY jobs; shared by the trigger path, completion and recovery.
+pub(crate) struct FixDelay {
+    store: Arc<dyn Store>,
+    /// The zone of jobs without their own (`EngineConfig::time_zone`).
+    default_zone: Tz,
+}
+
+impl FixDelay {
+    pub(crate) fn new(store: Arc<dyn Store>, default_zone: Tz) -> Self {
+        Self { store, default_zone }
     }
 
-    /// FIX_DELAY: the run that parked `job_id` is over at `completed_ms`; schedule the next one
-    /// `delay` after it. Does nothing unless the job is running and parked.
-    pub(crate) async fn unpark_fix_delay(&self, job_id: JobId, completed_ms: i64) -> Result<(), EngineError> {
+    /// If `job_id` is a running FIX_DELAY job parked for a run, schedules its next run
+    /// `delay` after `completed_ms` (honouring its calendars and windows).
+    pub(crate) async fn unpark(&self, job_id: JobId, completed_ms: i64) -> Result<(), EngineError> {
         let Some(job) = self.store.load_job(job_id).await? else { return Ok(()) };
         let parked = job.job.trigger_status == 1 && job.job.trigger_next_time == FIX_DELAY_PARKED;
         if !parked {
@@ -30,8 +40,9 @@ impl Engine {
         let schedule_type = job.job.schedule_type.parse::<ScheduleType>().ok();
         let mut times =
             Times { last: job.job.trigger_last_time, next: job.job.trigger_next_time, stopped: false };
-        let rules = self.job_day_rules(job_id).await?;
-        times.refresh(&job, schedule_type, (self.job_time_zone(&job), &rules), completed_ms);
+        let rules = rules_by_job(&self.store.job_days(&[job_id]).await?).remove(&job_id).unwrap_or_default();
+        let zone = job_time_zone(&job, self.default_zone);
+        times.refresh(&job, schedule_type, (zone, &rules), completed_ms);
         let update = TriggerTimeUpdate {
             job_id,
             // Keep the fire time recorded when parking as the last trigger time.

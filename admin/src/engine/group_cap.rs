@@ -9,30 +9,30 @@
 //! with the reason in its trigger message — so the job's retries and alarm apply as upstream
 //! defines them; the cap does not queue runs in the admin.
 
-use super::{Engine, EngineError};
-use crate::store::{GroupId, LogId};
+use super::EngineError;
+use crate::metrics::AdminMetrics;
+use crate::store::{GroupId, LogId, Store};
 
-impl Engine {
-    /// `Some(reason)` when the group's runs in flight ahead of `log_id` (triggered at
-    /// `trigger_time_ms`) have reached its cap.
-    pub(super) async fn group_cap_refusal(
-        &self,
-        group: GroupId,
-        max_running: Option<i32>,
-        log_id: LogId,
-        trigger_time_ms: i64,
-    ) -> Result<Option<String>, EngineError> {
-        let Some(max) = max_running.and_then(|m| u64::try_from(m).ok()) else { return Ok(None) };
-        let at = super::trigger::to_datetime(trigger_time_ms);
-        let running = self.store.running_ahead(group, log_id, at).await?;
-        if running < max {
-            return Ok(None);
-        }
-        self.services.metrics.group_cap_refusal();
-        tracing::info!(group = group.0, running, max, "trigger refused: the group's cap on runs in flight");
-        Ok(Some(format!(
-            "not started: executor group {group} has {running} of its {max} runs in flight \
-             (its cap, set on the Executors page); the run counts as failed and its retries apply"
-        )))
+/// `Some(reason)` when the group's runs in flight ahead of `log_id` (triggered at
+/// `trigger_time_ms`) have reached its cap.
+pub(super) async fn group_cap_refusal(
+    store: &dyn Store,
+    metrics: &AdminMetrics,
+    group: GroupId,
+    max_running: Option<i32>,
+    log_id: LogId,
+    trigger_time_ms: i64,
+) -> Result<Option<String>, EngineError> {
+    let Some(max) = max_running.and_then(|m| u64::try_from(m).ok()) else { return Ok(None) };
+    let at = super::trigger::to_datetime(trigger_time_ms);
+    let running = store.running_ahead(group, log_id, at).await?;
+    if running < max {
+        return Ok(None);
     }
+    metrics.group_cap_refusal();
+    tracing::info!(group = group.0, running, max, "trigger refused: the group's cap on runs in flight");
+    Ok(Some(format!(
+        "not started: executor group {group} has {running} of its {max} runs in flight \
+             (its cap, set on the Executors page); the run counts as failed and its retries apply"
+    )))
 }

@@ -9,28 +9,44 @@
 //! missed-fire alarm, not 3 600). `FIRE_ONCE_NOW` fires instead of skipping and records nothing
 //! extra; its late run is in the log list already, marked as a misfire trigger.
 
+use std::sync::Arc;
+
+use super::EngineError;
 use super::i18n::texts;
-use super::{Engine, EngineError};
-use crate::store::{JobRow, LogId, LogTriggerUpdate, NewLog};
+use crate::lang::MessageLang;
+use crate::metrics::AdminMetrics;
+use crate::store::{JobRow, LogId, LogTriggerUpdate, NewLog, Store};
 use jobwheel_protocol::envelope::FAIL_CODE;
 
-impl Engine {
+/// Writes missed-fire rows; the pre-read and claim recovery each have one.
+#[derive(Clone)]
+pub(crate) struct MissedFires {
+    store: Arc<dyn Store>,
+    metrics: Arc<AdminMetrics>,
+    lang: MessageLang,
+}
+
+impl MissedFires {
+    pub(crate) fn new(store: Arc<dyn Store>, metrics: Arc<AdminMetrics>, lang: MessageLang) -> Self {
+        Self { store, metrics, lang }
+    }
+
     /// Records that `job` skipped `count` fire time(s), the first due at `missed_ms`, seen at
     /// `now_ms`; the new log row.
-    pub(crate) async fn record_missed_fire(
+    pub(crate) async fn record(
         &self,
         job: &JobRow,
         missed_ms: i64,
         count: usize,
         now_ms: i64,
     ) -> Result<LogId, EngineError> {
-        self.services.metrics.misfire("DO_NOTHING", count);
+        self.metrics.misfire("DO_NOTHING", count);
         let trigger_time = super::trigger::to_datetime(missed_ms);
         let log_id = self
             .store
             .insert_log(&NewLog { job_group: job.job.job_group, job_id: job.id, trigger_time })
             .await?;
-        let t = texts(self.config.lang);
+        let t = texts(self.lang);
         let late_s = (now_ms - missed_ms).max(0) / 1000;
         let msg = t
             .missed_fire

@@ -1,33 +1,36 @@
 //! The admin's engine: the scheduler with its durable time ring, the trigger path, completion
 //! of runs and the monitors (docs/upstream.md §5; see `docs/engine.md`).
 //!
-//! [`Engine`] is the facade the HTTP edge uses: manual triggers, kills, rolling logs,
-//! callbacks and registry refreshes; [`Engine::start`] runs the background tasks. Every
-//! decision that depends on time is a method taking `now_ms`, so tests drive the scheduler and
-//! the monitors with controlled time and the spawned loops stay thin.
+//! Each role is a type that owns its state and collaborators; [`Engine::new`] wires them once
+//! and [`Engine::start`] runs their background tasks. The engine itself is the facade the HTTP
+//! edge uses (manual triggers, rolling logs, `/status`, module announcements) and hands out
+//! the roles. Every decision that depends on time is a method taking `now_ms`, so tests drive
+//! the scheduler and the monitors with controlled time and the spawned loops stay thin.
 //!
-//! | file | upstream |
-//! |---|---|
-//! | `schedule.rs` (the pre-read), `ring.rs` (+ draining), `claims.rs`, `recover.rs`, `misfire.rs`, `missed.rs` | `JobScheduleHelper` (+ durable claims, missed-fire rows) |
-//! | `start.rs`, `fix_delay.rs` | `JobInfoController.start`'s first fire time; FIX_DELAY's reschedule after a run |
-//! | `pool.rs`, `trigger.rs`, `trigger_msg.rs` | `JobTriggerPoolHelper`, `XxlJobTrigger` |
-//! | `complete.rs` | `JobCompleteHelper`, `XxlJobCompleter`, log kill |
-//! | `registry.rs`, `fail.rs`, `report.rs` | `JobRegistryHelper`, `JobFailMonitorHelper`, `JobLogReportHelper` |
-//! | `tasks.rs` | the threads of all of the above |
+//! | role (type) | files | upstream |
+//! |---|---|---|
+//! | [`Scheduler`] | `scheduler.rs` (threads), `schedule.rs` (pre-read), `ring.rs`, `share.rs`, `missed.rs`, `misfire.rs` | `JobScheduleHelper` (+ durable claims, missed-fire rows) |
+//! | [`ClaimRecovery`] | `recover.rs`, `claims.rs` | — (dead admins' claims) |
+//! | [`TriggerPath`] | `trigger.rs`, `shard.rs`, `pool.rs`, `batch.rs`, `sending.rs`, `grant.rs`, `group_cap.rs`, `trigger_msg.rs` | `JobTriggerPoolHelper`, `XxlJobTrigger` |
+//! | [`Completion`] | `complete.rs` (+ lost monitor, kill), `restarts.rs`, `fix_delay.rs` | `JobCompleteHelper`, `XxlJobCompleter` |
+//! | [`RegistryMonitor`], [`FailMonitor`], [`ReportMonitor`] | `registry.rs`, `fail.rs`, `report.rs` | `JobRegistryHelper`, `JobFailMonitorHelper`, `JobLogReportHelper` |
+//!
+//! `tasks.rs` spawns them all; `start.rs` is `JobInfoController.start`'s first fire time.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use jobwheel_protocol::{LogParam, LogResult};
 use tokio_util::task::TaskTracker;
 
 use crate::alarm::Alarmer;
+use crate::clock::Clock;
 use crate::executor_client::ExecutorApi;
 use crate::routing::Router;
-use crate::store::{ClaimId, GroupId, JobId, LogId, Store, StoreError};
+use crate::store::{GroupId, JobId, LogId, Store, StoreError};
 
 mod batch;
 mod claims;
+mod clients;
 mod complete;
 mod config;
 mod fail;
@@ -45,7 +48,9 @@ mod report;
 mod restarts;
 mod ring;
 mod schedule;
+mod scheduler;
 mod sending;
+mod shard;
 mod share;
 mod start;
 mod tasks;
@@ -53,26 +58,27 @@ mod trigger;
 mod trigger_msg;
 
 pub use crate::domain::TriggerType;
-pub use complete::LOST_AFTER_MS;
+pub use complete::{Completion, LOST_AFTER_MS};
 pub use config::{
     EngineConfig, EngineServices, FAST_POOL_FLOOR, FIRE_LEAD, MAX_FIRE_LEAD, MIN_LOG_RETENTION_DAYS,
     MonitorIntervals, SLOW_POOL_FLOOR,
 };
-pub use fail::{FAIL_BATCH, FailHandled};
+pub use fail::{FAIL_BATCH, FailHandled, FailMonitor};
 pub use fix_delay::FIX_DELAY_PARKED;
 pub(crate) use i18n::block_title;
 pub use misfire::{MisfireStrategy, UnknownMisfireStrategy};
 pub use pool::{SLOW_COUNT_LIMIT, SLOW_TRIGGER};
-pub use recover::{RECOVERY_GRACE_MS, Recovery};
-pub use registry::DEAD_TIMEOUT_MS;
-pub use report::CLAIM_KEEP_MS;
+pub use recover::{ClaimRecovery, RECOVERY_GRACE_MS, Recovery};
+pub use registry::{DEAD_TIMEOUT_MS, RegistryMonitor};
 pub(crate) use report::local_midnight;
+pub use report::{CLAIM_KEEP_MS, ReportMonitor};
 pub use ring::{RingEntry, ring_second};
 pub use schedule::{CycleReport, PRE_READ_MS, Placement, PlannedFire};
+pub use scheduler::Scheduler;
 pub use sending::MAX_DEFER;
 pub use share::{LEASE_MS, fair_share, schedule_node_name};
 pub use start::first_fire_time;
-pub use trigger::{TriggerOutcome, TriggerRequest};
+pub use trigger::{TriggerOutcome, TriggerPath, TriggerRequest};
 
 /// What the engine's callers can get wrong, or what failed underneath.
 #[derive(Debug, thiserror::Error)]
@@ -100,27 +106,18 @@ pub enum EngineError {
     },
 }
 
-/// The scheduler, trigger path, completion and monitors of one admin process.
+/// The engine of one admin process: its roles, wired together, and the facade over them.
 pub struct Engine {
-    store: Arc<dyn Store>,
-    client: Arc<dyn ExecutorApi>,
-    router: Router,
-    alarmer: Alarmer,
     config: EngineConfig,
-    services: EngineServices,
-    pools: Arc<pool::TriggerPools>,
-    ring: ring::TimeRing,
-    /// Claims this process has in its ring or pools. Recovery skips them, so it only picks
-    /// up claims of dead admins (or our own, once their trigger finished without consuming).
-    in_flight: Mutex<HashSet<ClaimId>>,
-    /// When log retention last ran (epoch ms; 0 = never).
-    last_clean_ms: Mutex<i64>,
-    /// Group commit of the trigger path's store calls.
-    batches: batch::Batches,
-    /// Triggers on their way to `/run`; deferred writes wait for them (`sending.rs`).
-    sends: Arc<sending::SendGauge>,
-    /// When the schedule thread last began a pass (epoch ms; 0 = not started): readiness.
-    schedule_beat_ms: std::sync::atomic::AtomicI64,
+    store: Arc<dyn Store>,
+    clients: Arc<clients::ExecutorClients>,
+    clock: Arc<dyn Clock>,
+    scheduler: Arc<Scheduler>,
+    triggers: Arc<TriggerPath>,
+    completion: Arc<Completion>,
+    registry: Arc<RegistryMonitor>,
+    failures: Arc<FailMonitor>,
+    report: Arc<ReportMonitor>,
     tracker: TaskTracker,
 }
 
@@ -132,7 +129,12 @@ impl std::fmt::Debug for Engine {
 
 impl Engine {
     /// An engine over `store`, calling executors through `client`. Nothing runs until
-    /// [`Engine::start`]; the trigger, callback and monitor methods work without it.
+    /// [`Engine::start`]; the passes of every role work without it.
+    ///
+    /// The one place the roles are wired: the trigger path first (everything fires through
+    /// it), then the scheduler, completion and the monitors around it. The claims in flight
+    /// are shared by the scheduler (which holds them) and the trigger path (which releases
+    /// them); FIX_DELAY's rescheduling by the trigger path, completion and recovery.
     pub fn new(
         store: Arc<dyn Store>,
         client: Arc<dyn ExecutorApi>,
@@ -142,26 +144,43 @@ impl Engine {
         services: EngineServices,
     ) -> Arc<Self> {
         let tracker = TaskTracker::new();
-        let pools = Arc::new(pool::TriggerPools::new(
-            config.pool_sizes(),
-            (config.fast_queue, config.slow_queue),
-            Arc::clone(&services.clock),
-            tracker.clone(),
-        ));
-        Arc::new(Self {
-            store,
-            client,
+        let clients = Arc::new(clients::ExecutorClients::new(client, services.group_tokens.clone()));
+        let in_flight = Arc::new(claims::InFlight::default());
+        let fix_delay = Arc::new(fix_delay::FixDelay::new(Arc::clone(&store), config.time_zone));
+        let shared = (Arc::clone(&in_flight), Arc::clone(&fix_delay));
+        let triggers = TriggerPath::new(
+            Arc::clone(&store),
+            Arc::clone(&clients),
             router,
-            alarmer,
+            &config,
+            &services,
+            shared.clone(),
+            tracker.clone(),
+        );
+        let scheduler = Scheduler::new(Arc::clone(&store), Arc::clone(&triggers), shared, &config, &services);
+        let completion =
+            Completion::new(Arc::clone(&triggers), fix_delay, &config, &services, tracker.clone());
+        let failures = FailMonitor::new(Arc::clone(&triggers), alarmer, config.retry_backoff, config.lang);
+        let clock = Arc::clone(&services.clock);
+        Arc::new(Self {
+            registry: Arc::new(RegistryMonitor::new(
+                Arc::clone(&store),
+                Arc::clone(&clock),
+                config.dead_timeout,
+            )),
+            report: Arc::new(ReportMonitor::new(
+                Arc::clone(&store),
+                config.time_zone,
+                config.log_retention_days,
+            )),
+            scheduler: Arc::new(scheduler),
+            completion: Arc::new(completion),
+            failures: Arc::new(failures),
+            triggers,
+            store,
+            clients,
+            clock,
             config,
-            services,
-            pools,
-            ring: ring::TimeRing::default(),
-            in_flight: Mutex::new(HashSet::new()),
-            last_clean_ms: Mutex::new(0),
-            batches: batch::Batches::default(),
-            sends: Arc::default(),
-            schedule_beat_ms: std::sync::atomic::AtomicI64::new(0),
             tracker,
         })
     }
@@ -171,11 +190,41 @@ impl Engine {
         &self.config
     }
 
+    /// The pre-read, the ring and claim recovery.
+    pub fn scheduler(&self) -> &Arc<Scheduler> {
+        &self.scheduler
+    }
+
+    /// The trigger path.
+    pub fn triggers(&self) -> &Arc<TriggerPath> {
+        &self.triggers
+    }
+
+    /// Results of runs: callbacks, kills, lost runs, restarted executors.
+    pub fn completion(&self) -> &Arc<Completion> {
+        &self.completion
+    }
+
+    /// The registry monitor.
+    pub fn registry(&self) -> &Arc<RegistryMonitor> {
+        &self.registry
+    }
+
+    /// The fail monitor (retries and alarms).
+    pub fn failures(&self) -> &Arc<FailMonitor> {
+        &self.failures
+    }
+
+    /// The log report and retention.
+    pub fn report(&self) -> &Arc<ReportMonitor> {
+        &self.report
+    }
+
     /// Upstream's manual trigger ("trigger once"): type MANUAL, the parameter overridden (a
     /// missing one becomes `""`, as upstream), and optionally the addresses. Returns once the
     /// trigger is queued; its outcome lands in the log row.
     pub async fn trigger_manual(
-        self: &Arc<Self>,
+        &self,
         job_id: JobId,
         executor_param: Option<String>,
         address_list: Option<Vec<String>>,
@@ -187,35 +236,17 @@ impl Engine {
         if let Some(list) = &address_list {
             // The trigger carries the access token, the job's secrets and its source: it may
             // only go to executors of the job's own group (security review H1).
-            self.check_manual_addresses(job.job.job_group, list).await?;
+            self.registry.check_manual_addresses(job.job.job_group, list).await?;
         }
         let request = TriggerRequest {
             executor_param: Some(executor_param.unwrap_or_default()),
             address_list,
             ..TriggerRequest::new(job_id, TriggerType::Manual)
         };
-        if !self.submit_trigger(request) {
+        if !self.triggers.submit(request) {
             return Err(EngineError::Refused("trigger pool is full, try again later".to_owned()));
         }
         Ok(())
-    }
-
-    /// The client for group `group`'s executors: with the group's own access token and
-    /// xxl-job 3.5's protocol if it has a token, else the global one. A token that cannot be
-    /// read now (database error) falls back to the global client; the executor's refusal then
-    /// shows in the trigger message.
-    pub(crate) async fn client_for(&self, group: GroupId) -> Arc<dyn ExecutorApi> {
-        let Some(tokens) = &self.services.group_tokens else { return Arc::clone(&self.client) };
-        match tokens.by_group(group).await {
-            Ok(Some(credential)) => {
-                self.client.for_group(&credential).unwrap_or_else(|| Arc::clone(&self.client))
-            }
-            Ok(None) => Arc::clone(&self.client),
-            Err(error) => {
-                tracing::warn!(group = group.0, %error, "cannot read the group's access token; using the global one");
-                Arc::clone(&self.client)
-            }
-        }
     }
 
     /// What the executor at `address` of group `group` is doing (`/status`).
@@ -224,7 +255,7 @@ impl Engine {
         group: GroupId,
         address: &str,
     ) -> Result<jobwheel_protocol::ExecutorStatus, EngineError> {
-        self.client_for(group).await.status(address).await.map_err(|msg| EngineError::Executor {
+        self.clients.for_group(group).await.status(address).await.map_err(|msg| EngineError::Executor {
             code: jobwheel_protocol::envelope::FAIL_CODE,
             msg: Some(msg),
         })
@@ -239,7 +270,7 @@ impl Engine {
             return Err(EngineError::Refused(format!("log {log_id} has no executor address")));
         };
         let trigger_ms = log.trigger_time.map_or(0, |t| t.timestamp_millis());
-        let client = self.client_for(log.job_group).await;
+        let client = self.clients.for_group(log.job_group).await;
         let reply = client.log(address, &LogParam::new(trigger_ms, log_id.0, from_line)).await;
         let mut result = match (reply.code, reply.result) {
             (200, Some(result)) => result,
@@ -251,28 +282,9 @@ impl Engine {
         Ok(result)
     }
 
-    /// Triggers between their submission and their last `/run` (`engine/sending.rs`).
-    pub fn triggers_sending(&self) -> usize {
-        self.sends.sending()
-    }
-
-    /// Waits until every queued trigger has finished (tests; shutdown uses [`Engine::stopped`]).
-    pub async fn wait_triggers_idle(&self) {
-        self.pools.wait_idle().await;
-    }
-
-    /// Whether `job_id` is currently dispatched to the slow trigger pool.
-    pub fn uses_slow_pool(&self, job_id: JobId) -> bool {
-        self.pools.is_slow(job_id)
-    }
-
-    /// How many triggers wait in the time ring.
-    pub fn ring_len(&self) -> usize {
-        self.ring.len()
-    }
-
-    /// Triggers waiting for the fast and the slow trigger pool.
-    pub fn pool_waiting(&self) -> (usize, usize) {
-        self.pools.waiting()
+    /// Tells the executors of job `job_id`'s group to fetch and compile its new Wasm module
+    /// now, in the background (`prepare.rs`).
+    pub fn prepare_wasm(&self, job_id: JobId) {
+        prepare::announce_module(Arc::clone(&self.store), Arc::clone(&self.clients), &self.tracker, job_id);
     }
 }

@@ -6,23 +6,31 @@
 
 use std::sync::Arc;
 
-use super::Engine;
-use crate::store::JobId;
+use tokio_util::task::TaskTracker;
 
-impl Engine {
-    /// Announces job `job_id`'s current module to its group's executors.
-    pub fn prepare_wasm(self: &Arc<Self>, job_id: JobId) {
-        let engine = Arc::clone(self);
-        self.tracker.spawn(async move {
-            let job = match engine.store.load_job(job_id).await {
-                Ok(Some(job)) => job,
-                Ok(None) => return,
-                Err(error) => {
-                    tracing::warn!(job_id = job_id.0, %error, "cannot announce a wasm module: job not readable");
-                    return;
-                }
-            };
-            let (module, group) = match (engine.wasm_module_ref(job_id).await, engine.store.load_group(job.job.job_group).await) {
+use super::clients::ExecutorClients;
+use super::shard::wasm_module_ref;
+use crate::store::{JobId, Store};
+
+/// Announces job `job_id`'s current module to its group's executors.
+pub(super) fn announce_module(
+    store: Arc<dyn Store>,
+    clients: Arc<ExecutorClients>,
+    tracker: &TaskTracker,
+    job_id: JobId,
+) {
+    let spawner = tracker.clone();
+    tracker.spawn(async move {
+        let job = match store.load_job(job_id).await {
+            Ok(Some(job)) => job,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(job_id = job_id.0, %error, "cannot announce a wasm module: job not readable");
+                return;
+            }
+        };
+        let (module, group) =
+            match (wasm_module_ref(&*store, job_id).await, store.load_group(job.job.job_group).await) {
                 (Ok(Some(module)), Ok(Some(group))) => (module, group),
                 (Err(error), _) => {
                     tracing::warn!(job_id = job_id.0, %error, "cannot announce a wasm module");
@@ -30,16 +38,15 @@ impl Engine {
                 }
                 _ => return,
             };
-            let addresses = group.group.address_list.unwrap_or_default();
-            let client = engine.client_for(group.id).await;
-            // One task per executor: a slow one does not delay the others.
-            for address in addresses.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-                let (client, module, address) = (Arc::clone(&client), module.clone(), address.to_owned());
-                engine.tracker.spawn(async move {
-                    let reply = client.prepare_wasm(&address, &module).await;
-                    tracing::debug!(address, digest = %module.digest, code = reply.code, "wasm module announced");
-                });
-            }
-        });
-    }
+        let addresses = group.group.address_list.unwrap_or_default();
+        let client = clients.for_group(group.id).await;
+        // One task per executor: a slow one does not delay the others.
+        for address in addresses.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+            let (client, module, address) = (Arc::clone(&client), module.clone(), address.to_owned());
+            spawner.spawn(async move {
+                let reply = client.prepare_wasm(&address, &module).await;
+                tracing::debug!(address, digest = %module.digest, code = reply.code, "wasm module announced");
+            });
+        }
+    });
 }

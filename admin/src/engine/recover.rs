@@ -26,13 +26,17 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::EngineError;
+use super::claims::InFlight;
+use super::fix_delay::FixDelay;
 use super::misfire::MisfireStrategy;
+use super::missed::MissedFires;
 use super::schedule::PRE_READ_MS;
 use super::share::LEASE_MS;
-use super::trigger::TriggerRequest;
-use super::{Engine, EngineError};
+use super::trigger::{TriggerPath, TriggerRequest};
 use crate::domain::TriggerType;
-use crate::store::{ClaimId, ClaimRow, JobId};
+use crate::metrics::AdminMetrics;
+use crate::store::{ClaimId, ClaimRow, JobId, Store};
 
 /// How late a claim must be before another admin's ring is presumed dead. A live ring fires a
 /// claim in its second or one of the two after it.
@@ -49,23 +53,44 @@ pub enum Recovery {
     Discarded,
 }
 
-impl Engine {
+/// Recovery of stale claims; the schedule thread runs a pass every second.
+pub struct ClaimRecovery {
+    store: Arc<dyn Store>,
+    triggers: Arc<TriggerPath>,
+    /// Claims this process holds: never stale, however late.
+    in_flight: Arc<InFlight>,
+    fix_delay: Arc<FixDelay>,
+    missed: MissedFires,
+    metrics: Arc<AdminMetrics>,
+    /// This process's scheduler node under shared scheduling.
+    node: Option<String>,
+}
+
+impl ClaimRecovery {
+    pub(super) fn new(
+        store: Arc<dyn Store>,
+        triggers: Arc<TriggerPath>,
+        (in_flight, fix_delay): (Arc<InFlight>, Arc<FixDelay>),
+        missed: MissedFires,
+        metrics: Arc<AdminMetrics>,
+        node: Option<String>,
+    ) -> Self {
+        Self { store, triggers, in_flight, fix_delay, missed, metrics, node }
+    }
+
     /// Picks up pending claims left by a crashed admin (see the module docs); returns what
     /// was done with each, by claim id.
-    pub async fn recover_claims(
-        self: &Arc<Self>,
-        now_ms: i64,
-    ) -> Result<Vec<(ClaimId, Recovery)>, EngineError> {
+    pub async fn recover_claims(&self, now_ms: i64) -> Result<Vec<(ClaimId, Recovery)>, EngineError> {
         let mut stale: Vec<ClaimRow> = self
             .store
             .pending_claims(now_ms - RECOVERY_GRACE_MS)
             .await?
             .into_iter()
-            .filter(|claim| !self.holds_claim(claim.id))
+            .filter(|claim| !self.in_flight.holds(claim.id))
             .collect();
         // A claim another live admin took in a shared pre-read is its to fire, however late:
         // it may be slow, not dead (its own recovery covers what its ring dropped).
-        let mine = self.config.schedule_node.as_deref();
+        let mine = self.node.as_deref();
         if stale.iter().any(|c| c.node.is_some() && c.node.as_deref() != mine) {
             let live = self.store.live_schedulers(now_ms - LEASE_MS).await?;
             stale.retain(|c| match c.node.as_deref() {
@@ -91,7 +116,7 @@ impl Engine {
     }
 
     async fn recover_misfired(
-        self: &Arc<Self>,
+        &self,
         job_id: JobId,
         mut claims: Vec<ClaimRow>,
         now_ms: i64,
@@ -122,16 +147,16 @@ impl Engine {
         // Skipped by DO_NOTHING (not superseded by a FIRE_ONCE_NOW fire): one missed-fire row
         // for the job. Only the admin whose discards succeeded gets here with times.
         if let (Some(job), Some(first), true) = (&job, skipped_times.first(), newest.is_empty())
-            && let Err(e) = self.record_missed_fire(job, *first, skipped_times.len(), now_ms).await
+            && let Err(e) = self.missed.record(job, *first, skipped_times.len(), now_ms).await
         {
             tracing::error!(job_id = job_id.0, error = %e, "cannot record a missed fire");
         }
         if newest.is_empty() {
             // Nothing of this job fires: a FIX_DELAY job parked for it must not wait forever.
-            self.unpark_fix_delay(job_id, now_ms).await?;
+            self.fix_delay.unpark(job_id, now_ms).await?;
         }
         if !newest.is_empty() {
-            self.services.metrics.misfire("FIRE_ONCE_NOW", 1);
+            self.metrics.misfire("FIRE_ONCE_NOW", 1);
         }
         for claim in newest {
             self.fire_recovered(&claim, TriggerType::Misfire);
@@ -140,9 +165,9 @@ impl Engine {
         Ok(done)
     }
 
-    fn fire_recovered(self: &Arc<Self>, claim: &ClaimRow, trigger_type: TriggerType) {
-        self.hold_claim(claim.id);
-        self.submit_trigger(TriggerRequest {
+    fn fire_recovered(&self, claim: &ClaimRow, trigger_type: TriggerType) {
+        self.in_flight.hold(claim.id);
+        self.triggers.submit(TriggerRequest {
             claim: Some(claim.id),
             // A shard of a broadcast whose admin died between shards: only that shard fires.
             sharding_param: claim.shard.clone(),

@@ -2,17 +2,20 @@
 //! registrations without a heartbeat for 90 s and rewrite every automatic group's address list
 //! from the live ones, sorted like Java's `Collections.sort`.
 //!
-//! jobwheel addition: [`Engine::refresh_group`] rebuilds one AppName's groups at once, so a
+//! jobwheel addition: [`RegistryMonitor::refresh_group`] rebuilds one AppName's groups at once, so a
 //! newly registered executor is routable immediately instead of after up to 30 s.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
 
 use jobwheel_protocol::REGISTRY_GROUP_EXECUTOR;
 
+use super::EngineError;
 use super::trigger::to_datetime;
-use super::{Engine, EngineError};
+use crate::clock::Clock;
 use crate::routing::{sort_addresses, split_address_list};
-use crate::store::{Group, GroupId, GroupRow};
+use crate::store::{Group, GroupId, GroupRow, Store};
 
 /// Upstream `DEAD_TIMEOUT`: a registration without heartbeat for this long is dead (the
 /// default of `EngineConfig::dead_timeout`).
@@ -21,9 +24,18 @@ pub const DEAD_TIMEOUT_MS: i64 = 90_000;
 /// Group `address_type` of automatic registration.
 const AUTO: i16 = 0;
 
-impl Engine {
-    fn dead_timeout_ms(&self) -> i64 {
-        i64::try_from(self.config.dead_timeout.as_millis()).unwrap_or(DEAD_TIMEOUT_MS)
+/// The registry monitor: which executors are alive, and each automatic group's addresses.
+pub struct RegistryMonitor {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    /// `--executor-dead-timeout` in ms.
+    dead_timeout_ms: i64,
+}
+
+impl RegistryMonitor {
+    pub(super) fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, dead_timeout: Duration) -> Self {
+        let dead_timeout_ms = i64::try_from(dead_timeout.as_millis()).unwrap_or(DEAD_TIMEOUT_MS);
+        Self { store, clock, dead_timeout_ms }
     }
 
     /// One registry monitor pass at `now_ms`. Like upstream, it does nothing unless at least
@@ -33,7 +45,7 @@ impl Engine {
         if !groups.iter().any(|g| g.group.address_type == AUTO) {
             return Ok(());
         }
-        let dead_before = to_datetime(now_ms - self.dead_timeout_ms());
+        let dead_before = to_datetime(now_ms - self.dead_timeout_ms);
         let removed = self.store.remove_dead_registry(dead_before).await?;
         if removed > 0 {
             tracing::info!(removed, "removed dead executor registrations");
@@ -48,7 +60,7 @@ impl Engine {
     /// Rebuilds the address lists of the automatic groups of `app_name` from the live
     /// registry now (call after a registration or removal for that AppName).
     pub async fn refresh_group(&self, app_name: &str) -> Result<(), EngineError> {
-        let now_ms = self.services.now_ms();
+        let now_ms = self.clock.now_ms();
         let live = self.live_addresses(now_ms, Some(app_name)).await?;
         let groups = self.store.list_groups().await?;
         for group in groups.iter().filter(|g| g.group.address_type == AUTO && g.group.app_name == app_name) {
@@ -80,7 +92,7 @@ impl Engine {
             .into_iter()
             .map(|a| a.trim_end_matches('/').to_owned())
             .collect();
-        let live = self.live_addresses(self.services.now_ms(), Some(&row.group.app_name)).await?;
+        let live = self.live_addresses(self.clock.now_ms(), Some(&row.group.app_name)).await?;
         if let Some(registered) = live.get(&row.group.app_name) {
             known.extend(registered.iter().map(|a| a.trim_end_matches('/').to_owned()));
         }
@@ -100,7 +112,7 @@ impl Engine {
         now_ms: i64,
         only: Option<&str>,
     ) -> Result<HashMap<String, BTreeSet<String>>, EngineError> {
-        let alive_after = to_datetime(now_ms - self.dead_timeout_ms());
+        let alive_after = to_datetime(now_ms - self.dead_timeout_ms);
         let mut live: HashMap<String, BTreeSet<String>> = HashMap::new();
         for row in self.store.alive_registry(alive_after).await? {
             if row.registry_group != REGISTRY_GROUP_EXECUTOR

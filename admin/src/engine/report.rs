@@ -2,23 +2,41 @@
 //! every minute, recount today and the two days before into `xxl_job_log_report`; once a day,
 //! delete logs older than the retention. jobwheel also purges fired/discarded ring claims here.
 
-use chrono::{DateTime, Days, NaiveTime, TimeZone, Utc};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use chrono::{DateTime, Days, NaiveTime, TimeZone, Utc};
+use chrono_tz::Tz;
+
+use super::EngineError;
 use super::config::MIN_LOG_RETENTION_DAYS;
 use super::trigger::to_datetime;
-use super::{Engine, EngineError};
-use crate::store::{LogClear, LogReport};
+use crate::store::{LogClear, LogReport, Store};
 
 /// Fired and discarded claims are kept this long (for diagnosis), then purged.
 pub const CLAIM_KEEP_MS: i64 = 60 * 60 * 1000;
 /// Retention runs at most once per this period (upstream: 24 h).
 const CLEAN_EVERY_MS: i64 = 24 * 60 * 60 * 1000;
 
-impl Engine {
+/// The report monitor, with the day retention last ran.
+pub struct ReportMonitor {
+    store: Arc<dyn Store>,
+    /// The zone whose days the report counts (`EngineConfig::time_zone`).
+    time_zone: Tz,
+    /// Days of logs kept; below [`MIN_LOG_RETENTION_DAYS`] nothing is deleted.
+    retention_days: u32,
+    /// When log retention last ran (epoch ms; 0 = never).
+    last_clean_ms: Mutex<i64>,
+}
+
+impl ReportMonitor {
+    pub(super) fn new(store: Arc<dyn Store>, time_zone: Tz, retention_days: u32) -> Self {
+        Self { store, time_zone, retention_days, last_clean_ms: Mutex::new(0) }
+    }
+
     /// One report pass at `now_ms`: the three day reports, the daily log clean-up (when due)
     /// and the claim purge. Returns the number of logs deleted.
     pub async fn report_and_clean(&self, now_ms: i64) -> Result<u64, EngineError> {
-        let tz = self.config.time_zone;
+        let tz = self.time_zone;
         let now = to_datetime(now_ms);
         let today = now.with_timezone(&tz).date_naive();
         for back in 0..3u64 {
@@ -44,9 +62,9 @@ impl Engine {
         }
 
         let mut deleted = 0;
-        let retention = self.config.log_retention_days;
+        let retention = self.retention_days;
         let clean_due = {
-            let mut last = self.last_clean_ms.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut last = self.last_clean_ms.lock().unwrap_or_else(PoisonError::into_inner);
             let due = retention >= MIN_LOG_RETENTION_DAYS && now_ms - *last > CLEAN_EVERY_MS;
             if due {
                 *last = now_ms;

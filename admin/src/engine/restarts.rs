@@ -5,7 +5,7 @@
 //! `Restart=on-failure`, a pod keeping its IP) never leaves it, so the runs its predecessor
 //! took down would stay "running" forever — and park their FIX_DELAY job and hold a slot of
 //! their group's cap with them. jobwheel executors send an `incarnation` in their registry
-//! beats; when the edge sees one it has not seen for an address, [`Engine::executor_restarted`]
+//! beats; when the edge sees one it has not seen for an address, [`Completion::executor_restarted`]
 //! asks the process now at that address which of the runs the database has as running there it
 //! still owes a result for (`/outstanding`), and closes the others as lost.
 //!
@@ -20,9 +20,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::EngineError;
+use super::complete::Completion;
 use super::i18n::texts;
 use super::trigger::to_datetime;
-use super::{Engine, EngineError};
 use crate::store::{GroupId, HandleResult, LogId};
 
 /// How often the new process is asked before giving up (it may still be starting to serve).
@@ -31,13 +32,13 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Upstream's failure code for a result.
 const FAIL: i32 = 500;
 
-impl Engine {
+impl Completion {
     /// A jobwheel executor at `address` reported an incarnation this admin had not seen for it:
     /// closes, in the background, the runs its predecessor left open.
     pub fn executor_restarted(self: &Arc<Self>, address: &str) {
-        let (engine, address) = (Arc::clone(self), address.to_owned());
+        let (completion, address) = (Arc::clone(self), address.to_owned());
         self.tracker.spawn(async move {
-            match engine.close_runs_of_predecessor(&address).await {
+            match completion.close_runs_of_predecessor(&address).await {
                 Ok(closed) if !closed.is_empty() => {
                     tracing::warn!(%address, count = closed.len(), "runs left open by a restarted executor closed as lost");
                 }
@@ -49,23 +50,20 @@ impl Engine {
 
     /// One check of `address`: the running logs there that its current process does not owe a
     /// result for are failed as lost and completed (retry, alarm, FIX_DELAY, group cap).
-    pub async fn close_runs_of_predecessor(
-        self: &Arc<Self>,
-        address: &str,
-    ) -> Result<Vec<LogId>, EngineError> {
+    pub async fn close_runs_of_predecessor(&self, address: &str) -> Result<Vec<LogId>, EngineError> {
         let running = self.store.running_log_ids_at(address).await?;
         let mut by_group: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
         for (log, group) in running {
             by_group.entry(group.0).or_default().push(log.0);
         }
-        let t = texts(self.config.lang);
+        let t = texts(self.lang);
         let mut closed = Vec::new();
         for (group, asked) in by_group {
             let owed = self.ask_outstanding(GroupId(group), address, &asked).await?;
             for log_id in asked.into_iter().filter(|id| !owed.contains(id)).map(LogId) {
                 let result = HandleResult {
                     log_id,
-                    handle_time: to_datetime(self.services.now_ms()),
+                    handle_time: to_datetime(self.clock.now_ms()),
                     handle_code: FAIL,
                     handle_msg: Some(t.restart_lost.replace("{address}", address)),
                 };
@@ -74,7 +72,7 @@ impl Engine {
                 }
             }
         }
-        self.services.metrics.lost(closed.len());
+        self.metrics.lost(closed.len());
         Ok(closed)
     }
 
@@ -85,7 +83,7 @@ impl Engine {
         address: &str,
         asked: &[i64],
     ) -> Result<HashSet<i64>, EngineError> {
-        let client = self.client_for(group).await;
+        let client = self.clients.for_group(group).await;
         let mut attempt = 1;
         loop {
             match client.outstanding(address, asked).await {

@@ -20,10 +20,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use super::Engine;
+use super::scheduler::Scheduler;
 use super::trigger::TriggerRequest;
 use crate::domain::TriggerType;
 use crate::store::{ClaimId, JobId, LogId};
@@ -87,12 +84,12 @@ impl TimeRing {
     }
 }
 
-// === impl Engine: the ring thread ===
+// === the ring thread's passes ===
 
-impl Engine {
+impl Scheduler {
     /// The ring thread's work for one wake-up at `second` (0–59): take the due slots and fire
     /// their claims through the pools. Returns what was fired.
-    pub fn drain_ring(self: &Arc<Self>, second: u32) -> Vec<RingEntry> {
+    pub fn drain_ring(&self, second: u32) -> Vec<RingEntry> {
         self.fire_slots(second, None)
     }
 
@@ -101,14 +98,14 @@ impl Engine {
     /// slots to the pools, to be sent once it begins. Returns what was handed over.
     ///
     /// [`fire_lead`]: super::EngineConfig::fire_lead
-    pub fn hand_over_ring(self: &Arc<Self>, now_ms: i64) -> Vec<RingEntry> {
+    pub fn hand_over_ring(&self, now_ms: i64) -> Vec<RingEntry> {
         let lead = self.fire_lead_ms();
         let second_ms = (now_ms + lead + 500).div_euclid(1000) * 1000;
         let release = (second_ms > now_ms).then_some(second_ms);
         self.fire_slots(ring_second(second_ms), release)
     }
 
-    fn fire_slots(self: &Arc<Self>, second: u32, release_ms: Option<i64>) -> Vec<RingEntry> {
+    fn fire_slots(&self, second: u32, release_ms: Option<i64>) -> Vec<RingEntry> {
         let due = self.ring.take_due(second);
         for entry in &due {
             let request = TriggerRequest {
@@ -118,29 +115,15 @@ impl Engine {
                 release_ms,
                 ..TriggerRequest::new(entry.job_id, TriggerType::Cron)
             };
-            self.submit_trigger(request);
+            self.triggers.submit(request);
         }
         due
     }
 
     /// The configured lead, bounded by [`MAX_FIRE_LEAD`](super::config::MAX_FIRE_LEAD).
     pub(crate) fn fire_lead_ms(&self) -> i64 {
-        let lead = self.config.fire_lead.min(super::config::MAX_FIRE_LEAD);
+        let lead = self.fire_lead.min(super::config::MAX_FIRE_LEAD);
         i64::try_from(lead.as_millis()).unwrap_or(0)
-    }
-
-    /// Waits until the engine's clock reads `release_ms` (epoch ms) or later.
-    pub(crate) async fn until_released(&self, release_ms: Option<i64>) {
-        let Some(release_ms) = release_ms else { return };
-        // A loop, not one sleep: the timer and the wall clock may disagree by a millisecond,
-        // and a trigger must not leave before its second by either.
-        loop {
-            let ahead = release_ms - self.services.now_ms();
-            if ahead <= 0 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(ahead.unsigned_abs())).await;
-        }
     }
 }
 

@@ -2,18 +2,18 @@
 //! §5.1), made durable: every trigger the cycle takes from `xxl_job_info` is inserted as a ring
 //! claim in the same transaction that advances `trigger_next_time`.
 //!
-//! [`Engine::schedule_cycle`] takes `now_ms` so tests drive it with controlled time; the spawned
-//! loop in `tasks.rs` only adds the clock and upstream's aligned sleeps.
-
-use std::sync::Arc;
+//! [`Scheduler::schedule_cycle`] takes `now_ms` so tests drive it with controlled time; the spawned
+//! loop in `scheduler.rs` only adds the clock and upstream's aligned sleeps.
 
 use chrono_tz::Tz;
 
+use super::EngineError;
 use super::fix_delay::FIX_DELAY_PARKED;
 use super::misfire::MisfireStrategy;
 use super::ring::{RingEntry, ring_second};
-use super::trigger::{TriggerRequest, route_strategy, to_datetime};
-use super::{Engine, EngineError};
+use super::scheduler::Scheduler;
+use super::shard::route_strategy;
+use super::trigger::{TriggerRequest, to_datetime};
 use crate::calendar::{DayRules, next_fire, rules_by_job};
 use crate::cron::{ScheduleType, parse_time_zone};
 use crate::domain::TriggerType;
@@ -182,21 +182,21 @@ fn plan_job(job: &JobRow, now_ms: i64, clock: (Tz, &DayRules), fill_window: bool
     JobPlan { fires, misfired, skipped, update }
 }
 
-impl Engine {
+impl Scheduler {
     /// One pre-read at `now_ms`: under the schedule lock, read the jobs due within 5 s, decide
     /// misfire / fire now / ring for each, write their new trigger times and a claim per
     /// trigger, commit; then fire the "now" triggers on the pools and push the rest into the
     /// ring.
-    pub async fn schedule_cycle(self: &Arc<Self>, now_ms: i64) -> Result<CycleReport, EngineError> {
-        let mut tx = self.begin_pre_read(now_ms).await?;
-        let jobs = tx.due_jobs(now_ms + PRE_READ_MS, self.config.pre_read_count()).await?;
+    pub async fn schedule_cycle(&self, now_ms: i64) -> Result<CycleReport, EngineError> {
+        let mut tx = self.leases.begin(now_ms).await?;
+        let jobs = tx.due_jobs(now_ms + PRE_READ_MS, self.pre_read_count).await?;
         let mut report = CycleReport { pre_read: jobs.len(), ..CycleReport::default() };
         let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
         // One read for the whole cycle; most jobs have no rules and the answer is empty.
         let day_rules =
             if ids.is_empty() { Default::default() } else { rules_by_job(&self.store.job_days(&ids).await?) };
         let no_rules = DayRules::default();
-        let fill_window = self.config.schedule_node.is_some();
+        let fill_window = self.leases.shared();
         let mut planned = Vec::new();
         // Pre-staged firing: a claim with its log row, or (a broadcast, whose shards depend on
         // the registry at fire time) a bare claim.
@@ -204,11 +204,11 @@ impl Engine {
         let mut skipped = Vec::new();
         for job in &jobs {
             let rules = day_rules.get(&job.id).unwrap_or(&no_rules);
-            let plan = plan_job(job, now_ms, (self.job_time_zone(job), rules), fill_window);
+            let plan = plan_job(job, now_ms, (job_time_zone(job, self.time_zone), rules), fill_window);
             if plan.misfired {
                 report.misfired.push(job.id);
                 if plan.skipped.is_none() {
-                    self.services.metrics.misfire("FIRE_ONCE_NOW", 1);
+                    self.metrics.misfire("FIRE_ONCE_NOW", 1);
                 }
             }
             if let Some(missed_ms) = plan.skipped {
@@ -234,7 +234,7 @@ impl Engine {
         tx.commit().await?;
         // After the commit, so only the admin whose pre-read advanced the job records the skip.
         for (job, missed_ms) in skipped {
-            if let Err(e) = self.record_missed_fire(job, missed_ms, 1, now_ms).await {
+            if let Err(e) = self.missed.record(job, missed_ms, 1, now_ms).await {
                 tracing::error!(job_id = job.id.0, error = %e, "cannot record a missed fire");
             }
         }
@@ -243,7 +243,7 @@ impl Engine {
             planned.into_iter().zip(claim_ids)
         {
             report.fires.push(PlannedFire { job_id, claim, fire_time_ms, trigger_type, placement });
-            self.hold_claim(claim);
+            self.in_flight.hold(claim);
             match placement {
                 Placement::Now => {
                     let request = TriggerRequest {
@@ -253,7 +253,7 @@ impl Engine {
                         staged_log,
                         ..TriggerRequest::new(job_id, trigger_type)
                     };
-                    self.submit_trigger(request);
+                    self.triggers.submit(request);
                 }
                 Placement::Ring(second) => {
                     self.ring.push(second, RingEntry { claim, job_id, fire_time_ms, staged_log });
@@ -265,16 +265,16 @@ impl Engine {
         }
         Ok(report)
     }
+}
 
-    /// The zone the job's schedule is computed in (jobwheel extension): its own IANA zone from
-    /// `jobwheel_job_zone` when it has one, else `EngineConfig::time_zone`. A stored name that
-    /// is not a zone falls back to the engine's zone with a warning rather than stopping the
-    /// job: the job keeps running on the admin's clock, and the log says why.
-    pub fn job_time_zone(&self, job: &JobRow) -> Tz {
-        let Some(name) = job.time_zone.as_deref() else { return self.config.time_zone };
-        parse_time_zone(name).unwrap_or_else(|error| {
-            tracing::warn!(job_id = job.id.0, zone = name, %error, "invalid job time zone, using the admin's");
-            self.config.time_zone
-        })
-    }
+/// The zone the job's schedule is computed in (jobwheel extension): its own IANA zone from
+/// `jobwheel_job_zone` when it has one, else `fallback` (`EngineConfig::time_zone`). A stored name that
+/// is not a zone falls back to the engine's zone with a warning rather than stopping the
+/// job: the job keeps running on the admin's clock, and the log says why.
+pub(crate) fn job_time_zone(job: &JobRow, fallback: Tz) -> Tz {
+    let Some(name) = job.time_zone.as_deref() else { return fallback };
+    parse_time_zone(name).unwrap_or_else(|error| {
+        tracing::warn!(job_id = job.id.0, zone = name, %error, "invalid job time zone, using the admin's");
+        fallback
+    })
 }

@@ -15,9 +15,12 @@
 //! Exactly-once does not rest on the clocks: a partition's jobs are only pre-read by a
 //! transaction holding its lease row locked, and the next holder reads after that commit.
 
-use super::{Engine, EngineError};
+use std::sync::Arc;
+
+use super::EngineError;
+use crate::metrics::AdminMetrics;
 use crate::store::PARTITION_COUNT as PARTITIONS;
-use crate::store::{LeaseRequest, ScheduleTx};
+use crate::store::{LeaseRequest, ScheduleTx, Store};
 
 /// How long a lease (and an admin's place in the count) lasts without renewal. Renewed every
 /// second by the pre-read; must stay below [`super::PRE_READ_MS`] minus a pre-read's length.
@@ -39,12 +42,30 @@ pub fn schedule_node_name(admin_address: &str) -> String {
     format!("{address}#{:08x}", rand::random::<u32>())
 }
 
-impl Engine {
+/// This admin's part in scheduling: the whole schedule under upstream's lock, or (shared
+/// scheduling) its leased partitions.
+pub(crate) struct Leases {
+    store: Arc<dyn Store>,
+    /// This process's name in `jobwheel_scheduler` (`None`: exclusive scheduling).
+    node: Option<String>,
+    metrics: Arc<AdminMetrics>,
+}
+
+impl Leases {
+    pub(crate) fn new(store: Arc<dyn Store>, node: Option<String>, metrics: Arc<AdminMetrics>) -> Self {
+        Self { store, node, metrics }
+    }
+
+    /// Whether the schedule is shared with other admins.
+    pub(crate) fn shared(&self) -> bool {
+        self.node.is_some()
+    }
+
     /// Opens a pre-read at `now_ms`: under upstream's exclusive lock over every job, or, when
     /// this admin shares the scheduling, over the partitions it leases.
-    pub(super) async fn begin_pre_read(&self, now_ms: i64) -> Result<Box<dyn ScheduleTx>, EngineError> {
-        let Some(node) = self.config.schedule_node.as_deref() else {
-            self.services.metrics.schedule_partitions(PARTITIONS);
+    pub(super) async fn begin(&self, now_ms: i64) -> Result<Box<dyn ScheduleTx>, EngineError> {
+        let Some(node) = self.node.as_deref() else {
+            self.metrics.schedule_partitions(PARTITIONS);
             return Ok(self.store.begin_schedule().await?);
         };
         let live =
@@ -60,14 +81,14 @@ impl Engine {
                 "schedule partitions changed"
             );
         }
-        self.services.metrics.schedule_partitions(shared.partitions.len());
+        self.metrics.schedule_partitions(shared.partitions.len());
         Ok(shared.tx)
     }
 
     /// On shutdown: gives this admin's partitions back at once, so the others take them at
     /// their next pre-read rather than when the leases run out.
-    pub(super) async fn leave_schedule(&self) {
-        let Some(node) = self.config.schedule_node.as_deref() else { return };
+    pub(super) async fn leave(&self) {
+        let Some(node) = self.node.as_deref() else { return };
         if let Err(error) = self.store.leave_schedule(node).await {
             tracing::warn!(%error, "cannot release the schedule partitions; they expire in {LEASE_MS} ms");
         }

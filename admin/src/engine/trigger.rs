@@ -2,26 +2,36 @@
 //! `processTrigger`, docs/upstream.md §5.2–5.3): load job and group, fan out broadcast
 //! shards, insert the log row first, build the `TriggerParam`, route, POST `/run`, and write
 //! the outcome and upstream's `trigger_msg` back to the log row.
+//!
+//! [`TriggerPath`] owns what a trigger needs on its way: the trigger pools, the group commit
+//! of its store calls, the gauge of sends in progress, the router and the executor clients.
+//! This file takes a request to the point where its log rows exist; `shard.rs` sends each
+//! shard and records its outcome.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use jobwheel_protocol::{GlueType, TriggerParam, WasmModuleRef};
+use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::claims::HeldClaims;
-use super::i18n::texts;
-use super::pool::Entry;
-use super::sending::SendTicket;
-use super::trigger_msg::{TriggerMsg, run_result_msg};
-use super::{Engine, EngineError};
+use super::EngineError;
+use super::batch::Batches;
+use super::claims::{HeldClaims, InFlight};
+use super::clients::ExecutorClients;
+use super::config::{EngineConfig, EngineServices};
+use super::fix_delay::FixDelay;
+use super::pool::{Entry, TriggerPools};
+use super::sending::{SendGauge, SendTicket};
+use super::shard::{Resolved, route_strategy, targets};
+use crate::clock::Clock;
 use crate::domain::TriggerType;
-use crate::executor_client::ExecutorApi;
-use crate::routing::{
-    ExecutorRouteStrategy, RouteError, Shard, plan_shards, shard_address, split_address_list,
-};
-use crate::store::{ClaimId, GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, NewLog};
-use jobwheel_protocol::envelope::{FAIL_CODE, SUCCESS_CODE};
+use crate::lang::MessageLang;
+use crate::metrics::AdminMetrics;
+use crate::routing::{ExecutorRouteStrategy, Router, plan_shards};
+use crate::sealing::SecretBox;
+use crate::store::{ClaimId, JobId, LogId, NewLog, Store};
+use jobwheel_protocol::envelope::SUCCESS_CODE;
 
 /// One request to trigger a job (upstream's `trigger(jobId, triggerType, failRetryCount,
 /// executorShardingParam, executorParam, addressList)`), plus the ring claim it consumes.
@@ -81,41 +91,108 @@ pub enum TriggerOutcome {
     JobMissing,
 }
 
-/// A trigger resolved against its job and group: what every shard of it shares. The stages of
-/// a trigger are the request ([`TriggerRequest`]), this, and one shard whose log row exists
-/// (`process_trigger`'s `shard` and `log_id`).
-struct Resolved<'r> {
-    request: &'r TriggerRequest,
-    job: JobRow,
-    targets: Targets,
-    strategy: Option<ExecutorRouteStrategy>,
-    is_broadcast: bool,
-    /// Every shard's trigger time (upstream ≥ 3.3.2: one per trigger).
-    trigger_time_ms: i64,
+/// The trigger path of one admin process: from a [`TriggerRequest`] to the `/run` calls and the
+/// log rows recording them.
+pub struct TriggerPath {
+    pub(super) store: Arc<dyn Store>,
+    pub(super) clients: Arc<ExecutorClients>,
+    pub(super) router: Router,
+    pools: Arc<TriggerPools>,
+    /// Group commit of the hot store calls.
+    pub(super) batches: Batches,
+    /// Triggers on their way to `/run`; deferred writes and callbacks wait for them.
+    sends: Arc<SendGauge>,
+    /// Claims this process holds; a trigger releases its claim once it has run.
+    in_flight: Arc<InFlight>,
+    fix_delay: Arc<FixDelay>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) metrics: Arc<AdminMetrics>,
+    /// Opens a Wasm job's secrets for its grant (`None`: this admin has no secret key).
+    pub(super) secrets: Option<Arc<SecretBox>>,
+    pub(super) lang: MessageLang,
+    /// This admin's address, as `trigger_msg` names it.
+    pub(super) admin_address: String,
 }
 
-impl Resolved<'_> {
-    /// The shard as routing, the log and `trigger_msg` see it: a broadcast's, else none.
-    fn broadcast_shard(&self, shard: Shard) -> Option<Shard> {
-        self.is_broadcast.then_some(shard)
+impl TriggerPath {
+    /// The trigger path over `store`; its pools spawn on `tracker`. `in_flight` and
+    /// `fix_delay` are shared with the scheduler and completion.
+    pub(super) fn new(
+        store: Arc<dyn Store>,
+        clients: Arc<ExecutorClients>,
+        router: Router,
+        config: &EngineConfig,
+        services: &EngineServices,
+        (in_flight, fix_delay): (Arc<InFlight>, Arc<FixDelay>),
+        tracker: TaskTracker,
+    ) -> Arc<Self> {
+        let pools = Arc::new(TriggerPools::new(
+            config.pool_sizes(),
+            (config.fast_queue, config.slow_queue),
+            Arc::clone(&services.clock),
+            tracker,
+        ));
+        let sends = Arc::<SendGauge>::default();
+        Arc::new(Self {
+            batches: Batches::new(Arc::clone(&store), Arc::clone(&sends), config.max_defer),
+            store,
+            clients,
+            router,
+            pools,
+            sends,
+            in_flight,
+            fix_delay,
+            clock: Arc::clone(&services.clock),
+            metrics: Arc::clone(&services.metrics),
+            secrets: services.secrets.clone(),
+            lang: config.lang,
+            admin_address: config.admin_address.clone(),
+        })
     }
-}
 
-/// The addresses of one trigger and where they came from.
-struct Targets {
-    address_type: i16,
-    addresses: Vec<String>,
-    /// The group's cap on runs in flight (`jobwheel_group_cap`).
-    max_running: Option<i32>,
-    /// The client for this group's executors (its own token and 3.5's protocol, if it has one).
-    client: Arc<dyn ExecutorApi>,
-}
+    /// The gauge of sends in progress (callbacks wait for it: `sending.rs`).
+    pub(super) fn sends(&self) -> &Arc<SendGauge> {
+        &self.sends
+    }
 
-impl Engine {
+    /// Triggers between their submission and their last `/run`.
+    pub fn sending(&self) -> usize {
+        self.sends.sending()
+    }
+
+    /// Waits until every queued trigger has finished.
+    pub async fn wait_idle(&self) {
+        self.pools.wait_idle().await;
+    }
+
+    /// Whether `job_id` is currently dispatched to the slow trigger pool.
+    pub fn uses_slow_pool(&self, job_id: JobId) -> bool {
+        self.pools.is_slow(job_id)
+    }
+
+    /// Triggers waiting for the fast and the slow trigger pool.
+    pub fn pool_waiting(&self) -> (usize, usize) {
+        self.pools.waiting()
+    }
+
+    /// Waits until the clock reads `release_ms` (epoch ms) or later.
+    async fn until_released(&self, release_ms: Option<i64>) {
+        let Some(release_ms) = release_ms else { return };
+        // A loop, not one sleep: the timer and the wall clock may disagree by a millisecond,
+        // and a trigger must not leave before its second by either.
+        loop {
+            let ahead = release_ms - self.clock.now_ms();
+            if ahead <= 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(ahead.unsigned_abs())).await;
+        }
+    }
+
     /// Queues `request` on the fast or slow pool (upstream `JobTriggerPoolHelper.trigger`).
     /// Returns false if the pool's backlog is full and the trigger was dropped.
-    pub(crate) fn submit_trigger(self: &Arc<Self>, request: TriggerRequest) -> bool {
-        let engine = Arc::clone(self);
+    pub(crate) fn submit(self: &Arc<Self>, request: TriggerRequest) -> bool {
+        let path = Arc::clone(self);
         let job_id = request.job_id;
         let claim = request.claim;
         // Counted from submission, so triggers still waiting for a pool slot hold back the
@@ -123,17 +200,17 @@ impl Engine {
         let sending = self.sends.enter();
         let entry = if request.release_ms.is_some() { Entry::Early } else { Entry::Now };
         let accepted = self.pools.submit(job_id, entry, move |slot| async move {
-            if let Err(e) = engine.trigger_with(request, SendTicket::new(slot, sending)).await {
+            if let Err(e) = path.trigger_with(request, SendTicket::new(slot, sending)).await {
                 tracing::error!(job_id = job_id.0, error = %e, "trigger failed");
             }
             if let Some(claim) = claim {
-                engine.release_claim(claim);
+                path.in_flight.release(claim);
             }
         });
         if !accepted && let Some(claim) = claim {
             // The claim stays pending in the database; recovery fires it (late) or applies
             // the misfire rules.
-            self.release_claim(claim);
+            self.in_flight.release(claim);
         }
         accepted
     }
@@ -159,15 +236,15 @@ impl Engine {
         request: TriggerRequest,
         mut ticket: SendTicket,
     ) -> Result<TriggerOutcome, EngineError> {
-        let Some(job) = self.load_job_batched(request.job_id).await? else {
+        let Some(job) = self.batches.load_job(request.job_id).await? else {
             tracing::warn!("trigger fail, job not found");
             if let Some(claim) = request.claim {
                 self.store.discard_claim(claim).await?;
             }
             return Ok(TriggerOutcome::JobMissing);
         };
-        let group = self.load_group_batched(job.job.job_group).await?;
-        let client = self.client_for(job.job.job_group).await;
+        let group = self.batches.load_group(job.job.job_group).await?;
+        let client = self.clients.for_group(job.job.job_group).await;
         let targets = targets(group.as_ref(), request.address_list.as_deref(), client);
         let strategy = route_strategy(&job);
         let is_broadcast = strategy == Some(ExecutorRouteStrategy::ShardingBroadcast);
@@ -176,7 +253,7 @@ impl Engine {
         // already holds its scheduled second (upstream's `new Date()` at a punctual fire).
         let trigger_time_ms = match (request.staged_log, request.scheduled_ms) {
             (Some(_), Some(scheduled_ms)) => scheduled_ms,
-            _ => self.services.now_ms(),
+            _ => self.clock.now_ms(),
         };
         let new_log = NewLog {
             job_group: job.job.job_group,
@@ -190,11 +267,11 @@ impl Engine {
         // crash between shards leaves the rest pending for recovery (docs/engine.md).
         let mut shard_claims = vec![None; shards.len()];
         let mut first_log = None;
-        let mut held = HeldClaims::new(self);
+        let mut held = HeldClaims::new(&self.in_flight);
         match request.claim {
             Some(claim) if shards.len() > 1 => {
                 let Some((log_id, rest)) =
-                    self.store.split_claim(claim, &new_log, shards.len(), self.services.now_ms()).await?
+                    self.store.split_claim(claim, &new_log, shards.len(), self.clock.now_ms()).await?
                 else {
                     return Ok(TriggerOutcome::ClaimGone);
                 };
@@ -216,12 +293,12 @@ impl Engine {
                 // Pre-staged: the row exists; taking the claim is what makes this admin the
                 // one that fires it (another admin's recovery may have been first).
                 (None, Some(claim), Some(log_id)) => {
-                    if !self.take_claim_batched(claim).await? {
+                    if !self.batches.take_claim(claim).await? {
                         return Ok(TriggerOutcome::ClaimGone);
                     }
                     log_id
                 }
-                (None, Some(claim), None) => match self.consume_claim_batched(claim, new_log).await? {
+                (None, Some(claim), None) => match self.batches.consume_claim(claim, new_log).await? {
                     Some(log_id) => log_id,
                     None if position == 0 => return Ok(TriggerOutcome::ClaimGone),
                     None => {
@@ -249,187 +326,10 @@ impl Engine {
         }
         if request.claim.is_some() && fired.first().is_some_and(|(_, code)| *code != SUCCESS_CODE) {
             // A FIX_DELAY job parked for this run will get no callback: its run is over.
-            self.unpark_fix_delay(resolved.job.id, trigger_time_ms).await?;
+            self.fix_delay.unpark(resolved.job.id, trigger_time_ms).await?;
         }
         Ok(TriggerOutcome::Fired(fired))
     }
-
-    /// Upstream `processTrigger` for one shard whose log row `log_id` exists already.
-    async fn process_trigger(
-        &self,
-        resolved: &Resolved<'_>,
-        shard: Shard,
-        log_id: LogId,
-        last_send: Option<&mut SendTicket>,
-    ) -> Result<i32, EngineError> {
-        let Resolved { request, job, targets, strategy, trigger_time_ms, .. } = resolved;
-        let (strategy, trigger_time_ms) = (*strategy, *trigger_time_ms);
-        let broadcast_shard = resolved.broadcast_shard(shard);
-        let lang = self.config.lang;
-        let j = &job.job;
-        let fail_retry_count = request.fail_retry_count.unwrap_or(j.executor_fail_retry_count);
-        let executor_param =
-            request.executor_param.clone().or_else(|| j.executor_param.clone()).unwrap_or_default();
-        // Before the module and grant reads: a refused run needs neither (nor its secrets opened).
-        let capped =
-            self.group_cap_refusal(j.job_group, targets.max_running, log_id, trigger_time_ms).await?;
-        let is_wasm = j.glue_type.parse::<GlueType>() == Ok(GlueType::GlueWasm);
-        let (wasm_module, grant) = if is_wasm && capped.is_none() {
-            (self.wasm_module_ref(job.id).await?, self.wasm_grant(job).await?)
-        } else {
-            (None, Ok(None))
-        };
-        let (wasm_grant, grant_problem) = match grant {
-            Ok(grant) => (grant, None),
-            Err(reason) => (None, Some(reason)),
-        };
-        let param = TriggerParam {
-            job_id: job.id.0,
-            executor_handler: j.executor_handler.clone().unwrap_or_default(),
-            executor_params: executor_param.clone(),
-            executor_block_strategy: j.executor_block_strategy.clone().unwrap_or_default(),
-            executor_timeout: j.executor_timeout,
-            log_id: log_id.0,
-            log_date_time: trigger_time_ms,
-            glue_type: j.glue_type.clone(),
-            glue_source: j.glue_source.clone().unwrap_or_default(),
-            glue_updatetime: j.glue_updatetime.map_or(0, |t| t.timestamp_millis()),
-            broadcast_index: shard.index,
-            broadcast_total: shard.total,
-            wasm_module: wasm_module.clone(),
-            wasm_grant,
-            priority: job.priority.clone(),
-        };
-
-        let (address, route_msg) = match capped {
-            Some(_) => (None, None),
-            None => self.pick_address(job.id, targets, strategy, broadcast_shard).await,
-        };
-        let wasm_missing = is_wasm && wasm_module.is_none();
-        let (code, run_msg) = match (&address, wasm_missing, grant_problem) {
-            _ if capped.is_some() => (FAIL_CODE, capped),
-            (Some(_), true, _) => (FAIL_CODE, Some("GLUE_WASM job has no module uploaded".to_owned())),
-            (Some(_), false, Some(reason)) => (FAIL_CODE, Some(reason)),
-            (Some(address), false, None) => {
-                let reply = targets.client.run(address, &param).await;
-                if let Some(scheduled_ms) = request.scheduled_ms {
-                    self.services.metrics.lateness(self.services.now_ms() - scheduled_ms);
-                }
-                (reply.code, Some(run_result_msg(lang, address, reply.code, reply.msg.as_deref())))
-            }
-            (None, ..) => (FAIL_CODE, None),
-        };
-        tracing::debug!(log_id = log_id.0, address = ?address, code, "trigger sent");
-        // The outcome of the trigger's last shard waits for the other triggers' sends; an
-        // earlier shard's is written at once, since its own trigger still has sends to make.
-        let defer = match last_send {
-            Some(ticket) => {
-                ticket.sent();
-                true
-            }
-            None => false,
-        };
-
-        let trigger_msg = TriggerMsg {
-            lang,
-            trigger_type: request.trigger_type,
-            admin_address: &self.config.admin_address,
-            address_type: targets.address_type,
-            addresses: &targets.addresses,
-            route_strategy: strategy,
-            route_strategy_name: j.executor_route_strategy.as_deref(),
-            shard: broadcast_shard,
-            block_strategy: j.executor_block_strategy.as_deref(),
-            timeout: j.executor_timeout,
-            fail_retry_count,
-            route_msg: route_msg.as_deref(),
-            run_msg: run_msg.as_deref(),
-        }
-        .render();
-        self.update_log_trigger_batched(
-            LogTriggerUpdate {
-                log_id,
-                trigger_time: to_datetime(trigger_time_ms),
-                trigger_code: code,
-                trigger_msg: Some(trigger_msg),
-                executor_address: address,
-                executor_handler: j.executor_handler.clone(),
-                executor_param: Some(executor_param),
-                executor_sharding_param: broadcast_shard.map(Shard::log_param),
-                executor_fail_retry_count: fail_retry_count,
-            },
-            defer,
-        )
-        .await?;
-        self.services.metrics.trigger(request.trigger_type, code);
-        Ok(code)
-    }
-
-    /// The executor address of one shard and the routing message for `trigger_msg`.
-    async fn pick_address(
-        &self,
-        job_id: JobId,
-        targets: &Targets,
-        strategy: Option<ExecutorRouteStrategy>,
-        broadcast_shard: Option<Shard>,
-    ) -> (Option<String>, Option<String>) {
-        if targets.addresses.is_empty() {
-            return (None, Some(texts(self.config.lang).address_empty.to_owned()));
-        }
-        if let Some(shard) = broadcast_shard {
-            return (shard_address(&targets.addresses, shard.index).map(str::to_owned), None);
-        }
-        let Some(strategy) = strategy else {
-            return (None, Some("executor route strategy is not valid.".to_owned()));
-        };
-        match self.router.route(strategy, job_id.0, &targets.addresses, &*targets.client).await {
-            Ok(route) => (Some(route.address), route.msg),
-            Err(RouteError::AllProbesFailed { msg }) => (None, Some(msg)),
-            Err(e) => (None, Some(e.to_string())),
-        }
-    }
-
-    /// `wasmModule` for a GLUE_WASM job: its newest uploaded version. The URL is relative;
-    /// executors resolve it against the admin address they are configured with.
-    pub(super) async fn wasm_module_ref(&self, job_id: JobId) -> Result<Option<WasmModuleRef>, EngineError> {
-        let Some(module) = self.store.current_wasm_module(job_id).await? else {
-            return Ok(None);
-        };
-        Ok(Some(WasmModuleRef {
-            url: format!("api/wasm/{}", module.digest),
-            digest: module.digest,
-            size: u64::try_from(module.size).unwrap_or(0),
-        }))
-    }
-}
-
-/// The group's addresses, or the caller's override (which makes the group "manual" for this
-/// trigger, as upstream does). A missing group has no addresses.
-fn targets(
-    group: Option<&GroupRow>,
-    override_list: Option<&[String]>,
-    client: Arc<dyn ExecutorApi>,
-) -> Targets {
-    // A manual address list does not lift the group's cap: the runs are still the group's.
-    let max_running = group.and_then(|g| g.max_running);
-    match override_list.filter(|list| !list.is_empty()) {
-        Some(list) => Targets { address_type: 1, addresses: list.to_vec(), max_running, client },
-        None => Targets {
-            address_type: group.map_or(0, |g| g.group.address_type),
-            max_running,
-            addresses: group
-                .and_then(|g| g.group.address_list.as_deref())
-                .filter(|list| !list.trim().is_empty())
-                .map(split_address_list)
-                .unwrap_or_default(),
-            client,
-        },
-    }
-}
-
-/// The job's routing strategy; `None` when the stored name is not one of the ten.
-pub(super) fn route_strategy(job: &JobRow) -> Option<ExecutorRouteStrategy> {
-    job.job.executor_route_strategy.as_deref().and_then(|s| s.parse().ok())
 }
 
 /// Epoch ms → `DateTime<Utc>` (the store keeps whole seconds of it).

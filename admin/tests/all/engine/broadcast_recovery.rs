@@ -46,8 +46,8 @@ async fn stuck_on_shard_zero(db: &Db, misfire_strategy: &str) -> anyhow::Result<
     let id = store_a.add_job(&broadcast).await?;
 
     let release = fake.hold_runs_at(A);
-    assert_eq!(a.schedule_cycle(T0).await?.fires.len(), 1);
-    a.drain_ring(ring_second(T0 + 2000));
+    assert_eq!(a.scheduler().schedule_cycle(T0).await?.fires.len(), 1);
+    a.scheduler().drain_ring(ring_second(T0 + 2000));
     wait_for(Duration::from_secs(10), "shard 0 at its executor", || async {
         Ok((fake.runs().len() == 1).then_some(()))
     })
@@ -64,10 +64,10 @@ async fn unfired_shards_are_recovered(db: &Db) -> anyhow::Result<()> {
     assert_eq!(shards, [Some("1/3"), Some("2/3")], "the unfired shards are claims of their own");
 
     // B recovers A's unfired shards: exactly shards 1 and 2, each on its own executor.
-    let done = b.recover_claims(T0 + 5500).await?;
+    let done = b.scheduler().recovery().recover_claims(T0 + 5500).await?;
     assert_eq!(done.len(), 2, "{done:?}");
     assert!(done.iter().all(|(_, r)| *r == Recovery::FiredLate));
-    b.wait_triggers_idle().await;
+    b.triggers().wait_idle().await;
     let mut runs: Vec<(String, i32, i32)> =
         fake.runs().into_iter().map(|(a, p)| (a, p.broadcast_index, p.broadcast_total)).collect();
     runs.sort();
@@ -75,14 +75,14 @@ async fn unfired_shards_are_recovered(db: &Db) -> anyhow::Result<()> {
 
     // A comes back: its remaining shards are taken, nothing runs twice.
     release.notify_one();
-    a.wait_triggers_idle().await;
+    a.triggers().wait_idle().await;
     assert_eq!(fake.runs().len(), 3);
     let rows = logs(&*store_a, id).await?;
     let mut params: Vec<Option<&str>> = rows.iter().map(|r| r.executor_sharding_param.as_deref()).collect();
     params.sort_unstable();
     assert_eq!(params, [Some("0/3"), Some("1/3"), Some("2/3")]);
     assert!(store_a.pending_claims(i64::MAX).await?.is_empty());
-    assert!(b.recover_claims(T0 + 6000).await?.is_empty());
+    assert!(b.scheduler().recovery().recover_claims(T0 + 6000).await?.is_empty());
     Ok(())
 }
 
@@ -90,10 +90,10 @@ async fn unfired_shards_are_recovered(db: &Db) -> anyhow::Result<()> {
 /// misfire FIRE_ONCE_NOW: every unfired shard of that fire time fires, as one trigger would.
 async fn late_shards_misfire_together(db: &Db) -> anyhow::Result<()> {
     let Stuck { store_a, fake, b, id, .. } = stuck_on_shard_zero(db, "FIRE_ONCE_NOW").await?;
-    let done = b.recover_claims(T0 + 20_000).await?;
+    let done = b.scheduler().recovery().recover_claims(T0 + 20_000).await?;
     assert_eq!(done.len(), 2, "{done:?}");
     assert!(done.iter().all(|(_, r)| *r == Recovery::FiredMisfire));
-    b.wait_triggers_idle().await;
+    b.triggers().wait_idle().await;
     let mut indexes: Vec<i32> = fake.runs().iter().map(|(_, p)| p.broadcast_index).collect();
     indexes.sort_unstable();
     assert_eq!(indexes, [0, 1, 2]);

@@ -25,8 +25,8 @@ async fn calendar(store: &dyn Store, name: &str, days: serde_json::Value) -> any
 async fn cycle(h: &Harness, at: &str, id: JobId) -> anyhow::Result<Vec<String>> {
     let now = ms(at);
     h.clock.set(now);
-    let report = h.engine.schedule_cycle(now).await?;
-    h.engine.wait_triggers_idle().await;
+    let report = h.engine.scheduler().schedule_cycle(now).await?;
+    h.engine.triggers().wait_idle().await;
     anyhow::ensure!(report.misfired.is_empty(), "no misfire at {at}: {:?}", report.misfired);
     Ok(report.fires.iter().filter(|f| f.job_id == id).map(|f| utc(f.fire_time_ms)).collect())
 }

@@ -36,10 +36,10 @@ async fn success_triggers_children_and_repeats_are_ignored() -> anyhow::Result<(
     p.child_jobid = Some(format!("{child},x,{parent}"));
     store.update_job(parent, &p).await?;
 
-    engine.trigger(TriggerRequest::new(parent, TriggerType::Manual)).await?;
+    engine.triggers().trigger(TriggerRequest::new(parent, TriggerType::Manual)).await?;
     let log = logs(&*store, parent).await?[0].id;
-    engine.on_callbacks(vec![callback(log, 200, "ok")]).await?;
-    engine.wait_triggers_idle().await;
+    engine.completion().on_callbacks(vec![callback(log, 200, "ok")]).await?;
+    engine.triggers().wait_idle().await;
     let child_logs = logs(&*store, child).await?;
     assert_eq!(child_logs.len(), 1);
     assert!(child_logs[0].trigger_msg.as_deref().unwrap_or_default().contains("父任务触发"));
@@ -56,7 +56,7 @@ async fn success_triggers_children_and_repeats_are_ignored() -> anyhow::Result<(
     assert_eq!(logs(&*store, parent).await?.len(), 1, "no self-trigger");
 
     // A repeat callback changes nothing.
-    engine.on_callbacks(vec![callback(log, 500, "late")]).await?;
+    engine.completion().on_callbacks(vec![callback(log, 500, "late")]).await?;
     assert_eq!(store.load_log(log).await?.map(|l| l.handle_code), Some(200));
     Ok(())
 }
@@ -80,15 +80,15 @@ async fn lost_jobs_kill_and_registry_refresh() -> anyhow::Result<()> {
         registry_value: "http://b:9999/".to_owned(),
     };
     store.registry_upsert(&key, at_ms(T0)).await?;
-    engine.refresh_group("app").await?;
+    engine.registry().refresh_group("app").await?;
     let group_row = store.load_group(g).await?.expect("group");
     assert_eq!(group_row.group.address_list.as_deref(), Some("http://b:9999/"), "routable at once");
-    engine.trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
+    engine.triggers().trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
     let running = logs(&*store, id).await?[0].id;
-    assert!(engine.mark_lost_jobs(T0 + LOST_AFTER_MS + 1000).await?.is_empty());
+    assert!(engine.completion().mark_lost_jobs(T0 + LOST_AFTER_MS + 1000).await?.is_empty());
 
     // Kill: /kill to the log's executor, then 500 with upstream's text.
-    engine.kill(running).await?;
+    engine.completion().kill(running).await?;
     assert_eq!(fake.kills.lock().expect("lock").clone(), vec![("http://b:9999/".to_owned(), id.0)]);
     let killed = store.load_log(running).await?.expect("log");
     assert_eq!(killed.handle_code, 500);
@@ -97,17 +97,18 @@ async fn lost_jobs_kill_and_registry_refresh() -> anyhow::Result<()> {
     // The executor stops heart-beating: after 90 s the monitor drops it and empties the
     // group; a run older than 10 min on it is lost.
     engine
+        .triggers()
         .trigger(TriggerRequest {
             address_list: Some(vec!["http://b:9999/".to_owned()]),
             ..TriggerRequest::new(id, TriggerType::Manual)
         })
         .await?;
     let lost = logs(&*store, id).await?[1].id;
-    engine.refresh_registry(T0 + 91_000).await?;
+    engine.registry().refresh_registry(T0 + 91_000).await?;
     assert_eq!(store.load_group(g).await?.and_then(|g| g.group.address_list), None);
     let now = T0 + LOST_AFTER_MS + 1000;
     clock.set(now);
-    assert_eq!(engine.mark_lost_jobs(now).await?, vec![lost]);
+    assert_eq!(engine.completion().mark_lost_jobs(now).await?, vec![lost]);
     let row = store.load_log(lost).await?.expect("log");
     assert_eq!((row.handle_code, row.handle_msg.as_deref()), (500, Some("任务结果丢失，标记失败")));
 
@@ -115,7 +116,7 @@ async fn lost_jobs_kill_and_registry_refresh() -> anyhow::Result<()> {
     // closed the same way, with its own note; a recent one is left alone.
     let stalled = store.insert_log(&NewLog { job_group: g, job_id: id, trigger_time: at_ms(T0) }).await?;
     let recent = store.insert_log(&NewLog { job_group: g, job_id: id, trigger_time: at_ms(now) }).await?;
-    assert_eq!(engine.mark_lost_jobs(now).await?, vec![stalled]);
+    assert_eq!(engine.completion().mark_lost_jobs(now).await?, vec![stalled]);
     let row = store.load_log(stalled).await?.expect("log");
     assert_eq!(row.handle_code, 500);
     assert!(row.handle_msg.as_deref().is_some_and(|m| m.starts_with("调度中断")), "{:?}", row.handle_msg);
@@ -218,15 +219,15 @@ async fn failures_are_retried_and_alarmed_by_mail_and_webhook() -> anyhow::Resul
     j.alarm_email = Some("ops@example.invalid, dev@example.invalid".to_owned());
     let id = store.add_job(&j).await?;
 
-    engine.trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
+    engine.triggers().trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
     let first = logs(&*store, id).await?[0].id;
-    engine.on_callbacks(vec![callback(first, 500, "boom")]).await?;
+    engine.completion().on_callbacks(vec![callback(first, 500, "boom")]).await?;
 
-    let handled = engine.handle_failures(T0).await?;
+    let handled = engine.failures().handle_failures(T0).await?;
     assert_eq!(handled.len(), 1);
     assert!(handled[0].retried);
     assert_eq!(handled[0].alarm_status, 2, "every channel delivered");
-    engine.wait_triggers_idle().await;
+    engine.triggers().wait_idle().await;
     let rows = logs(&*store, id).await?;
     assert_eq!(rows.len(), 2, "one retry log");
     assert!(
@@ -257,10 +258,10 @@ async fn failures_are_retried_and_alarmed_by_mail_and_webhook() -> anyhow::Resul
     assert_eq!(hooks[0]["jobGroupTitle"], "app title");
 
     // The retry fails too: no retries left, alarmed again, handled once only.
-    engine.on_callbacks(vec![callback(rows[1].id, 502, "timeout")]).await?;
-    let handled = engine.handle_failures(T0).await?;
+    engine.completion().on_callbacks(vec![callback(rows[1].id, 502, "timeout")]).await?;
+    let handled = engine.failures().handle_failures(T0).await?;
     assert_eq!((handled.len(), handled[0].retried), (1, false));
-    assert!(engine.handle_failures(T0).await?.is_empty());
+    assert!(engine.failures().handle_failures(T0).await?.is_empty());
     assert_eq!(logs(&*store, id).await?.len(), 2);
     Ok(())
 }

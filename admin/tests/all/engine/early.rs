@@ -29,18 +29,18 @@ async fn a_second_handed_over_early_takes_its_claims_first_and_sends_at_the_seco
     for _ in 0..JOBS {
         store.add_job(&job(g, second)).await?;
     }
-    let staged = engine.schedule_cycle(T0).await?;
+    let staged = engine.scheduler().schedule_cycle(T0).await?;
     assert_eq!(staged.fires.len(), JOBS);
 
     clock.set(second - 100);
-    assert_eq!(engine.hand_over_ring(second - 100).len(), JOBS, "the next second's slot");
+    assert_eq!(engine.scheduler().hand_over_ring(second - 100).len(), JOBS, "the next second's slot");
     wait_for(Duration::from_secs(30), "every claim taken ahead of the second", || {
         let store = store.clone();
         async move { Ok(store.pending_claims(i64::MAX).await?.is_empty().then_some(())) }
     })
     .await?;
     assert!(fake.runs().is_empty(), "nothing is sent before the second");
-    assert_eq!(engine.triggers_sending(), JOBS, "all wait for the second");
+    assert_eq!(engine.triggers().sending(), JOBS, "all wait for the second");
 
     clock.set(second);
     wait_for(Duration::from_secs(30), "every trigger sent at the second", || {
@@ -48,7 +48,7 @@ async fn a_second_handed_over_early_takes_its_claims_first_and_sends_at_the_seco
         async move { Ok((sent == JOBS).then_some(())) }
     })
     .await?;
-    engine.wait_triggers_idle().await;
+    engine.triggers().wait_idle().await;
     let runs = fake.runs();
     assert!(runs.iter().all(|(_, param)| param.log_date_time == second), "stamped with their second");
     let mut log_ids: Vec<i64> = runs.iter().map(|(_, param)| param.log_id).collect();
@@ -56,6 +56,6 @@ async fn a_second_handed_over_early_takes_its_claims_first_and_sends_at_the_seco
     log_ids.dedup();
     let staged_logs = staged.fires.len();
     assert_eq!(log_ids.len(), staged_logs, "one staged row per trigger");
-    assert_eq!(engine.triggers_sending(), 0);
+    assert_eq!(engine.triggers().sending(), 0);
     Ok(())
 }

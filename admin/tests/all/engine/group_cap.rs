@@ -36,7 +36,7 @@ async fn a_capped_group_starts_no_more_runs_than_its_cap() -> anyhow::Result<()>
     j.executor_route_strategy = Some("ROUND".to_owned());
     j.trigger_status = 0;
     let (first, second) = (store.add_job(&j).await?, store.add_job(&j).await?);
-    let trigger = |id| engine.trigger(TriggerRequest::new(id, TriggerType::Manual));
+    let trigger = |id| engine.triggers().trigger(TriggerRequest::new(id, TriggerType::Manual));
 
     // Two runs of the group go out (from two jobs, on two executors); the third is refused.
     let (run_one, code) = fired(&trigger(first).await?);

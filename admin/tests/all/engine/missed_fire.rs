@@ -41,7 +41,7 @@ async fn one_alarm(
     job: JobId,
     now_ms: i64,
 ) -> anyhow::Result<serde_json::Value> {
-    let handled = engine.handle_failures(now_ms).await?;
+    let handled = engine.failures().handle_failures(now_ms).await?;
     assert_eq!(handled.len(), 1, "{handled:?}");
     assert!(!handled[0].retried, "a missed fire is reported, not retried");
     let hook = wait_for(Duration::from_secs(10), "the missed-fire alarm", || async {
@@ -49,7 +49,7 @@ async fn one_alarm(
     })
     .await?;
     assert_eq!(hook["jobId"], job.0);
-    assert!(engine.handle_failures(now_ms + 60_000).await?.is_empty(), "alarmed once");
+    assert!(engine.failures().handle_failures(now_ms + 60_000).await?.is_empty(), "alarmed once");
     assert_eq!(hooks.lock().expect("lock").len(), 1);
     Ok(hook)
 }
@@ -62,7 +62,7 @@ async fn a_fire_skipped_in_the_pre_read_is_a_row_and_one_alarm() -> anyhow::Resu
     let (engine, hooks) = alarmed_engine(store.clone(), fake.clone()).await?;
     let id = hourly(&*store, T0 - 30_000).await?;
 
-    let report = engine.schedule_cycle(T0).await?;
+    let report = engine.scheduler().schedule_cycle(T0).await?;
     assert_eq!((report.misfired.clone(), report.fires.len()), (vec![id], 0));
     let rows = logs(&*store, id).await?;
     assert_eq!(rows.len(), 1, "one row for the skipped fire");
@@ -75,7 +75,7 @@ async fn a_fire_skipped_in_the_pre_read_is_a_row_and_one_alarm() -> anyhow::Resu
     let hook = one_alarm(&engine, &hooks, id, T0).await?;
     assert_eq!(hook["logId"], row.id.0);
     assert!(hook["triggerMsg"].as_str().unwrap_or_default().contains("调度过期"), "{hook}");
-    engine.wait_triggers_idle().await;
+    engine.triggers().wait_idle().await;
     assert!(fake.runs().is_empty(), "the skipped fire never runs");
     assert_eq!(logs(&*store, id).await?.len(), 1, "and is not retried");
     Ok(())
@@ -90,16 +90,16 @@ async fn claims_discarded_by_recovery_are_one_row_and_one_alarm() -> anyhow::Res
     let a = engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
     let (b, hooks) = alarmed_engine(store.clone(), fake.clone()).await?;
     let id = hourly(&*store, T0 + 2000).await?;
-    assert_eq!(a.schedule_cycle(T0).await?.fires.len(), 1);
+    assert_eq!(a.scheduler().schedule_cycle(T0).await?.fires.len(), 1);
 
-    let done = b.recover_claims(T0 + 20_000).await?;
+    let done = b.scheduler().recovery().recover_claims(T0 + 20_000).await?;
     assert_eq!(done.iter().map(|(_, r)| *r).collect::<Vec<_>>(), [Recovery::Discarded]);
     let rows = logs(&*store, id).await?;
     assert_eq!(rows.len(), 1);
     assert_eq!((rows[0].trigger_code, rows[0].trigger_time), (500, Some(at_ms(T0 + 2000))));
     assert!(rows[0].trigger_msg.as_deref().unwrap_or_default().contains("已过期 18 秒"));
     one_alarm(&b, &hooks, id, T0 + 20_000).await?;
-    assert!(b.recover_claims(T0 + 21_000).await?.is_empty());
+    assert!(b.scheduler().recovery().recover_claims(T0 + 21_000).await?.is_empty());
     assert_eq!(logs(&*store, id).await?.len(), 1, "recorded once");
     Ok(())
 }

@@ -36,7 +36,7 @@ async fn registry(
         registry_value: p.registry_value,
     };
     let ok = edge.store.registry_upsert(&key, chrono::Utc::now()).await.is_ok()
-        && edge.engine.refresh_group(&p.registry_key).await.is_ok();
+        && edge.engine.registry().refresh_group(&p.registry_key).await.is_ok();
     axum::Json(serde_json::json!({"code": if ok { 200 } else { 500 }}))
 }
 
@@ -44,7 +44,7 @@ async fn callback(
     State(edge): State<Edge>,
     axum::Json(body): axum::Json<CallbackBody>,
 ) -> axum::Json<serde_json::Value> {
-    let ok = edge.engine.on_callbacks(body.into_items()).await.is_ok();
+    let ok = edge.engine.completion().on_callbacks(body.into_items()).await.is_ok();
     axum::Json(serde_json::json!({"code": if ok { 200 } else { 500 }}))
 }
 

@@ -42,7 +42,7 @@ async fn logs_and_audit_entries_older_than_the_retention_are_deleted() -> anyhow
     );
 
     // Retention 30 days (the default): the 40-day-old log and entry go.
-    assert_eq!(engine.report_and_clean(T0).await?, 1);
+    assert_eq!(engine.report().report_and_clean(T0).await?, 1);
     let left = store.page_audit(&AuditFilter::default(), Page { offset: 0, limit: 10 }).await?;
     assert_eq!(left.rows.iter().map(|r| r.at_ms).collect::<Vec<_>>(), vec![T0 - DAY_MS]);
     db.cleanup().await

@@ -29,10 +29,10 @@ async fn fail_newest(
     job: JobId,
     at: i64,
 ) -> anyhow::Result<i64> {
-    engine.wait_triggers_idle().await;
+    engine.triggers().wait_idle().await;
     let newest = logs(store, job).await?.last().map(|l| l.id).expect("a log");
     clock.set(at);
-    engine.on_callbacks(vec![callback(newest, 500, "boom")]).await?;
+    engine.completion().on_callbacks(vec![callback(newest, 500, "boom")]).await?;
     Ok(newest.0)
 }
 
@@ -48,19 +48,22 @@ async fn run_on(db: Db) -> anyhow::Result<()> {
 
     // The admin's fixed 30 s: parked (alarm_status −2) until then, retried once at 30 s.
     let id = retrying_job(&*store, g, 1).await?;
-    engine.trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
+    engine.triggers().trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
     let first = fail_newest(&engine, &*store, &clock, id, T0 + 1_000).await?;
-    assert!(engine.handle_failures(T0 + 30_999).await?.is_empty(), "29.999 s after the result");
+    assert!(engine.failures().handle_failures(T0 + 30_999).await?.is_empty(), "29.999 s after the result");
     assert_eq!(logs(&*store, id).await?[0].alarm_status, -2, "parked for its retry");
-    assert!(engine.handle_failures(T0 + 30_999).await?.is_empty(), "a parked log is not read again early");
-    let handled = engine.handle_failures(T0 + 31_000).await?;
+    assert!(
+        engine.failures().handle_failures(T0 + 30_999).await?.is_empty(),
+        "a parked log is not read again early"
+    );
+    let handled = engine.failures().handle_failures(T0 + 31_000).await?;
     assert_eq!(handled.iter().map(|h| (h.log_id.0, h.retried)).collect::<Vec<_>>(), [(first, true)]);
-    engine.wait_triggers_idle().await;
+    engine.triggers().wait_idle().await;
     assert_eq!(logs(&*store, id).await?.len(), 2, "one retry");
-    assert!(engine.handle_failures(T0 + 90_000).await?.is_empty(), "handled once");
+    assert!(engine.failures().handle_failures(T0 + 90_000).await?.is_empty(), "handled once");
     // The retry fails too and has no retries left: alarmed at once, no wait.
     fail_newest(&engine, &*store, &clock, id, T0 + 95_000).await?;
-    let handled = engine.handle_failures(T0 + 95_000).await?;
+    let handled = engine.failures().handle_failures(T0 + 95_000).await?;
     assert_eq!((handled.len(), handled[0].retried), (1, false), "{handled:?}");
 
     // Exponential, 10 s doubled up to 25 s: waits of 10, 20, then 25 s before retries 1–3.
@@ -71,17 +74,20 @@ async fn run_on(db: Db) -> anyhow::Result<()> {
     assert_eq!(store.job_retry_backoff(exp).await?, Some(doubling), "stored as given");
     let mut now = T0 + 200_000;
     clock.set(now);
-    engine.trigger(TriggerRequest::new(exp, TriggerType::Manual)).await?;
+    engine.triggers().trigger(TriggerRequest::new(exp, TriggerType::Manual)).await?;
     for wait in [10_000, 20_000, 25_000] {
         now += 1_000;
         fail_newest(&engine, &*store, &clock, exp, now).await?;
-        assert!(engine.handle_failures(now + wait - 1).await?.is_empty(), "retry waited {wait} ms");
-        let handled = engine.handle_failures(now + wait).await?;
+        assert!(
+            engine.failures().handle_failures(now + wait - 1).await?.is_empty(),
+            "retry waited {wait} ms"
+        );
+        let handled = engine.failures().handle_failures(now + wait).await?;
         assert_eq!((handled.len(), handled[0].retried), (1, true), "retry after {wait} ms");
         now += wait;
         clock.set(now);
     }
-    engine.wait_triggers_idle().await;
+    engine.triggers().wait_idle().await;
     assert_eq!(logs(&*store, exp).await?.len(), 4, "three retries");
 
     // Jitter of 50 % on a fixed 100 s: due between 50 and 100 s after the result.
@@ -91,17 +97,17 @@ async fn run_on(db: Db) -> anyhow::Result<()> {
         .await?;
     now += 10_000;
     clock.set(now);
-    engine.trigger(TriggerRequest::new(jittery, TriggerType::Manual)).await?;
+    engine.triggers().trigger(TriggerRequest::new(jittery, TriggerType::Manual)).await?;
     let failed = fail_newest(&engine, &*store, &clock, jittery, now).await?;
-    assert!(engine.handle_failures(now).await?.is_empty());
+    assert!(engine.failures().handle_failures(now).await?.is_empty());
     assert!(store.due_failure_ids(now + 49_999, 10).await?.is_empty(), "not before half the wait");
     assert_eq!(
         store.due_failure_ids(now + 100_000, 10).await?.iter().map(|l| l.0).collect::<Vec<_>>(),
         [failed]
     );
-    let handled = engine.handle_failures(now + 100_000).await?;
+    let handled = engine.failures().handle_failures(now + 100_000).await?;
     assert_eq!((handled.len(), handled[0].retried), (1, true));
-    engine.wait_triggers_idle().await;
+    engine.triggers().wait_idle().await;
     db.cleanup().await
 }
 
@@ -160,13 +166,13 @@ async fn waiting_failures_never_delay_a_new_one() -> anyhow::Result<()> {
             .await?;
     }
     let eager = retrying_job(&*store, g, 1).await?;
-    engine.trigger(TriggerRequest::new(eager, TriggerType::Manual)).await?;
+    engine.triggers().trigger(TriggerRequest::new(eager, TriggerType::Manual)).await?;
     let failed = fail_newest(&engine, &*store, &clock, eager, T0 + 1_000).await?;
 
     let mut passes = 0;
     let handled = loop {
         passes += 1;
-        let handled = engine.handle_failures(T0 + 2_000).await?;
+        let handled = engine.failures().handle_failures(T0 + 2_000).await?;
         if !handled.is_empty() || passes == 3 {
             break handled;
         }
@@ -175,6 +181,6 @@ async fn waiting_failures_never_delay_a_new_one() -> anyhow::Result<()> {
     assert_eq!(passes, 2, "the new failure is handled by the pass after the one that parked the rest");
     let parked = store.due_failure_ids(T0 + 3_600_000, u32::MAX).await?;
     assert_eq!(parked.len(), waiting, "every waiting failure parked, none handled early");
-    engine.wait_triggers_idle().await;
+    engine.triggers().wait_idle().await;
     db.cleanup().await
 }

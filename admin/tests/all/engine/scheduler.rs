@@ -24,7 +24,7 @@ async fn due_job_fires_now_then_rings_its_next_second() -> anyhow::Result<()> {
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let id = store.add_job(&job(g, T0 - 200)).await?;
 
-    let report = engine.schedule_cycle(T0).await?;
+    let report = engine.scheduler().schedule_cycle(T0).await?;
     assert_eq!(report.pre_read, 1);
     assert_eq!(report.fires.len(), 2, "{report:?}");
     assert_eq!(report.fires[0].placement, Placement::Now);
@@ -36,16 +36,16 @@ async fn due_job_fires_now_then_rings_its_next_second() -> anyhow::Result<()> {
     let stored = load(&*store, id).await?;
     assert_eq!((stored.trigger_last_time, stored.trigger_next_time), (T0 + 1000, T0 + 2000));
 
-    engine.wait_triggers_idle().await;
+    engine.triggers().wait_idle().await;
     let rows = logs(&*store, id).await?;
     assert_eq!(rows.len(), 2, "the fire and the ring's staged row");
     assert_eq!(rows[0].trigger_code, 200);
     assert!(rows[0].trigger_msg.as_deref().unwrap_or_default().contains("Cron触发"));
     assert_eq!(rows[1].trigger_code, 0, "staged, waiting for its second");
 
-    let fired = engine.drain_ring(ring_second(T0 + 1000));
+    let fired = engine.scheduler().drain_ring(ring_second(T0 + 1000));
     assert_eq!(fired.len(), 1);
-    engine.wait_triggers_idle().await;
+    engine.triggers().wait_idle().await;
     let rows = logs(&*store, id).await?;
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r.trigger_code == 200));
@@ -64,15 +64,15 @@ async fn job_within_the_window_goes_to_the_ring_and_refreshes_from_its_next_time
     j.schedule_conf = Some("0/10 * * * * ?".to_owned());
     let id = store.add_job(&j).await?;
 
-    let report = engine.schedule_cycle(T0).await?;
+    let report = engine.scheduler().schedule_cycle(T0).await?;
     assert_eq!(report.fires.len(), 1);
     assert_eq!(report.fires[0].placement, Placement::Ring(3));
     let stored = load(&*store, id).await?;
     assert_eq!((stored.trigger_last_time, stored.trigger_next_time), (T0 + 3000, T0 + 10_000));
-    assert_eq!(engine.ring_len(), 1);
+    assert_eq!(engine.scheduler().ring_len(), 1);
     // A wake-up two seconds late still finds the slot.
-    assert_eq!(engine.drain_ring(5).len(), 1);
-    engine.wait_triggers_idle().await;
+    assert_eq!(engine.scheduler().drain_ring(5).len(), 1);
+    engine.triggers().wait_idle().await;
     assert_eq!(fake.runs().len(), 1);
     Ok(())
 }
@@ -90,7 +90,7 @@ async fn misfire_do_nothing_skips_and_fire_once_now_fires_as_misfire() -> anyhow
     once.misfire_strategy = "FIRE_ONCE_NOW".to_owned();
     let once = store.add_job(&once).await?;
 
-    let report = engine.schedule_cycle(T0).await?;
+    let report = engine.scheduler().schedule_cycle(T0).await?;
     assert_eq!(report.misfired, vec![skip, once]);
     assert_eq!(report.fires.len(), 1);
     assert_eq!(report.fires[0].job_id, once);
@@ -99,7 +99,7 @@ async fn misfire_do_nothing_skips_and_fire_once_now_fires_as_misfire() -> anyhow
     for id in [skip, once] {
         assert_eq!(load(&*store, id).await?.trigger_next_time, T0 + 3_600_000);
     }
-    engine.wait_triggers_idle().await;
+    engine.triggers().wait_idle().await;
     // DO_NOTHING ran nothing; the skip is a missed-fire row (engine::missed_fire tests more).
     let skipped = logs(&*store, skip).await?;
     assert_eq!((skipped.len(), skipped[0].trigger_code), (1, 500));
@@ -121,7 +121,7 @@ async fn fix_rate_chains_from_the_previous_next_time() -> anyhow::Result<()> {
 
     let mut fire_times = Vec::new();
     for step in 0..4 {
-        let report = engine.schedule_cycle(T0 + step * 7000).await?;
+        let report = engine.scheduler().schedule_cycle(T0 + step * 7000).await?;
         fire_times.extend(report.fires.iter().map(|f| f.fire_time_ms - T0));
     }
     assert_eq!(fire_times, vec![1000, 8000, 15_000, 22_000]);
@@ -151,7 +151,7 @@ async fn cron_edge_cases_through_the_scheduler() -> anyhow::Result<()> {
     expired.schedule_conf = Some("0 0 0 1 1 ? 2020".to_owned());
     let expired = store.add_job(&expired).await?;
 
-    engine.schedule_cycle(T0).await?;
+    engine.scheduler().schedule_cycle(T0).await?;
     let rfc = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).map(|t| t.to_rfc3339());
     assert_eq!(
         rfc(load(&*store, last_day).await?.trigger_next_time).as_deref(),
@@ -179,7 +179,7 @@ async fn stop_start_rules_of_upstream() -> anyhow::Result<()> {
 
     // Stopped: status 0, times 0 — the pre-read does not see it.
     store.stop_job(id, crate::engine::support::at_ms(T0)).await?;
-    assert_eq!(engine.schedule_cycle(T0).await?.pre_read, 0);
+    assert_eq!(engine.scheduler().schedule_cycle(T0).await?.pre_read, 0);
 
     // Started: next computed from now + 5 s, so the first pre-read at `now` skips it and the
     // one 5 s later takes it.
@@ -192,8 +192,8 @@ async fn stop_start_rules_of_upstream() -> anyhow::Result<()> {
     .unwrap_or_default();
     store.start_job(id, next, crate::engine::support::at_ms(T0)).await?;
     assert_eq!(next, T0 + 6000);
-    assert_eq!(engine.schedule_cycle(T0).await?.pre_read, 0);
-    assert_eq!(engine.schedule_cycle(T0 + 1000).await?.fires.len(), 1);
+    assert_eq!(engine.scheduler().schedule_cycle(T0).await?.pre_read, 0);
+    assert_eq!(engine.scheduler().schedule_cycle(T0 + 1000).await?.fires.len(), 1);
     assert!(fake.runs().is_empty(), "a ring push does not fire before its second");
     Ok(())
 }
@@ -213,11 +213,11 @@ async fn fix_delay_parks_until_completion() -> anyhow::Result<()> {
     let engine = engine_with(store.clone(), fake.clone(), clock.clone(), Alarmer::default());
     let id = fix_delay_job(&*store, 30).await?;
 
-    let report = engine.schedule_cycle(T0).await?;
+    let report = engine.scheduler().schedule_cycle(T0).await?;
     assert_eq!(report.fires.len(), 1, "no ring push while the run is open");
     assert_eq!(load(&*store, id).await?.trigger_next_time, FIX_DELAY_PARKED);
-    engine.wait_triggers_idle().await;
-    assert_eq!(engine.schedule_cycle(T0 + 60_000).await?.pre_read, 0, "parked jobs are not read");
+    engine.triggers().wait_idle().await;
+    assert_eq!(engine.scheduler().schedule_cycle(T0 + 60_000).await?.pre_read, 0, "parked jobs are not read");
 
     let log_id = logs(&*store, id).await?[0].id;
     clock.set(T0 + 12_345);
@@ -227,7 +227,7 @@ async fn fix_delay_parks_until_completion() -> anyhow::Result<()> {
         handle_code: 200,
         handle_msg: "done".to_owned(),
     };
-    engine.on_callbacks(vec![callback]).await?;
+    engine.completion().on_callbacks(vec![callback]).await?;
     let stored = load(&*store, id).await?;
     // Completion + 30 s, rounded up to a whole second.
     assert_eq!(stored.trigger_next_time, T0 + 43_000);
@@ -242,15 +242,15 @@ async fn fix_delay_rearms_when_the_lost_job_monitor_closes_its_run() -> anyhow::
     let (_db, store, fake, clock) = setup().await?;
     let engine = engine_with(store.clone(), fake.clone(), clock.clone(), Alarmer::default());
     let id = fix_delay_job(&*store, 30).await?;
-    engine.schedule_cycle(T0).await?;
-    engine.wait_triggers_idle().await;
+    engine.scheduler().schedule_cycle(T0).await?;
+    engine.triggers().wait_idle().await;
     assert_eq!(load(&*store, id).await?.trigger_next_time, FIX_DELAY_PARKED);
 
     // Upstream's lost-job rule: still running 10 minutes later on an unregistered executor.
     let later = T0 + 11 * 60_000;
     clock.set(later);
     let log_id = logs(&*store, id).await?[0].id;
-    assert_eq!(engine.mark_lost_jobs(later).await?, [log_id]);
+    assert_eq!(engine.completion().mark_lost_jobs(later).await?, [log_id]);
     assert_eq!(load(&*store, id).await?.trigger_next_time, later + 30_000, "re-armed: completion + 30 s");
     Ok(())
 }
@@ -272,20 +272,20 @@ async fn recovery_contract(db: &Db) -> anyhow::Result<()> {
     let lost = store_a.add_job(&lost).await?;
 
     // A claims both into its ring; neither is fired.
-    assert_eq!(a.schedule_cycle(T0).await?.fires.len(), 2);
+    assert_eq!(a.scheduler().schedule_cycle(T0).await?.fires.len(), 2);
     let pending = store_b.pending_claims(i64::MAX).await?;
     assert_eq!(pending.len(), 2);
     // Staged by A's pre-read: the rows B must fire instead of inserting its own.
     let staged: Vec<_> = pending.iter().map(|c| c.log_id.expect("staged row")).collect();
 
     // B, 3.5 s after the fire time: 3.5 s late ≤ 5 s → fired late, both of them.
-    let done = b.recover_claims(T0 + 5500).await?;
+    let done = b.scheduler().recovery().recover_claims(T0 + 5500).await?;
     assert_eq!(done.len(), 2, "{done:?}");
     assert!(done.iter().all(|(_, r)| *r == Recovery::FiredLate));
-    b.wait_triggers_idle().await;
+    b.triggers().wait_idle().await;
     // A wakes up and drains its ring: the claims are gone, nothing fires twice.
-    a.drain_ring(ring_second(T0 + 2000));
-    a.wait_triggers_idle().await;
+    a.scheduler().drain_ring(ring_second(T0 + 2000));
+    a.triggers().wait_idle().await;
     let fired = [logs(&*store_a, late).await?, logs(&*store_a, lost).await?];
     for (rows, staged) in fired.iter().zip(&staged) {
         assert_eq!(rows.len(), 1);
@@ -294,7 +294,7 @@ async fn recovery_contract(db: &Db) -> anyhow::Result<()> {
     }
     assert_eq!(fake.runs().len(), 2);
     // B's recovery again finds nothing.
-    assert!(b.recover_claims(T0 + 6000).await?.is_empty());
+    assert!(b.scheduler().recovery().recover_claims(T0 + 6000).await?.is_empty());
 
     // Second round: claims more than 5 s late follow the misfire rules.
     let mut fire_once = load(&*store_a, late).await?;
@@ -304,12 +304,12 @@ async fn recovery_contract(db: &Db) -> anyhow::Result<()> {
     let mut do_nothing = load(&*store_a, lost).await?;
     do_nothing.trigger_next_time = T0 + 10_000;
     store_a.update_job(lost, &do_nothing).await?;
-    assert_eq!(a.schedule_cycle(T0 + 8000).await?.fires.len(), 2);
-    let done = b.recover_claims(T0 + 20_000).await?;
+    assert_eq!(a.scheduler().schedule_cycle(T0 + 8000).await?.fires.len(), 2);
+    let done = b.scheduler().recovery().recover_claims(T0 + 20_000).await?;
     let mut kinds: Vec<Recovery> = done.iter().map(|(_, r)| *r).collect();
     kinds.sort_by_key(|r| format!("{r:?}"));
     assert_eq!(kinds, vec![Recovery::Discarded, Recovery::FiredMisfire]);
-    b.wait_triggers_idle().await;
+    b.triggers().wait_idle().await;
     let misfired = logs(&*store_a, late).await?;
     assert_eq!(misfired.len(), 2);
     assert!(misfired[1].trigger_msg.as_deref().unwrap_or_default().contains("调度过期补偿"));

@@ -46,7 +46,7 @@ async fn an_outcome_and_a_callback_wait_for_a_trigger_still_sending() -> anyhow:
     wait_for(Duration::from_secs(10), "the held /run", sent_to(HELD)).await?;
     engine.trigger_manual(quick, None, None).await?;
     wait_for(Duration::from_secs(10), "the quick /run", sent_to(A)).await?;
-    assert_eq!(engine.triggers_sending(), 1, "only the held trigger is still being sent");
+    assert_eq!(engine.triggers().sending(), 1, "only the held trigger is still being sent");
 
     // `quick`'s executor answered and ran it; its outcome and result wait for `slow`'s send.
     let quick_log = logs(&*store, quick).await?[0].id;
@@ -58,7 +58,7 @@ async fn an_outcome_and_a_callback_wait_for_a_trigger_still_sending() -> anyhow:
             handle_code: 200,
             handle_msg: "ok".into(),
         };
-        tokio::spawn(async move { engine.on_callbacks(vec![result]).await })
+        tokio::spawn(async move { engine.completion().on_callbacks(vec![result]).await })
     };
     let quick_row = &logs(&*store, quick).await?[0];
     assert_eq!((quick_row.trigger_code, quick_row.handle_code), (0, 0), "nothing written yet");
@@ -77,7 +77,7 @@ async fn an_outcome_and_a_callback_wait_for_a_trigger_still_sending() -> anyhow:
     })
     .await?;
     tokio::time::timeout(Duration::from_secs(10), callback).await???;
-    engine.wait_triggers_idle().await;
-    assert_eq!(engine.triggers_sending(), 0);
+    engine.triggers().wait_idle().await;
+    assert_eq!(engine.triggers().sending(), 0);
     Ok(())
 }

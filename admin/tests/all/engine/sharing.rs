@@ -50,28 +50,28 @@ async fn slow_not_dead(db: &Db) -> anyhow::Result<()> {
         store.add_job(&job(g, T0 + 2000)).await?;
     }
     clock.set(T0 + 500);
-    let claimed = a.schedule_cycle(T0 + 500).await?.fires.len();
+    let claimed = a.scheduler().schedule_cycle(T0 + 500).await?.fires.len();
     ensure!(claimed >= 4, "a claims its jobs' window: {claimed}");
-    ensure!(b.schedule_cycle(T0 + 500).await?.fires.is_empty(), "b joins with nothing free");
+    ensure!(b.scheduler().schedule_cycle(T0 + 500).await?.fires.is_empty(), "b joins with nothing free");
     let pending = store.pending_claims(i64::MAX).await?;
     ensure!(pending.iter().all(|c| c.node.as_deref() == Some("a")), "each claim names its admin");
 
     // 4.5 s after the first fire time, "a" is behind but alive.
     for s in 1..=6 {
         clock.set(T0 + s * 1000 + 500);
-        a.schedule_cycle(T0 + s * 1000 + 500).await?;
+        a.scheduler().schedule_cycle(T0 + s * 1000 + 500).await?;
     }
-    let done = b.recover_claims(T0 + 6500).await?;
+    let done = b.scheduler().recovery().recover_claims(T0 + 6500).await?;
     ensure!(done.is_empty(), "a live admin's claims were recovered: {done:?}");
     ensure!(fake.runs().is_empty());
 
     // "a" falls silent: after the lease time "b" takes over its claims.
     let later = T0 + 6500 + LEASE_MS + 1000;
     clock.set(later);
-    b.schedule_cycle(later).await?;
-    let done = b.recover_claims(later).await?;
+    b.scheduler().schedule_cycle(later).await?;
+    let done = b.scheduler().recovery().recover_claims(later).await?;
     ensure!(done.len() >= claimed, "a's claims recovered once it left: {} of {claimed}", done.len());
-    b.wait_triggers_idle().await;
+    b.triggers().wait_idle().await;
     Ok(())
 }
 
@@ -89,15 +89,15 @@ async fn second(
     let pre_read = T0 + s * 1000 + 500;
     clock.set(pre_read);
     for (name, engine) in admins {
-        for fire in engine.schedule_cycle(pre_read).await?.fires {
+        for fire in engine.scheduler().schedule_cycle(pre_read).await?.fires {
             claimed.entry((fire.job_id, fire.fire_time_ms)).or_default().push(name);
         }
     }
     let fire = T0 + (s + 1) * 1000;
     clock.set(fire);
     for (_, engine) in admins {
-        engine.drain_ring(ring_second(fire));
-        engine.wait_triggers_idle().await;
+        engine.scheduler().drain_ring(ring_second(fire));
+        engine.triggers().wait_idle().await;
     }
     Ok(())
 }

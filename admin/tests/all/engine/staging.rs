@@ -21,7 +21,7 @@ async fn the_pre_read_stages_the_log_row_and_the_second_fires_it() -> anyhow::Re
     j.schedule_conf = Some("0/10 * * * * ?".to_owned());
     let id = store.add_job(&j).await?;
 
-    let report = engine.schedule_cycle(T0).await?;
+    let report = engine.scheduler().schedule_cycle(T0).await?;
     assert_eq!(report.fires[0].placement, Placement::Ring(ring_second(T0 + 3000)));
     // Before its second: the row is there, scheduled, with no outcome; nothing was sent.
     let staged = logs(&*store, id).await?;
@@ -34,8 +34,8 @@ async fn the_pre_read_stages_the_log_row_and_the_second_fires_it() -> anyhow::Re
 
     // The ring wakes 1.4 s late: the same row fires, still stamped with its second.
     clock.set(T0 + 4400);
-    engine.drain_ring(ring_second(T0 + 4400));
-    engine.wait_triggers_idle().await;
+    engine.scheduler().drain_ring(ring_second(T0 + 4400));
+    engine.triggers().wait_idle().await;
     let rows = logs(&*store, id).await?;
     assert_eq!(rows.len(), 1, "no second row");
     assert_eq!((rows[0].id, rows[0].trigger_code), (staged[0].id, 200));
@@ -62,7 +62,7 @@ async fn broadcasts_are_claimed_bare_and_a_new_broadcast_keeps_its_staged_row() 
     becomes.schedule_conf = Some("0/10 * * * * ?".to_owned());
     let becomes = store.add_job(&becomes).await?;
 
-    assert_eq!(engine.schedule_cycle(T0).await?.fires.len(), 2);
+    assert_eq!(engine.scheduler().schedule_cycle(T0).await?.fires.len(), 2);
     // Shards depend on the registry at fire time: a broadcast has no row before its second.
     assert!(logs(&*store, broadcast).await?.is_empty());
     assert_eq!(logs(&*store, becomes).await?.len(), 1);
@@ -73,8 +73,8 @@ async fn broadcasts_are_claimed_bare_and_a_new_broadcast_keeps_its_staged_row() 
     let staged = logs(&*store, becomes).await?[0].id;
 
     clock.set(T0 + 2000);
-    engine.drain_ring(ring_second(T0 + 2000));
-    engine.wait_triggers_idle().await;
+    engine.scheduler().drain_ring(ring_second(T0 + 2000));
+    engine.triggers().wait_idle().await;
     for id in [broadcast, becomes] {
         let rows = logs(&*store, id).await?;
         let shards: Vec<_> = rows.iter().map(|r| r.executor_sharding_param.as_deref()).collect();

@@ -61,8 +61,8 @@ impl Harness {
     /// One pre-read at `now_ms` with the clock there too; the fire times it planned for `id`.
     pub(crate) async fn cycle(&self, now_ms: i64, id: JobId) -> anyhow::Result<Vec<String>> {
         self.clock.set(now_ms);
-        let report = self.engine.schedule_cycle(now_ms).await?;
-        self.engine.wait_triggers_idle().await;
+        let report = self.engine.scheduler().schedule_cycle(now_ms).await?;
+        self.engine.triggers().wait_idle().await;
         Ok(report.fires.iter().filter(|f| f.job_id == id).map(|f| utc(f.fire_time_ms)).collect())
     }
 
@@ -162,13 +162,13 @@ async fn same_cron_fires_at_each_zones_own_instant() -> anyhow::Result<()> {
     assert_eq!(h.next(berlin).await?, "2024-06-01T07:00:00+00:00");
     assert_eq!(h.next(utc_job).await?, "2024-06-01T09:00:00+00:00");
 
-    let report = h.engine.schedule_cycle(ms("2024-06-01T01:00:00Z")).await?;
+    let report = h.engine.scheduler().schedule_cycle(ms("2024-06-01T01:00:00Z")).await?;
     let fired: Vec<JobId> = report.fires.iter().map(|f| f.job_id).collect();
     assert_eq!(fired, [shanghai]);
     assert_eq!(report.fires[0].placement, Placement::Now);
-    let report = h.engine.schedule_cycle(ms("2024-06-01T07:00:00Z")).await?;
+    let report = h.engine.scheduler().schedule_cycle(ms("2024-06-01T07:00:00Z")).await?;
     assert_eq!(report.fires.iter().map(|f| f.job_id).collect::<Vec<_>>(), [berlin]);
-    h.engine.wait_triggers_idle().await;
+    h.engine.triggers().wait_idle().await;
     Ok(())
 }
 

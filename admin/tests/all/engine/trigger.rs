@@ -32,7 +32,7 @@ async fn strategies_broadcast_failover_and_empty_lists() -> anyhow::Result<()> {
     for (strategy, expected) in [("FIRST", A), ("LAST", C)] {
         fake.runs.lock().expect("lock").clear();
         let id = store.add_job(&add(strategy)).await?;
-        engine.trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
+        engine.triggers().trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
         assert_eq!(fake.runs()[0].0, expected, "{strategy}");
         let row = &logs(&*store, id).await?[0];
         assert_eq!(row.executor_address.as_deref(), Some(expected));
@@ -44,7 +44,7 @@ async fn strategies_broadcast_failover_and_empty_lists() -> anyhow::Result<()> {
     // SHARDING_BROADCAST: one log and one run per address, index/total, one trigger time.
     fake.runs.lock().expect("lock").clear();
     let id = store.add_job(&add("SHARDING_BROADCAST")).await?;
-    let outcome = engine.trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
+    let outcome = engine.triggers().trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
     assert!(matches!(&outcome, TriggerOutcome::Fired(logs) if logs.len() == 3), "{outcome:?}");
     let runs = fake.runs();
     let shards: Vec<(&str, i32, i32)> =
@@ -58,6 +58,7 @@ async fn strategies_broadcast_failover_and_empty_lists() -> anyhow::Result<()> {
     // A retry of shard 1 re-runs only that shard.
     fake.runs.lock().expect("lock").clear();
     engine
+        .triggers()
         .trigger(TriggerRequest {
             sharding_param: Some("1/3".to_owned()),
             ..TriggerRequest::new(id, TriggerType::Retry)
@@ -69,7 +70,7 @@ async fn strategies_broadcast_failover_and_empty_lists() -> anyhow::Result<()> {
     fake.runs.lock().expect("lock").clear();
     fake.kill_beats_of(A);
     let id = store.add_job(&add("FAILOVER")).await?;
-    engine.trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
+    engine.triggers().trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
     assert_eq!(fake.runs()[0].0, B);
     let msg = logs(&*store, id).await?[0].trigger_msg.clone().unwrap_or_default();
     assert!(
@@ -82,7 +83,7 @@ async fn strategies_broadcast_failover_and_empty_lists() -> anyhow::Result<()> {
     // A failing /run is the trigger code.
     fake.fail_runs_at(A, "job handler [demoJobHandler] not found.");
     let id = store.add_job(&add("FIRST")).await?;
-    engine.trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
+    engine.triggers().trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
     let row = &logs(&*store, id).await?[0];
     assert_eq!(row.trigger_code, 500);
     assert!(
@@ -98,7 +99,7 @@ async fn strategies_broadcast_failover_and_empty_lists() -> anyhow::Result<()> {
     j.trigger_status = 0;
     let id = store.add_job(&j).await?;
     let before = fake.runs().len();
-    engine.trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
+    engine.triggers().trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
     let row = &logs(&*store, id).await?[0];
     assert_eq!(row.trigger_code, 500);
     assert!(row.trigger_msg.as_deref().unwrap_or_default().contains("调度失败：执行器地址为空"));
@@ -107,7 +108,7 @@ async fn strategies_broadcast_failover_and_empty_lists() -> anyhow::Result<()> {
 
     // A missing job is reported, not an error.
     assert_eq!(
-        engine.trigger(TriggerRequest::new(JobId(999), TriggerType::Manual)).await?,
+        engine.triggers().trigger(TriggerRequest::new(JobId(999), TriggerType::Manual)).await?,
         TriggerOutcome::JobMissing
     );
     Ok(())
@@ -132,7 +133,7 @@ async fn manual_trigger_overrides_param_and_addresses_and_wasm_jobs_carry_their_
         "{stranger:?}"
     );
     engine.trigger_manual(id, None, Some(vec![C.to_owned()])).await?;
-    engine.wait_triggers_idle().await;
+    engine.triggers().wait_idle().await;
     let (address, param) = fake.runs()[0].clone();
     assert_eq!(address, C);
     assert_eq!(param.executor_params, "", "a manual trigger without param sends \"\"");
@@ -144,7 +145,7 @@ async fn manual_trigger_overrides_param_and_addresses_and_wasm_jobs_carry_their_
     wasm.glue_type = "GLUE_WASM".to_owned();
     let wasm = store.add_job(&wasm).await?;
     // Without an uploaded module the trigger fails before /run.
-    engine.trigger(TriggerRequest::new(wasm, TriggerType::Manual)).await?;
+    engine.triggers().trigger(TriggerRequest::new(wasm, TriggerType::Manual)).await?;
     assert_eq!(logs(&*store, wasm).await?[0].trigger_code, 500);
     let put = store.put_wasm_module(b"\0asm\x01\0\0\0", T0).await?;
     store
@@ -156,7 +157,7 @@ async fn manual_trigger_overrides_param_and_addresses_and_wasm_jobs_carry_their_
             created_at_ms: T0,
         })
         .await?;
-    engine.trigger(TriggerRequest::new(wasm, TriggerType::Manual)).await?;
+    engine.triggers().trigger(TriggerRequest::new(wasm, TriggerType::Manual)).await?;
     let module = fake.runs().last().and_then(|(_, p)| p.wasm_module.clone()).expect("wasmModule sent");
     assert_eq!(module.url, format!("api/wasm/{}", put.digest));
     assert_eq!((module.digest, module.size), (put.digest, 8));
@@ -177,7 +178,7 @@ async fn the_trigger_carries_the_jobs_priority() -> anyhow::Result<()> {
     let (urgent, plain) = (store.add_job(&stopped).await?, store.add_job(&stopped).await?);
     store.set_job_priority(urgent, Some("HIGH")).await?;
     for id in [urgent, plain] {
-        engine.trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
+        engine.triggers().trigger(TriggerRequest::new(id, TriggerType::Manual)).await?;
     }
     let priorities: Vec<Option<String>> = fake.runs().into_iter().map(|(_, p)| p.priority).collect();
     assert_eq!(priorities, [Some("HIGH".to_owned()), None]);

@@ -90,7 +90,7 @@ async fn scenario(
     .await;
     // Whether the run is still queued or already executing, `/kill` fails it (upstream kills
     // per job id), and the admin marks the log at once.
-    core.engine().kill(LogId(running.id.0)).await?;
+    core.engine().completion().kill(LogId(running.id.0)).await?;
     let killed = eventually("the killed run marked failed", || async {
         store.load_log(LogId(running.id.0)).await.ok().flatten().filter(|l| l.handle_code != 0)
     })

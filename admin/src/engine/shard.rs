@@ -1,0 +1,242 @@
+//! One shard of a trigger (upstream `processTrigger`, docs/upstream.md §5.3): its log row
+//! exists; build the `TriggerParam` (with a Wasm job's module and grant), route, POST `/run`,
+//! and write the outcome and upstream's `trigger_msg` back to the row.
+
+use std::sync::Arc;
+
+use jobwheel_protocol::envelope::FAIL_CODE;
+use jobwheel_protocol::{GlueType, TriggerParam, WasmModuleRef};
+
+use super::EngineError;
+use super::grant::wasm_grant;
+use super::group_cap::group_cap_refusal;
+use super::i18n::texts;
+use super::sending::SendTicket;
+use super::trigger::{TriggerPath, TriggerRequest, to_datetime};
+use super::trigger_msg::{TriggerMsg, run_result_msg};
+use crate::executor_client::ExecutorApi;
+use crate::routing::{ExecutorRouteStrategy, RouteError, Shard, shard_address, split_address_list};
+use crate::store::{GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, Store};
+
+/// A trigger resolved against its job and group: what every shard of it shares. The stages of
+/// a trigger are the request ([`TriggerRequest`]), this, and one shard whose log row exists
+/// (`process_trigger`'s `shard` and `log_id`).
+pub(super) struct Resolved<'r> {
+    pub(super) request: &'r TriggerRequest,
+    pub(super) job: JobRow,
+    pub(super) targets: Targets,
+    pub(super) strategy: Option<ExecutorRouteStrategy>,
+    pub(super) is_broadcast: bool,
+    /// Every shard's trigger time (upstream ≥ 3.3.2: one per trigger).
+    pub(super) trigger_time_ms: i64,
+}
+
+impl Resolved<'_> {
+    /// The shard as routing, the log and `trigger_msg` see it: a broadcast's, else none.
+    pub(super) fn broadcast_shard(&self, shard: Shard) -> Option<Shard> {
+        self.is_broadcast.then_some(shard)
+    }
+}
+
+/// The addresses of one trigger and where they came from.
+pub(super) struct Targets {
+    address_type: i16,
+    pub(super) addresses: Vec<String>,
+    /// The group's cap on runs in flight (`jobwheel_group_cap`).
+    max_running: Option<i32>,
+    /// The client for this group's executors (its own token and 3.5's protocol, if it has one).
+    client: Arc<dyn ExecutorApi>,
+}
+
+impl TriggerPath {
+    /// Upstream `processTrigger` for one shard whose log row `log_id` exists already.
+    pub(super) async fn process_trigger(
+        &self,
+        resolved: &Resolved<'_>,
+        shard: Shard,
+        log_id: LogId,
+        last_send: Option<&mut SendTicket>,
+    ) -> Result<i32, EngineError> {
+        let Resolved { request, job, targets, strategy, trigger_time_ms, .. } = resolved;
+        let (strategy, trigger_time_ms) = (*strategy, *trigger_time_ms);
+        let broadcast_shard = resolved.broadcast_shard(shard);
+        let lang = self.lang;
+        let j = &job.job;
+        let fail_retry_count = request.fail_retry_count.unwrap_or(j.executor_fail_retry_count);
+        let executor_param =
+            request.executor_param.clone().or_else(|| j.executor_param.clone()).unwrap_or_default();
+        // Before the module and grant reads: a refused run needs neither (nor its secrets opened).
+        let capped = group_cap_refusal(
+            &*self.store,
+            &self.metrics,
+            j.job_group,
+            targets.max_running,
+            log_id,
+            trigger_time_ms,
+        )
+        .await?;
+        let is_wasm = j.glue_type.parse::<GlueType>() == Ok(GlueType::GlueWasm);
+        let (wasm_module, grant) = if is_wasm && capped.is_none() {
+            (
+                wasm_module_ref(&*self.store, job.id).await?,
+                wasm_grant(&*self.store, self.secrets.as_deref(), job).await?,
+            )
+        } else {
+            (None, Ok(None))
+        };
+        let (wasm_grant, grant_problem) = match grant {
+            Ok(grant) => (grant, None),
+            Err(reason) => (None, Some(reason)),
+        };
+        let param = TriggerParam {
+            job_id: job.id.0,
+            executor_handler: j.executor_handler.clone().unwrap_or_default(),
+            executor_params: executor_param.clone(),
+            executor_block_strategy: j.executor_block_strategy.clone().unwrap_or_default(),
+            executor_timeout: j.executor_timeout,
+            log_id: log_id.0,
+            log_date_time: trigger_time_ms,
+            glue_type: j.glue_type.clone(),
+            glue_source: j.glue_source.clone().unwrap_or_default(),
+            glue_updatetime: j.glue_updatetime.map_or(0, |t| t.timestamp_millis()),
+            broadcast_index: shard.index,
+            broadcast_total: shard.total,
+            wasm_module: wasm_module.clone(),
+            wasm_grant,
+            priority: job.priority.clone(),
+        };
+
+        let (address, route_msg) = match capped {
+            Some(_) => (None, None),
+            None => self.pick_address(job.id, targets, strategy, broadcast_shard).await,
+        };
+        let wasm_missing = is_wasm && wasm_module.is_none();
+        let (code, run_msg) = match (&address, wasm_missing, grant_problem) {
+            _ if capped.is_some() => (FAIL_CODE, capped),
+            (Some(_), true, _) => (FAIL_CODE, Some("GLUE_WASM job has no module uploaded".to_owned())),
+            (Some(_), false, Some(reason)) => (FAIL_CODE, Some(reason)),
+            (Some(address), false, None) => {
+                let reply = targets.client.run(address, &param).await;
+                if let Some(scheduled_ms) = request.scheduled_ms {
+                    self.metrics.lateness(self.clock.now_ms() - scheduled_ms);
+                }
+                (reply.code, Some(run_result_msg(lang, address, reply.code, reply.msg.as_deref())))
+            }
+            (None, ..) => (FAIL_CODE, None),
+        };
+        tracing::debug!(log_id = log_id.0, address = ?address, code, "trigger sent");
+        // The outcome of the trigger's last shard waits for the other triggers' sends; an
+        // earlier shard's is written at once, since its own trigger still has sends to make.
+        let defer = match last_send {
+            Some(ticket) => {
+                ticket.sent();
+                true
+            }
+            None => false,
+        };
+
+        let trigger_msg = TriggerMsg {
+            lang,
+            trigger_type: request.trigger_type,
+            admin_address: &self.admin_address,
+            address_type: targets.address_type,
+            addresses: &targets.addresses,
+            route_strategy: strategy,
+            route_strategy_name: j.executor_route_strategy.as_deref(),
+            shard: broadcast_shard,
+            block_strategy: j.executor_block_strategy.as_deref(),
+            timeout: j.executor_timeout,
+            fail_retry_count,
+            route_msg: route_msg.as_deref(),
+            run_msg: run_msg.as_deref(),
+        }
+        .render();
+        self.batches
+            .update_log_trigger(
+                LogTriggerUpdate {
+                    log_id,
+                    trigger_time: to_datetime(trigger_time_ms),
+                    trigger_code: code,
+                    trigger_msg: Some(trigger_msg),
+                    executor_address: address,
+                    executor_handler: j.executor_handler.clone(),
+                    executor_param: Some(executor_param),
+                    executor_sharding_param: broadcast_shard.map(Shard::log_param),
+                    executor_fail_retry_count: fail_retry_count,
+                },
+                defer,
+            )
+            .await?;
+        self.metrics.trigger(request.trigger_type, code);
+        Ok(code)
+    }
+
+    /// The executor address of one shard and the routing message for `trigger_msg`.
+    async fn pick_address(
+        &self,
+        job_id: JobId,
+        targets: &Targets,
+        strategy: Option<ExecutorRouteStrategy>,
+        broadcast_shard: Option<Shard>,
+    ) -> (Option<String>, Option<String>) {
+        if targets.addresses.is_empty() {
+            return (None, Some(texts(self.lang).address_empty.to_owned()));
+        }
+        if let Some(shard) = broadcast_shard {
+            return (shard_address(&targets.addresses, shard.index).map(str::to_owned), None);
+        }
+        let Some(strategy) = strategy else {
+            return (None, Some("executor route strategy is not valid.".to_owned()));
+        };
+        match self.router.route(strategy, job_id.0, &targets.addresses, &*targets.client).await {
+            Ok(route) => (Some(route.address), route.msg),
+            Err(RouteError::AllProbesFailed { msg }) => (None, Some(msg)),
+            Err(e) => (None, Some(e.to_string())),
+        }
+    }
+}
+
+/// `wasmModule` for a GLUE_WASM job: its newest uploaded version. The URL is relative;
+/// executors resolve it against the admin address they are configured with.
+pub(super) async fn wasm_module_ref(
+    store: &dyn Store,
+    job_id: JobId,
+) -> Result<Option<WasmModuleRef>, EngineError> {
+    let Some(module) = store.current_wasm_module(job_id).await? else {
+        return Ok(None);
+    };
+    Ok(Some(WasmModuleRef {
+        url: format!("api/wasm/{}", module.digest),
+        digest: module.digest,
+        size: u64::try_from(module.size).unwrap_or(0),
+    }))
+}
+
+/// The group's addresses, or the caller's override (which makes the group "manual" for this
+/// trigger, as upstream does). A missing group has no addresses.
+pub(super) fn targets(
+    group: Option<&GroupRow>,
+    override_list: Option<&[String]>,
+    client: Arc<dyn ExecutorApi>,
+) -> Targets {
+    // A manual address list does not lift the group's cap: the runs are still the group's.
+    let max_running = group.and_then(|g| g.max_running);
+    match override_list.filter(|list| !list.is_empty()) {
+        Some(list) => Targets { address_type: 1, addresses: list.to_vec(), max_running, client },
+        None => Targets {
+            address_type: group.map_or(0, |g| g.group.address_type),
+            max_running,
+            addresses: group
+                .and_then(|g| g.group.address_list.as_deref())
+                .filter(|list| !list.trim().is_empty())
+                .map(split_address_list)
+                .unwrap_or_default(),
+            client,
+        },
+    }
+}
+
+/// The job's routing strategy; `None` when the stored name is not one of the ten.
+pub(super) fn route_strategy(job: &JobRow) -> Option<ExecutorRouteStrategy> {
+    job.job.executor_route_strategy.as_deref().and_then(|s| s.parse().ok())
+}
