@@ -7,9 +7,9 @@
 
 use std::path::Path;
 
+use crate::domain::{BlockStrategy, ExecutorRouteStrategy, GlueType, MisfireStrategy, ScheduleType};
 use anyhow::Context as _;
 use chrono::Utc;
-use jobwheel_protocol::GlueType;
 
 use crate::store::{Group, Job, JobFilter, NewWasmVersion, Page, Store};
 use crate::wasm_check;
@@ -44,16 +44,16 @@ pub async fn seed(store: &dyn Store, module: &Path) -> anyhow::Result<bool> {
             update_time: Some(now),
             author: Some("jobwheel".to_owned()),
             alarm_email: None,
-            schedule_type: "NONE".to_owned(),
+            schedule_type: ScheduleType::None.into(),
             schedule_conf: None,
-            misfire_strategy: "DO_NOTHING".to_owned(),
-            executor_route_strategy: Some("FIRST".to_owned()),
+            misfire_strategy: MisfireStrategy::DoNothing.into(),
+            executor_route_strategy: Some(ExecutorRouteStrategy::First.into()),
             executor_handler: None,
             executor_param: Some("world".to_owned()),
-            executor_block_strategy: Some("SERIAL_EXECUTION".to_owned()),
+            executor_block_strategy: Some(BlockStrategy::SerialExecution.into()),
             executor_timeout: 10,
             executor_fail_retry_count: 0,
-            glue_type: GlueType::GlueWasm.name().to_owned(),
+            glue_type: GlueType::GlueWasm.into(),
             glue_source: None,
             glue_remark: Some("sample".to_owned()),
             glue_updatetime: Some(now),

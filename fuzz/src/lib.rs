@@ -9,6 +9,16 @@ pub mod admin {
     pub mod wasm_check;
 }
 
+/// The schedule type `admin/src/cron` uses, from the admin's domain vocabulary
+/// (`admin/src/domain/schedule_type.rs`), where the cron module finds it as `crate::domain`.
+#[path = "../../admin/src/domain"]
+#[allow(dead_code, unreachable_pub, reason = "only the parts the targets call are used")]
+pub mod domain {
+    mod schedule_type;
+
+    pub use schedule_type::ScheduleType;
+}
+
 /// The modules section of an import (`admin/src/http/mgmt/import_modules.rs`), which calls
 /// the upload check as `crate::wasm_check`.
 #[path = "../../admin/src/http/mgmt/import_modules.rs"]

@@ -239,6 +239,7 @@ mod tests {
     /// A failed run whose every text field carries markup, as a job author, an executor or a
     /// guest could put there.
     fn hostile_event() -> AlarmEvent {
+        use crate::domain::Priority;
         let job = Job {
             job_group: GroupId(1),
             job_desc: "<img src=x onerror=alert(1)> nightly".to_owned(),
@@ -246,16 +247,16 @@ mod tests {
             update_time: None,
             author: None,
             alarm_email: Some("ops@example.invalid".to_owned()),
-            schedule_type: "NONE".to_owned(),
+            schedule_type: "NONE".into(),
             schedule_conf: None,
-            misfire_strategy: "DO_NOTHING".to_owned(),
-            executor_route_strategy: Some("FIRST".to_owned()),
+            misfire_strategy: "DO_NOTHING".into(),
+            executor_route_strategy: Some("FIRST".into()),
             executor_handler: Some("h".to_owned()),
             executor_param: None,
-            executor_block_strategy: Some("SERIAL_EXECUTION".to_owned()),
+            executor_block_strategy: Some("SERIAL_EXECUTION".into()),
             executor_timeout: 0,
             executor_fail_retry_count: 0,
-            glue_type: "BEAN".to_owned(),
+            glue_type: "BEAN".into(),
             glue_source: None,
             glue_remark: None,
             glue_updatetime: None,
@@ -289,7 +290,7 @@ mod tests {
             alarm_status: 0,
         };
         AlarmEvent {
-            job: JobRow { id: JobId(7), job, time_zone: None, priority: None },
+            job: JobRow { id: JobId(7), job, time_zone: None, priority: Priority::Normal },
             group: Some(GroupRow { id: GroupId(1), group, max_running: None }),
             log,
         }

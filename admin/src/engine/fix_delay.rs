@@ -10,7 +10,6 @@ use chrono_tz::Tz;
 use super::EngineError;
 use super::schedule::{Times, job_time_zone};
 use crate::calendar::rules_by_job;
-use crate::cron::ScheduleType;
 use crate::store::{JobId, Store, TriggerTimeUpdate};
 
 /// `trigger_next_time` of a running FIX_DELAY job whose run has fired and not completed yet:
@@ -37,7 +36,7 @@ impl FixDelay {
         if !parked {
             return Ok(());
         }
-        let schedule_type = job.job.schedule_type.parse::<ScheduleType>().ok();
+        let schedule_type = job.job.schedule_type.known();
         let mut times =
             Times { last: job.job.trigger_last_time, next: job.job.trigger_next_time, stopped: false };
         let rules = rules_by_job(&self.store.job_days(&[job_id]).await?).remove(&job_id).unwrap_or_default();

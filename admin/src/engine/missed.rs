@@ -52,7 +52,7 @@ impl MissedFires {
             .missed_fire
             .replace("{count}", &count.to_string())
             .replace("{late}", &late_s.to_string())
-            .replace("{strategy}", &job.job.misfire_strategy);
+            .replace("{strategy}", job.job.misfire_strategy.as_str());
         let update = LogTriggerUpdate {
             log_id,
             trigger_time,

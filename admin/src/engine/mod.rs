@@ -9,7 +9,7 @@
 //!
 //! | role (type) | files | upstream |
 //! |---|---|---|
-//! | [`Scheduler`] | `scheduler.rs` (threads), `schedule.rs` (pre-read), `ring.rs`, `share.rs`, `missed.rs`, `misfire.rs` | `JobScheduleHelper` (+ durable claims, missed-fire rows) |
+//! | [`Scheduler`] | `scheduler.rs` (threads), `schedule.rs` (pre-read), `ring.rs`, `share.rs`, `missed.rs` | `JobScheduleHelper` (+ durable claims, missed-fire rows) |
 //! | [`ClaimRecovery`] | `recover.rs`, `claims.rs` | — (dead admins' claims) |
 //! | [`TriggerPath`] | `trigger.rs`, `shard.rs`, `pool.rs`, `batch.rs`, `sending.rs`, `grant.rs`, `group_cap.rs`, `trigger_msg.rs` | `JobTriggerPoolHelper`, `XxlJobTrigger` |
 //! | [`Completion`] | `complete.rs` (+ lost monitor, kill), `restarts.rs`, `fix_delay.rs` | `JobCompleteHelper`, `XxlJobCompleter` |
@@ -38,7 +38,6 @@ mod fix_delay;
 mod grant;
 mod group_cap;
 mod i18n;
-mod misfire;
 mod missed;
 mod pool;
 mod prepare;
@@ -66,7 +65,6 @@ pub use config::{
 pub use fail::{FAIL_BATCH, FailHandled, FailMonitor};
 pub use fix_delay::FIX_DELAY_PARKED;
 pub(crate) use i18n::block_title;
-pub use misfire::{MisfireStrategy, UnknownMisfireStrategy};
 pub use pool::{SLOW_COUNT_LIMIT, SLOW_TRIGGER};
 pub use recover::{ClaimRecovery, RECOVERY_GRACE_MS, Recovery};
 pub use registry::{DEAD_TIMEOUT_MS, RegistryMonitor};

@@ -29,12 +29,11 @@ use std::sync::Arc;
 use super::EngineError;
 use super::claims::InFlight;
 use super::fix_delay::FixDelay;
-use super::misfire::MisfireStrategy;
 use super::missed::MissedFires;
 use super::schedule::PRE_READ_MS;
 use super::share::LEASE_MS;
 use super::trigger::{TriggerPath, TriggerRequest};
-use crate::domain::TriggerType;
+use crate::domain::{MisfireStrategy, TriggerType};
 use crate::metrics::AdminMetrics;
 use crate::store::{ClaimId, ClaimRow, JobId, Store};
 

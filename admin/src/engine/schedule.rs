@@ -9,14 +9,14 @@ use chrono_tz::Tz;
 
 use super::EngineError;
 use super::fix_delay::FIX_DELAY_PARKED;
-use super::misfire::MisfireStrategy;
 use super::ring::{RingEntry, ring_second};
 use super::scheduler::Scheduler;
 use super::shard::route_strategy;
 use super::trigger::{TriggerRequest, to_datetime};
 use crate::calendar::{DayRules, next_fire, rules_by_job};
-use crate::cron::{ScheduleType, parse_time_zone};
+use crate::cron::parse_time_zone;
 use crate::domain::TriggerType;
+use crate::domain::{MisfireStrategy, ScheduleType};
 use crate::routing::ExecutorRouteStrategy;
 use crate::store::{ClaimId, JobId, JobRow, NewClaim, NewLog, TriggerTimeUpdate};
 
@@ -122,7 +122,7 @@ impl Times {
 /// `fill_window` (shared scheduling) claims every fire time within the pre-read window rather
 /// than upstream's one or two per cycle (see [`FILL_WINDOW_MAX`]).
 fn plan_job(job: &JobRow, now_ms: i64, clock: (Tz, &DayRules), fill_window: bool) -> JobPlan {
-    let schedule_type = job.job.schedule_type.parse::<ScheduleType>().ok();
+    let schedule_type = job.job.schedule_type.known();
     let waits = schedule_type.is_some_and(ScheduleType::waits_for_completion);
     let next = job.job.trigger_next_time;
     let mut times = Times { last: job.job.trigger_last_time, next, stopped: false };

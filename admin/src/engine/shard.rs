@@ -14,6 +14,7 @@ use super::i18n::texts;
 use super::sending::SendTicket;
 use super::trigger::{TriggerPath, TriggerRequest, to_datetime};
 use super::trigger_msg::{TriggerMsg, run_result_msg};
+use crate::domain::Named;
 use crate::executor_client::ExecutorApi;
 use crate::routing::{ExecutorRouteStrategy, RouteError, Shard, shard_address, split_address_list};
 use crate::store::{GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, Store};
@@ -75,7 +76,7 @@ impl TriggerPath {
             trigger_time_ms,
         )
         .await?;
-        let is_wasm = j.glue_type.parse::<GlueType>() == Ok(GlueType::GlueWasm);
+        let is_wasm = j.glue_type.is(GlueType::GlueWasm);
         let (wasm_module, grant) = if is_wasm && capped.is_none() {
             (
                 wasm_module_ref(&*self.store, job.id).await?,
@@ -92,18 +93,22 @@ impl TriggerPath {
             job_id: job.id.0,
             executor_handler: j.executor_handler.clone().unwrap_or_default(),
             executor_params: executor_param.clone(),
-            executor_block_strategy: j.executor_block_strategy.clone().unwrap_or_default(),
+            executor_block_strategy: j
+                .executor_block_strategy
+                .as_ref()
+                .map(|b| b.as_str().to_owned())
+                .unwrap_or_default(),
             executor_timeout: j.executor_timeout,
             log_id: log_id.0,
             log_date_time: trigger_time_ms,
-            glue_type: j.glue_type.clone(),
+            glue_type: j.glue_type.as_str().to_owned(),
             glue_source: j.glue_source.clone().unwrap_or_default(),
             glue_updatetime: j.glue_updatetime.map_or(0, |t| t.timestamp_millis()),
             broadcast_index: shard.index,
             broadcast_total: shard.total,
             wasm_module: wasm_module.clone(),
             wasm_grant,
-            priority: job.priority.clone(),
+            priority: job.priority.stored().map(str::to_owned),
         };
 
         let (address, route_msg) = match capped {
@@ -142,9 +147,9 @@ impl TriggerPath {
             address_type: targets.address_type,
             addresses: &targets.addresses,
             route_strategy: strategy,
-            route_strategy_name: j.executor_route_strategy.as_deref(),
+            route_strategy_name: j.executor_route_strategy.as_ref().map(Named::as_str),
             shard: broadcast_shard,
-            block_strategy: j.executor_block_strategy.as_deref(),
+            block_strategy: j.executor_block_strategy.as_ref().map(Named::as_str),
             timeout: j.executor_timeout,
             fail_retry_count,
             route_msg: route_msg.as_deref(),
@@ -238,5 +243,5 @@ pub(super) fn targets(
 
 /// The job's routing strategy; `None` when the stored name is not one of the ten.
 pub(super) fn route_strategy(job: &JobRow) -> Option<ExecutorRouteStrategy> {
-    job.job.executor_route_strategy.as_deref().and_then(|s| s.parse().ok())
+    job.job.executor_route_strategy.as_ref().and_then(Named::known)
 }

@@ -7,7 +7,7 @@ use chrono_tz::Tz;
 use super::EngineError;
 use super::schedule::PRE_READ_MS;
 use crate::calendar::{DayRules, next_fire};
-use crate::cron::ScheduleType;
+use crate::domain::ScheduleType;
 use crate::store::Job;
 
 /// The first `trigger_next_time` of `job` started at `now_ms`, its schedule read in `tz` under
@@ -17,8 +17,8 @@ pub fn first_fire_time(job: &Job, tz: Tz, rules: &DayRules, now_ms: i64) -> Resu
     let refused = |msg: String| EngineError::Refused(msg);
     let schedule_type = job
         .schedule_type
-        .parse::<ScheduleType>()
-        .map_err(|_| refused(format!("scheduleType: unknown type {:?}", job.schedule_type)))?;
+        .known()
+        .ok_or_else(|| refused(format!("scheduleType: unknown type {:?}", job.schedule_type.as_str())))?;
     if schedule_type == ScheduleType::None {
         return Err(refused("scheduleType: a job with schedule type NONE cannot be started".to_owned()));
     }

@@ -14,12 +14,11 @@ mod hash;
 mod lfu;
 mod probe;
 mod router;
-mod strategy;
 
+pub use crate::domain::{ExecutorRouteStrategy, UnknownRouteStrategy};
 pub use addresses::{java_string_cmp, java_string_hash, sort_addresses, split_address_list};
 pub use broadcast::{Shard, parse_sharding_param, plan_shards, shard_address};
 pub use cache::{CACHE_VALID_MS, COUNT_RESET_ABOVE, ROUND_START_BOUND};
 pub use hash::{VIRTUAL_NODE_NUM, build_ring, hash_job, ring_hash};
 pub use probe::{Probe, ProbeResult};
 pub use router::{Route, RouteError, Router};
-pub use strategy::{ExecutorRouteStrategy, UnknownRouteStrategy};

@@ -7,8 +7,8 @@ use super::cache::{LruOrders, RoundCounters};
 use super::hash::hash_job;
 use super::lfu::LfuTable;
 use super::probe::{Probe, ProbeKind, probe_in_order};
-use super::strategy::ExecutorRouteStrategy;
 use crate::clock::{Clock, RandomSource, SystemClock, ThreadRandom};
+use crate::domain::ExecutorRouteStrategy;
 use crate::lang::MessageLang;
 
 /// The address a router chose.

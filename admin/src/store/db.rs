@@ -22,6 +22,7 @@ use sqlx::{
 use super::dialect::Sql;
 pub(crate) use super::query_buf::QueryBuf;
 use super::{Backend, CalendarId, ClaimId, GroupId, JobId, LogId, StoreError, UserId};
+use crate::domain::{KnownName, Named};
 
 /// A row type every backend can decode (the derived `FromRow` of the row types, or a tuple).
 pub(crate) trait Record:
@@ -105,6 +106,19 @@ arg_from! {
     LogId => |v| Arg::I64(Some(v.0)),
     ClaimId => |v| Arg::I64(Some(v.0)),
     CalendarId => |v| Arg::I64(Some(v.0)),
+}
+
+/// A stored strategy or type binds as its name (`domain::Named`).
+impl<'a, T: KnownName> From<&'a Named<T>> for Arg<'a> {
+    fn from(v: &'a Named<T>) -> Self {
+        Arg::Text(Some(Cow::Borrowed(v.as_str())))
+    }
+}
+
+impl<'a, T: KnownName> From<&'a Option<Named<T>>> for Arg<'a> {
+    fn from(v: &'a Option<Named<T>>) -> Self {
+        Arg::Text(v.as_ref().map(|name| Cow::Borrowed(name.as_str())))
+    }
 }
 
 /// `[Arg; N]` from a list of values of different types: `args![id, &name, secs(now)]`.

@@ -4,6 +4,7 @@
 use jobwheel_admin::cron::{
     CronError, CronField, ScheduleError, ScheduleType, Tz, next_trigger_time, parse_time_zone, validate,
 };
+use jobwheel_admin::domain::UnknownScheduleType;
 
 /// The next `count` fire times of a schedule without calendars or windows.
 pub(crate) fn next_n(
@@ -32,7 +33,7 @@ fn schedule_type_names_titles_and_order() {
     let names: Vec<_> = ScheduleType::ALL.iter().map(|t| t.name()).collect();
     assert_eq!(names, ["NONE", "CRON", "FIX_RATE", "FIX_DELAY"]);
     assert_eq!("FIX_RATE".parse::<ScheduleType>(), Ok(ScheduleType::FixRate));
-    assert_eq!("fix_rate".parse::<ScheduleType>(), Err(ScheduleError::UnknownType("fix_rate".to_owned())));
+    assert_eq!("fix_rate".parse::<ScheduleType>(), Err(UnknownScheduleType("fix_rate".to_owned())));
     assert_eq!(ScheduleType::FixRate.title_en(), "Fix rate");
     assert_eq!(ScheduleType::FixRate.title_zh(), "固定速度");
     assert_eq!(ScheduleType::None.title_zh(), "无");

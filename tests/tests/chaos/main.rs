@@ -211,12 +211,11 @@ async fn add_jobs(
         let broadcast = n == 0;
         let handler = if broadcast { "shardingJobHandler" } else { "demoJobHandler" };
         let mut job = jobwheel_tests::fixtures::bean_job(group, &format!("chaos {n}"), handler);
-        job.executor_route_strategy =
-            Some(if broadcast { "SHARDING_BROADCAST" } else { "FAILOVER" }.to_owned());
-        job.schedule_type = "CRON".to_owned();
+        job.executor_route_strategy = Some(if broadcast { "SHARDING_BROADCAST" } else { "FAILOVER" }.into());
+        job.schedule_type = "CRON".into();
         job.schedule_conf = Some("* * * * * ?".to_owned());
         if (1..=SLOW_JOBS).contains(&n) {
-            job.glue_type = "GLUE_SHELL".to_owned();
+            job.glue_type = "GLUE_SHELL".into();
             job.glue_source = Some("sleep 0.7".to_owned());
             job.executor_handler = Some(String::new());
         }

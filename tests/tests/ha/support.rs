@@ -43,7 +43,7 @@ pub(crate) async fn every_second(
     first_fire_ms: i64,
 ) -> anyhow::Result<JobId> {
     let mut job = jobwheel_tests::fixtures::bean_job(group, &format!("every second {n}"), HANDLER);
-    job.schedule_type = "CRON".to_owned();
+    job.schedule_type = "CRON".into();
     job.schedule_conf = Some("* * * * * ?".to_owned());
     job.trigger_status = 1;
     job.trigger_next_time = first_fire_ms;

@@ -27,11 +27,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::credentials::GroupCredential;
+use crate::domain::{BlockStrategy, ExecutorRouteStrategy, MisfireStrategy, Named};
 use crate::http::mgmt::ApiJson;
 use crate::http::mgmt::audit;
 use crate::http::mgmt::auth::{Credential, Principal};
 use crate::http::mgmt::job_input::JobInput;
 use crate::http::mgmt::job_retry::RetryForm;
+use crate::http::mgmt::job_settings::JobSettings;
 use crate::http::mgmt::jobs;
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobId, User, UserId, UserRow};
@@ -228,25 +230,33 @@ async fn save(
     operation: Operation,
     r: JobRequest,
 ) -> Result<Done, ApiError> {
-    let mut input = JobInput {
-        job_group: r.job_group,
+    let settings = JobSettings {
         job_desc: r.name.unwrap_or_default(),
-        author: r.author.unwrap_or_default(),
+        author: r.author,
         alarm_email: r.alarm_email,
-        schedule_type: r.schedule_type.unwrap_or_default(),
+        // A missing or unknown name is refused by the form's check, in its words.
+        schedule_type: r.schedule_type.unwrap_or_default().into(),
         schedule_conf: r.schedule_conf,
         time_zone: None,
-        misfire_strategy: r.misfire_strategy.unwrap_or_else(|| "DO_NOTHING".to_owned()),
-        executor_route_strategy: r.executor_route_strategy.unwrap_or_else(|| "FIRST".to_owned()),
+        misfire_strategy: r.misfire_strategy.map_or(MisfireStrategy::DoNothing.into(), Named::from),
+        executor_route_strategy: Some(
+            r.executor_route_strategy.map_or(ExecutorRouteStrategy::First.into(), Named::from),
+        ),
         executor_handler: r.executor_handler,
         executor_param: r.executor_param,
-        executor_block_strategy: r.executor_block_strategy.unwrap_or_else(|| "SERIAL_EXECUTION".to_owned()),
+        executor_block_strategy: Some(
+            r.executor_block_strategy.map_or(BlockStrategy::SerialExecution.into(), Named::from),
+        ),
         executor_timeout: r.executor_timeout,
         executor_fail_retry_count: r.executor_fail_retry_count,
         retry: RetryForm::default(),
-        glue_type: r.glue_type.unwrap_or_default(),
-        glue_source: r.glue_source,
+        glue_type: r.glue_type.unwrap_or_default().into(),
         glue_remark: r.glue_remark,
+    };
+    let mut input = JobInput {
+        job_group: r.job_group,
+        settings,
+        glue_source: r.glue_source,
         child_job_id: None,
         tags: None,
         priority: None,
@@ -265,10 +275,10 @@ async fn save(
     let current = jobs::permitted_job(state, principal, r.id).await?;
     let before = jobs::reload(state, current.id).await?;
     input.job_group = current.job.job_group.0;
-    input.glue_type.clone_from(&current.job.glue_type);
+    input.settings.glue_type.clone_from(&current.job.glue_type);
     input.child_job_id.clone_from(&current.job.child_jobid);
-    input.time_zone.clone_from(&current.time_zone);
-    input.retry = RetryForm::from_stored(state.store.job_retry_backoff(current.id).await?);
+    input.settings.time_zone.clone_from(&current.time_zone);
+    input.settings.retry = RetryForm::from_stored(state.store.job_retry_backoff(current.id).await?);
     drop(jobs::update(State(Arc::clone(state)), principal.clone(), Path(r.id), ApiJson(input)).await?);
     Ok((current.id, serde_json::to_value(&before).ok(), None))
 }

@@ -12,6 +12,7 @@ use super::auth::Principal;
 use super::job_input::GLUE_SOURCE_MAX;
 use super::jobs::{glue_type_of, permitted_job};
 use super::{ApiJson, ms};
+use crate::domain::{GlueType, Named};
 use crate::http::{ApiError, HttpState};
 use crate::store::{JobRow, NewGlueHistory};
 
@@ -21,7 +22,7 @@ const REMARK_CHARS: std::ops::RangeInclusive<usize> = 4..=100;
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct GlueView {
-    glue_type: String,
+    glue_type: Named<GlueType>,
     glue_source: Option<String>,
     glue_remark: Option<String>,
     glue_updatetime: Option<i64>,
@@ -115,7 +116,7 @@ pub(crate) async fn save(
         .store
         .add_glue_history(&NewGlueHistory {
             job_id: job.id,
-            glue_type: Some(updated.glue_type.clone()),
+            glue_type: Some(updated.glue_type.as_str().to_owned()),
             glue_source: Some(body.glue_source),
             glue_remark: remark,
             now,

@@ -24,6 +24,7 @@ use super::import_modules;
 use super::job_input::JobInput;
 use super::transfer::{Bundle, FORMAT, JobEntry, VERSION};
 use super::{ApiJson, ApiQuery, audit, glue, grants, jobs};
+use crate::domain::{GlueType, Priority};
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobFilter, JobId, NewWasmVersion, VariableOwner};
 
@@ -129,7 +130,7 @@ async fn plan(
     }
     let mut planned = Vec::new();
     for entry in entries {
-        let what = format!("{} / {:?}", entry.appname, entry.job_desc);
+        let what = format!("{} / {:?}", entry.appname, entry.settings.job_desc);
         let group = match groups.get(&entry.appname).map(Vec::as_slice) {
             Some([group]) => *group,
             Some(_) => {
@@ -150,7 +151,7 @@ async fn plan(
         }
         let filter = JobFilter {
             job_group: Some(group),
-            job_desc: Some(entry.job_desc.clone()),
+            job_desc: Some(entry.settings.job_desc.clone()),
             ..JobFilter::default()
         };
         let same: Vec<JobId> = state
@@ -158,7 +159,7 @@ async fn plan(
             .job_search_keys(&filter)
             .await?
             .into_iter()
-            .filter(|k| k.job_desc == entry.job_desc)
+            .filter(|k| k.job_desc == entry.settings.job_desc)
             .map(|k| k.id)
             .collect();
         let existing = match same.as_slice() {
@@ -177,11 +178,11 @@ async fn plan(
         {
             problems.push(format!("{what}: module {digest} is not in the file"));
         }
-        if entry.wasm_digest.is_some() && entry.glue_type != "GLUE_WASM" {
+        let glue_type = &entry.settings.glue_type;
+        if entry.wasm_digest.is_some() && !glue_type.is(GlueType::GlueWasm) {
             // As the upload endpoint: a module belongs to a GLUE_WASM job only (review L11).
             problems.push(format!(
-                "{what}: a Wasm module goes only with a GLUE_WASM job, this one is {}",
-                entry.glue_type
+                "{what}: a Wasm module goes only with a GLUE_WASM job, this one is {glue_type}"
             ));
         }
         if !calendars.check_names(&what, &entry, problems) {
@@ -189,10 +190,12 @@ async fn plan(
         }
         let input = input(&entry, group, calendars);
         if let Some(id) = existing {
-            let current = state.store.load_job(id).await?.map(|j| j.job.glue_type).unwrap_or_default();
-            if current != entry.glue_type {
-                problems
-                    .push(format!("{what}: job {id} here is {current}, the file's is {}", entry.glue_type));
+            let current = state.store.load_job(id).await?.map(|j| j.job.glue_type);
+            if let Some(current) = current.filter(|current| current != &entry.settings.glue_type) {
+                problems.push(format!(
+                    "{what}: job {id} here is {current}, the file's is {}",
+                    entry.settings.glue_type
+                ));
                 continue;
             }
         }
@@ -209,26 +212,11 @@ async fn plan(
 fn input(entry: &JobEntry, group: GroupId, calendars: &CalendarPlan) -> JobInput {
     JobInput {
         job_group: group.0,
-        job_desc: entry.job_desc.clone(),
-        author: entry.author.clone(),
-        alarm_email: entry.alarm_email.clone(),
-        schedule_type: entry.schedule_type.clone(),
-        schedule_conf: entry.schedule_conf.clone(),
-        time_zone: entry.time_zone.clone(),
-        misfire_strategy: entry.misfire_strategy.clone(),
-        executor_route_strategy: entry.executor_route_strategy.clone(),
-        executor_handler: entry.executor_handler.clone(),
-        executor_param: entry.executor_param.clone(),
-        executor_block_strategy: entry.executor_block_strategy.clone(),
-        executor_timeout: entry.executor_timeout,
-        executor_fail_retry_count: entry.executor_fail_retry_count,
-        retry: entry.retry.clone(),
-        glue_type: entry.glue_type.clone(),
+        settings: entry.settings.clone(),
         glue_source: entry.glue_source.clone(),
-        glue_remark: entry.glue_remark.clone(),
         child_job_id: None,
         tags: Some(entry.tags.clone()),
-        priority: Some(entry.priority.clone().unwrap_or_else(|| "NORMAL".to_owned())),
+        priority: Some(entry.priority.clone().unwrap_or_else(|| Priority::Normal.name().to_owned())),
         only_on: Some(calendars.ids(&entry.only_on)),
         never_on: Some(calendars.ids(&entry.never_on)),
         exclusion_windows: Some(entry.exclusion_windows.clone()),
@@ -253,7 +241,7 @@ async fn item(state: &HttpState, plan: &Planned) -> Result<ImportItem, ApiError>
     };
     Ok(ImportItem {
         appname: plan.entry.appname.clone(),
-        job_desc: plan.entry.job_desc.clone(),
+        job_desc: plan.entry.settings.job_desc.clone(),
         action: if plan.existing.is_some() { "update" } else { "create" },
         id: plan.existing.map(|id| id.0),
         secrets_to_set: wanted.into_iter().filter(|name| !have.contains(name)).collect(),
@@ -281,8 +269,7 @@ async fn apply(
             // A script's source changes through its GLUE history, as in the GLUE IDE.
             if let Some(source) =
                 plan.entry.glue_source.as_ref().filter(|s| current_source.as_ref() != Some(*s))
-                && plan.entry.glue_type.starts_with("GLUE_")
-                && plan.entry.glue_type != "GLUE_WASM"
+                && plan.entry.settings.glue_type.known().is_some_and(GlueType::is_script)
             {
                 let body = json!({ "glueSource": source, "glueRemark": "imported" });
                 let body = serde_json::from_value(body).map_err(ApiError::internal)?;

@@ -1,18 +1,15 @@
-//! The job add/edit form (`JobInput`) and upstream's server-side validation of it
-//! (`JobServiceImpl.add/update`), each violation a 400 naming the field.
+//! The job add/edit form (`JobInput`: the job's settings and what only a form sets) and
+//! upstream's server-side validation of it (`JobServiceImpl.add/update`), each violation a 400
+//! naming the field.
 
-use std::str::FromStr;
-
-use jobwheel_protocol::{BlockStrategy, GlueType};
 use serde::Deserialize;
 
 use super::auth::Principal;
 use super::job_days::{self, CheckedDays, DaysForm};
-use super::job_retry::RetryForm;
-use crate::cron::{Schedule, ScheduleType, parse_time_zone};
-use crate::engine::MisfireStrategy;
+use super::job_settings::{JobSettings, trimmed};
+use crate::cron::{Schedule, parse_time_zone};
+use crate::domain::{GlueType, Priority, ScheduleType};
 use crate::http::{ApiError, HttpState};
-use crate::routing::ExecutorRouteStrategy;
 use crate::store::{GroupId, Job, JobId, RetryBackoff};
 
 /// Upstream's form limits (characters).
@@ -28,50 +25,23 @@ const ZONE_MAX: usize = 64;
 /// A GLUE source is stored in a `mediumtext` (16 MiB); a UI edit is far below.
 pub(crate) const GLUE_SOURCE_MAX: usize = 1024 * 1024;
 
-/// The add/edit form, in upstream's `XxlJobInfo` property names.
+/// The add/edit form, in upstream's `XxlJobInfo` property names: the job's settings, plus what
+/// only a form sets.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct JobInput {
     pub(crate) job_group: i32,
-    pub(crate) job_desc: String,
-    pub(crate) author: String,
-    #[serde(default)]
-    pub(crate) alarm_email: Option<String>,
-    pub(crate) schedule_type: String,
-    #[serde(default)]
-    pub(crate) schedule_conf: Option<String>,
-    #[serde(default)]
-    pub(crate) time_zone: Option<String>,
-    #[serde(default = "default_misfire")]
-    pub(crate) misfire_strategy: String,
-    #[serde(default = "default_route")]
-    pub(crate) executor_route_strategy: String,
-    #[serde(default)]
-    pub(crate) executor_handler: Option<String>,
-    #[serde(default)]
-    pub(crate) executor_param: Option<String>,
-    #[serde(default = "default_block")]
-    pub(crate) executor_block_strategy: String,
-    #[serde(default)]
-    pub(crate) executor_timeout: i32,
-    #[serde(default)]
-    pub(crate) executor_fail_retry_count: i32,
-    /// jobwheel extension: the retry backoff; `retryBackoff` absent or null uses the admin's
-    /// `--retry-backoff*`.
     #[serde(flatten)]
-    pub(crate) retry: RetryForm,
-    pub(crate) glue_type: String,
+    pub(crate) settings: JobSettings,
     #[serde(default)]
     pub(crate) glue_source: Option<String>,
-    #[serde(default)]
-    pub(crate) glue_remark: Option<String>,
     #[serde(default)]
     pub(crate) child_job_id: Option<String>,
     /// jobwheel extension: the job's tags; absent leaves them as they are, `[]` clears them.
     #[serde(default)]
     pub(crate) tags: Option<Vec<String>>,
-    /// jobwheel extension: `HIGH`, `NORMAL` or `LOW`; absent leaves it as it is (new jobs:
-    /// normal).
+    /// jobwheel extension: `HIGH`, `NORMAL` or `LOW` (any case); absent leaves it as it is
+    /// (new jobs: normal).
     #[serde(default)]
     pub(crate) priority: Option<String>,
     /// jobwheel extension: ids of the calendars the job fires only on; absent keeps them.
@@ -85,16 +55,6 @@ pub(crate) struct JobInput {
     pub(crate) exclusion_windows: Option<Vec<String>>,
 }
 
-fn default_misfire() -> String {
-    MisfireStrategy::DoNothing.name().to_owned()
-}
-fn default_route() -> String {
-    ExecutorRouteStrategy::First.name().to_owned()
-}
-fn default_block() -> String {
-    BlockStrategy::SerialExecution.name().to_owned()
-}
-
 /// A checked form: the parsed pieces the handlers need.
 pub(crate) struct Checked {
     pub(crate) group: GroupId,
@@ -104,18 +64,14 @@ pub(crate) struct Checked {
     pub(crate) retry_backoff: Option<RetryBackoff>,
     /// Normalized tags, if the form named any (`None`: leave them).
     pub(crate) tags: Option<Vec<String>>,
-    /// The priority to store, if the form named one: `Some(None)` is normal.
-    pub(crate) priority: Option<Option<&'static str>>,
+    /// The priority to store, if the form named one.
+    pub(crate) priority: Option<Priority>,
     /// Calendars and windows to store, if the form named any.
     pub(crate) days: Option<CheckedDays>,
 }
 
 fn bad(field: &str, rule: impl std::fmt::Display) -> ApiError {
     ApiError::BadRequest(format!("{field}: {rule}"))
-}
-
-fn trimmed(value: &Option<String>) -> Option<String> {
-    value.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned)
 }
 
 fn max_chars(field: &str, value: Option<&str>, max: usize) -> Result<(), ApiError> {
@@ -135,33 +91,35 @@ impl JobInput {
         this: Option<JobId>,
     ) -> Result<Checked, ApiError> {
         let group = GroupId(self.job_group);
+        let settings = &self.settings;
         principal.require_group(group)?;
         if state.store.load_group(group).await?.is_none() {
             return Err(bad("jobGroup", format!("executor group {group} does not exist")));
         }
-        if self.job_desc.trim().is_empty() {
+        if settings.job_desc.trim().is_empty() {
             return Err(bad("jobDesc", "required"));
         }
-        max_chars("jobDesc", Some(&self.job_desc), DESC_MAX)?;
-        if self.author.trim().is_empty() {
-            return Err(bad("author", "required"));
-        }
-        max_chars("author", Some(&self.author), AUTHOR_MAX)?;
-        max_chars("alarmEmail", self.alarm_email.as_deref(), ALARM_EMAIL_MAX)?;
-        if let Some(emails) = trimmed(&self.alarm_email)
+        max_chars("jobDesc", Some(&settings.job_desc), DESC_MAX)?;
+        let author = trimmed(settings.author.as_deref()).ok_or_else(|| bad("author", "required"))?;
+        max_chars("author", Some(&author), AUTHOR_MAX)?;
+        max_chars("alarmEmail", settings.alarm_email.as_deref(), ALARM_EMAIL_MAX)?;
+        if let Some(emails) = trimmed(settings.alarm_email.as_deref())
             && let Some(bad_one) =
                 emails.split(',').map(str::trim).find(|e| !e.is_empty() && !e.contains('@'))
         {
             return Err(bad("alarmEmail", format!("{bad_one:?} is not a mail address")));
         }
 
-        let schedule_type = ScheduleType::from_str(&self.schedule_type)
-            .map_err(|_| bad("scheduleType", "must be NONE, CRON, FIX_RATE or FIX_DELAY"))?;
+        let schedule_type = settings
+            .schedule_type
+            .known()
+            .ok_or_else(|| bad("scheduleType", "must be NONE, CRON, FIX_RATE or FIX_DELAY"))?;
         if schedule_type != ScheduleType::None {
-            let conf = trimmed(&self.schedule_conf).ok_or_else(|| bad("scheduleConf", "required"))?;
+            let conf =
+                trimmed(settings.schedule_conf.as_deref()).ok_or_else(|| bad("scheduleConf", "required"))?;
             Schedule::parse(schedule_type, &conf).map_err(|e| bad("scheduleConf", e))?;
         }
-        let time_zone = trimmed(&self.time_zone);
+        let time_zone = trimmed(settings.time_zone.as_deref());
         if let Some(zone) = &time_zone {
             if zone.len() > ZONE_MAX {
                 return Err(bad("timeZone", format!("at most {ZONE_MAX} characters")));
@@ -170,42 +128,41 @@ impl JobInput {
         }
 
         let glue_type =
-            GlueType::from_str(&self.glue_type).ok().filter(|g| *g != GlueType::GlueGroovy).ok_or_else(
-                || bad("glueType", "unknown GLUE type (GLUE_GROOVY needs a JVM executor and is not offered)"),
-            )?;
-        max_chars("executorHandler", self.executor_handler.as_deref(), HANDLER_MAX)?;
-        if glue_type == GlueType::Bean && trimmed(&self.executor_handler).is_none() {
+            settings.glue_type.known().filter(|g| *g != GlueType::GlueGroovy).ok_or_else(|| {
+                bad("glueType", "unknown GLUE type (GLUE_GROOVY needs a JVM executor and is not offered)")
+            })?;
+        max_chars("executorHandler", settings.executor_handler.as_deref(), HANDLER_MAX)?;
+        if glue_type == GlueType::Bean && trimmed(settings.executor_handler.as_deref()).is_none() {
             return Err(bad("executorHandler", "required for BEAN jobs"));
         }
-        max_chars("executorParam", self.executor_param.as_deref(), PARAM_MAX)?;
-        if ExecutorRouteStrategy::from_str(&self.executor_route_strategy).is_err() {
+        max_chars("executorParam", settings.executor_param.as_deref(), PARAM_MAX)?;
+        if settings.executor_route_strategy.as_ref().is_some_and(|r| r.known().is_none()) {
             return Err(bad("executorRouteStrategy", "unknown route strategy"));
         }
-        if MisfireStrategy::from_str(&self.misfire_strategy).is_err() {
+        if settings.misfire_strategy.known().is_none() {
             return Err(bad("misfireStrategy", "must be DO_NOTHING or FIRE_ONCE_NOW"));
         }
-        if !BlockStrategy::ALL.iter().any(|b| b.name() == self.executor_block_strategy) {
+        if settings.executor_block_strategy.as_ref().is_some_and(|b| b.known().is_none()) {
             return Err(bad("executorBlockStrategy", "unknown block strategy"));
         }
-        if !(0..=TIMEOUT_MAX).contains(&self.executor_timeout) {
+        if !(0..=TIMEOUT_MAX).contains(&settings.executor_timeout) {
             return Err(bad("executorTimeout", format!("must be 0 to {TIMEOUT_MAX} seconds")));
         }
-        if !(0..=RETRY_MAX).contains(&self.executor_fail_retry_count) {
+        if !(0..=RETRY_MAX).contains(&settings.executor_fail_retry_count) {
             return Err(bad("executorFailRetryCount", format!("must be 0 to {RETRY_MAX}")));
         }
-        let retry_backoff = self.retry.check()?;
+        let retry_backoff = settings.retry.check()?;
         if self.glue_source.as_ref().is_some_and(|s| s.len() > GLUE_SOURCE_MAX) {
             return Err(bad("glueSource", format!("at most {GLUE_SOURCE_MAX} bytes")));
         }
-        max_chars("glueRemark", self.glue_remark.as_deref(), 128)?;
+        max_chars("glueRemark", settings.glue_remark.as_deref(), 128)?;
         self.check_children(state, principal, this).await?;
         let tags = self.tags.as_deref().map(super::job_tags::normalize).transpose()?;
-        let priority = match self.priority.as_deref().map(str::trim) {
+        let priority = match self.priority.as_deref() {
             None => None,
-            Some(p) if p.eq_ignore_ascii_case("HIGH") => Some(Some("HIGH")),
-            Some(p) if p.eq_ignore_ascii_case("LOW") => Some(Some("LOW")),
-            Some(p) if p.eq_ignore_ascii_case("NORMAL") || p.is_empty() => Some(None),
-            Some(_) => return Err(bad("priority", "must be HIGH, NORMAL or LOW")),
+            Some(p) => {
+                Some(Priority::parse_input(p).ok_or_else(|| bad("priority", "must be HIGH, NORMAL or LOW"))?)
+            }
         };
         let form = DaysForm {
             only_on: self.only_on.as_deref(),
@@ -224,7 +181,7 @@ impl JobInput {
         principal: &Principal,
         this: Option<JobId>,
     ) -> Result<(), ApiError> {
-        let Some(ids) = trimmed(&self.child_job_id) else { return Ok(()) };
+        let Some(ids) = trimmed(self.child_job_id.as_deref()) else { return Ok(()) };
         max_chars("childJobId", Some(&ids), CHILD_IDS_MAX)?;
         for raw in ids.split(',') {
             let id = raw
@@ -250,20 +207,8 @@ impl JobInput {
     /// The stored row's columns from this form (trigger state and times are the caller's).
     pub(crate) fn apply(&self, checked: &Checked, job: &mut Job) {
         job.job_group = checked.group;
-        job.job_desc = self.job_desc.trim().to_owned();
-        job.author = Some(self.author.trim().to_owned());
-        job.alarm_email = trimmed(&self.alarm_email);
-        job.schedule_type = checked.schedule_type.name().to_owned();
-        job.schedule_conf =
-            if checked.schedule_type == ScheduleType::None { None } else { trimmed(&self.schedule_conf) };
-        job.misfire_strategy = self.misfire_strategy.clone();
-        job.executor_route_strategy = Some(self.executor_route_strategy.clone());
-        job.executor_handler = trimmed(&self.executor_handler);
-        job.executor_param = self.executor_param.clone().filter(|p| !p.is_empty());
-        job.executor_block_strategy = Some(self.executor_block_strategy.clone());
-        job.executor_timeout = self.executor_timeout;
-        job.executor_fail_retry_count = self.executor_fail_retry_count;
-        job.child_jobid = trimmed(&self.child_job_id)
+        self.settings.apply(checked.schedule_type, job);
+        job.child_jobid = trimmed(self.child_job_id.as_deref())
             .map(|ids| ids.split(',').map(str::trim).collect::<Vec<_>>().join(","));
     }
 }

@@ -8,17 +8,18 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use chrono::Utc;
-use jobwheel_protocol::GlueType;
 use serde::{Deserialize, Serialize};
 
 use super::auth::Principal;
 use super::job_days::{self, DaysForm};
 use super::job_input::{JobInput, PARAM_MAX, glue_template};
 use super::job_retry::RetryForm;
+use super::job_settings::JobSettings;
 use super::{ApiJson, ApiQuery, Listed, Paging, ms};
 use super::{job_search, job_tags};
 use crate::calendar::{DayRules, next_fires};
-use crate::cron::{ScheduleType, local_time_zone, parse_time_zone};
+use crate::cron::{local_time_zone, parse_time_zone};
+use crate::domain::{GlueType, MisfireStrategy, Priority, ScheduleType};
 use crate::engine::first_fire_time;
 use crate::http::{ApiError, HttpState};
 use crate::store::{Job, JobFilter, JobId, JobRow};
@@ -26,36 +27,20 @@ use crate::store::{Job, JobFilter, JobId, JobRow};
 /// Longest address list of a manual trigger (upstream's form limit).
 const ADDRESS_LIST_MAX: usize = 512;
 
-/// A job as the API shows it.
+/// A job as the API shows it: its settings and what the admin keeps about it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct JobView {
     pub(crate) id: i32,
     job_group: i32,
-    job_desc: String,
-    author: Option<String>,
-    alarm_email: Option<String>,
-    schedule_type: String,
-    schedule_conf: Option<String>,
-    time_zone: Option<String>,
-    misfire_strategy: String,
-    executor_route_strategy: Option<String>,
-    executor_handler: Option<String>,
-    executor_param: Option<String>,
-    executor_block_strategy: Option<String>,
-    executor_timeout: i32,
-    executor_fail_retry_count: i32,
-    /// Only on single-job reads (null in the list, like `timeZone`).
     #[serde(flatten)]
-    retry: RetryForm,
-    glue_type: String,
-    glue_remark: Option<String>,
+    pub(crate) settings: JobSettings,
     glue_updatetime: Option<i64>,
     child_job_id: Option<String>,
     /// jobwheel: the job's tags (lower-case).
     pub(crate) tags: Vec<String>,
     /// jobwheel: `HIGH`, `NORMAL` or `LOW` (on single-job reads; `NORMAL` in the list).
-    priority: String,
+    priority: Priority,
     /// jobwheel: ids of the calendars the job fires only on.
     pub(crate) only_on: Vec<i64>,
     /// jobwheel: ids of the calendars the job never fires on.
@@ -71,30 +56,16 @@ pub(crate) struct JobView {
 
 impl From<JobRow> for JobView {
     fn from(row: JobRow) -> Self {
+        let settings = JobSettings::of(&row);
         let j = row.job;
         Self {
             id: row.id.0,
             job_group: j.job_group.0,
-            job_desc: j.job_desc,
-            author: j.author,
-            alarm_email: j.alarm_email,
-            schedule_type: j.schedule_type,
-            schedule_conf: j.schedule_conf,
-            time_zone: row.time_zone,
-            misfire_strategy: j.misfire_strategy,
-            executor_route_strategy: j.executor_route_strategy,
-            executor_handler: j.executor_handler,
-            executor_param: j.executor_param,
-            executor_block_strategy: j.executor_block_strategy,
-            executor_timeout: j.executor_timeout,
-            executor_fail_retry_count: j.executor_fail_retry_count,
-            retry: RetryForm::default(),
-            glue_type: j.glue_type,
-            glue_remark: j.glue_remark,
+            settings,
             glue_updatetime: ms(j.glue_updatetime),
             child_job_id: j.child_jobid,
             tags: Vec::new(),
-            priority: row.priority.clone().unwrap_or_else(|| "NORMAL".to_owned()),
+            priority: row.priority,
             only_on: Vec::new(),
             never_on: Vec::new(),
             exclusion_windows: Vec::new(),
@@ -189,6 +160,7 @@ pub(crate) async fn create(
         .clone()
         .filter(|s| !s.trim().is_empty())
         .or_else(|| glue_template(checked.glue_type).map(str::to_owned));
+    let remark = input.settings.glue_remark.clone();
     let mut job = Job {
         job_group: checked.group,
         job_desc: String::new(),
@@ -196,18 +168,18 @@ pub(crate) async fn create(
         update_time: Some(now),
         author: None,
         alarm_email: None,
-        schedule_type: String::new(),
+        schedule_type: checked.schedule_type.into(),
         schedule_conf: None,
-        misfire_strategy: String::new(),
+        misfire_strategy: MisfireStrategy::DoNothing.into(),
         executor_route_strategy: None,
         executor_handler: None,
         executor_param: None,
         executor_block_strategy: None,
         executor_timeout: 0,
         executor_fail_retry_count: 0,
-        glue_type: checked.glue_type.name().to_owned(),
+        glue_type: checked.glue_type.into(),
         glue_source: if checked.glue_type.is_script() { glue_source } else { None },
-        glue_remark: Some(input.glue_remark.clone().unwrap_or_else(|| "GLUE code init".to_owned())),
+        glue_remark: Some(remark.unwrap_or_else(|| "GLUE code init".to_owned())),
         glue_updatetime: Some(now),
         child_jobid: None,
         trigger_status: 0,
@@ -222,7 +194,7 @@ pub(crate) async fn create(
         state.store.set_job_tags(id, tags).await?;
     }
     if let Some(priority) = checked.priority {
-        state.store.set_job_priority(id, priority).await?;
+        state.store.set_job_priority(id, priority.stored()).await?;
     }
     if let Some(days) = &checked.days {
         state.store.set_job_days(id, &days.days).await?;
@@ -239,7 +211,7 @@ pub(crate) async fn update(
     ApiJson(input): ApiJson<JobInput>,
 ) -> Result<Json<JobView>, ApiError> {
     let current = permitted_job(&state, &principal, id).await?;
-    if input.glue_type != current.job.glue_type {
+    if input.settings.glue_type != current.job.glue_type {
         return Err(ApiError::BadRequest("glueType: cannot change after the job was created".to_owned()));
     }
     let checked = input.check(&state, &principal, Some(current.id)).await?;
@@ -267,7 +239,7 @@ pub(crate) async fn update(
         state.store.set_job_tags(current.id, tags).await?;
     }
     if let Some(priority) = checked.priority {
-        state.store.set_job_priority(current.id, priority).await?;
+        state.store.set_job_priority(current.id, priority.stored()).await?;
     }
     if let Some(days) = &checked.days {
         state.store.set_job_days(current.id, &days.days).await?;
@@ -314,7 +286,8 @@ pub(crate) async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiE
     let row =
         state.store.load_job(id).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
     let retry = RetryForm::from_stored(state.store.job_retry_backoff(id).await?);
-    let mut view = [JobView { retry, ..row.into() }];
+    let mut view = [JobView::from(row)];
+    view[0].settings.retry = retry;
     job_tags::attach(state, &mut view).await?;
     job_days::attach(state, &mut view).await?;
     let [view] = view;
@@ -448,7 +421,7 @@ pub(crate) async fn next_times(
 
 /// GLUE_WASM and script jobs have sources; BEAN jobs do not.
 pub(crate) fn glue_type_of(job: &JobRow) -> Option<GlueType> {
-    GlueType::from_str(&job.job.glue_type).ok()
+    job.job.glue_type.known()
 }
 
 /// A job as `GET /api/v1/jobs/{id}` shows it, for the audit log.

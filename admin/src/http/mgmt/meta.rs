@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use super::auth::Principal;
 use crate::cron::ScheduleType;
-use crate::engine::{MisfireStrategy, block_title};
+use crate::domain::MisfireStrategy;
+use crate::engine::block_title;
 use crate::http::HttpState;
 use crate::lang::MessageLang;
 use crate::routing::ExecutorRouteStrategy;

@@ -38,6 +38,7 @@ mod job_days;
 pub(crate) mod job_input;
 pub(crate) mod job_retry;
 mod job_search;
+pub(crate) mod job_settings;
 mod job_tags;
 pub(crate) mod jobs;
 pub(crate) mod login_limit;

@@ -22,8 +22,10 @@ use serde::{Deserialize, Serialize};
 use super::ApiQuery;
 use super::auth::Principal;
 use super::job_retry::RetryForm;
+use super::job_settings::JobSettings;
 use super::jobs::permitted_job;
 use crate::calendar::{CalendarDays, stored_window_texts};
+use crate::domain::GlueType;
 use crate::http::{ApiError, HttpState};
 use crate::store::{CalendarRow, GroupId, JobFilter, JobId, JobRow, VariableOwner, day_mode};
 
@@ -62,39 +64,16 @@ pub(crate) struct CalendarEntry {
     pub(crate) days: CalendarDays,
 }
 
-/// One job of an export.
+/// One job of an export: its settings, and what makes it run on another admin.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct JobEntry {
     /// The AppName of the job's group.
     pub(crate) appname: String,
-    pub(crate) job_desc: String,
-    pub(crate) author: String,
-    #[serde(default)]
-    pub(crate) alarm_email: Option<String>,
-    pub(crate) schedule_type: String,
-    #[serde(default)]
-    pub(crate) schedule_conf: Option<String>,
-    #[serde(default)]
-    pub(crate) time_zone: Option<String>,
-    pub(crate) misfire_strategy: String,
-    pub(crate) executor_route_strategy: String,
-    #[serde(default)]
-    pub(crate) executor_handler: Option<String>,
-    #[serde(default)]
-    pub(crate) executor_param: Option<String>,
-    pub(crate) executor_block_strategy: String,
-    #[serde(default)]
-    pub(crate) executor_timeout: i32,
-    #[serde(default)]
-    pub(crate) executor_fail_retry_count: i32,
     #[serde(flatten)]
-    pub(crate) retry: RetryForm,
-    pub(crate) glue_type: String,
+    pub(crate) settings: JobSettings,
     #[serde(default)]
     pub(crate) glue_source: Option<String>,
-    #[serde(default)]
-    pub(crate) glue_remark: Option<String>,
     #[serde(default)]
     pub(crate) tags: Vec<String>,
     /// `HIGH` or `LOW`; absent is normal.
@@ -217,7 +196,7 @@ async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError
     let mut entries = Vec::with_capacity(jobs.len());
     let mut modules = BTreeMap::new();
     for row in jobs {
-        let wasm = row.job.glue_type == "GLUE_WASM";
+        let wasm = row.job.glue_type.is(GlueType::GlueWasm);
         let wasm_digest =
             if wasm { state.store.current_wasm_module(row.id).await?.map(|m| m.digest) } else { None };
         if let Some(digest) = &wasm_digest
@@ -229,28 +208,14 @@ async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError
         let grant = if wasm { Some(grant(state, row.id).await?) } else { None };
         let retry = RetryForm::from_stored(state.store.job_retry_backoff(row.id).await?);
         let job_days = days.remove(&row.id).unwrap_or_default();
-        let j = row.job;
+        let mut settings = JobSettings::of(&row);
+        settings.retry = retry;
         entries.push(JobEntry {
-            appname: appnames.get(&j.job_group).cloned().unwrap_or_default(),
-            job_desc: j.job_desc,
-            author: j.author.unwrap_or_default(),
-            alarm_email: j.alarm_email,
-            schedule_type: j.schedule_type,
-            schedule_conf: j.schedule_conf,
-            time_zone: row.time_zone,
-            misfire_strategy: j.misfire_strategy,
-            executor_route_strategy: j.executor_route_strategy.unwrap_or_default(),
-            executor_handler: j.executor_handler,
-            executor_param: j.executor_param,
-            executor_block_strategy: j.executor_block_strategy.unwrap_or_default(),
-            executor_timeout: j.executor_timeout,
-            executor_fail_retry_count: j.executor_fail_retry_count,
-            retry,
-            glue_type: j.glue_type,
-            glue_source: j.glue_source,
-            glue_remark: j.glue_remark,
+            appname: appnames.get(&row.job.job_group).cloned().unwrap_or_default(),
+            settings,
+            glue_source: row.job.glue_source,
             tags: tags.remove(&row.id).unwrap_or_default(),
-            priority: row.priority.clone(),
+            priority: row.priority.stored().map(str::to_owned),
             wasm_digest,
             grant,
             only_on: job_days.only_on,

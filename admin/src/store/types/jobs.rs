@@ -3,6 +3,9 @@
 use chrono::{DateTime, Utc};
 
 use super::{ClaimId, GroupId, JobId, LogId};
+use crate::domain::{
+    BlockStrategy, ExecutorRouteStrategy, GlueType, MisfireStrategy, Named, Priority, ScheduleType,
+};
 
 // === jobs ===
 
@@ -24,25 +27,25 @@ pub struct Job {
     /// Comma-separated alarm e-mail addresses.
     pub alarm_email: Option<String>,
     /// `NONE`, `CRON`, `FIX_RATE` (and our `FIX_DELAY`).
-    pub schedule_type: String,
+    pub schedule_type: Named<ScheduleType>,
     /// Cron expression or seconds.
     pub schedule_conf: Option<String>,
     /// `DO_NOTHING` or `FIRE_ONCE_NOW`.
-    pub misfire_strategy: String,
-    /// Routing strategy name.
-    pub executor_route_strategy: Option<String>,
+    pub misfire_strategy: Named<MisfireStrategy>,
+    /// Routing strategy.
+    pub executor_route_strategy: Option<Named<ExecutorRouteStrategy>>,
     /// BEAN handler name.
     pub executor_handler: Option<String>,
     /// Job parameter.
     pub executor_param: Option<String>,
-    /// Block strategy name.
-    pub executor_block_strategy: Option<String>,
+    /// Block strategy.
+    pub executor_block_strategy: Option<Named<BlockStrategy>>,
     /// Timeout in seconds, 0 = none.
     pub executor_timeout: i32,
     /// Retries after a failure.
     pub executor_fail_retry_count: i32,
-    /// GLUE type name.
-    pub glue_type: String,
+    /// GLUE type.
+    pub glue_type: Named<GlueType>,
     /// Current GLUE source.
     pub glue_source: Option<String>,
     /// Current GLUE remark.
@@ -85,10 +88,10 @@ pub struct JobRow {
     /// queries the scheduler uses; the job list leaves it `None` (the column is absent there).
     #[sqlx(default)]
     pub time_zone: Option<String>,
-    /// jobwheel extension: `HIGH` or `LOW` from `jobwheel_job_priority`, `None` for normal.
-    /// Read by `load_job` and `load_jobs` (the trigger path); `None` elsewhere.
-    #[sqlx(default)]
-    pub priority: Option<String>,
+    /// jobwheel extension: from `jobwheel_job_priority` (no row: normal). Read by `load_job`
+    /// and `load_jobs` (the trigger path); normal elsewhere.
+    #[sqlx(default, try_from = "Option<String>")]
+    pub priority: Priority,
 }
 
 /// Filters of the job list (upstream `pageList`); `None` means "any".

@@ -41,8 +41,8 @@ async fn stuck_on_shard_zero(db: &Db, misfire_strategy: &str) -> anyhow::Result<
     let g = group(&*store_a, "app", &[A, B, C]).await?;
     let mut broadcast = job(g, T0 + 2000);
     broadcast.schedule_conf = Some("0 0 * * * ?".to_owned());
-    broadcast.executor_route_strategy = Some("SHARDING_BROADCAST".to_owned());
-    broadcast.misfire_strategy = misfire_strategy.to_owned();
+    broadcast.executor_route_strategy = Some("SHARDING_BROADCAST".into());
+    broadcast.misfire_strategy = misfire_strategy.into();
     let id = store_a.add_job(&broadcast).await?;
 
     let release = fake.hold_runs_at(A);

@@ -33,7 +33,7 @@ async fn a_capped_group_starts_no_more_runs_than_its_cap() -> anyhow::Result<()>
     let free = group(&*store, "free-app", &[A]).await?;
     store.set_group_cap(capped, Some(2)).await?;
     let mut j = job(capped, 0);
-    j.executor_route_strategy = Some("ROUND".to_owned());
+    j.executor_route_strategy = Some("ROUND".into());
     j.trigger_status = 0;
     let (first, second) = (store.add_job(&j).await?, store.add_job(&j).await?);
     let trigger = |id| engine.triggers().trigger(TriggerRequest::new(id, TriggerType::Manual));

@@ -87,7 +87,7 @@ async fn misfire_do_nothing_skips_and_fire_once_now_fires_as_misfire() -> anyhow
     let skip = store.add_job(&skip).await?;
     let mut once = job(g, T0 - 6000);
     once.schedule_conf = Some("0 0 * * * ?".to_owned());
-    once.misfire_strategy = "FIRE_ONCE_NOW".to_owned();
+    once.misfire_strategy = "FIRE_ONCE_NOW".into();
     let once = store.add_job(&once).await?;
 
     let report = engine.scheduler().schedule_cycle(T0).await?;
@@ -115,7 +115,7 @@ async fn fix_rate_chains_from_the_previous_next_time() -> anyhow::Result<()> {
     let engine = engine_with(store.clone(), fake, clock, Alarmer::default());
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let mut j = job(g, T0 + 1000);
-    j.schedule_type = "FIX_RATE".to_owned();
+    j.schedule_type = "FIX_RATE".into();
     j.schedule_conf = Some("7".to_owned());
     let id = store.add_job(&j).await?;
 
@@ -202,7 +202,7 @@ async fn stop_start_rules_of_upstream() -> anyhow::Result<()> {
 async fn fix_delay_job(store: &dyn Store, delay_s: u32) -> anyhow::Result<JobId> {
     let g = group(store, "app", &["http://a:9999/"]).await?;
     let mut j = job(g, T0 - 100);
-    j.schedule_type = "FIX_DELAY".to_owned();
+    j.schedule_type = "FIX_DELAY".into();
     j.schedule_conf = Some(delay_s.to_string());
     Ok(store.add_job(&j).await?)
 }
@@ -298,7 +298,7 @@ async fn recovery_contract(db: &Db) -> anyhow::Result<()> {
 
     // Second round: claims more than 5 s late follow the misfire rules.
     let mut fire_once = load(&*store_a, late).await?;
-    fire_once.misfire_strategy = "FIRE_ONCE_NOW".to_owned();
+    fire_once.misfire_strategy = "FIRE_ONCE_NOW".into();
     fire_once.trigger_next_time = T0 + 10_000;
     store_a.update_job(late, &fire_once).await?;
     let mut do_nothing = load(&*store_a, lost).await?;

@@ -56,7 +56,7 @@ async fn broadcasts_are_claimed_bare_and_a_new_broadcast_keeps_its_staged_row() 
     let g = group(&*store, "app", &["http://a:9999/", "http://b:9999/"]).await?;
     let mut broadcast = job(g, T0 + 2000);
     broadcast.schedule_conf = Some("0/10 * * * * ?".to_owned());
-    broadcast.executor_route_strategy = Some("SHARDING_BROADCAST".to_owned());
+    broadcast.executor_route_strategy = Some("SHARDING_BROADCAST".into());
     let broadcast = store.add_job(&broadcast).await?;
     let mut becomes = job(g, T0 + 2000);
     becomes.schedule_conf = Some("0/10 * * * * ?".to_owned());
@@ -68,7 +68,7 @@ async fn broadcasts_are_claimed_bare_and_a_new_broadcast_keeps_its_staged_row() 
     assert_eq!(logs(&*store, becomes).await?.len(), 1);
     // Edited into a broadcast within the 5 s: it fires as one when its second comes.
     let mut edited = load(&*store, becomes).await?;
-    edited.executor_route_strategy = Some("SHARDING_BROADCAST".to_owned());
+    edited.executor_route_strategy = Some("SHARDING_BROADCAST".into());
     store.update_job(becomes, &edited).await?;
     let staged = logs(&*store, becomes).await?[0].id;
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use jobwheel_admin::alarm::Alarmer;
 use jobwheel_admin::clock::ManualClock;
+use jobwheel_admin::domain::Priority;
 use jobwheel_admin::engine::{EngineError, TriggerOutcome, TriggerRequest, TriggerType};
 use jobwheel_admin::store::{JobId, NewWasmVersion};
 
@@ -23,7 +24,7 @@ async fn strategies_broadcast_failover_and_empty_lists() -> anyhow::Result<()> {
     let g = group(&*store, "app", &[A, B, C]).await?;
     let add = |strategy: &str| {
         let mut j = job(g, 0);
-        j.executor_route_strategy = Some(strategy.to_owned());
+        j.executor_route_strategy = Some(strategy.into());
         j.trigger_status = 0;
         j
     };
@@ -142,7 +143,7 @@ async fn manual_trigger_overrides_param_and_addresses_and_wasm_jobs_carry_their_
 
     let mut wasm = job(g, 0);
     wasm.trigger_status = 0;
-    wasm.glue_type = "GLUE_WASM".to_owned();
+    wasm.glue_type = "GLUE_WASM".into();
     let wasm = store.add_job(&wasm).await?;
     // Without an uploaded module the trigger fails before /run.
     engine.triggers().trigger(TriggerRequest::new(wasm, TriggerType::Manual)).await?;
@@ -183,6 +184,6 @@ async fn the_trigger_carries_the_jobs_priority() -> anyhow::Result<()> {
     let priorities: Vec<Option<String>> = fake.runs().into_iter().map(|(_, p)| p.priority).collect();
     assert_eq!(priorities, [Some("HIGH".to_owned()), None]);
     store.set_job_priority(urgent, None).await?;
-    assert_eq!(store.load_job(urgent).await?.expect("job").priority, None, "cleared");
+    assert_eq!(store.load_job(urgent).await?.expect("job").priority, Priority::Normal, "cleared");
     db.cleanup().await
 }

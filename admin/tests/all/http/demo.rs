@@ -20,7 +20,7 @@ async fn an_empty_database_gets_the_sample_job_once() -> anyhow::Result<()> {
     let jobs = admin.store.page_jobs(&JobFilter::default(), Page { offset: 0, limit: 10 }).await?;
     assert_eq!(jobs.total, 1);
     let job = &jobs.rows[0];
-    assert_eq!(job.job.glue_type, "GLUE_WASM");
+    assert_eq!(job.job.glue_type.as_str(), "GLUE_WASM");
     assert_eq!(admin.store.list_wasm_versions(job.id).await?.len(), 1, "ready to trigger");
     admin.stop().await?;
 

@@ -22,7 +22,7 @@ async fn a_cron_job_fires_on_a_real_executor_and_its_result_is_recorded() -> any
     let store = Arc::clone(&admin.store);
     let group = jobwheel_tests::fixtures::auto_group(&*store, APP).await?;
     let mut every_second = job(group);
-    every_second.schedule_type = "CRON".to_owned();
+    every_second.schedule_type = "CRON".into();
     every_second.schedule_conf = Some("* * * * * ?".to_owned());
     every_second.executor_param = Some("scheduled".to_owned());
     let job_id = store.add_job(&every_second).await?;

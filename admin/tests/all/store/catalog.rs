@@ -1,6 +1,7 @@
 //! Contract checks for groups, the registry, jobs, GLUE history, users and Wasm modules.
 
 use anyhow::ensure;
+use jobwheel_admin::domain::Priority;
 
 use jobwheel_admin::store::{
     GroupRow, HISTORY_KEPT_PER_JOB, JobFilter, LogClear, NewGlueHistory, NewLog, NewWasmVersion, Page,
@@ -171,13 +172,13 @@ async fn tags(Admins { a, b }: &Admins) -> anyhow::Result<()> {
 async fn priorities(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     let g = group(&**a, "prio-app").await?;
     let id = a.add_job(&job(g, "prio")).await?;
-    ensure!(b.load_job(id).await?.expect("job").priority.is_none());
+    ensure!(b.load_job(id).await?.expect("job").priority == Priority::Normal);
     a.set_job_priority(id, Some("LOW")).await?;
     a.set_job_priority(id, Some("HIGH")).await?;
-    ensure!(b.load_jobs(&[id]).await?[0].priority.as_deref() == Some("HIGH"), "replaced, batch load");
+    ensure!(b.load_jobs(&[id]).await?[0].priority == Priority::High, "replaced, batch load");
     a.set_job_priority(jobwheel_admin::store::JobId(i32::MAX), Some("HIGH")).await?;
     a.set_job_priority(id, None).await?;
-    ensure!(b.load_job(id).await?.expect("job").priority.is_none(), "cleared");
+    ensure!(b.load_job(id).await?.expect("job").priority == Priority::Normal, "cleared");
     a.set_job_priority(id, Some("LOW")).await?;
     ensure!(a.delete_job(id).await? && a.delete_group(g).await?);
     Ok(())
@@ -255,7 +256,7 @@ async fn jobs(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     // A full update rewrites everything but add_time.
     let mut changed = job(g2, "renamed");
     changed.add_time = Some(at("1999-01-01T00:00:00Z"));
-    changed.glue_type = "GLUE_SHELL".to_owned();
+    changed.glue_type = "GLUE_SHELL".into();
     changed.glue_source = Some("echo hi".to_owned());
     changed.child_jobid = Some(format!("{id2}"));
     changed.executor_timeout = 30;
@@ -269,7 +270,7 @@ async fn jobs(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     let other_log = a.insert_log(&NewLog { job_id: id3, ..log }).await?;
     let glue = NewGlueHistory {
         job_id: id1,
-        glue_type: Some("GLUE_SHELL".to_owned()),
+        glue_type: Some("GLUE_SHELL".into()),
         glue_source: Some("echo".to_owned()),
         glue_remark: "v1".to_owned(),
         now,
@@ -302,7 +303,7 @@ async fn glue_history(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     for i in 0..total {
         let glue = NewGlueHistory {
             job_id,
-            glue_type: Some("GLUE_PYTHON".to_owned()),
+            glue_type: Some("GLUE_PYTHON".into()),
             glue_source: Some(format!("print({i})")),
             glue_remark: format!("v{i}"),
             now: base + chrono::Duration::seconds(i.into()),

@@ -136,9 +136,9 @@ fn job(group: GroupId, i: usize, jobs: usize, mode: Mode, cron_period: u32, firs
         Mode::Manual => ("NONE", String::new(), 0, 0),
     };
     let mut job = jobwheel_tests::fixtures::bean_job(group, &format!("bench job {i}"), HANDLER);
-    job.schedule_type = schedule_type.to_owned();
+    job.schedule_type = schedule_type.into();
     job.schedule_conf = (!conf.is_empty()).then_some(conf);
-    job.executor_route_strategy = Some("ROUND".to_owned());
+    job.executor_route_strategy = Some("ROUND".into());
     job.trigger_status = status;
     job.trigger_next_time = next;
     job

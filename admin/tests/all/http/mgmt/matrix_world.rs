@@ -149,10 +149,10 @@ impl World {
     /// A new stopped CRON job in `group` of the given glue type, run by the executor's no-op.
     async fn job(&self, group: GroupId, glue_type: &str) -> JobId {
         let mut job = job(group);
-        job.schedule_type = "CRON".to_owned();
+        job.schedule_type = "CRON".into();
         job.schedule_conf = Some("0 0 3 * * ?".to_owned());
         job.executor_handler = (glue_type == "BEAN").then(|| "matrixNoop".to_owned());
-        job.glue_type = glue_type.to_owned();
+        job.glue_type = glue_type.into();
         job.glue_source = (glue_type == "GLUE_SHELL").then(|| "echo matrix".to_owned());
         self.env.store().add_job(&job).await.expect("job")
     }

@@ -1,9 +1,8 @@
-//! Upstream's `MisfireStrategyEnum`: what a trigger more than [`PRE_READ_MS`](super::PRE_READ_MS)
-//! late does. The decision itself is taken in two places — the pre-read (`schedule.rs`,
-//! `plan_job`) for a job whose next fire time has passed, and claim recovery (`recover.rs`) for
-//! claims a stopped admin left behind — and both read the job's strategy through [`of`].
-//!
-//! [`of`]: MisfireStrategy::of
+//! Upstream's `MisfireStrategyEnum`: what a trigger more than the pre-read window (5 s) late
+//! does. The decision itself is taken in two places — the pre-read (`engine/schedule.rs`,
+//! `plan_job`) for a job whose next fire time has passed, and claim recovery
+//! (`engine/recover.rs`) for claims a stopped admin left behind — and both read the job's
+//! strategy through [`MisfireStrategy::of`].
 
 use std::str::FromStr;
 
@@ -46,8 +45,8 @@ impl MisfireStrategy {
 
     /// The strategy of a stored job: an unknown name (an adopted database may hold anything)
     /// means DO_NOTHING, as upstream's `MisfireStrategyEnum.match(name, DO_NOTHING)`.
-    pub fn of(stored: &str) -> Self {
-        stored.parse().unwrap_or(Self::DoNothing)
+    pub fn of(stored: &super::Named<Self>) -> Self {
+        stored.known().unwrap_or(Self::DoNothing)
     }
 }
 
@@ -75,7 +74,7 @@ mod tests {
             assert_eq!(m.name().parse::<MisfireStrategy>(), Ok(m));
         }
         assert!("fire_once_now".parse::<MisfireStrategy>().is_err());
-        assert_eq!(MisfireStrategy::of("FIRE_ONCE_NOW"), MisfireStrategy::FireOnceNow);
-        assert_eq!(MisfireStrategy::of("SOMETHING_NEW"), MisfireStrategy::DoNothing);
+        assert_eq!(MisfireStrategy::of(&"FIRE_ONCE_NOW".into()), MisfireStrategy::FireOnceNow);
+        assert_eq!(MisfireStrategy::of(&"SOMETHING_NEW".into()), MisfireStrategy::DoNothing);
     }
 }
