@@ -277,8 +277,8 @@ async fn save(
     input.job_group = current.job.job_group.0;
     input.settings.glue_type.clone_from(&current.job.glue_type);
     input.child_job_id.clone_from(&current.job.child_jobid);
-    input.settings.time_zone.clone_from(&current.time_zone);
-    input.settings.retry = RetryForm::from_stored(state.store.job_retry_backoff(current.id).await?);
+    let retry = RetryForm::from_stored(state.store.job_retry_backoff(current.id).await?);
+    input.settings.keep_jobwheel_settings(&current, retry);
     drop(jobs::update(State(Arc::clone(state)), principal.clone(), Path(r.id), ApiJson(input)).await?);
     Ok((current.id, serde_json::to_value(&before).ok(), None))
 }

@@ -10,7 +10,7 @@ use super::job_settings::{JobSettings, trimmed};
 use crate::cron::{Schedule, parse_time_zone};
 use crate::domain::{GlueType, Priority, ScheduleType};
 use crate::http::{ApiError, HttpState};
-use crate::store::{GroupId, Job, JobId, RetryBackoff};
+use crate::store::{GroupId, Job, JobId, RetryBackoff, Store};
 
 /// Upstream's form limits (characters).
 const DESC_MAX: usize = 50;
@@ -68,6 +68,26 @@ pub(crate) struct Checked {
     pub(crate) priority: Option<Priority>,
     /// Calendars and windows to store, if the form named any.
     pub(crate) days: Option<CheckedDays>,
+}
+
+impl Checked {
+    /// Stores what a form sets beside the job's `xxl_job_info` row, in jobwheel's side tables:
+    /// its zone and retry backoff always; tags, priority and calendars only when the form named
+    /// them (absent leaves the job's as they are, so a client that does not know them keeps them).
+    pub(crate) async fn store_beside(&self, store: &dyn Store, id: JobId) -> Result<(), ApiError> {
+        store.set_job_time_zone(id, self.time_zone.as_deref()).await?;
+        store.set_job_retry_backoff(id, self.retry_backoff).await?;
+        if let Some(tags) = &self.tags {
+            store.set_job_tags(id, tags).await?;
+        }
+        if let Some(priority) = self.priority {
+            store.set_job_priority(id, priority.stored()).await?;
+        }
+        if let Some(days) = &self.days {
+            store.set_job_days(id, &days.days).await?;
+        }
+        Ok(())
+    }
 }
 
 fn bad(field: &str, rule: impl std::fmt::Display) -> ApiError {

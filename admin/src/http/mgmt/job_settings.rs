@@ -93,6 +93,13 @@ impl JobSettings {
         }
     }
 
+    /// Keeps `current`'s jobwheel settings, for a client that cannot say them (xxl-job 3.5's
+    /// job OpenAPI): its zone and its retry backoff (`retry`, read from its table).
+    pub(crate) fn keep_jobwheel_settings(&mut self, current: &JobRow, retry: RetryForm) {
+        self.time_zone.clone_from(&current.time_zone);
+        self.retry = retry;
+    }
+
     /// Writes checked settings into the job's columns, normalized as upstream stores them.
     /// The GLUE type and remark, the group, trigger state and times are the caller's; the
     /// zone and the backoff live in their own tables.

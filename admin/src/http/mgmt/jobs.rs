@@ -188,17 +188,7 @@ pub(crate) async fn create(
     };
     input.apply(&checked, &mut job);
     let id = state.store.add_job(&job).await?;
-    state.store.set_job_time_zone(id, checked.time_zone.as_deref()).await?;
-    state.store.set_job_retry_backoff(id, checked.retry_backoff).await?;
-    if let Some(tags) = &checked.tags {
-        state.store.set_job_tags(id, tags).await?;
-    }
-    if let Some(priority) = checked.priority {
-        state.store.set_job_priority(id, priority.stored()).await?;
-    }
-    if let Some(days) = &checked.days {
-        state.store.set_job_days(id, &days.days).await?;
-    }
+    checked.store_beside(state.store.as_ref(), id).await?;
     Ok((StatusCode::CREATED, Json(reload(&state, id).await?)))
 }
 
@@ -232,18 +222,7 @@ pub(crate) async fn update(
         job.trigger_next_time = first_fire(&job, checked.time_zone.as_deref(), &rules)?;
     }
     state.store.update_job(current.id, &job).await?;
-    state.store.set_job_time_zone(current.id, checked.time_zone.as_deref()).await?;
-    state.store.set_job_retry_backoff(current.id, checked.retry_backoff).await?;
-    // Absent tags leave the job's as they are (a client that does not know tags keeps them).
-    if let Some(tags) = &checked.tags {
-        state.store.set_job_tags(current.id, tags).await?;
-    }
-    if let Some(priority) = checked.priority {
-        state.store.set_job_priority(current.id, priority.stored()).await?;
-    }
-    if let Some(days) = &checked.days {
-        state.store.set_job_days(current.id, &days.days).await?;
-    }
+    checked.store_beside(state.store.as_ref(), current.id).await?;
     Ok(Json(reload(&state, current.id).await?))
 }
 
