@@ -27,7 +27,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::credentials::GroupCredential;
-use crate::domain::{BlockStrategy, ExecutorRouteStrategy, MisfireStrategy, Named};
 use crate::http::mgmt::ApiJson;
 use crate::http::mgmt::audit;
 use crate::http::mgmt::auth::{Credential, Principal};
@@ -105,8 +104,8 @@ impl Operation {
     }
 }
 
-/// `JobAddRequest` / `JobUpdateRequest` (Gen C names `name`; the `jobDesc` of earlier
-/// snapshots is accepted too).
+/// `JobAddRequest` / `JobUpdateRequest`: the job's settings in upstream's names (Gen C calls
+/// the description `name`; the `jobDesc` of earlier snapshots is accepted too).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct JobRequest {
@@ -114,36 +113,10 @@ struct JobRequest {
     id: i32,
     #[serde(default)]
     job_group: i32,
-    #[serde(default, alias = "jobDesc")]
-    name: Option<String>,
-    #[serde(default)]
-    author: Option<String>,
-    #[serde(default)]
-    alarm_email: Option<String>,
-    #[serde(default)]
-    schedule_type: Option<String>,
-    #[serde(default)]
-    schedule_conf: Option<String>,
-    #[serde(default)]
-    misfire_strategy: Option<String>,
-    #[serde(default)]
-    executor_route_strategy: Option<String>,
-    #[serde(default)]
-    executor_handler: Option<String>,
-    #[serde(default)]
-    executor_param: Option<String>,
-    #[serde(default)]
-    executor_block_strategy: Option<String>,
-    #[serde(default)]
-    executor_timeout: i32,
-    #[serde(default)]
-    executor_fail_retry_count: i32,
-    #[serde(default)]
-    glue_type: Option<String>,
+    #[serde(flatten)]
+    settings: JobSettings,
     #[serde(default)]
     glue_source: Option<String>,
-    #[serde(default)]
-    glue_remark: Option<String>,
 }
 
 /// `JobOperateRequest` and `JobTriggerRequest`.
@@ -230,32 +203,9 @@ async fn save(
     operation: Operation,
     r: JobRequest,
 ) -> Result<Done, ApiError> {
-    let settings = JobSettings {
-        job_desc: r.name.unwrap_or_default(),
-        author: r.author,
-        alarm_email: r.alarm_email,
-        // A missing or unknown name is refused by the form's check, in its words.
-        schedule_type: r.schedule_type.unwrap_or_default().into(),
-        schedule_conf: r.schedule_conf,
-        time_zone: None,
-        misfire_strategy: r.misfire_strategy.map_or(MisfireStrategy::DoNothing.into(), Named::from),
-        executor_route_strategy: Some(
-            r.executor_route_strategy.map_or(ExecutorRouteStrategy::First.into(), Named::from),
-        ),
-        executor_handler: r.executor_handler,
-        executor_param: r.executor_param,
-        executor_block_strategy: Some(
-            r.executor_block_strategy.map_or(BlockStrategy::SerialExecution.into(), Named::from),
-        ),
-        executor_timeout: r.executor_timeout,
-        executor_fail_retry_count: r.executor_fail_retry_count,
-        retry: RetryForm::default(),
-        glue_type: r.glue_type.unwrap_or_default().into(),
-        glue_remark: r.glue_remark,
-    };
     let mut input = JobInput {
         job_group: r.job_group,
-        settings,
+        settings: r.settings,
         glue_source: r.glue_source,
         child_job_id: None,
         tags: None,

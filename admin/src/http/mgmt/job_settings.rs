@@ -19,11 +19,14 @@ use crate::store::{Job, JobRow};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct JobSettings {
+    /// xxl-job 3.5's job OpenAPI calls it `name`.
+    #[serde(default, alias = "name")]
     pub(crate) job_desc: String,
     #[serde(default)]
     pub(crate) author: Option<String>,
     #[serde(default)]
     pub(crate) alarm_email: Option<String>,
+    #[serde(default = "unnamed")]
     pub(crate) schedule_type: Named<ScheduleType>,
     #[serde(default)]
     pub(crate) schedule_conf: Option<String>,
@@ -48,11 +51,17 @@ pub(crate) struct JobSettings {
     /// single-job reads fill it (null in the list).
     #[serde(flatten)]
     pub(crate) retry: RetryForm,
+    #[serde(default = "unnamed")]
     pub(crate) glue_type: Named<GlueType>,
     #[serde(default)]
     pub(crate) glue_remark: Option<String>,
 }
 
+/// A required name left out: the form's check refuses it in its words ("required" is not
+/// serde's "missing field").
+fn unnamed<T>() -> Named<T> {
+    Named::Unknown(String::new())
+}
 fn default_misfire() -> Named<MisfireStrategy> {
     MisfireStrategy::DoNothing.into()
 }
