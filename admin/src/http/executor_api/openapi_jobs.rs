@@ -33,7 +33,7 @@ use crate::http::mgmt::auth::{Credential, Principal};
 use crate::http::mgmt::job_input::JobInput;
 use crate::http::mgmt::job_retry::RetryForm;
 use crate::http::mgmt::job_settings::JobSettings;
-use crate::http::mgmt::jobs;
+use crate::http::mgmt::{job_view, jobs};
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobId, User, UserId, UserRow};
 
@@ -222,8 +222,8 @@ async fn save(
     }
     // Upstream's update keeps the job's group and GLUE; jobwheel also keeps what 3.5's request
     // cannot say (child jobs, time zone, retry backoff).
-    let current = jobs::permitted_job(state, principal, r.id).await?;
-    let before = jobs::reload(state, current.id).await?;
+    let current = job_view::permitted_job(state, principal, r.id).await?;
+    let before = job_view::reload(state, current.id).await?;
     input.job_group = current.job.job_group.0;
     input.settings.glue_type.clone_from(&current.job.glue_type);
     input.child_job_id.clone_from(&current.job.child_jobid);
@@ -239,12 +239,12 @@ async fn operate(
     operation: Operation,
     r: OperateRequest,
 ) -> Result<Done, ApiError> {
-    let job = match jobs::permitted_job(state, principal, r.id).await {
+    let job = match job_view::permitted_job(state, principal, r.id).await {
         // Upstream answers success for a job that is already gone.
         Err(ApiError::NotFound(_)) if operation == Operation::Remove => return Ok((JobId(r.id), None, None)),
         other => other?,
     };
-    let before = serde_json::to_value(jobs::reload(state, job.id).await?).ok();
+    let before = serde_json::to_value(job_view::reload(state, job.id).await?).ok();
     let (shared, path) = (State(Arc::clone(state)), Path(r.id));
     match operation {
         Operation::Remove => drop(jobs::delete(shared, principal.clone(), path).await?),

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::Principal;
 use super::job_input::GLUE_SOURCE_MAX;
-use super::jobs::{glue_type_of, permitted_job};
+use super::job_view::permitted_job;
 use super::{ApiJson, ms};
 use crate::domain::{GlueType, Named};
 use crate::http::{ApiError, HttpState};
@@ -41,7 +41,7 @@ struct HistoryEntry {
 /// The job, if it is a script GLUE job the caller may edit.
 async fn script_job(state: &HttpState, principal: &Principal, id: i32) -> Result<JobRow, ApiError> {
     let job = permitted_job(state, principal, id).await?;
-    if !glue_type_of(&job).is_some_and(|g| g.is_script()) {
+    if !job.job.glue_type.known().is_some_and(GlueType::is_script) {
         return Err(ApiError::BadRequest(format!(
             "job {id} is {}: only script GLUE jobs have a source to edit (GLUE_WASM jobs take module uploads)",
             job.job.glue_type

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ApiJson;
 use super::auth::Principal;
-use super::jobs::permitted_job;
+use super::job_view::permitted_job;
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobGrantRow, JobId, VariableOwner, VariableRow};
 

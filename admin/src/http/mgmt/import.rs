@@ -23,7 +23,7 @@ use super::import_calendars::{CalendarItem, CalendarPlan};
 use super::import_modules;
 use super::job_input::JobInput;
 use super::transfer::{Bundle, FORMAT, JobEntry, VERSION};
-use super::{ApiJson, ApiQuery, audit, glue, grants, jobs};
+use super::{ApiJson, ApiQuery, audit, glue, grants, job_view, jobs};
 use crate::domain::{GlueType, Priority};
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobFilter, JobId, NewWasmVersion, VariableOwner};
@@ -263,7 +263,7 @@ async fn apply(
             // An update keeps the job's child jobs, as the form would if they were left alone.
             let current = state.store.load_job(id).await?.map(|j| j.job);
             input.child_job_id = current.as_ref().and_then(|j| j.child_jobid.clone());
-            let before = serde_json::to_value(jobs::reload(state, id).await?).ok();
+            let before = serde_json::to_value(job_view::reload(state, id).await?).ok();
             let current_source = current.and_then(|j| j.glue_source);
             drop(jobs::update(shared(), principal.clone(), Path(id.0), ApiJson(input)).await?);
             // A script's source changes through its GLUE history, as in the GLUE IDE.

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::jobs::JobView;
+use super::job_view::JobView;
 use crate::calendar::{
     CalendarDays, DayRules, DaySet, Window, join_windows, parse_stored_windows, parse_windows, rules_by_job,
 };

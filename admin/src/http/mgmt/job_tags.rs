@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ApiQuery;
 use super::auth::Principal;
-use super::jobs::JobView;
+use super::job_view::JobView;
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobId};
 

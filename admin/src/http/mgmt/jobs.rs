@@ -8,91 +8,23 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use chrono::Utc;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::auth::Principal;
 use super::job_days::{self, DaysForm};
 use super::job_input::{JobInput, PARAM_MAX, glue_template};
-use super::job_retry::RetryForm;
-use super::job_settings::JobSettings;
-use super::{ApiJson, ApiQuery, Listed, Paging, ms};
+use super::job_view::{JobView, permitted_job, reload};
+use super::{ApiJson, ApiQuery, Listed, Paging};
 use super::{job_search, job_tags};
 use crate::calendar::{DayRules, next_fires};
 use crate::cron::{local_time_zone, parse_time_zone};
-use crate::domain::{GlueType, MisfireStrategy, Priority, ScheduleType};
+use crate::domain::{MisfireStrategy, ScheduleType};
 use crate::engine::first_fire_time;
 use crate::http::{ApiError, HttpState};
-use crate::store::{Job, JobFilter, JobId, JobRow};
+use crate::store::{Job, JobFilter};
 
 /// Longest address list of a manual trigger (upstream's form limit).
 const ADDRESS_LIST_MAX: usize = 512;
-
-/// A job as the API shows it: its settings and what the admin keeps about it.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct JobView {
-    pub(crate) id: i32,
-    job_group: i32,
-    #[serde(flatten)]
-    pub(crate) settings: JobSettings,
-    glue_updatetime: Option<i64>,
-    child_job_id: Option<String>,
-    /// jobwheel: the job's tags (lower-case).
-    pub(crate) tags: Vec<String>,
-    /// jobwheel: `HIGH`, `NORMAL` or `LOW` (on single-job reads; `NORMAL` in the list).
-    priority: Priority,
-    /// jobwheel: ids of the calendars the job fires only on.
-    pub(crate) only_on: Vec<i64>,
-    /// jobwheel: ids of the calendars the job never fires on.
-    pub(crate) never_on: Vec<i64>,
-    /// jobwheel: daily windows without fires, `HH:MM-HH:MM`.
-    pub(crate) exclusion_windows: Vec<String>,
-    trigger_status: i16,
-    trigger_last_time: i64,
-    trigger_next_time: i64,
-    add_time: Option<i64>,
-    update_time: Option<i64>,
-}
-
-impl From<JobRow> for JobView {
-    fn from(row: JobRow) -> Self {
-        let settings = JobSettings::of(&row);
-        let j = row.job;
-        Self {
-            id: row.id.0,
-            job_group: j.job_group.0,
-            settings,
-            glue_updatetime: ms(j.glue_updatetime),
-            child_job_id: j.child_jobid,
-            tags: Vec::new(),
-            priority: row.priority,
-            only_on: Vec::new(),
-            never_on: Vec::new(),
-            exclusion_windows: Vec::new(),
-            trigger_status: j.trigger_status,
-            // The scheduler parks FIX_DELAY jobs at i64::MAX while a run is out; show "none".
-            trigger_last_time: j.trigger_last_time,
-            trigger_next_time: if j.trigger_next_time == i64::MAX { 0 } else { j.trigger_next_time },
-            add_time: ms(j.add_time),
-            update_time: ms(j.update_time),
-        }
-    }
-}
-
-/// The job `id`, if the caller may manage its group (403 otherwise, 404 if absent).
-pub(crate) async fn permitted_job(
-    state: &HttpState,
-    principal: &Principal,
-    id: i32,
-) -> Result<JobRow, ApiError> {
-    let job = state
-        .store
-        .load_job(JobId(id))
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
-    principal.require_group(job.job.job_group)?;
-    Ok(job)
-}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -261,18 +193,6 @@ pub(crate) async fn stop(
     Ok(Json(reload(&state, job.id).await?))
 }
 
-pub(crate) async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiError> {
-    let row =
-        state.store.load_job(id).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
-    let retry = RetryForm::from_stored(state.store.job_retry_backoff(id).await?);
-    let mut view = [JobView::from(row)];
-    view[0].settings.retry = retry;
-    job_tags::attach(state, &mut view).await?;
-    job_days::attach(state, &mut view).await?;
-    let [view] = view;
-    Ok(view)
-}
-
 /// The first fire time of a job being started, in its zone under its rules (the engine's rule).
 fn first_fire(job: &Job, time_zone: Option<&str>, rules: &DayRules) -> Result<i64, ApiError> {
     Ok(first_fire_time(job, zone(time_zone)?, rules, Utc::now().timestamp_millis())?)
@@ -396,24 +316,4 @@ pub(crate) async fn next_times(
     let times = next_fires(schedule_type, query.schedule_conf.trim(), tz, &rules, now_ms, 5)
         .map_err(|e| ApiError::BadRequest(format!("scheduleConf: {e}")))?;
     Ok(Json(serde_json::json!({"times": times})))
-}
-
-/// GLUE_WASM and script jobs have sources; BEAN jobs do not.
-pub(crate) fn glue_type_of(job: &JobRow) -> Option<GlueType> {
-    job.job.glue_type.known()
-}
-
-/// A job as `GET /api/v1/jobs/{id}` shows it, for the audit log.
-pub(crate) struct JobSnapshot;
-
-#[async_trait::async_trait]
-impl super::audit::AuditSnapshot for JobSnapshot {
-    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
-        let Some(id) = super::audit::small_id(id) else { return Ok(None) };
-        match reload(state, JobId(id)).await {
-            Ok(view) => Ok(Some(super::audit::to_json(view)?)),
-            Err(ApiError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
 }

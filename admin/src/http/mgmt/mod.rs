@@ -40,6 +40,7 @@ pub(crate) mod job_retry;
 mod job_search;
 pub(crate) mod job_settings;
 mod job_tags;
+pub(crate) mod job_view;
 pub(crate) mod jobs;
 pub(crate) mod login_limit;
 mod logs;
@@ -65,7 +66,7 @@ const MAX_LIMIT: u32 = 500;
 pub(crate) fn audit_snapshots() -> audit::Snapshots {
     use audit::Subject;
     audit::Snapshots::new(vec![
-        (Subject::Job, &jobs::JobSnapshot),
+        (Subject::Job, &job_view::JobSnapshot),
         (Subject::Glue, &glue::GlueSnapshot),
         (Subject::Grant, &grants::GrantSnapshot),
         (Subject::Wasm, &wasm_versions::WasmSnapshot),

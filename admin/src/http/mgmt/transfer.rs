@@ -23,7 +23,7 @@ use super::ApiQuery;
 use super::auth::Principal;
 use super::job_retry::RetryForm;
 use super::job_settings::JobSettings;
-use super::jobs::permitted_job;
+use super::job_view::permitted_job;
 use crate::calendar::{CalendarDays, stored_window_texts};
 use crate::domain::GlueType;
 use crate::http::{ApiError, HttpState};

@@ -13,7 +13,7 @@ use jobwheel_protocol::GlueType;
 use serde::{Deserialize, Serialize};
 
 use super::auth::Principal;
-use super::jobs::{glue_type_of, permitted_job};
+use super::job_view::permitted_job;
 use super::{ApiJson, ApiQuery};
 use crate::http::{ApiError, HttpState};
 use crate::store::{JobId, JobRow, NewWasmVersion, WasmVersionRow};
@@ -65,7 +65,7 @@ pub(crate) struct VersionsView {
 
 async fn wasm_job(state: &HttpState, principal: &Principal, id: i32) -> Result<JobRow, ApiError> {
     let job = permitted_job(state, principal, id).await?;
-    if glue_type_of(&job) != Some(GlueType::GlueWasm) {
+    if !job.job.glue_type.is(GlueType::GlueWasm) {
         return Err(ApiError::BadRequest(format!(
             "job {id} is {}: modules belong to GLUE_WASM jobs",
             job.job.glue_type
