@@ -97,6 +97,12 @@ impl GlueType {
     pub const fn is_script(self) -> bool {
         self.script().is_some()
     }
+
+    /// Whether a job of this type has a GLUE source that the admin keeps, versions and sends in
+    /// its triggers: the scripts and GLUE(Java). (A `GLUE_WASM` job's code is a module.)
+    pub const fn carries_source(self) -> bool {
+        self.is_script() || matches!(self, Self::GlueGroovy)
+    }
 }
 
 impl fmt::Display for GlueType {

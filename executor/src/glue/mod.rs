@@ -48,8 +48,9 @@ impl GlueFactory {
         match glue_type {
             GlueType::Bean => Ok(HandlerKey::Bean(param.executor_handler.clone())),
             GlueType::GlueGroovy => {
-                Err("glueType[GLUE_GROOVY] is not supported by jobwheel: GLUE(Java) runs unsandboxed code \
-                 inside the executor. Rewrite the job as a GLUE_WASM module (sandboxed) or a BEAN handler."
+                Err("GLUE(Java) needs a JVM executor; this is a jobwheel executor. Route the job to an \
+                 executor group of xxl-job's Java executors, or rewrite it as a GLUE_WASM module (sandboxed) \
+                 or a BEAN handler."
                     .to_owned())
             }
             GlueType::GlueWasm => match &param.wasm_module {

@@ -92,6 +92,27 @@ async fn run_rejects_what_it_cannot_run_with_upstream_messages() {
     }
     let groovy = rig.executor.run(trigger(1, 3, "GLUE_GROOVY", "", "")).await;
     assert!(groovy["msg"].as_str().unwrap().contains("GLUE_WASM"), "{groovy}");
+    // Upstream's admin's own GLUE(Java) trigger, as xxl-job-core 2.4.2 received it: failed at
+    // once, saying why, where the JVM executor answered 200 and ran it.
+    let probe = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/interop/java-2.4.2.probe.txt"),
+    )
+    .expect("the wire capture");
+    let captured = probe
+        .lines()
+        .skip_while(|line| *line != "### run GLUE_GROOVY")
+        .find_map(|line| line.strip_prefix(">>> {").map(|rest| format!("{{{rest}")))
+        .expect("the captured GLUE(Java) /run");
+    let captured: serde_json::Value = serde_json::from_str(&captured).expect("JSON");
+    let java = rig.executor.run(captured).await;
+    assert_eq!(java["code"], 500, "{java}");
+    assert!(
+        java["msg"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("GLUE(Java) needs a JVM executor; this is a jobwheel executor"),
+        "{java}"
+    );
     let shell = rig.executor.run(trigger(1, 4, "GLUE_SHELL", "", "")).await;
     assert!(shell["msg"].as_str().unwrap().contains("--enable-script-glue"), "{shell}");
     assert!(rig.admin.recorded().callbacks.is_empty(), "rejected triggers produce no callback");

@@ -1,5 +1,6 @@
 //! `/api/v1/jobs/{id}/glue`: the GLUE IDE's source, remark and 30-version history of a script
-//! job (upstream `JobCodeController`). Rollback is the UI loading a history entry and saving it.
+//! or GLUE(Java) job (upstream `JobCodeController`). Rollback is the UI loading a history entry
+//! and saving it. The admin only keeps and sends a GLUE(Java) source; a JVM executor runs it.
 
 use std::sync::Arc;
 
@@ -38,12 +39,12 @@ struct HistoryEntry {
     update_time: Option<i64>,
 }
 
-/// The job, if it is a script GLUE job the caller may edit.
-async fn script_job(state: &HttpState, principal: &Principal, id: i32) -> Result<JobRow, ApiError> {
+/// The job, if it is a GLUE job with a source (a script or GLUE(Java)) the caller may edit.
+async fn source_job(state: &HttpState, principal: &Principal, id: i32) -> Result<JobRow, ApiError> {
     let job = permitted_job(state, principal, id).await?;
-    if !job.job.glue_type.known().is_some_and(GlueType::is_script) {
+    if !job.job.glue_type.known().is_some_and(GlueType::carries_source) {
         return Err(ApiError::BadRequest(format!(
-            "job {id} is {}: only script GLUE jobs have a source to edit (GLUE_WASM jobs take module uploads)",
+            "job {id} is {}: only script and GLUE(Java) jobs have a source to edit (GLUE_WASM jobs take module uploads)",
             job.job.glue_type
         )));
     }
@@ -78,7 +79,7 @@ pub(crate) async fn get(
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<Json<GlueView>, ApiError> {
-    let job = script_job(&state, &principal, id).await?;
+    let job = source_job(&state, &principal, id).await?;
     Ok(Json(view(&state, job).await?))
 }
 
@@ -97,7 +98,7 @@ pub(crate) async fn save(
     Path(id): Path<i32>,
     ApiJson(body): ApiJson<SaveBody>,
 ) -> Result<Json<GlueView>, ApiError> {
-    let job = script_job(&state, &principal, id).await?;
+    let job = source_job(&state, &principal, id).await?;
     let remark = body.glue_remark.trim().to_owned();
     if !REMARK_CHARS.contains(&remark.chars().count()) {
         return Err(ApiError::BadRequest("glueRemark: must be 4 to 100 characters".to_owned()));

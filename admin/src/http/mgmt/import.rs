@@ -266,10 +266,10 @@ async fn apply(
             let before = serde_json::to_value(job_view::reload(state, id).await?).ok();
             let current_source = current.and_then(|j| j.glue_source);
             drop(jobs::update(shared(), principal.clone(), Path(id.0), ApiJson(input)).await?);
-            // A script's source changes through its GLUE history, as in the GLUE IDE.
+            // A GLUE source changes through its GLUE history, as in the GLUE IDE.
             if let Some(source) =
                 plan.entry.glue_source.as_ref().filter(|s| current_source.as_ref() != Some(*s))
-                && plan.entry.settings.glue_type.known().is_some_and(GlueType::is_script)
+                && plan.entry.settings.glue_type.known().is_some_and(GlueType::carries_source)
             {
                 let body = json!({ "glueSource": source, "glueRemark": "imported" });
                 let body = serde_json::from_value(body).map_err(ApiError::internal)?;

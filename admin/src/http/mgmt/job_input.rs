@@ -147,10 +147,12 @@ impl JobInput {
             parse_time_zone(zone).map_err(|e| bad("timeZone", e))?;
         }
 
-        let glue_type =
-            settings.glue_type.known().filter(|g| *g != GlueType::GlueGroovy).ok_or_else(|| {
-                bad("glueType", "unknown GLUE type (GLUE_GROOVY needs a JVM executor and is not offered)")
-            })?;
+        let glue_type = settings.glue_type.known().ok_or_else(|| {
+            bad(
+                "glueType",
+                "unknown GLUE type: BEAN, GLUE_WASM, GLUE_GROOVY or a script type (GLUE_SHELL, …)",
+            )
+        })?;
         max_chars("executorHandler", settings.executor_handler.as_deref(), HANDLER_MAX)?;
         if glue_type == GlueType::Bean && trimmed(settings.executor_handler.as_deref()).is_none() {
             return Err(bad("executorHandler", "required for BEAN jobs"));
@@ -252,6 +254,10 @@ pub(crate) fn glue_template(glue_type: GlueType) -> Option<&'static str> {
         GlueType::GluePowershell => {
             "Write-Host \"jobwheel: hello powershell\"\nWrite-Host \"script: $($MyInvocation.MyCommand.Path)\"\nWrite-Host \"param: $($args[0])\"\nWrite-Host \"shard index: $($args[1])\"\nWrite-Host \"shard total: $($args[2])\"\nexit 0\n"
         }
-        GlueType::Bean | GlueType::GlueGroovy | GlueType::GlueWasm => return None,
+        // GLUE(Java): a class the JVM executor compiles and runs (upstream's IJobHandler).
+        GlueType::GlueGroovy => {
+            "package com.xxl.job.service.handler;\n\nimport com.xxl.job.core.context.XxlJobHelper;\nimport com.xxl.job.core.handler.IJobHandler;\n\npublic class JobwheelGlueJob extends IJobHandler {\n\n\t@Override\n\tpublic void execute() throws Exception {\n\t\tXxlJobHelper.log(\"jobwheel: hello GLUE(Java), param=\" + XxlJobHelper.getJobParam());\n\t}\n\n}\n"
+        }
+        GlueType::Bean | GlueType::GlueWasm => return None,
     })
 }

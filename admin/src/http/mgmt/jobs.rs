@@ -110,7 +110,7 @@ pub(crate) async fn create(
         executor_timeout: 0,
         executor_fail_retry_count: 0,
         glue_type: checked.glue_type.into(),
-        glue_source: if checked.glue_type.is_script() { glue_source } else { None },
+        glue_source: if checked.glue_type.carries_source() { glue_source } else { None },
         glue_remark: Some(remark.unwrap_or_else(|| "GLUE code init".to_owned())),
         glue_updatetime: Some(now),
         child_jobid: None,

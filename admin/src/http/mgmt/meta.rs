@@ -45,12 +45,8 @@ pub(crate) async fn meta(State(state): State<Arc<HttpState>>, _principal: Princi
     let zh = state.lang == MessageLang::Zh;
     let pick = |en: &'static str, zh_title: &'static str| if zh { zh_title } else { en };
     Json(Meta {
-        // GLUE(Java) needs a JVM; jobwheel executors refuse it, so it is not offered.
-        glue_types: GlueType::ALL
-            .into_iter()
-            .filter(|g| *g != GlueType::GlueGroovy)
-            .map(|g| Choice { name: g.name(), title: g.title() })
-            .collect(),
+        // GLUE(Java) too: the admin keeps and sends its source; a JVM executor runs it.
+        glue_types: GlueType::ALL.into_iter().map(|g| Choice { name: g.name(), title: g.title() }).collect(),
         schedule_types: ScheduleType::ALL
             .into_iter()
             .map(|s| Choice { name: s.name(), title: pick(s.title_en(), s.title_zh()) })

@@ -79,7 +79,7 @@ async fn every_form_rule_is_a_400_naming_the_field() -> anyhow::Result<()> {
         ("scheduleConf", json!("0 0 25 * * ?")),
         ("scheduleConf", json!(null)),
         ("timeZone", json!("Mars/Olympus")),
-        ("glueType", json!("GLUE_GROOVY")),
+        ("glueType", json!("GLUE_RUBY")),
         ("executorHandler", json!(null)),
         ("executorParam", json!("p".repeat(2049))),
         ("executorRouteStrategy", json!("NEAREST")),

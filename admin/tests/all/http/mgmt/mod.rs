@@ -15,6 +15,7 @@ mod authz;
 mod calendars;
 mod dashboard;
 mod glue;
+mod glue_java;
 mod grants;
 mod group_tokens;
 mod groups;
