@@ -93,6 +93,7 @@ pub async fn run(
         tracing::info!(how, "script runs are kept with their whole process tree");
     }
     let glue = GlueFactory::new(handlers, config.script_glue.then(|| logs.glue_source_dir()), Arc::new(wasm));
+    let glue = if config.glue_enabled { glue } else { glue.bean_only() };
     let jobs = JobThreads::new(
         glue,
         WorkerSettings {
@@ -128,7 +129,7 @@ pub async fn run(
             .into_future()
             .in_current_span(),
     );
-    tracing::info!(%local, %address, app = %config.app_name, script_glue = config.script_glue, "executor started");
+    tracing::info!(%local, %address, app = %config.app_name, script_glue = config.script_glue, glue_enabled = config.glue_enabled, "executor started");
 
     shutdown.await;
     tracing::info!("shutting down: deregistering and waiting for running jobs");

@@ -65,6 +65,10 @@ pub struct Cli {
     /// process's privileges, so it is off unless asked for.
     #[arg(long, env = "JOBWHEEL_ENABLE_SCRIPT_GLUE")]
     pub enable_script_glue: bool,
+    /// Run GLUE jobs at all (xxl-job 3.5's `xxl.job.executor.glueenabled`): `false` makes a
+    /// BEAN-only executor that refuses every GLUE type, Wasm included, with 3.5's message.
+    #[arg(long, env = "JOBWHEEL_GLUE_ENABLED", default_value_t = true, action = clap::ArgAction::Set)]
+    pub glue_enabled: bool,
     /// How a script run's whole process tree is kept, so timeouts and kills reach descendants
     /// that left its process group: `cgroup` (a cgroup v2 per run; needs root or systemd's
     /// `Delegate=yes`), `subreaper` (the executor adopts orphans; an environment marker tells
@@ -160,6 +164,10 @@ pub enum ConfigError {
     BadHttpAllow(jobwheel_wasm::PolicyError),
     #[error("--beat-interval and --callback-retry-interval must be at least 1 second")]
     BadInterval,
+    #[error(
+        "--enable-script-glue contradicts --glue-enabled=false (a BEAN-only executor runs no GLUE); drop one of them"
+    )]
+    GlueConflict,
 }
 
 /// Limits and storage of the Wasm GLUE runtime.
@@ -220,6 +228,8 @@ pub struct ExecutorConfig {
     pub path_prefix: String,
     pub log_retention_days: u32,
     pub script_glue: bool,
+    /// `--glue-enabled`: false runs BEAN handlers only.
+    pub glue_enabled: bool,
     /// `--script-tree`.
     pub script_tree: ScriptTree,
     pub admin_timeout: Duration,
@@ -246,6 +256,7 @@ impl ExecutorConfig {
             path_prefix: String::new(),
             log_retention_days: 30,
             script_glue: false,
+            glue_enabled: true,
             script_tree: ScriptTree::Auto,
             admin_timeout: Duration::from_secs(3),
             shutdown_grace: Duration::from_secs(10),
@@ -303,7 +314,11 @@ impl ExecutorConfig {
         config.address = cli.address.clone().filter(|a| !a.trim().is_empty());
         config.path_prefix = normalize_prefix(&cli.path_prefix);
         config.log_retention_days = cli.log_retention_days;
+        if cli.enable_script_glue && !cli.glue_enabled {
+            return Err(ConfigError::GlueConflict);
+        }
         config.script_glue = cli.enable_script_glue;
+        config.glue_enabled = cli.glue_enabled;
         config.script_tree = cli.script_tree;
         config.admin_timeout = Duration::from_secs(cli.admin_timeout);
         config.shutdown_grace = Duration::from_secs(cli.shutdown_grace);

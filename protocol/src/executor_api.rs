@@ -67,6 +67,14 @@ pub struct ExecutorStatus {
     /// Runs waiting for a slot under the cap.
     #[serde(default)]
     pub waiting_for_slot: usize,
+    /// `false` when the executor runs BEAN handlers only (`--glue-enabled=false`, xxl-job 3.5's
+    /// `glueenabled`); an executor that does not say runs GLUE.
+    #[serde(default = "glue_enabled_by_default")]
+    pub glue_enabled: bool,
+}
+
+fn glue_enabled_by_default() -> bool {
+    true
 }
 
 /// Body of `POST /run` (upstream `TriggerParam`, 3.x `TriggerRequest`).

@@ -36,15 +36,32 @@ pub(crate) struct GlueFactory {
     /// Where script sources are written; `None` when script GLUE is disabled.
     script_dir: Option<PathBuf>,
     wasm: Arc<WasmGlue>,
+    /// `--glue-enabled`: false runs BEAN handlers only.
+    glue_enabled: bool,
 }
 
 impl GlueFactory {
     pub(crate) fn new(handlers: Handlers, script_dir: Option<PathBuf>, wasm: Arc<WasmGlue>) -> Self {
-        Self { handlers, script_dir, wasm }
+        Self { handlers, script_dir, wasm, glue_enabled: true }
+    }
+
+    /// A BEAN-only factory (`--glue-enabled=false`): every GLUE type, Wasm included, is refused.
+    pub(crate) fn bean_only(mut self) -> Self {
+        self.glue_enabled = false;
+        self
+    }
+
+    /// Whether GLUE types are run at all.
+    pub(crate) fn glue_enabled(&self) -> bool {
+        self.glue_enabled
     }
 
     /// The key a trigger needs, or upstream's 500 message explaining why it cannot run here.
     pub(crate) fn key_for(&self, glue_type: GlueType, param: &TriggerParam) -> Result<HandlerKey, String> {
+        if !self.glue_enabled && glue_type != GlueType::Bean {
+            // xxl-job 3.5's words for its `glueenabled=false` executor.
+            return Err(format!("fail, current glue type [{}] not supported.", glue_type.title()));
+        }
         match glue_type {
             GlueType::Bean => Ok(HandlerKey::Bean(param.executor_handler.clone())),
             GlueType::GlueGroovy => {

@@ -207,6 +207,7 @@ impl JobThreads {
             queued,
             cap: slots.map(|(_, _, cap)| cap),
             waiting_for_slot: slots.map_or(0, |(_, waiting, _)| waiting),
+            glue_enabled: self.glue.glue_enabled(),
         }
     }
 

@@ -26,6 +26,7 @@ pub(crate) async fn run(browser: &Browser, stack: &Stack, dir: &Path) -> anyhow:
     trigger(browser, job).await.context("triggering the job once")?;
     watch_run(browser, job).await.context("following the run")?;
     glue_editor(browser).await.context("the GLUE editor")?;
+    glue_java(browser).await.context("a GLUE(Java) job")?;
     job_search(browser).await.context("tags and the fuzzy job search")?;
     crate::calendars::run(browser, dir, job).await.context("calendars and exclusion windows")?;
     transfer(browser, dir).await.context("exporting and importing jobs")?;
@@ -220,6 +221,27 @@ async fn glue_editor(browser: &Browser) -> anyhow::Result<()> {
     browser.screenshot("glue").await
 }
 
+/// A GLUE(Java) job: created in the form, its Java template in the GLUE IDE with Java
+/// highlighting, a notice that the group's one executor is jobwheel's (which fails GLUE(Java)),
+/// and a new version saved.
+async fn glue_java(browser: &Browser) -> anyhow::Result<()> {
+    browser.route("#/jobs/new").await?;
+    browser.find("#job-jobGroup").await?.select_by_label(GROUP_TITLE).await?;
+    browser.fill("#job-jobDesc", "GLUE(Java) job").await?;
+    browser.fill("#job-author", "ui-test").await?;
+    browser.choose("#job-scheduleType", "NONE").await?;
+    browser.choose("#job-glueType", "GLUE_GROOVY").await?;
+    browser.click("#job-save").await?;
+    browser.wait_hash("/glue").await?;
+    browser.find(".CodeMirror").await?;
+    let template = editor_text(browser).await?;
+    ensure!(template.contains("extends IJobHandler"), "the Java template: {template}");
+    browser.find(".CodeMirror .cm-keyword").await.context("Java syntax highlighting")?;
+    browser.wait_contains("#glue-java-notice", "1 jobwheel executor").await?;
+    let source = template.replace("hello GLUE(Java)", "hello from the UI");
+    save_glue(browser, &source, "java from the ui").await
+}
+
 /// Replaces the editor's text with `source` and saves it with `remark`.
 async fn save_glue(browser: &Browser, source: &str, remark: &str) -> anyhow::Result<()> {
     browser
@@ -278,8 +300,9 @@ async fn job_search(browser: &Browser) -> anyhow::Result<()> {
     browser.screenshot("job-search").await
 }
 
-/// The story group's jobs are exported (the browser fetches the file), and a file naming the
-/// shell job is imported: the dry run says "update", applying it changes the job's author.
+/// The story group's three jobs (Wasm, shell, GLUE(Java)) are exported (the browser fetches the
+/// file), and a file naming the shell job is imported: the dry run says "update", applying it
+/// changes the job's author.
 async fn transfer(browser: &Browser, dir: &Path) -> anyhow::Result<()> {
     browser.click("#menu-jobs").await?;
     browser.find("#job-filters select[name=jobGroup]").await?.select_by_label(GROUP_TITLE).await?;
@@ -288,7 +311,7 @@ async fn transfer(browser: &Browser, dir: &Path) -> anyhow::Result<()> {
         .wait_text("#job-table", "the story group's jobs", |t| t.contains("Shell job with history"))
         .await?;
     browser.click("#job-export").await?;
-    browser.wait_contains("#notices", "2 job(s) exported").await?;
+    browser.wait_contains("#notices", "3 job(s) exported").await?;
     let file = dir.join("import.json");
     let entry = serde_json::json!({"appname": APP_NAME, "jobDesc": "Shell job with history", "author": "imported-author",
         "scheduleType": "NONE", "misfireStrategy": "DO_NOTHING", "executorRouteStrategy": "FIRST",
@@ -327,6 +350,7 @@ async fn group_token(browser: &Browser) -> anyhow::Result<()> {
     browser.js(&open_nodes).await?;
     let activity = browser.wait_contains("#executor-activity", "no cap").await?;
     ensure!(activity.contains("127.0.0.1"), "the executor's address and numbers: {activity}");
+    ensure!(activity.contains("jobwheel"), "the executor is told apart as jobwheel's: {activity}");
     browser.click("#nodes-modal .modal-x").await?;
     browser.js(&open_dialog).await?;
     browser.wait_contains("#group-token-state", "global token").await?;
@@ -394,7 +418,7 @@ async fn audit_log(browser: &Browser) -> anyhow::Result<()> {
 
 async fn dashboard(browser: &Browser) -> anyhow::Result<()> {
     browser.click("#menu-dashboard").await?;
-    browser.wait_text("#stat-jobs .stat-value", "two jobs", |t| t == "2").await?;
+    browser.wait_text("#stat-jobs .stat-value", "three jobs (Wasm, shell, GLUE(Java))", |t| t == "3").await?;
     browser.find("#chart-line").await?;
     browser.screenshot("dashboard").await
 }

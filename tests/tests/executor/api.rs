@@ -214,3 +214,20 @@ async fn speaks_xxl_job_3_5s_trigger_and_refuses_another_appname() {
     assert_eq!(done.handle_code, 200);
     assert!(rig.admin.recorded().callbacks.iter().all(|c| c.log_id != 110), "log 110 never ran");
 }
+
+#[tokio::test]
+async fn a_bean_only_executor_refuses_every_glue_type_with_xxl_job_3_5s_message() {
+    let rig = rig(bean_handlers(), |config| config.glue_enabled = false).await;
+    for (glue_type, title) in
+        [("GLUE_SHELL", "GLUE(Shell)"), ("GLUE_PYTHON", "GLUE(Python3)"), ("GLUE_GROOVY", "GLUE(Java)")]
+    {
+        let reply = rig.executor.run(trigger(1, 1, glue_type, "", "")).await;
+        let msg = format!("fail, current glue type [{title}] not supported.");
+        assert_eq!(reply, json!({"code": 500, "msg": msg}), "{glue_type}");
+    }
+    let wasm = rig.executor.run(jobwheel_tests::wasm_trigger(2, 2, &"a".repeat(64), "")).await;
+    assert_eq!(wasm["msg"], "fail, current glue type [GLUE(Wasm)] not supported.", "{wasm}");
+    assert_eq!(rig.executor.run(trigger(3, 3, "BEAN", "ok", "x")).await["code"], 200, "BEAN still runs");
+    let status = rig.executor.post("/status", json!({})).await;
+    assert_eq!(status["content"]["glueEnabled"], false, "{status}");
+}

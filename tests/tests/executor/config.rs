@@ -23,3 +23,12 @@ fn defaults_follow_upstream_and_intervals_can_be_tuned() {
     let zero = config(&["--beat-interval", "0"]).expect_err("refused");
     assert!(zero.contains("at least 1 second"), "{zero}");
 }
+
+#[test]
+fn glue_can_be_switched_off_as_in_xxl_job_3_5_but_not_together_with_script_glue() {
+    assert!(config(&[]).expect("defaults").glue_enabled, "GLUE runs unless switched off");
+    assert!(!config(&["--glue-enabled=false"]).expect("BEAN only").glue_enabled);
+    assert!(!config(&["--glue-enabled", "false"]).expect("BEAN only").glue_enabled);
+    let both = config(&["--glue-enabled=false", "--enable-script-glue"]).expect_err("contradiction");
+    assert!(both.contains("--enable-script-glue contradicts --glue-enabled=false"), "{both}");
+}

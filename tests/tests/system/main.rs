@@ -10,6 +10,7 @@
 //! the database; `packages` installs the `.deb` packages and starts what their units start.
 
 mod flows;
+mod glue_switch;
 mod grant_limits;
 mod key_rotation;
 mod login_flood;
@@ -182,6 +183,9 @@ async fn scenarios(url: &str) -> anyhow::Result<()> {
         flows.context("flows")?;
         wasm_http.context("wasm http")?;
         grant_limits::run(&stack).await.context("a job's own fuel and memory grants")?;
+        if url.starts_with("sqlite") {
+            glue_switch::run(&stack).await.context("a BEAN-only executor")?;
+        }
         restarts::restart_same_address(&mut stack).await.context("executor restarted on its address")?;
         flows::lost_job(&mut stack).await.context("lost job")?;
         stack.logs_are_plain()?;

@@ -62,6 +62,14 @@ impl RecentRegistrations {
         Heartbeat { new, new_process }
     }
 
+    /// Whether the last heartbeat this admin saw from `key` carried an incarnation — which only
+    /// jobwheel executors send (`Some(true)`) — or not (`Some(false)`: xxl-job's own executors,
+    /// pyxxl and other third-party ones); `None` if it has seen none since it started.
+    pub(crate) fn is_jobwheel(&self, key: &RegistryKey) -> Option<bool> {
+        let seen = self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.get(&key_of(key)).map(|(_, incarnation)| incarnation.is_some())
+    }
+
     /// Forgets a registration (after `registryRemove`), so its next heartbeat counts as new.
     pub(crate) fn forget(&self, key: &RegistryKey) {
         self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&key_of(key));

@@ -4,6 +4,9 @@
 //!
 //! The addresses are the group's current address list, the one routing uses. An executor that
 //! cannot answer (unreachable, not a jobwheel executor, wrong token) is listed with the reason.
+//!
+//! Each executor's [`ExecutorKind`] tells jobwheel executors from others (xxl-job's own Java
+//! executors, pyxxl, …): a GLUE(Java) job runs only on the latter, as the GLUE IDE says.
 
 use std::sync::Arc;
 
@@ -14,13 +17,28 @@ use serde::Serialize;
 use super::auth::Principal;
 use super::groups::load;
 use crate::http::{ApiError, HttpState};
-use crate::store::GroupId;
+use crate::store::{GroupId, RegistryKey};
+use jobwheel_protocol::REGISTRY_GROUP_EXECUTOR;
+
+/// What kind of executor an address is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ExecutorKind {
+    /// A jobwheel executor: it answered `/status`, or its heartbeats carry an incarnation.
+    Jobwheel,
+    /// Its heartbeats carry none: xxl-job's own executor or another third-party one.
+    Other,
+    /// Neither: not reachable and no heartbeat seen by this admin (a manual address, or this
+    /// admin started less than a heartbeat ago).
+    Unknown,
+}
 
 /// One executor's answer.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ExecutorView {
     address: String,
+    kind: ExecutorKind,
     /// Whether it answered; the counts are zero otherwise.
     reachable: bool,
     /// Why it did not answer.
@@ -31,6 +49,9 @@ pub(crate) struct ExecutorView {
     /// `--max-concurrent-runs`, if set.
     cap: Option<usize>,
     waiting_for_slot: usize,
+    /// Whether it runs GLUE jobs (`false`: a BEAN-only executor, `--glue-enabled=false`);
+    /// null when it did not answer.
+    glue_enabled: Option<bool>,
 }
 
 /// `GET /api/v1/groups/{id}/executors`.
@@ -53,9 +74,19 @@ pub(crate) async fn list(
     let mut asks = tokio::task::JoinSet::new();
     for (position, address) in addresses.into_iter().enumerate() {
         let state = Arc::clone(&state);
+        let key = RegistryKey {
+            registry_group: REGISTRY_GROUP_EXECUTOR.to_owned(),
+            registry_key: group.group.app_name.clone(),
+            registry_value: address.clone(),
+        };
         asks.spawn(async move {
             let answer = state.core.executor_status(group.id, &address).await;
-            (position, view(address, answer))
+            let heard = match state.registrations.is_jobwheel(&key) {
+                Some(true) => ExecutorKind::Jobwheel,
+                Some(false) => ExecutorKind::Other,
+                None => ExecutorKind::Unknown,
+            };
+            (position, view(address, heard, answer))
         });
     }
     let mut views: Vec<(usize, ExecutorView)> = asks.join_all().await;
@@ -65,26 +96,32 @@ pub(crate) async fn list(
 
 fn view(
     address: String,
+    heard: ExecutorKind,
     answer: Result<jobwheel_protocol::ExecutorStatus, crate::engine::EngineError>,
 ) -> ExecutorView {
     match answer {
+        // Only jobwheel executors answer `/status`.
         Ok(status) => ExecutorView {
             address,
+            kind: ExecutorKind::Jobwheel,
             reachable: true,
             error: None,
             running: status.running,
             queued: status.queued,
             cap: status.cap,
             waiting_for_slot: status.waiting_for_slot,
+            glue_enabled: Some(status.glue_enabled),
         },
         Err(error) => ExecutorView {
             address,
+            kind: heard,
             reachable: false,
             error: Some(error.to_string()),
             running: 0,
             queued: 0,
             cap: None,
             waiting_for_slot: 0,
+            glue_enabled: None,
         },
     }
 }

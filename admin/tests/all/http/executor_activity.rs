@@ -1,6 +1,7 @@
 //! The executor page's numbers (`GET /api/v1/groups/{id}/executors`): a real executor capped at
 //! one run reports the run it executes and the one waiting for its slot; an unreachable address
-//! is listed with the reason.
+//! is listed with the reason; jobwheel executors are told apart from xxl-job's own (whose
+//! heartbeat is replayed from the 2.4.2 wire capture), which alone can run GLUE(Java).
 
 use std::sync::Arc;
 
@@ -67,12 +68,45 @@ async fn the_group_page_shows_runs_queues_and_slots_of_each_executor() -> anyhow
     })
     .await;
 
+    // xxl-job-core 2.4.2's own heartbeat, as captured, for the same AppName on another address.
+    let capture = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/interop/java-2.4.2.admin.jsonl"),
+    )?;
+    let beat: Value = capture
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|request| request["path"].as_str().is_some_and(|p| p.ends_with("/api/registry")))
+        .expect("the captured registry beat");
+    let mut body = beat["body"].clone();
+    body["registryKey"] = json!("capped-app");
+    body["registryValue"] = json!("http://127.0.0.1:9/");
+    let sent = reqwest::Client::new()
+        .post(format!("{}/api/registry", env.admin.base))
+        .header("XXL-JOB-ACCESS-TOKEN", TOKEN)
+        .json(&body)
+        .send()
+        .await?;
+    assert_eq!(sent.status(), 200);
+    let mixed: Value = eventually("both executors in the group", || async {
+        let (_, list) = root.get(&path).await;
+        (list.as_array().map(Vec::len) == Some(2)).then_some(list)
+    })
+    .await;
+    let kinds: Vec<(&str, &str)> = mixed
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|e| (e["address"].as_str().unwrap_or_default(), e["kind"].as_str().unwrap_or_default()))
+        .collect();
+    assert!(kinds.contains(&("http://127.0.0.1:9/", "other")), "the Java executor: {mixed}");
+    assert_eq!(kinds.iter().filter(|(_, kind)| *kind == "jobwheel").count(), 1, "ours: {mixed}");
+
     let manual = env.group("manual-app").await;
     let (status, list) = root.get(&format!("/api/v1/groups/{}/executors", manual.0)).await;
     assert_eq!(status, 200);
     assert_eq!(
-        (list[0]["address"].as_str(), list[0]["reachable"].as_bool()),
-        (Some("http://127.0.0.1:9/"), Some(false)),
+        (list[0]["address"].as_str(), list[0]["reachable"].as_bool(), list[0]["kind"].as_str()),
+        (Some("http://127.0.0.1:9/"), Some(false), Some("unknown")),
         "{list}"
     );
     assert!(list[0]["error"].as_str().is_some_and(|e| !e.is_empty()), "{list}");

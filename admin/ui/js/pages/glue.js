@@ -33,12 +33,15 @@ export async function render({ main, params, app }) {
   fillVersions();
 
   const editorBox = h('div', { class: 'editor' }, textarea);
+  // GLUE(Java): say which executors of the job's group can run it (jobwheel's cannot).
+  const notice = glue.glueType === 'GLUE_GROOVY' ? await javaNotice(job.jobGroup) : null;
   const save = h('button', { type: 'button', class: 'btn btn-primary', id: 'glue-save' }, t('common.save'));
   main.append(
     pageHeader(t('glue.title', { name: job.jobDesc }),
       h('span', { class: 'muted' }, app.enumTitle('glueTypes', glue.glueType)),
       versions, save,
       h('a', { class: 'btn', href: '#/jobs' }, t('common.back'))),
+    ...(notice ? [notice] : []),
     h('div', { class: 'card' }, editorBox));
 
   // CodeMirror is a classic script loaded by index.html; fall back to the plain textarea.
@@ -83,4 +86,17 @@ export async function render({ main, params, app }) {
     return m;
   });
   return () => editor && editor.toTextArea();
+}
+
+/** The notice on a GLUE(Java) job's page: how many of its group's executors are jobwheel's. */
+async function javaNotice(group) {
+  let executors = [];
+  try {
+    executors = await get(`/groups/${group}/executors`);
+  } catch {
+    executors = [];
+  }
+  const count = (kind) => String(executors.filter((e) => e.kind === kind).length);
+  return h('div', { class: 'alert alert-info', id: 'glue-java-notice' },
+    t('glue.javaNotice', { jobwheel: count('jobwheel'), other: count('other'), unknown: count('unknown') }));
 }

@@ -55,6 +55,9 @@ async function nodes(group) {
   // What each executor of the address list is doing: runs, queue, and the --max-concurrent-runs slots.
   const rows = executors.map((e) => [
     h('span', { class: 'mono' }, e.address),
+    h('span', {},
+      h('span', { class: `badge ${e.kind === 'jobwheel' ? 'badge-blue' : 'badge-grey'}` }, t(`groups.kind.${e.kind}`)),
+      e.glueEnabled === false ? h('span', { class: 'badge badge-amber' }, t('groups.beanOnly')) : null),
     e.reachable ? String(e.running) : '—',
     e.reachable ? String(e.queued) : '—',
     e.reachable ? (e.cap == null ? t('groups.noCap') : `${e.running}/${e.cap}`) : '—',
@@ -65,7 +68,7 @@ async function nodes(group) {
       ? h('ul', { class: 'plain-list mono', id: 'registered-nodes' }, registered.map((a) => h('li', {}, a)))
       : h('p', {}, t('groups.noNodes')),
     h('h4', {}, t('groups.activity')),
-    table([t('groups.address'), t('groups.running'), t('groups.queued'), t('groups.slots'), t('groups.waiting')], rows,
+    table([t('groups.address'), t('groups.kind'), t('groups.running'), t('groups.queued'), t('groups.slots'), t('groups.waiting')], rows,
       { id: 'executor-activity', empty: t('groups.noAddresses') })), [], { wide: true, id: 'nodes-modal' });
 }
 

@@ -64,6 +64,16 @@ export async function render({ main, params, app }) {
   };
   scheduleType.addEventListener('change', sync);
   glueType.addEventListener('change', sync);
+  // Whether the chosen group's executors can run the chosen GLUE type (asked of them).
+  const glueWarning = h('div', { class: 'alert alert-info', hidden: true, id: 'job-glue-warning' });
+  const checkGlue = async () => {
+    const text = await glueProblem(jobGroup.value, glueType.value);
+    glueWarning.textContent = text || '';
+    glueWarning.hidden = !text;
+  };
+  glueType.addEventListener('change', checkGlue);
+  jobGroup.addEventListener('change', checkGlue);
+  checkGlue();
 
   const error = h('div', { class: 'alert alert-error', hidden: true, role: 'alert', id: 'job-form-error' });
   const form = h('form', { class: 'card form', id: 'job-form', novalidate: true },
@@ -84,6 +94,7 @@ export async function render({ main, params, app }) {
       field(t('job.exclusionWindows'), windows, t('job.exclusionWindowsHint'))),
     h('fieldset', {}, h('legend', {}, t('job.sectionJob')),
       field(t('job.glueType'), glueType, id ? t('job.glueTypeFixed') : null),
+      glueWarning,
       handlerRow,
       field(t('job.executorParam'), textarea('executorParam', job.executorParam, 2048))),
     h('fieldset', {}, h('legend', {}, t('job.sectionAdvanced')),
@@ -213,4 +224,22 @@ function toInput(v, id) {
     body.glueRemark = v.glueType === 'BEAN' ? '' : t('glue.initRemark');
   }
   return body;
+}
+
+/**
+ * Why the executors of `group` cannot run a job of `glueType`, or null: GLUE(Java) where every
+ * executor is jobwheel's, or any GLUE type where every executor runs BEAN handlers only.
+ */
+async function glueProblem(group, glueType) {
+  if (!group || glueType === 'BEAN') return null;
+  let executors;
+  try {
+    executors = await get(`/groups/${group}/executors`);
+  } catch {
+    return null;
+  }
+  if (!executors.length) return null;
+  if (glueType === 'GLUE_GROOVY' && executors.every((e) => e.kind === 'jobwheel')) return t('job.glueJavaNoJvm');
+  if (executors.every((e) => e.glueEnabled === false)) return t('job.glueBeanOnly');
+  return null;
 }
