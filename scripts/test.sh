@@ -29,6 +29,11 @@ if ! command -v prometheus >/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus
 fi
+# Debian's PHP, so a GLUE(PHP) script really runs (tests/tests/executor/scripts.rs).
+if ! command -v php >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends php-cli
+fi
 # A third-party executor for the interop tests (pyxxl from PyPI) and the Prometheus project's
 # OpenMetrics parser for the /metrics tests (prometheus-client), in a venv kept beside the build.
 venv="$(realpath -m "${CARGO_TARGET_DIR:-target}")/pyxxl-venv"

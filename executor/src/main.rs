@@ -20,7 +20,8 @@ async fn main() -> ExitCode {
         }
     };
     let mut handlers = Handlers::new();
-    builtin::register(&mut handlers, builtin::HttpPolicy { allow_private: cli.http_handler_allow_private });
+    let http = builtin::HttpPolicy { allow_private: cli.http_handler_allow_private };
+    builtin::register(&mut handlers, http, config.script_glue);
     let listener = match tokio::net::TcpListener::bind(cli.listen).await {
         Ok(l) => l,
         Err(e) => {

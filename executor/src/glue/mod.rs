@@ -4,6 +4,7 @@
 //! the thread (upstream: handler identity for BEAN, `glueUpdatetime` for GLUE — changing the
 //! source without changing the update time does not reload, exactly like upstream).
 
+pub(crate) mod process;
 pub(crate) mod script;
 pub(crate) mod tree;
 pub(crate) mod wasm;

@@ -11,7 +11,7 @@ use crate::support::{SETTLE, rig};
 
 fn builtins(allow_private: bool) -> Handlers {
     let mut handlers = Handlers::new();
-    builtin::register(&mut handlers, HttpPolicy { allow_private });
+    builtin::register(&mut handlers, HttpPolicy { allow_private }, false);
     handlers
 }
 

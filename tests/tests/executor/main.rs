@@ -3,6 +3,7 @@
 mod api;
 mod blocking;
 mod builtin;
+mod command;
 mod concurrency;
 mod config;
 mod daemon;

@@ -54,6 +54,17 @@ async fn python_and_node_scripts_run_with_their_interpreters() {
 }
 
 #[tokio::test]
+async fn a_php_script_runs_with_debians_php_cli() {
+    // scripts/test.sh installs php-cli; without it this run fails below, saying so.
+    let rig = scripting_rig().await;
+    let php = "<?php\necho 'php ', implode('|', array_slice($argv, 1)), PHP_EOL;\nexit(0);\n";
+    rig.executor.run(script(11, 25, "GLUE_PHP", php, "p", 1)).await;
+    let done = rig.admin.callback_for(25, SETTLE).await;
+    assert_eq!(done.handle_code, 200, "{}", done.handle_msg);
+    assert!(rig.executor.log_text(25, done.log_date_tim).await.contains("php p|0|1"));
+}
+
+#[tokio::test]
 async fn non_zero_exit_fails_and_a_missing_interpreter_is_explained() {
     let rig = scripting_rig().await;
     rig.executor.run(script(6, 30, "GLUE_SHELL", "exit 3", "", 1)).await;
