@@ -103,6 +103,7 @@ where
         login_limit: http::LoginLimiter::default(),
         refused_logins: http::RefusedLogins::default(),
         secure_cookie: config.secure_cookie,
+        keep_upstream_password_hashes: config.keep_upstream_password_hashes,
         trusted_proxies: config.trusted_proxies.clone(),
         executor_dead_timeout: config.executor_dead_timeout,
         lang: config.i18n,

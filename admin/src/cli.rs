@@ -109,6 +109,12 @@ pub struct Cli {
     /// behind a TLS-terminating proxy; browsers then never send it over plain HTTP).
     #[arg(long, env = "JOBWHEEL_SECURE_COOKIE")]
     pub secure_cookie: bool,
+    /// While an upstream xxl-job admin shares the database: keep users' upstream password hashes
+    /// (MD5 hex on 2.x, SHA-256 hex on 3.x) instead of replacing them with argon2 at login, and
+    /// store passwords set here in that format, so the same passwords work in both admins.
+    /// Weaker than argon2: turn it off when the upstream admin is gone (docs/storage.md).
+    #[arg(long, env = "JOBWHEEL_KEEP_UPSTREAM_PASSWORD_HASHES")]
+    pub keep_upstream_password_hashes: bool,
     /// Reverse proxies (addresses or CIDR networks, comma-separated) whose `X-Forwarded-For`
     /// names the client: the login throttle then counts failures per client, not per proxy.
     /// Unset: the header is ignored.

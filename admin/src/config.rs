@@ -88,6 +88,9 @@ pub struct AdminConfig {
     pub executor_dead_timeout: Duration,
     /// Whether the session cookie is marked `Secure`.
     pub secure_cookie: bool,
+    /// `--keep-upstream-password-hashes`: passwords stay in upstream's format for an upstream
+    /// admin sharing the database.
+    pub keep_upstream_password_hashes: bool,
     /// `--trusted-proxies`.
     pub trusted_proxies: crate::trusted_proxies::TrustedProxies,
     /// `--retry-backoff*`: the default wait before a failed run's retry.
@@ -120,6 +123,7 @@ impl std::fmt::Debug for AdminConfig {
             .field("alarm_webhook_url", &self.alarm_webhook_url)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("secure_cookie", &self.secure_cookie)
+            .field("keep_upstream_password_hashes", &self.keep_upstream_password_hashes)
             .field("trusted_proxies", &self.trusted_proxies)
             .field("retry_backoff", &self.retry_backoff)
             .field("demo_job", &self.demo_job)
@@ -150,6 +154,7 @@ impl AdminConfig {
             lost_job_timeout: Duration::from_secs(600),
             executor_dead_timeout: Duration::from_secs(90),
             secure_cookie: false,
+            keep_upstream_password_hashes: false,
             trusted_proxies: crate::trusted_proxies::TrustedProxies::default(),
             retry_backoff: RetryBackoff::NONE,
             demo_job: None,
@@ -203,6 +208,7 @@ impl AdminConfig {
         config.lost_job_timeout = Duration::from_secs(cli.lost_job_timeout);
         config.executor_dead_timeout = Duration::from_secs(cli.executor_dead_timeout);
         config.secure_cookie = cli.secure_cookie;
+        config.keep_upstream_password_hashes = cli.keep_upstream_password_hashes;
         config.trusted_proxies =
             crate::trusted_proxies::TrustedProxies::parse(cli.trusted_proxies.as_deref().unwrap_or_default())
                 .map_err(ConfigError::BadTrustedProxies)?;

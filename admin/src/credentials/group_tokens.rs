@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use super::AccessToken;
 use crate::sealing::SecretBox;
-use crate::store::{GroupId, Store, StoreError, VariableOwner};
+use crate::store::{GroupId, Store, StoreError, StoredToken, VariableOwner};
 
 /// How long a snapshot of the tokens is used before the next request reads them again.
 pub const SNAPSHOT_TTL: Duration = Duration::from_secs(5);
@@ -97,6 +97,17 @@ impl GroupTokens {
         secrets.seal(VariableOwner::Group(group), SEAL_NAME, token)
     }
 
+    /// `token` in the form the database keeps it: in the clear in `xxl_job_group.access_token`
+    /// on an xxl-job 3.5 schema (where a 3.5 admin sharing the database reads and writes it),
+    /// sealed everywhere else.
+    pub fn stored_form(&self, group: GroupId, token: &str) -> StoredToken {
+        if self.store.schema().group_token_column {
+            StoredToken::Plain(token.to_owned())
+        } else {
+            StoredToken::Sealed(Self::seal(&self.secrets, group, token))
+        }
+    }
+
     /// The credential of the group whose AppName is `app_name`, if it has a token.
     pub async fn by_app(&self, app_name: &str) -> Result<Option<Arc<GroupCredential>>, StoreError> {
         Ok(self.snapshot().await?.by_app.get(app_name).cloned())
@@ -133,7 +144,11 @@ impl GroupTokens {
         let mut snapshot = Snapshot::default();
         for row in self.store.group_tokens().await? {
             let owner = VariableOwner::Group(row.group_id);
-            let token = match self.secrets.open(owner, SEAL_NAME, &row.sealed) {
+            let opened = match row.token {
+                StoredToken::Plain(token) => Ok(token),
+                StoredToken::Sealed(sealed) => self.secrets.open(owner, SEAL_NAME, &sealed),
+            };
+            let token = match opened {
                 Ok(token) => token,
                 Err(error) => {
                     // That group's callers are refused and its executors called with the

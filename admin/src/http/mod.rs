@@ -46,6 +46,8 @@ pub(crate) struct HttpState {
     pub(crate) refused_logins: mgmt::RefusedLogins,
     /// Whether session cookies carry `Secure` (the admin is reached over HTTPS).
     pub(crate) secure_cookie: bool,
+    /// `--keep-upstream-password-hashes`: an upstream admin shares the users table.
+    pub(crate) keep_upstream_password_hashes: bool,
     /// Proxies whose `X-Forwarded-For` names the client (login throttle).
     pub(crate) trusted_proxies: crate::trusted_proxies::TrustedProxies,
     /// `--executor-dead-timeout`: registrations older than this are not shown as live.

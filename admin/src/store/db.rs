@@ -19,8 +19,9 @@ use sqlx::{
     Arguments, FromRow, MySql, MySqlConnection, PgConnection, Postgres, SqlStr, Sqlite, SqliteConnection,
 };
 
-use super::dialect::Sql;
+use super::dialect::{Dialect, Sql};
 pub(crate) use super::query_buf::QueryBuf;
+use super::schema::Naming;
 use super::{Backend, CalendarId, ClaimId, GroupId, JobId, LogId, StoreError, UserId};
 use crate::domain::{KnownName, Named};
 
@@ -130,17 +131,17 @@ pub(crate) use args;
 /// SQL a backend can run: a static [`Sql`] (translated once, prepared and cached per
 /// connection) or a [`QueryBuf`] built at run time.
 pub(crate) trait Statement: Sync {
-    /// The text in `backend`'s dialect. sqlx 0.9 takes it by value; a [`Sql`] hands over a
-    /// shared copy, a [`QueryBuf`] its translation.
-    fn sql(&self, backend: Backend) -> SqlStr;
+    /// The text in `dialect`. sqlx 0.9 takes it by value; a [`Sql`] hands over a shared copy,
+    /// a [`QueryBuf`] its translation.
+    fn sql(&self, dialect: Dialect) -> SqlStr;
     /// Whether sqlx should keep the prepared statement on `backend` (worth it for fixed SQL
     /// and batch shapes only).
     fn persistent(&self, backend: Backend) -> bool;
 }
 
 impl Statement for Sql {
-    fn sql(&self, backend: Backend) -> SqlStr {
-        self.sql_str(backend)
+    fn sql(&self, dialect: Dialect) -> SqlStr {
+        self.sql_str(dialect)
     }
 
     fn persistent(&self, _backend: Backend) -> bool {
@@ -179,8 +180,14 @@ macro_rules! bind_args {
 
 bind_args!(Sqlite, Postgres, MySql);
 
-/// Where a statement runs: a backend's pool, or the connection of an open transaction.
-pub(crate) enum Ex<'a> {
+/// Where a statement runs, and the column names of the database's schema generation.
+pub(crate) struct Ex<'a> {
+    conn: Handle<'a>,
+    naming: Naming,
+}
+
+/// A backend's pool, or the connection of an open transaction.
+pub(crate) enum Handle<'a> {
     SqlitePool(&'a sqlx::SqlitePool),
     SqliteConn(&'a mut SqliteConnection),
     PgPool(&'a sqlx::PgPool),
@@ -192,49 +199,55 @@ pub(crate) enum Ex<'a> {
 /// Runs `$body` with `$ex` bound to the concrete executor, `$db` to its `sqlx::Database` and
 /// `$sql` to the statement's text in that dialect.
 macro_rules! on_ex {
-    ($self:expr, $stmt:expr, |$ex:ident, $db:ident, $sql:ident| $body:expr) => {
-        match $self {
-            Ex::SqlitePool($ex) => {
+    ($self:expr, $stmt:expr, |$ex:ident, $db:ident, $sql:ident| $body:expr) => {{
+        let naming = $self.naming;
+        match $self.conn {
+            Handle::SqlitePool($ex) => {
                 type $db = Sqlite;
-                let $sql = $stmt.sql(Backend::Sqlite);
+                let $sql = $stmt.sql(Dialect::new(Backend::Sqlite, naming));
                 $body
             }
-            Ex::SqliteConn($ex) => {
+            Handle::SqliteConn($ex) => {
                 type $db = Sqlite;
-                let $sql = $stmt.sql(Backend::Sqlite);
+                let $sql = $stmt.sql(Dialect::new(Backend::Sqlite, naming));
                 $body
             }
-            Ex::PgPool($ex) => {
+            Handle::PgPool($ex) => {
                 type $db = Postgres;
-                let $sql = $stmt.sql(Backend::Postgres);
+                let $sql = $stmt.sql(Dialect::new(Backend::Postgres, naming));
                 $body
             }
-            Ex::PgConn($ex) => {
+            Handle::PgConn($ex) => {
                 type $db = Postgres;
-                let $sql = $stmt.sql(Backend::Postgres);
+                let $sql = $stmt.sql(Dialect::new(Backend::Postgres, naming));
                 $body
             }
-            Ex::MySqlPool($ex) => {
+            Handle::MySqlPool($ex) => {
                 type $db = MySql;
-                let $sql = $stmt.sql(Backend::MySql);
+                let $sql = $stmt.sql(Dialect::new(Backend::MySql, naming));
                 $body
             }
-            Ex::MySqlConn($ex) => {
+            Handle::MySqlConn($ex) => {
                 type $db = MySql;
-                let $sql = $stmt.sql(Backend::MySql);
+                let $sql = $stmt.sql(Dialect::new(Backend::MySql, naming));
                 $body
             }
         }
-    };
+    }};
 }
 
-impl Ex<'_> {
+impl<'a> Ex<'a> {
+    /// Statements on `conn`, with the schema's column names.
+    pub(crate) fn new(conn: Handle<'a>, naming: Naming) -> Self {
+        Self { conn, naming }
+    }
+
     /// The database behind this executor.
     pub(crate) fn backend(&self) -> Backend {
-        match self {
-            Ex::SqlitePool(_) | Ex::SqliteConn(_) => Backend::Sqlite,
-            Ex::PgPool(_) | Ex::PgConn(_) => Backend::Postgres,
-            Ex::MySqlPool(_) | Ex::MySqlConn(_) => Backend::MySql,
+        match self.conn {
+            Handle::SqlitePool(_) | Handle::SqliteConn(_) => Backend::Sqlite,
+            Handle::PgPool(_) | Handle::PgConn(_) => Backend::Postgres,
+            Handle::MySqlPool(_) | Handle::MySqlConn(_) => Backend::MySql,
         }
     }
 
@@ -321,9 +334,10 @@ impl Ex<'_> {
         stmt: &dyn Statement,
         args: &[Arg<'_>],
     ) -> Result<i64, StoreError> {
-        match self {
-            Ex::SqlitePool(pool) => sqlite_last_rowid(pool, stmt, args).await,
-            Ex::SqliteConn(conn) => sqlite_last_rowid(conn, stmt, args).await,
+        let dialect = Dialect::new(Backend::Sqlite, self.naming);
+        match self.conn {
+            Handle::SqlitePool(pool) => sqlite_last_rowid(pool, dialect, stmt, args).await,
+            Handle::SqliteConn(conn) => sqlite_last_rowid(conn, dialect, stmt, args).await,
             _ => Err(StoreError::Database(sqlx::Error::Protocol(
                 "last rowid asked of a non-SQLite database".into(),
             ))),
@@ -337,10 +351,11 @@ impl Ex<'_> {
         (T,): Record,
         T: TryFrom<u64>,
     {
-        match self {
-            Ex::MySqlPool(pool) => mysql_insert_id(pool, stmt, args).await,
-            Ex::MySqlConn(conn) => mysql_insert_id(conn, stmt, args).await,
-            _ => Ok(self.fetch_one::<(T,)>(stmt, args).await?.0),
+        let dialect = Dialect::new(Backend::MySql, self.naming);
+        match self.conn {
+            Handle::MySqlPool(pool) => mysql_insert_id(pool, dialect, stmt, args).await,
+            Handle::MySqlConn(conn) => mysql_insert_id(conn, dialect, stmt, args).await,
+            conn => Ok(Ex::new(conn, self.naming).fetch_one::<(T,)>(stmt, args).await?.0),
         }
     }
 }
@@ -351,11 +366,12 @@ impl Ex<'_> {
 /// profile showed as the admin's largest cost; one statement result instead carries the id.
 async fn sqlite_last_rowid<'e>(
     ex: impl sqlx::Executor<'e, Database = Sqlite>,
+    dialect: Dialect,
     stmt: &dyn Statement,
     args: &[Arg<'_>],
 ) -> Result<i64, StoreError> {
     let _timed = Timed::start();
-    let sql = stmt.sql(Backend::Sqlite);
+    let sql = stmt.sql(dialect);
     let done = sqlx::query_with::<Sqlite, _>(sql, Sqlite::arguments(args)?)
         .persistent(stmt.persistent(Backend::Sqlite))
         .execute(ex)
@@ -366,11 +382,12 @@ async fn sqlite_last_rowid<'e>(
 /// `INSERT` on MySQL, which has no `RETURNING`: the `AUTO_INCREMENT` id it assigned.
 async fn mysql_insert_id<'e, T: TryFrom<u64>>(
     ex: impl sqlx::Executor<'e, Database = MySql>,
+    dialect: Dialect,
     stmt: &dyn Statement,
     args: &[Arg<'_>],
 ) -> Result<T, StoreError> {
     let _timed = Timed::start();
-    let sql = stmt.sql(Backend::MySql);
+    let sql = stmt.sql(dialect);
     let done = sqlx::query_with::<MySql, _>(sql, MySql::arguments(args)?)
         .persistent(stmt.persistent(Backend::MySql))
         .execute(ex)

@@ -19,6 +19,10 @@
 //! | `ON CONFLICT (k) DO UPDATE SET c = excluded.c` | kept | kept | `ON DUPLICATE KEY UPDATE c = VALUES(c)` |
 //!
 //! MariaDB does not know MySQL 8's row alias, hence `VALUES(c)`.
+//!
+//! Two markers follow the schema's generation rather than the backend (`schema.rs`): `JOB_NAME`
+//! is `xxl_job_info.job_desc` (`name` in xxl-job 3.5) and `GROUP_NAME` is `xxl_job_group.title`
+//! (`name` in 3.5). A select list says `JOB_NAME AS job_desc`, so rows decode alike.
 
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
@@ -26,43 +30,77 @@ use std::sync::{Arc, OnceLock};
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 use super::Backend;
+use super::schema::Naming;
 
-/// A static statement in neutral form with its per-backend text, translated once on first use.
+/// What a statement's text depends on: the backend, and the names of the columns upstream
+/// renamed in the schema generation the database holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Dialect {
+    pub(crate) backend: Backend,
+    pub(crate) naming: Naming,
+}
+
+impl Dialect {
+    pub(crate) const fn new(backend: Backend, naming: Naming) -> Self {
+        Self { backend, naming }
+    }
+
+    /// This dialect's place among a [`Sql`]'s translations.
+    fn slot(self) -> usize {
+        let backend = match self.backend {
+            Backend::Sqlite => 0,
+            Backend::Postgres => 1,
+            Backend::MySql => 2,
+        };
+        backend * 2 + usize::from(self.naming == Naming::Named)
+    }
+}
+
+/// A static statement in neutral form with its per-dialect text, translated once on first use.
 pub(crate) struct Sql {
     neutral: &'static str,
     /// Shared, not leaked: sqlx 0.9 takes a statement's text by value ([`SqlStr`]), and an
-    /// `Arc` hands it over for the cost of a reference count.
-    text: [OnceLock<Arc<str>>; 3],
+    /// `Arc` hands it over for the cost of a reference count. One slot per backend and naming.
+    text: [OnceLock<Arc<str>>; 6],
 }
 
 impl Sql {
     /// A statement; nothing is translated until a backend asks for it.
     pub(crate) const fn new(neutral: &'static str) -> Self {
-        Self { neutral, text: [OnceLock::new(), OnceLock::new(), OnceLock::new()] }
+        Self {
+            neutral,
+            text: [
+                OnceLock::new(),
+                OnceLock::new(),
+                OnceLock::new(),
+                OnceLock::new(),
+                OnceLock::new(),
+                OnceLock::new(),
+            ],
+        }
     }
 
-    /// The statement as `backend` spells it, in the form sqlx runs.
-    pub(crate) fn sql_str(&self, backend: Backend) -> SqlStr {
-        AssertSqlSafe(Arc::clone(self.shared(backend))).into_sql_str()
+    /// The statement as `dialect` spells it, in the form sqlx runs.
+    pub(crate) fn sql_str(&self, dialect: Dialect) -> SqlStr {
+        AssertSqlSafe(Arc::clone(self.shared(dialect))).into_sql_str()
     }
 
-    /// The statement as `backend` spells it.
-    fn shared(&self, backend: Backend) -> &Arc<str> {
-        let slot = match backend {
-            Backend::Sqlite => 0,
-            Backend::Postgres => 1,
-            Backend::MySql => 2,
-        };
-        self.text[slot].get_or_init(|| Arc::from(translate(self.neutral, backend)))
+    /// The statement as `dialect` spells it.
+    fn shared(&self, dialect: Dialect) -> &Arc<str> {
+        self.text[dialect.slot()].get_or_init(|| Arc::from(translate(self.neutral, dialect)))
     }
 }
 
-/// Translates neutral SQL (see the module header) for `backend`.
-pub(crate) fn translate(neutral: &str, backend: Backend) -> Cow<'_, str> {
-    let needs_work = neutral.contains(['?', '(']) || neutral.contains(" FOR ") || neutral.contains("ILIKE");
+/// Translates neutral SQL (see the module header) for `dialect`.
+pub(crate) fn translate(neutral: &str, dialect: Dialect) -> Cow<'_, str> {
+    let needs_work = neutral.contains(['?', '('])
+        || neutral.contains(" FOR ")
+        || neutral.contains("ILIKE")
+        || neutral.contains("_NAME");
     if !needs_work {
         return Cow::Borrowed(neutral);
     }
+    let backend = dialect.backend;
     let mut sql = Cow::Borrowed(neutral);
     match backend {
         Backend::Sqlite => {
@@ -85,7 +123,7 @@ pub(crate) fn translate(neutral: &str, backend: Backend) -> Cow<'_, str> {
         }
     }
     let mut out = String::with_capacity(sql.len() + 32);
-    Translator { backend, placeholders: 0 }.write(&sql, &mut out);
+    Translator { backend, naming: dialect.naming, placeholders: 0 }.write(&sql, &mut out);
     Cow::Owned(out)
 }
 
@@ -96,6 +134,7 @@ fn replace<'a>(sql: Cow<'a, str>, from: &str, to: &str) -> Cow<'a, str> {
 /// The token-level part of [`translate`]: placeholders and the function-like markers.
 struct Translator {
     backend: Backend,
+    naming: Naming,
     /// Placeholders numbered so far (PostgreSQL), across nested markers.
     placeholders: usize,
 }
@@ -161,6 +200,9 @@ impl Translator {
             return close + 1;
         }
         match (word, self.backend) {
+            ("JOB_NAME" | "GROUP_NAME", _) if self.naming == Naming::Named => out.push_str("name"),
+            ("JOB_NAME", _) => out.push_str("job_desc"),
+            ("GROUP_NAME", _) => out.push_str("title"),
             ("ILIKE", Backend::Sqlite | Backend::MySql) => out.push_str("LIKE"),
             ("excluded", Backend::MySql) if sql[end..].starts_with('.') => {
                 // `excluded.col` → `VALUES(col)`.
@@ -202,7 +244,28 @@ mod tests {
     use super::*;
 
     fn all(neutral: &str) -> [String; 3] {
-        [Backend::Sqlite, Backend::Postgres, Backend::MySql].map(|b| translate(neutral, b).into_owned())
+        [Backend::Sqlite, Backend::Postgres, Backend::MySql]
+            .map(|b| translate(neutral, Dialect::new(b, Naming::Classic)).into_owned())
+    }
+
+    #[test]
+    fn renamed_columns_follow_the_schema() {
+        let neutral =
+            "SELECT JOB_NAME AS job_desc FROM xxl_job_info WHERE JOB_NAME ILIKE ? AND note = 'JOB_NAME'";
+        let [s, _, _] = all(neutral);
+        assert_eq!(
+            s,
+            "SELECT job_desc AS job_desc FROM xxl_job_info WHERE job_desc LIKE ? AND note = 'JOB_NAME'"
+        );
+        let named = translate(neutral, Dialect::new(Backend::Postgres, Naming::Named));
+        assert_eq!(
+            named,
+            "SELECT name AS job_desc FROM xxl_job_info WHERE name ILIKE $1 AND note = 'JOB_NAME'"
+        );
+        let group =
+            translate("UPDATE xxl_job_group SET GROUP_NAME = ?", Dialect::new(Backend::MySql, Naming::Named));
+        assert_eq!(group, "UPDATE xxl_job_group SET name = ?");
+        assert_eq!(all("SELECT GROUP_NAME AS title FROM g")[0], "SELECT title AS title FROM g");
     }
 
     #[test]
@@ -271,8 +334,12 @@ mod tests {
     #[test]
     fn static_statements_are_translated_once_per_backend() {
         static Q: Sql = Sql::new("SELECT a FROM t WHERE id = ?");
-        assert_eq!(Q.sql_str(Backend::Postgres).as_str(), "SELECT a FROM t WHERE id = $1");
-        assert!(Arc::ptr_eq(Q.shared(Backend::Postgres), Q.shared(Backend::Postgres)), "translated once");
-        assert_eq!(Q.sql_str(Backend::Sqlite).as_str(), "SELECT a FROM t WHERE id = ?");
+        let pg = Dialect::new(Backend::Postgres, Naming::Classic);
+        assert_eq!(Q.sql_str(pg).as_str(), "SELECT a FROM t WHERE id = $1");
+        assert!(Arc::ptr_eq(Q.shared(pg), Q.shared(pg)), "translated once");
+        assert_eq!(
+            Q.sql_str(Dialect::new(Backend::Sqlite, Naming::Named)).as_str(),
+            "SELECT a FROM t WHERE id = ?"
+        );
     }
 }

@@ -29,6 +29,12 @@ pub enum StoreError {
         "the 'schedule_lock' row is missing from xxl_job_lock; restore it with: INSERT INTO xxl_job_lock (lock_name) VALUES ('schedule_lock')"
     )]
     MissingScheduleLock,
+    /// Upstream's tables are half-way between two generations (3.5 renamed `job_desc` and
+    /// `title` to `name`); jobwheel cannot tell which column to write.
+    #[error(
+        "the xxl-job schema is half-upgraded: {0}; finish upstream's upgrade (rename both columns) or undo it"
+    )]
+    MixedSchema(&'static str),
     /// A statement written for a batch of callers failed; each of them gets this.
     #[error("{0}")]
     Batched(std::sync::Arc<StoreError>),

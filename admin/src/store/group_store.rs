@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{Group, GroupId, GroupRow, GroupTokenRow, RegistryKey, RegistryRow, StoreError};
+use super::{Group, GroupId, GroupRow, GroupTokenRow, RegistryKey, RegistryRow, StoreError, StoredToken};
 
 /// Executor groups (`xxl_job_group`) and executor registrations (`xxl_job_registry`).
 #[async_trait]
@@ -18,15 +18,16 @@ pub trait GroupStore: Send + Sync {
     async fn load_group(&self, id: GroupId) -> Result<Option<GroupRow>, StoreError>;
     /// All groups, ordered like upstream's `findAll` (app_name, title, id).
     async fn list_groups(&self) -> Result<Vec<GroupRow>, StoreError>;
-    /// Every group's access token (xxl-job 3.5's per-executor token), sealed, with the
-    /// group's AppName.
+    /// Every group's access token (xxl-job 3.5's per-executor token) with the group's AppName:
+    /// sealed from `jobwheel_group_token`, or on a 3.5 schema as `xxl_job_group.access_token`
+    /// holds it (an empty column is no token).
     async fn group_tokens(&self) -> Result<Vec<GroupTokenRow>, StoreError>;
-    /// Sets (`Some(sealed)`) or removes (`None`) a group's access token; false if the group
-    /// does not exist.
+    /// Sets (`Some`) or removes (`None`) a group's access token, where the form says (a
+    /// [`StoredToken::Plain`] needs 3.5's column); false if the group does not exist.
     async fn set_group_token(
         &self,
         id: GroupId,
-        sealed: Option<&str>,
+        token: Option<&StoredToken>,
         now_ms: i64,
     ) -> Result<bool, StoreError>;
     /// Sets (`Some`) or removes (`None`) the group's cap on runs in flight; nothing for a group

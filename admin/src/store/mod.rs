@@ -25,6 +25,7 @@ mod mysql;
 mod pool;
 mod postgres;
 mod query_buf;
+mod schema;
 mod sql;
 mod sqlite;
 mod support;
@@ -38,6 +39,7 @@ pub use group_store::GroupStore;
 pub(crate) use lease_store::PARTITION_COUNT;
 pub use lease_store::{LeaseRequest, LeaseRow, LeaseStore, SCHEDULE_PARTITIONS, SharedSchedule};
 pub use log_store::{LogReportStore, LogStore};
+pub use schema::{Generation, Schema};
 use sql::SqlStore;
 pub use types::*;
 
@@ -101,6 +103,8 @@ pub trait Store:
 {
     /// The database behind this store.
     fn backend(&self) -> Backend;
+    /// The generation of upstream's schema the database holds (`store/schema.rs`).
+    fn schema(&self) -> Schema;
     /// One cheap read of upstream's lock table: the database answers and the schema is there
     /// (the readiness probe).
     async fn ping(&self) -> Result<(), StoreError>;

@@ -14,7 +14,8 @@ use sqlx::migrate::Migrator;
 use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
 
 use super::StoreError;
-use super::pool::Db;
+use super::pool::{Db, Pools};
+use super::schema;
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/mysql");
 
@@ -23,9 +24,17 @@ static MIGRATOR: Migrator = sqlx::migrate!("migrations/mysql");
 pub(crate) async fn connect(url: &str) -> Result<Db, StoreError> {
     let options = MySqlConnectOptions::from_str(url)?;
     let pool = MySqlPoolOptions::new().max_connections(10).connect_with(options).await?;
-    MIGRATOR.run(&pool).await?;
+    let columns_of = |table: &'static str| {
+        sqlx::query_scalar(
+            "SELECT CAST(COLUMN_NAME AS CHAR) FROM information_schema.COLUMNS \
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+        )
+        .bind(table)
+        .fetch_all(&pool)
+    };
+    let schema = schema::around_migrations(columns_of, MIGRATOR.run(&pool)).await?;
     // Galera and multi-source setups step auto-increment ids by more than one.
     let step: i64 =
         sqlx::query_scalar("SELECT CAST(@@auto_increment_increment AS SIGNED)").fetch_one(&pool).await?;
-    Ok(Db::MySql { pool, id_step: step.max(1) })
+    Ok(Db::new(Pools::MySql { pool, id_step: step.max(1) }, schema))
 }

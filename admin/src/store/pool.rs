@@ -6,13 +6,21 @@
 
 use sqlx::{MySql, MySqlPool, PgPool, Postgres, SqlitePool, Transaction};
 
-use super::db::Ex;
+use super::db::{Ex, Handle};
+use super::schema::{Naming, Schema};
 use super::sqlite::{WriteTx, Writer};
 use super::{Backend, StoreError};
 
-/// A connected, migrated database.
+/// A connected, migrated database and the schema generation it holds.
 #[derive(Debug, Clone)]
-pub(crate) enum Db {
+pub(crate) struct Db {
+    pools: Pools,
+    schema: Schema,
+}
+
+/// The connections of a database, by backend.
+#[derive(Debug, Clone)]
+pub(crate) enum Pools {
     Sqlite {
         /// Reads, and single statements outside a transaction.
         pool: SqlitePool,
@@ -31,22 +39,32 @@ pub(crate) enum Db {
 }
 
 impl Db {
+    pub(crate) fn new(pools: Pools, schema: Schema) -> Self {
+        Self { pools, schema }
+    }
+
     /// The database behind this store.
     pub(crate) fn backend(&self) -> Backend {
-        match self {
-            Db::Sqlite { .. } => Backend::Sqlite,
-            Db::Postgres(_) => Backend::Postgres,
-            Db::MySql { .. } => Backend::MySql,
+        match self.pools {
+            Pools::Sqlite { .. } => Backend::Sqlite,
+            Pools::Postgres(_) => Backend::Postgres,
+            Pools::MySql { .. } => Backend::MySql,
         }
+    }
+
+    /// The schema generation the database holds.
+    pub(crate) fn schema(&self) -> Schema {
+        self.schema
     }
 
     /// Runs statements on the pool, each in its own implicit transaction.
     pub(crate) fn ex(&self) -> Ex<'_> {
-        match self {
-            Db::Sqlite { pool, .. } => Ex::SqlitePool(pool),
-            Db::Postgres(pool) => Ex::PgPool(pool),
-            Db::MySql { pool, .. } => Ex::MySqlPool(pool),
-        }
+        let conn = match &self.pools {
+            Pools::Sqlite { pool, .. } => Handle::SqlitePool(pool),
+            Pools::Postgres(pool) => Handle::PgPool(pool),
+            Pools::MySql { pool, .. } => Handle::MySqlPool(pool),
+        };
+        Ex::new(conn, self.schema.naming)
     }
 
     /// Begins a write transaction: on SQLite `BEGIN IMMEDIATE` on the process's one writer
@@ -54,24 +72,30 @@ impl Db {
     /// upgrade); on PostgreSQL and MySQL a plain transaction whose racing statements lock their
     /// rows.
     pub(crate) async fn begin(&self) -> Result<Tx, StoreError> {
-        Ok(match self {
-            Db::Sqlite { pool, writer } => Tx::Sqlite(WriteTx::begin(pool, writer.as_ref()).await?),
-            Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
-            Db::MySql { pool, .. } => Tx::MySql(pool.begin().await?),
-        })
+        let open = match &self.pools {
+            Pools::Sqlite { pool, writer } => OpenTx::Sqlite(WriteTx::begin(pool, writer.as_ref()).await?),
+            Pools::Postgres(pool) => OpenTx::Postgres(pool.begin().await?),
+            Pools::MySql { pool, .. } => OpenTx::MySql(pool.begin().await?),
+        };
+        Ok(Tx { open, naming: self.schema.naming })
     }
 
     /// The id step of a multi-row insert on MySQL (1 elsewhere, where `RETURNING` is used).
     pub(crate) fn id_step(&self) -> i64 {
-        match self {
-            Db::MySql { id_step, .. } => *id_step,
-            Db::Sqlite { .. } | Db::Postgres(_) => 1,
+        match self.pools {
+            Pools::MySql { id_step, .. } => id_step,
+            Pools::Sqlite { .. } | Pools::Postgres(_) => 1,
         }
     }
 }
 
 /// An open write transaction; dropping it without [`Tx::commit`] rolls back.
-pub(crate) enum Tx {
+pub(crate) struct Tx {
+    open: OpenTx,
+    naming: Naming,
+}
+
+enum OpenTx {
     Sqlite(WriteTx),
     Postgres(Transaction<'static, Postgres>),
     MySql(Transaction<'static, MySql>),
@@ -80,19 +104,20 @@ pub(crate) enum Tx {
 impl Tx {
     /// Runs statements inside this transaction.
     pub(crate) fn ex(&mut self) -> Ex<'_> {
-        match self {
-            Tx::Sqlite(tx) => Ex::SqliteConn(tx.conn()),
-            Tx::Postgres(tx) => Ex::PgConn(&mut *tx),
-            Tx::MySql(tx) => Ex::MySqlConn(&mut *tx),
-        }
+        let conn = match &mut self.open {
+            OpenTx::Sqlite(tx) => Handle::SqliteConn(tx.conn()),
+            OpenTx::Postgres(tx) => Handle::PgConn(&mut *tx),
+            OpenTx::MySql(tx) => Handle::MySqlConn(&mut *tx),
+        };
+        Ex::new(conn, self.naming)
     }
 
     /// Commits (and, on SQLite, hands the writer connection to the next writer).
     pub(crate) async fn commit(self) -> Result<(), StoreError> {
-        match self {
-            Tx::Sqlite(tx) => tx.commit().await?,
-            Tx::Postgres(tx) => tx.commit().await?,
-            Tx::MySql(tx) => tx.commit().await?,
+        match self.open {
+            OpenTx::Sqlite(tx) => tx.commit().await?,
+            OpenTx::Postgres(tx) => tx.commit().await?,
+            OpenTx::MySql(tx) => tx.commit().await?,
         }
         Ok(())
     }

@@ -11,7 +11,8 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use super::StoreError;
-use super::pool::Db;
+use super::pool::{Db, Pools};
+use super::schema;
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
 
@@ -20,6 +21,14 @@ static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
 pub(crate) async fn connect(url: &str) -> Result<Db, StoreError> {
     let options = PgConnectOptions::from_str(url)?;
     let pool = PgPoolOptions::new().max_connections(10).connect_with(options).await?;
-    MIGRATOR.run(&pool).await?;
-    Ok(Db::Postgres(pool))
+    let columns_of = |table: &'static str| {
+        sqlx::query_scalar(
+            "SELECT column_name::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name = $1",
+        )
+        .bind(table)
+        .fetch_all(&pool)
+    };
+    let schema = schema::around_migrations(columns_of, MIGRATOR.run(&pool)).await?;
+    Ok(Db::new(Pools::Postgres(pool), schema))
 }

@@ -11,7 +11,7 @@ use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 use super::Backend;
 use super::db::{Arg, Statement};
-use super::dialect::translate;
+use super::dialect::{Dialect, translate};
 
 /// Neutral SQL assembled at run time (filters, `IN` lists, multi-row `VALUES`), with its binds.
 #[derive(Debug, Default)]
@@ -92,9 +92,9 @@ impl<'a> QueryBuf<'a> {
 }
 
 impl Statement for QueryBuf<'_> {
-    fn sql(&self, backend: Backend) -> SqlStr {
+    fn sql(&self, dialect: Dialect) -> SqlStr {
         // Safe by construction: values go in binds, the text holds only the store's own SQL.
-        AssertSqlSafe(translate(&self.sql, backend).into_owned()).into_sql_str()
+        AssertSqlSafe(translate(&self.sql, dialect).into_owned()).into_sql_str()
     }
 
     /// Not on PostgreSQL, which plans a kept statement for any values (a generic plan after

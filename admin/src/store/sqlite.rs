@@ -28,7 +28,8 @@ use sqlx_core::transaction::TransactionManager;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::StoreError;
-use super::pool::Db;
+use super::pool::{Db, Pools};
+use super::schema::{self, Schema};
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
 
@@ -54,8 +55,8 @@ pub(crate) async fn connect(url: &str) -> Result<Db, StoreError> {
     // In memory, a connection is a database of its own: one pooled connection does everything.
     if in_memory {
         let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await?;
-        MIGRATOR.run(&pool).await?;
-        return Ok(Db::Sqlite { pool, writer: None });
+        let schema = migrate(&pool).await?;
+        return Ok(Db::new(Pools::Sqlite { pool, writer: None }, schema));
     }
     let pool = SqlitePoolOptions::new()
         .max_connections(READERS)
@@ -64,9 +65,17 @@ pub(crate) async fn connect(url: &str) -> Result<Db, StoreError> {
         .test_before_acquire(false)
         .connect_with(options.clone())
         .await?;
-    MIGRATOR.run(&pool).await?;
+    let schema = migrate(&pool).await?;
     let writer = options.connect().await?;
-    Ok(Db::Sqlite { pool, writer: Some(Arc::new(Mutex::new(writer))) })
+    Ok(Db::new(Pools::Sqlite { pool, writer: Some(Arc::new(Mutex::new(writer))) }, schema))
+}
+
+/// Applies the migrations, reading the schema's generation before and its names after.
+async fn migrate(pool: &SqlitePool) -> Result<Schema, StoreError> {
+    let columns_of = |table: &'static str| {
+        sqlx::query_scalar("SELECT name FROM pragma_table_info(?)").bind(table).fetch_all(pool)
+    };
+    schema::around_migrations(columns_of, MIGRATOR.run(pool)).await
 }
 
 /// Pooled connections for reads (and the few single-statement writes outside a transaction).

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context as _, ensure};
 use jobwheel_admin::credentials::SEAL_NAME;
 use jobwheel_admin::sealing::SecretBox;
-use jobwheel_admin::store::{GroupId, JobId, Store, VariableOwner};
+use jobwheel_admin::store::{GroupId, JobId, Store, StoredToken, VariableOwner};
 use jobwheel_tests::api::Api;
 use jobwheel_tests::cluster::{Daemon, binary};
 use serde_json::json;
@@ -47,7 +47,10 @@ async fn opened(
         store.list_variables(VariableOwner::Job(job)).await?.into_iter().find(|v| v.name == "API_KEY");
     let secret = secret.and_then(|v| key.open(VariableOwner::Job(job), "API_KEY", &v.value).ok());
     let token = store.group_tokens().await?.into_iter().find(|t| t.group_id == group);
-    let token = token.and_then(|t| key.open(VariableOwner::Group(group), SEAL_NAME, &t.sealed).ok());
+    let token = token.and_then(|t| match t.token {
+        StoredToken::Sealed(sealed) => key.open(VariableOwner::Group(group), SEAL_NAME, &sealed).ok(),
+        StoredToken::Plain(_) => None,
+    });
     Ok((secret, token))
 }
 

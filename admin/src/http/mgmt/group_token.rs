@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::ApiJson;
 use super::auth::{Principal, new_secret};
 use super::groups::load;
-use crate::credentials::{GroupTokens, MAX_TOKEN_CHARS, MIN_TOKEN_CHARS};
+use crate::credentials::{MAX_TOKEN_CHARS, MIN_TOKEN_CHARS};
 use crate::http::{ApiError, HttpState};
 
 #[derive(Debug, Default, Deserialize)]
@@ -48,8 +48,8 @@ pub(crate) async fn put(
         None | Some("") => new_secret(),
         Some(token) => checked(token)?.to_owned(),
     };
-    let sealed = GroupTokens::seal(&state.secret_box, group.id, &token);
-    if !state.store.set_group_token(group.id, Some(&sealed), chrono::Utc::now().timestamp_millis()).await? {
+    let stored = state.group_tokens.stored_form(group.id, &token);
+    if !state.store.set_group_token(group.id, Some(&stored), chrono::Utc::now().timestamp_millis()).await? {
         return Err(ApiError::NotFound(format!("executor group {id} not found")));
     }
     state.group_tokens.invalidate();

@@ -90,7 +90,8 @@ pub(crate) async fn login(
 }
 
 /// The password check, with upstream's hashes (adopted databases: 2.x MD5 hex, 3.2+ SHA-256
-/// hex) accepted and replaced by an argon2 hash on success. `Some(user)` when it matches.
+/// hex) accepted and replaced by an argon2 hash on success, unless an upstream admin shares
+/// the database (`--keep-upstream-password-hashes`). `Some(user)` when it matches.
 async fn check_password(
     state: &HttpState,
     mut user: UserRow,
@@ -106,12 +107,29 @@ async fn check_password(
         if !bool::from(given.as_bytes().ct_eq(stored.to_ascii_lowercase().as_bytes())) {
             return Ok(None);
         }
+        if state.keep_upstream_password_hashes {
+            return Ok(Some(user));
+        }
         user.user.password = hash_blocking(password).await?;
         state.store.update_user(user.id, &user.user).await?;
         tracing::info!(username = %user.user.username, from = legacy.name(), "upgraded an upstream password hash to argon2");
         return Ok(Some(user));
     }
     Ok(verify_blocking(password, stored).await?.then_some(user))
+}
+
+/// `password` as the users table should keep it: argon2, or with
+/// `--keep-upstream-password-hashes` the hash an upstream admin of the database's generation
+/// verifies (MD5 hex on 2.x, SHA-256 hex on 3.x).
+pub(crate) async fn stored_password(state: &HttpState, password: String) -> Result<String, ApiError> {
+    if !state.keep_upstream_password_hashes {
+        return hash_blocking(password).await;
+    }
+    let format = match state.store.schema().found {
+        crate::store::Generation::V2 => LegacyHash::Md5,
+        _ => LegacyHash::Sha256,
+    };
+    Ok(format.digest(&password))
 }
 
 /// Password hashes upstream xxl-job stores, told apart by length.
@@ -233,7 +251,7 @@ pub(crate) async fn change_password(
     let Some(mut user) = check_password(&state, principal.user.clone(), body.old_password).await? else {
         return Err(ApiError::BadRequest("oldPassword: the current password is wrong".to_owned()));
     };
-    user.user.password = hash_blocking(body.password).await?;
+    user.user.password = stored_password(&state, body.password).await?;
     state.store.update_user(user.id, &user.user).await?;
     let keep = match &principal.credential {
         Credential::Session { id_hash, .. } => Some(id_hash.as_str()),

@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 
 use super::auth::{Principal, ROLE_ADMIN};
-use super::session::{check_password_rule, hash_blocking};
+use super::session::{check_password_rule, stored_password};
 use super::{ApiJson, ApiQuery, Listed, Paging, UserView};
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, StoreError, User, UserFilter, UserId, UserRow};
@@ -128,7 +128,7 @@ pub(crate) async fn create(
     if state.store.find_user(&checked.username).await?.is_some() {
         return Err(taken(&checked.username));
     }
-    let password = hash_blocking(checked.password.unwrap_or_default()).await?;
+    let password = stored_password(&state, checked.password.unwrap_or_default()).await?;
     let user = User {
         username: checked.username.clone(),
         password,
@@ -171,7 +171,7 @@ pub(crate) async fn update(
     }
     let password_changed = checked.password.is_some();
     if let Some(password) = checked.password {
-        row.user.password = hash_blocking(password).await?;
+        row.user.password = stored_password(&state, password).await?;
     }
     row.user.username = checked.username.clone();
     row.user.role = input.role;

@@ -8,20 +8,20 @@ use crate::store::db::args;
 use crate::store::dialect::Sql;
 use crate::store::time::{opt_secs, secs};
 use crate::store::{
-    Group, GroupId, GroupRow, GroupStore, GroupTokenRow, RegistryKey, RegistryRow, StoreError,
+    Group, GroupId, GroupRow, GroupStore, GroupTokenRow, RegistryKey, RegistryRow, StoreError, StoredToken,
 };
 
 /// A group with its cap (`jobwheel_group_cap` has no column named like one of
 /// `xxl_job_group`'s, so the unqualified column list stays unambiguous).
 macro_rules! group_with_cap {
     () => {
-        "SELECT id, app_name, title, address_type, address_list, EPOCH(update_time) AS update_time, \
+        "SELECT id, app_name, GROUP_NAME AS title, address_type, address_list, EPOCH(update_time) AS update_time, \
          c.max_running FROM xxl_job_group LEFT JOIN jobwheel_group_cap c ON c.group_id = xxl_job_group.id"
     };
 }
 
 static LOAD_GROUP: Sql = Sql::new(concat!(group_with_cap!(), " WHERE id = ?"));
-static LIST_GROUPS: Sql = Sql::new(concat!(group_with_cap!(), " ORDER BY app_name, title, id"));
+static LIST_GROUPS: Sql = Sql::new(concat!(group_with_cap!(), " ORDER BY app_name, GROUP_NAME, id"));
 /// Only for an existing group (the `SELECT` yields no row otherwise).
 static SET_GROUP_CAP: Sql = Sql::new(
     "INSERT INTO jobwheel_group_cap (group_id, max_running) SELECT id, ? FROM xxl_job_group WHERE id = ? \
@@ -30,11 +30,11 @@ static SET_GROUP_CAP: Sql = Sql::new(
 static DELETE_GROUP_CAP: Sql = Sql::new("DELETE FROM jobwheel_group_cap WHERE group_id = ?");
 
 static INSERT_GROUP: Sql = Sql::new(
-    "INSERT INTO xxl_job_group (app_name, title, address_type, address_list, update_time) \
+    "INSERT INTO xxl_job_group (app_name, GROUP_NAME, address_type, address_list, update_time) \
     VALUES (?, ?, ?, ?, TS(?)) RETURNING id",
 );
 static UPDATE_GROUP: Sql = Sql::new(
-    "UPDATE xxl_job_group SET app_name = ?, title = ?, address_type = ?, \
+    "UPDATE xxl_job_group SET app_name = ?, GROUP_NAME = ?, address_type = ?, \
     address_list = ?, update_time = TS(?) WHERE id = ?",
 );
 static DELETE_GROUP_REGISTRY: Sql = Sql::new(
@@ -59,6 +59,13 @@ static SET_GROUP_TOKEN: Sql = Sql::new(
     FROM xxl_job_group WHERE id = ? \
     ON CONFLICT (group_id) DO UPDATE SET sealed = excluded.sealed, update_time = excluded.update_time",
 );
+/// xxl-job 3.5 keeps a group's token in its own row; an empty one is no token (3.5's admin
+/// refuses a blank token, jobwheel falls back to the global one).
+static COLUMN_TOKENS: Sql = Sql::new(
+    "SELECT id, app_name, access_token FROM xxl_job_group \
+    WHERE access_token IS NOT NULL AND access_token <> '' ORDER BY id",
+);
+static SET_COLUMN_TOKEN: Sql = Sql::new("UPDATE xxl_job_group SET access_token = ? WHERE id = ?");
 static GROUP_EXISTS: Sql = Sql::new("SELECT I64(COUNT(*)) FROM xxl_job_group WHERE id = ?");
 
 // Upstream ≥ 2.5: one statement, the unique key `i_g_k_v` decides insert or refresh.
@@ -122,23 +129,47 @@ impl GroupStore for SqlStore {
     }
 
     async fn group_tokens(&self) -> Result<Vec<GroupTokenRow>, StoreError> {
-        self.ex().fetch_all(&GROUP_TOKENS, &[]).await
+        let (stmt, form): (_, fn(String) -> StoredToken) = if self.db.schema().group_token_column {
+            (&COLUMN_TOKENS, StoredToken::Plain)
+        } else {
+            (&GROUP_TOKENS, StoredToken::Sealed)
+        };
+        let rows: Vec<(GroupId, String, String)> = self.ex().fetch_all(stmt, &[]).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(group_id, app_name, token)| GroupTokenRow { group_id, app_name, token: form(token) })
+            .collect())
     }
 
     async fn set_group_token(
         &self,
         id: GroupId,
-        sealed: Option<&str>,
+        token: Option<&StoredToken>,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        match sealed {
-            Some(sealed) => Ok(self.ex().execute(&SET_GROUP_TOKEN, &args![sealed, now_ms, id]).await? > 0),
+        let changed = match token {
+            Some(StoredToken::Plain(token)) => {
+                self.ex().execute(&SET_COLUMN_TOKEN, &args![token.as_str(), id]).await?
+            }
+            Some(StoredToken::Sealed(sealed)) => {
+                return Ok(
+                    self.ex().execute(&SET_GROUP_TOKEN, &args![sealed.as_str(), now_ms, id]).await? > 0
+                );
+            }
+            None if self.db.schema().group_token_column => {
+                self.ex().execute(&SET_COLUMN_TOKEN, &args![None::<&str>, id]).await?
+            }
             None => {
                 self.ex().execute(&DELETE_GROUP_TOKEN, &args![id]).await?;
-                let count: Option<i64> = self.ex().fetch_value(&GROUP_EXISTS, &args![id]).await?;
-                Ok(count.unwrap_or(0) > 0)
+                0
             }
+        };
+        if changed > 0 {
+            return Ok(true);
         }
+        // MySQL counts a row set to the value it had as unchanged: ask whether the group exists.
+        let count: Option<i64> = self.ex().fetch_value(&GROUP_EXISTS, &args![id]).await?;
+        Ok(count.unwrap_or(0) > 0)
     }
 
     async fn set_group_cap(&self, id: GroupId, max_running: Option<i32>) -> Result<(), StoreError> {

@@ -16,7 +16,7 @@ use crate::store::{
 /// The columns a job write sets, in [`job_values`] order (`add_time` is the insert's alone).
 macro_rules! job_write_columns {
     () => {
-        "job_group, job_desc, update_time, author, alarm_email, schedule_type, schedule_conf, \
+        "job_group, JOB_NAME, update_time, author, alarm_email, schedule_type, schedule_conf, \
          misfire_strategy, executor_route_strategy, executor_handler, executor_param, \
          executor_block_strategy, executor_timeout, executor_fail_retry_count, glue_type, \
          glue_source, glue_remark, glue_updatetime, child_jobid, trigger_status, \
@@ -29,7 +29,7 @@ static INSERT_JOB: Sql = Sql::new(concat!(
     ") VALUES (TS(?), ?, ?, TS(?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, TS(?), ?, ?, ?, ?) RETURNING id"
 ));
 static UPDATE_JOB: Sql = Sql::new(
-    "UPDATE xxl_job_info SET job_group = ?, job_desc = ?, \
+    "UPDATE xxl_job_info SET job_group = ?, JOB_NAME = ?, \
     update_time = TS(?), author = ?, alarm_email = ?, schedule_type = ?, \
     schedule_conf = ?, misfire_strategy = ?, executor_route_strategy = ?, executor_handler = ?, \
     executor_param = ?, executor_block_strategy = ?, executor_timeout = ?, \
@@ -169,7 +169,7 @@ pub(super) fn push_job_filter<'a>(q: &mut QueryBuf<'a>, filter: &'a JobFilter) {
         q.push(" AND trigger_status = ").bind(status);
     }
     if let Some(desc) = &filter.job_desc {
-        q.push(" AND job_desc ILIKE ").bind(like(desc));
+        q.push(" AND JOB_NAME ILIKE ").bind(like(desc));
     }
     if let Some(handler) = &filter.executor_handler {
         q.push(" AND executor_handler ILIKE ").bind(like(handler));

@@ -16,7 +16,7 @@ use super::{Backend, Store, StoreError};
 /// `xxl_job_info` columns in [`JobRow`](super::JobRow) order, times as epoch seconds.
 macro_rules! job_columns {
     () => {
-        "id, job_group, job_desc, EPOCH(add_time) AS add_time, EPOCH(update_time) AS update_time, \
+        "id, job_group, JOB_NAME AS job_desc, EPOCH(add_time) AS add_time, EPOCH(update_time) AS update_time, \
          author, alarm_email, schedule_type, schedule_conf, misfire_strategy, \
          executor_route_strategy, executor_handler, executor_param, executor_block_strategy, \
          executor_timeout, executor_fail_retry_count, glue_type, glue_source, glue_remark, \
@@ -75,6 +75,10 @@ static PING: Sql = Sql::new("SELECT I64(COUNT(*)) FROM xxl_job_lock");
 impl Store for SqlStore {
     fn backend(&self) -> Backend {
         self.db.backend()
+    }
+
+    fn schema(&self) -> super::Schema {
+        self.db.schema()
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -51,7 +51,8 @@ impl TagStore for SqlStore {
     }
 
     async fn job_search_keys(&self, filter: &JobFilter) -> Result<Vec<JobSearchKey>, StoreError> {
-        let mut q = QueryBuf::new("SELECT id, job_desc, executor_handler, author FROM xxl_job_info");
+        let mut q =
+            QueryBuf::new("SELECT id, JOB_NAME AS job_desc, executor_handler, author FROM xxl_job_info");
         push_job_filter(&mut q, filter);
         q.push(" ORDER BY id DESC");
         self.ex().fetch_all(&q, q.args()).await

@@ -114,15 +114,35 @@ pub struct GroupRow {
     pub max_running: Option<i32>,
 }
 
-/// A group's access token as stored (`jobwheel_group_token`), with the group's AppName.
-#[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
+/// A group's access token as stored, with the group's AppName.
+#[derive(Clone, PartialEq, Eq)]
 pub struct GroupTokenRow {
     /// The group.
     pub group_id: GroupId,
     /// Its AppName, the name 3.5-style callers present with the token.
     pub app_name: String,
-    /// The token sealed with the admin's secret key (`crate::sealing`).
-    pub sealed: String,
+    /// The token.
+    pub token: StoredToken,
+}
+
+/// Where and how a group's access token is kept.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoredToken {
+    /// Sealed with the admin's secret key (`crate::sealing`) in `jobwheel_group_token`: on
+    /// every schema but 3.5's.
+    Sealed(String),
+    /// In the clear in `xxl_job_group.access_token`, where an xxl-job 3.5 admin keeps it and
+    /// reads it (`Schema::group_token_column`).
+    Plain(String),
+}
+
+impl std::fmt::Debug for StoredToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StoredToken::Sealed(_) => "Sealed(..)",
+            StoredToken::Plain(_) => "Plain(..)",
+        })
+    }
 }
 
 // Sealed, but still never printed.

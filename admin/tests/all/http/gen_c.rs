@@ -4,18 +4,14 @@
 //! AppName, and calls back with `{"callbackList": …}`), and one whose jobwheel executor holds
 //! the group's token. Every job runs and its result is stored.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, Uri};
-use jobwheel_admin::protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 use jobwheel_admin::store::{GroupId, JobId, LogFilter, LogRow, Page, Store};
 use jobwheel_executor::{ExecutorConfig, Handlers, JobContext};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::oneshot;
 
+use super::gen_c_executor::{GenCExecutor, Seen};
 use super::mgmt::{Client, Env};
 use crate::http::executor::job;
 use crate::http::{TOKEN, eventually};
@@ -26,87 +22,6 @@ pub(crate) async fn set_token(root: &Client, group: GroupId, value: Option<&str>
     let (status, reply) = root.put(&format!("/api/v1/groups/{}/access-token", group.0), body).await;
     assert_eq!(status, 200, "{reply}");
     reply["accessToken"].as_str().expect("the token, shown once").to_owned()
-}
-
-/// What the Gen C executor was asked.
-#[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    token: Option<String>,
-    appname: Option<String>,
-}
-
-#[derive(Clone)]
-struct GenC {
-    admin: String,
-    app: String,
-    token: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    http: reqwest::Client,
-}
-
-impl GenC {
-    async fn admin_call(&self, uri: &str, body: Value) -> Value {
-        let response = self
-            .http
-            .post(format!("{}/api/{uri}", self.admin))
-            .header(ACCESS_TOKEN_HEADER, &self.token)
-            .header(APPNAME_HEADER, &self.app)
-            .json(&body)
-            .send()
-            .await
-            .expect("admin answers");
-        response.json().await.expect("JSON reply")
-    }
-}
-
-/// upstream `EmbedServer.dispatchRequest` (3.5): POST only, both headers equal to its own,
-/// then the route; `/trigger` answers at once and the result follows as a callback.
-async fn gen_c_executor(
-    State(me): State<GenC>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> axum::Json<Value> {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let seen = Seen {
-        path: uri.path().to_owned(),
-        token: header(ACCESS_TOKEN_HEADER),
-        appname: header(APPNAME_HEADER),
-    };
-    me.seen.lock().expect("seen").push(seen.clone());
-    match (seen.token.as_deref(), seen.appname.as_deref()) {
-        (Some(token), Some(app)) if token == me.token && app == me.app => {}
-        (None, _) | (_, None) => {
-            return axum::Json(
-                json!({"code": 500, "msg": "invalid request, accessToken or appname is empty."}),
-            );
-        }
-        _ => {
-            return axum::Json(
-                json!({"code": 500, "msg": "invalid request, accessToken or appname invalid."}),
-            );
-        }
-    }
-    match uri.path() {
-        "/beat" | "/idleBeat" | "/kill" => axum::Json(json!({"code": 200, "msg": "Success"})),
-        "/trigger" => {
-            let trigger: Value = serde_json::from_slice(&body).expect("TriggerRequest JSON");
-            let callback = json!({"callbackList": [{
-                "logId": trigger["logId"], "logDateTime": trigger["logDateTime"],
-                "handleCode": 200, "handleMsg": format!("gen-c ran {}", trigger["executorParams"].as_str().unwrap_or_default()),
-            }]});
-            let caller = me.clone();
-            tokio::spawn(async move {
-                let reply = caller.admin_call("callback", callback).await;
-                assert_eq!(reply["code"], 200, "callback refused: {reply}");
-            });
-            axum::Json(json!({"code": 200, "msg": "Success"}))
-        }
-        other => axum::Json(
-            json!({"code": 500, "msg": format!("invalid request, uri-mapping({other}) not found.")}),
-        ),
-    }
 }
 
 /// A jobwheel executor of `app` with `token`, whose `echo` handler logs its parameter.
@@ -159,19 +74,8 @@ async fn gen_c_and_classic_executors_share_one_admin() -> anyhow::Result<()> {
     let tokened_token = set_token(&root, tokened, Some("tokened-group-secret")).await;
 
     // The Gen C executor serves on a free port and registers the way 3.5 does.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let address = format!("http://{}/", listener.local_addr()?);
-    let gen_c = GenC {
-        admin: env.admin.base.clone(),
-        app: "genc-app".to_owned(),
-        token: gen_c_token.clone(),
-        seen: Arc::default(),
-        http: reqwest::Client::new(),
-    };
-    let app = Router::new().fallback(gen_c_executor).with_state(gen_c.clone());
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
-    let registry = json!({"registryGroup": "EXECUTOR", "registryKey": "genc-app", "registryValue": address});
-    assert_eq!(gen_c.admin_call("registry", registry).await["code"], 200);
+    let (gen_c, registered) = GenCExecutor::start(&env.admin.base, "genc-app", &gen_c_token).await;
+    assert_eq!(registered["code"], 200, "{registered}");
 
     let (stop_classic, classic_task) =
         jobwheel_executor(&env.admin.base, "classic-app", TOKEN, dir.path()).await?;
@@ -200,7 +104,7 @@ async fn gen_c_and_classic_executors_share_one_admin() -> anyhow::Result<()> {
         "the Gen C callback (callbackList) was stored"
     );
 
-    let seen = gen_c.seen.lock().expect("seen").clone();
+    let seen = gen_c.seen();
     let triggers: Vec<&Seen> = seen.iter().filter(|s| s.path == "/trigger").collect();
     assert_eq!(triggers.len(), 1, "one trigger, sent to Gen C's /trigger: {seen:?}");
     assert!(
@@ -214,6 +118,6 @@ async fn gen_c_and_classic_executors_share_one_admin() -> anyhow::Result<()> {
     let _ = (stop_classic.send(()), stop_tokened.send(()));
     classic_task.await??;
     tokened_task.await??;
-    server.abort();
+    drop(gen_c);
     env.admin.stop().await
 }

@@ -1,6 +1,6 @@
 //! Interop: the admin (edge + engine) drives a third-party executor, pyxxl from PyPI, through the
 //! upstream protocol — registration, routing, callbacks, log reading and kill — and our own
-//! executor through the very same scenario.
+//! executor through the very same scenario; then both and an xxl-job 3.5 executor at once.
 //!
 //! The pyxxl side runs `admin/tests/interop/pyxxl_executor.py` with the Python named by
 //! `JOBWHEEL_PYXXL_PYTHON` (a venv with `pyxxl` installed; `scripts/test.sh` creates it).
@@ -8,13 +8,19 @@
 use std::process::Stdio;
 use std::sync::Arc;
 
+use anyhow::ensure;
+use jobwheel_admin::credentials::GroupTokens;
 use jobwheel_admin::engine_core::EngineCore;
 use jobwheel_admin::http::AdminCore;
-use jobwheel_admin::store::{Group, GroupId, JobId, LogFilter, LogId, LogRow, Page, Store};
+use jobwheel_admin::protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
+use jobwheel_admin::sealing::SecretBox;
+use jobwheel_admin::store::{Group, GroupId, JobId, LogFilter, LogId, LogRow, Page, Store, StoredToken};
 use jobwheel_executor::{ExecutorConfig, Handlers, JobContext};
-use tokio::process::Command;
+use serde_json::json;
+use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
+use super::gen_c_executor::GenCExecutor;
 use crate::http::executor::job;
 use crate::http::{Admin, TOKEN, eventually, sqlite_url, test_config};
 
@@ -107,29 +113,76 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pyxxl_from_pypi_is_driven_by_our_admin() -> anyhow::Result<()> {
-    let python = match std::env::var("JOBWHEEL_PYXXL_PYTHON") {
-        Ok(python) => python,
+/// The Python of the pyxxl venv; `None` for a developer without it (CI must have it).
+fn pyxxl_python() -> Option<String> {
+    match std::env::var("JOBWHEEL_PYXXL_PYTHON") {
+        Ok(python) => Some(python),
         Err(_) if std::env::var_os("CI").is_some() => panic!("JOBWHEEL_PYXXL_PYTHON must be set in CI"),
-        Err(_) => return Ok(()), // a developer without the venv: scripts/test.sh provides it
-    };
-    let dir = tempfile::tempdir()?;
-    let (admin, core) = admin_with_engine(dir.path()).await?;
-    let group = add_group(&*admin.store, "pyxxl-interop").await?;
+        Err(_) => None, // scripts/test.sh provides it
+    }
+}
+
+/// pyxxl serving group `app` of the admin at `admin` with the global token.
+fn spawn_pyxxl(python: &str, admin: &str, app: &str, dir: &std::path::Path) -> anyhow::Result<Child> {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/pyxxl_executor.py");
-    let mut pyxxl = Command::new(python)
+    Ok(Command::new(python)
         .arg(script)
-        .env("PYXXL_ADMIN_URL", format!("{}/api/", admin.base))
-        .env("PYXXL_APP_NAME", "pyxxl-interop")
+        .env("PYXXL_ADMIN_URL", format!("{admin}/api/"))
+        .env("PYXXL_APP_NAME", app)
         .env("PYXXL_PORT", free_port().to_string())
         .env("PYXXL_TOKEN", TOKEN)
-        .env("PYXXL_LOG_DIR", dir.path().join("pyxxl-logs"))
-        .current_dir(dir.path())
+        .env("PYXXL_LOG_DIR", dir.join(format!("{app}-logs")))
+        .current_dir(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true)
-        .spawn()?;
+        .spawn()?)
+}
+
+/// A jobwheel executor of group `app` with the global token: `hello` logs its parameter,
+/// `sleep` runs until it is killed.
+fn start_ours(admin: &str, app: &str, dir: &std::path::Path) -> Ours {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+    let mut config = ExecutorConfig::new(app, dir.join(format!("{app}-logs")), Some(TOKEN.to_owned()));
+    config.admin_addresses = vec![admin.to_owned()];
+    let mut handlers = Handlers::new();
+    handlers.register("hello", |ctx: JobContext| async move {
+        ctx.log(format!("hello {}", ctx.param()));
+        Ok(())
+    });
+    handlers.register("sleep", |ctx: JobContext| async move {
+        ctx.stopped().await;
+        anyhow::bail!("stopped")
+    });
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(jobwheel_executor::run(config, handlers, listener, async move {
+        let _ = stopped.await;
+    }));
+    Ours { stop, task }
+}
+
+/// A running executor of ours.
+struct Ours {
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Ours {
+    async fn stop(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(());
+        self.task.await?
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pyxxl_from_pypi_is_driven_by_our_admin() -> anyhow::Result<()> {
+    let Some(python) = pyxxl_python() else { return Ok(()) };
+    let dir = tempfile::tempdir()?;
+    let (admin, core) = admin_with_engine(dir.path()).await?;
+    let group = add_group(&*admin.store, "pyxxl-interop").await?;
+    let mut pyxxl = spawn_pyxxl(&python, &admin.base, "pyxxl-interop", dir.path())?;
     let result = scenario(&admin, &core, group, "pyHello", "pySleep").await;
     let _ = pyxxl.kill().await;
     result?;
@@ -141,24 +194,94 @@ async fn our_executor_passes_the_same_scenario() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let (admin, core) = admin_with_engine(dir.path()).await?;
     let group = add_group(&*admin.store, "ours-interop").await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let mut config = ExecutorConfig::new("ours-interop", dir.path().join("logs"), Some(TOKEN.to_owned()));
-    config.admin_addresses = vec![admin.base.clone()];
-    let mut handlers = Handlers::new();
-    handlers.register("hello", |ctx: JobContext| async move {
-        ctx.log(format!("hello {}", ctx.param()));
-        Ok(())
-    });
-    handlers.register("sleep", |ctx: JobContext| async move {
-        ctx.stopped().await;
-        anyhow::bail!("stopped")
-    });
-    let (stop, stopped) = oneshot::channel::<()>();
-    let executor = tokio::spawn(jobwheel_executor::run(config, handlers, listener, async move {
-        let _ = stopped.await;
-    }));
+    let ours = start_ours(&admin.base, "ours-interop", dir.path());
     scenario(&admin, &core, group, "hello", "sleep").await?;
-    let _ = stop.send(());
-    executor.await??;
+    ours.stop().await?;
+    admin.stop().await
+}
+
+/// One admin, three kinds of executor at once (issue 31, item 6): a jobwheel executor and pyxxl
+/// with the global token, and an xxl-job 3.5 (Gen C) executor with its group's own token. Each
+/// passes the whole scenario (routing, callback, `/log`, kill) while the others run, each group
+/// routes only to its own executor, and the tokens stay scoped: the global token cannot register
+/// into the 3.5 group, nor the 3.5 group's token into another group, and every request the Gen C
+/// executor got carried its own token and AppName over 3.5's paths.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_admin_drives_a_mixed_fleet_at_once() -> anyhow::Result<()> {
+    let Some(python) = pyxxl_python() else { return Ok(()) };
+    let dir = tempfile::tempdir()?;
+    let (admin, core) = admin_with_engine(dir.path()).await?;
+    let store = &*admin.store;
+    let ours_group = add_group(store, "fleet-ours").await?;
+    let pyxxl_group = add_group(store, "fleet-pyxxl").await?;
+    let gen_c_group = add_group(store, "fleet-genc").await?;
+    let gen_c_token = "fleet-genc-group-token";
+    let secrets = SecretBox::from_hex(&"6a".repeat(32))?; // test_config's key
+    let sealed = GroupTokens::seal(&secrets, gen_c_group, gen_c_token);
+    ensure!(store.set_group_token(gen_c_group, Some(&StoredToken::Sealed(sealed)), 0).await?);
+
+    let ours = start_ours(&admin.base, "fleet-ours", dir.path());
+    let mut pyxxl = spawn_pyxxl(&python, &admin.base, "fleet-pyxxl", dir.path())?;
+    // The admin may hold a token snapshot from before the token was stored (up to 5 s).
+    let gen_c = eventually("the 3.5 executor registered with its group's token", || async {
+        let (executor, reply) = GenCExecutor::start(&admin.base, "fleet-genc", gen_c_token).await;
+        (reply["code"] == 200).then_some(executor)
+    })
+    .await;
+
+    let outcome = tokio::try_join!(
+        scenario(&admin, &core, ours_group, "hello", "sleep"),
+        scenario(&admin, &core, pyxxl_group, "pyHello", "pySleep"),
+        scenario(&admin, &core, gen_c_group, "genHello", "genSleep"),
+    );
+    let _ = pyxxl.kill().await;
+    outcome?;
+
+    // Each group routes only to its own executor.
+    let mut addresses = Vec::new();
+    for group in [ours_group, pyxxl_group, gen_c_group] {
+        let list = store.load_group(group).await?.and_then(|g| g.group.address_list).unwrap_or_default();
+        ensure!(!list.contains(','), "one executor per group: {list}");
+        addresses.push(list);
+    }
+    ensure!(addresses[2] == gen_c.address, "{addresses:?}");
+    ensure!(addresses[0] != addresses[1] && addresses[1] != addresses[2], "{addresses:?}");
+
+    // Tokens stay scoped.
+    let register = |app: &str, token: &str, appname: Option<&str>| {
+        let body =
+            json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": "http://127.0.0.1:9/"});
+        let mut request =
+            admin.http.post(admin.url("/api/registry")).header(ACCESS_TOKEN_HEADER, token).json(&body);
+        if let Some(appname) = appname {
+            request = request.header(APPNAME_HEADER, appname);
+        }
+        async move {
+            request.send().await.expect("admin answers").json::<serde_json::Value>().await.expect("JSON")
+        }
+    };
+    let global_into_gen_c = register("fleet-genc", TOKEN, Some("fleet-genc")).await;
+    ensure!(
+        global_into_gen_c["code"] == 500,
+        "the global token cannot act for the 3.5 group: {global_into_gen_c}"
+    );
+    let gen_c_into_ours = register("fleet-ours", gen_c_token, Some("fleet-genc")).await;
+    ensure!(
+        gen_c_into_ours["code"] == 500,
+        "the 3.5 group's token cannot act for another: {gen_c_into_ours}"
+    );
+    let seen = gen_c.seen();
+    ensure!(
+        seen.iter()
+            .all(|s| s.token.as_deref() == Some(gen_c_token) && s.appname.as_deref() == Some("fleet-genc")),
+        "every call to the 3.5 executor carried its token and AppName: {seen:?}"
+    );
+    for path in ["/trigger", "/log", "/kill"] {
+        ensure!(seen.iter().any(|s| s.path == path), "the 3.5 executor was asked {path}: {seen:?}");
+    }
+    ensure!(!seen.iter().any(|s| s.path == "/run"), "no /run to a 3.5 executor: {seen:?}");
+
+    ours.stop().await?;
+    drop(gen_c);
     admin.stop().await
 }

@@ -25,6 +25,7 @@ mod executor;
 mod executor_activity;
 mod first_start;
 mod gen_c;
+mod gen_c_executor;
 pub(crate) mod health;
 mod interop;
 mod mgmt;

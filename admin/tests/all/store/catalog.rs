@@ -75,16 +75,18 @@ async fn groups(Admins { a, b }: &Admins) -> anyhow::Result<()> {
 /// with the AppName, nothing for a missing group, cleared, gone with its group; and which
 /// group's jobs use a module.
 async fn group_tokens(Admins { a, b }: &Admins) -> anyhow::Result<()> {
+    use jobwheel_admin::store::StoredToken;
+    let sealed = |s: &str| StoredToken::Sealed(s.to_owned());
     let own = group(&**a, "token-app").await?;
     let plain = group(&**a, "plain-app").await?;
     ensure!(b.group_tokens().await?.is_empty());
-    ensure!(a.set_group_token(own, Some("sealed-1"), 1).await?);
-    ensure!(a.set_group_token(own, Some("sealed-2"), 2).await?, "replaced");
-    let listed: Vec<(i32, String, String)> =
-        b.group_tokens().await?.into_iter().map(|t| (t.group_id.0, t.app_name, t.sealed)).collect();
-    ensure!(listed == [(own.0, "token-app".to_owned(), "sealed-2".to_owned())], "{listed:?}");
+    ensure!(a.set_group_token(own, Some(&sealed("sealed-1")), 1).await?);
+    ensure!(a.set_group_token(own, Some(&sealed("sealed-2")), 2).await?, "replaced");
+    let listed: Vec<(i32, String, StoredToken)> =
+        b.group_tokens().await?.into_iter().map(|t| (t.group_id.0, t.app_name, t.token)).collect();
+    ensure!(listed == [(own.0, "token-app".to_owned(), sealed("sealed-2"))], "{listed:?}");
     ensure!(
-        !a.set_group_token(jobwheel_admin::store::GroupId(i32::MAX), Some("x"), 3).await?,
+        !a.set_group_token(jobwheel_admin::store::GroupId(i32::MAX), Some(&sealed("x")), 3).await?,
         "no such group"
     );
     ensure!(a.set_group_token(plain, None, 4).await?, "clearing nothing is fine");
@@ -126,7 +128,7 @@ async fn group_tokens(Admins { a, b }: &Admins) -> anyhow::Result<()> {
 
     ensure!(a.set_group_token(own, None, 6).await?);
     ensure!(b.group_tokens().await?.is_empty(), "cleared");
-    ensure!(a.set_group_token(own, Some("sealed-3"), 7).await?);
+    ensure!(a.set_group_token(own, Some(&sealed("sealed-3")), 7).await?);
     ensure!(a.delete_group(own).await?);
     ensure!(b.group_tokens().await?.is_empty(), "gone with its group");
     ensure!(b.list_variables(group_owner).await?.is_empty(), "the group's secrets went with it");

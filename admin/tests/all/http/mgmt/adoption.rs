@@ -1,24 +1,64 @@
-//! An xxl-job database made by upstream's own scripts (`admin/tests/fixtures/upstream`: 2.4.2
-//! and 3.4.2, DDL and seed rows as shipped) is adopted by a running jobwheel admin: upstream's
-//! default `admin` logs in with upstream's password `123456` (MD5 hex on 2.4.2, SHA-256 hex on
-//! 3.4.2), the password is rehashed to argon2 and still works, no second administrator is
-//! created, and upstream's seed job is listed. MySQL/MariaDB, as upstream ships only MySQL DDL.
+//! An xxl-job database made by upstream's own scripts (`admin/tests/fixtures/upstream`: 2.4.2,
+//! 3.4.2 and 3.5.0-SNAPSHOT, DDL and seed rows as shipped) is adopted by a running jobwheel
+//! admin: upstream's default `admin` logs in with upstream's password `123456` (MD5 hex on 2.4.2,
+//! SHA-256 hex on 3.x), the password is rehashed to argon2 and still works, no second
+//! administrator is created, upstream's seed job is listed, and it is triggered on an executor
+//! that registered the way that generation's executors do — on 3.5 with the group's own
+//! `access_token` from upstream's row, over 3.5's `/trigger`. MySQL/MariaDB only: upstream ships
+//! no PostgreSQL script.
 
 use anyhow::{Context as _, ensure};
+use jobwheel_admin::store::Generation;
 use jobwheel_tests::databases::{FreshDatabase, Server};
 use reqwest::Method;
 use serde_json::json;
 
 use super::Env;
+use super::group_tokens::executor_call;
+use super::recording_executor::RecordingExecutor;
+use crate::http::{TOKEN, eventually};
 
-const UPSTREAM_2_4: &str = include_str!("../../../fixtures/upstream/xxl-job-2.4.2.sql");
-const UPSTREAM_3_4: &str = include_str!("../../../fixtures/upstream/xxl-job-3.4.2.sql");
 /// Upstream's documented default login.
 const UPSTREAM_PASSWORD: &str = "123456";
+/// The AppName of upstream's seed group 1, which holds seed job 1.
+const SAMPLE_APP: &str = "xxl-job-executor-sample";
+
+/// One upstream release's script and what it left in the database.
+struct Upstream {
+    script: &'static str,
+    generation: Generation,
+    seed_job: &'static str,
+    /// The seed admin's stored password hash.
+    stored_before: &'static str,
+    /// The seed group's own token (3.5's `xxl_job_group.access_token`).
+    group_token: Option<&'static str>,
+}
+
+const V2_4: Upstream = Upstream {
+    script: include_str!("../../../fixtures/upstream/xxl-job-2.4.2.sql"),
+    generation: Generation::V2,
+    seed_job: "测试任务1",
+    stored_before: "e10adc3949ba59abbe56e057f20f883e",
+    group_token: None,
+};
+const V3_4: Upstream = Upstream {
+    script: include_str!("../../../fixtures/upstream/xxl-job-3.4.2.sql"),
+    generation: Generation::V3,
+    seed_job: "示例任务01",
+    stored_before: "8d969eef6ecad3c29a3a629280e686cf0c3f5d5a86aff3ca12020c923adc6c92",
+    group_token: None,
+};
+const V3_5: Upstream = Upstream {
+    script: include_str!("../../../fixtures/upstream/xxl-job-3.5.0-SNAPSHOT.sql"),
+    generation: Generation::V35,
+    seed_job: "示例任务01",
+    stored_before: "8d969eef6ecad3c29a3a629280e686cf0c3f5d5a86aff3ca12020c923adc6c92",
+    group_token: Some("default_token"),
+};
 
 /// Upstream's script without its `CREATE database` and `use` lines: everything else runs as
 /// written, in the test's own database.
-fn in_this_database(script: &str) -> String {
+pub(crate) fn in_this_database(script: &str) -> String {
     script
         .lines()
         .filter(|line| {
@@ -29,25 +69,26 @@ fn in_this_database(script: &str) -> String {
         .join("\n")
 }
 
-async fn adopt(script: &str, seed_job: &str, stored_before: &str) -> anyhow::Result<()> {
+async fn adopt(upstream: &Upstream) -> anyhow::Result<()> {
     let Some(db) = FreshDatabase::create(Server::MySql).await? else { return Ok(()) };
-    let outcome = adopt_in(&db.url, script, seed_job, stored_before).await;
+    let outcome = adopt_in(&db.url, upstream).await;
     db.drop_it().await?;
     outcome
 }
 
-async fn adopt_in(url: &str, script: &str, seed_job: &str, stored_before: &str) -> anyhow::Result<()> {
-    let upstream = sqlx::MySqlPool::connect(url).await?;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(in_this_database(script))).execute(&upstream).await?;
+async fn adopt_in(url: &str, upstream: &Upstream) -> anyhow::Result<()> {
+    let pool = sqlx::MySqlPool::connect(url).await?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(in_this_database(upstream.script))).execute(&pool).await?;
     let password = |pool: sqlx::MySqlPool| async move {
         sqlx::query_scalar::<_, String>("SELECT password FROM xxl_job_user WHERE username = 'admin'")
             .fetch_one(&pool)
             .await
     };
-    ensure!(password(upstream.clone()).await? == stored_before, "upstream's own hash");
+    ensure!(password(pool.clone()).await? == upstream.stored_before, "upstream's own hash");
 
     let env = Env::start_on(url).await?;
-    let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM xxl_job_user").fetch_one(&upstream).await?;
+    ensure!(env.store().schema().found == upstream.generation, "{:?}", env.store().schema());
+    let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM xxl_job_user").fetch_one(&pool).await?;
     ensure!(users == 1, "upstream's admin is kept and no first-start administrator is added");
     let wrong = env
         .anonymous()
@@ -57,26 +98,174 @@ async fn adopt_in(url: &str, script: &str, seed_job: &str, stored_before: &str) 
         .await?;
     ensure!(wrong.status() == 401, "a wrong password is still wrong: {}", wrong.status());
     let client = env.login_with("admin", UPSTREAM_PASSWORD).await;
-    let rehashed = password(upstream.clone()).await?;
+    let rehashed = password(pool.clone()).await?;
     ensure!(rehashed.starts_with("$argon2"), "rehashed at the first login: {rehashed}");
     let (status, me) = client.get("/api/v1/session").await;
     ensure!(status == 200 && me["user"]["role"] == 1, "an administrator: {me}");
     let (status, jobs) = client.get("/api/v1/jobs?jobGroup=1").await;
     ensure!(status == 200, "{jobs}");
     let listed = jobs.to_string();
-    ensure!(listed.contains(seed_job), "upstream's seed job {seed_job:?} is listed: {listed}");
+    ensure!(
+        listed.contains(upstream.seed_job),
+        "upstream's seed job {:?} is listed: {listed}",
+        upstream.seed_job
+    );
+    let (status, group) = client.get("/api/v1/groups/1").await;
+    ensure!(status == 200 && group["appname"] == SAMPLE_APP, "{group}");
+    ensure!(group["accessTokenSet"] == upstream.group_token.is_some(), "{group}");
+
+    // An executor of the seed group registers as that generation's executors do, and the seed
+    // job is triggered on it with a parameter longer than 2.x's `varchar(512)`.
+    let executor = RecordingExecutor::start().await;
+    let registry =
+        json!({"registryGroup": "EXECUTOR", "registryKey": SAMPLE_APP, "registryValue": executor.address});
+    if let Some(token) = upstream.group_token {
+        let refused = executor_call(&env, "registry", &registry, Some(TOKEN), Some(SAMPLE_APP)).await;
+        ensure!(refused["code"] == 500, "the global token does not act for a group with its own: {refused}");
+        let accepted = executor_call(&env, "registry", &registry, Some(token), Some(SAMPLE_APP)).await;
+        ensure!(accepted["code"] == 200, "upstream's access_token is the group's token: {accepted}");
+    } else {
+        let accepted = executor_call(&env, "registry", &registry, Some(TOKEN), None).await;
+        ensure!(accepted["code"] == 200, "{accepted}");
+    }
+    let param = "p".repeat(600);
+    let (status, reply) = client.post("/api/v1/jobs/1/trigger", json!({"executorParam": param})).await;
+    ensure!(status == 200, "{reply}");
+    let run = eventually("the seed job's trigger", || async { executor.runs().first().cloned() }).await;
+    ensure!(run.body["jobId"] == 1 && run.body["executorParams"] == param.as_str(), "{run:?}");
+    match upstream.group_token {
+        Some(token) => ensure!(
+            run.path == "/trigger"
+                && run.token.as_deref() == Some(token)
+                && run.appname.as_deref() == Some(SAMPLE_APP),
+            "3.5's protocol with the group's token: {run:?}"
+        ),
+        None => ensure!(run.path == "/run" && run.token.as_deref() == Some(TOKEN), "{run:?}"),
+    }
+    let stored: Option<String> = sqlx::query_scalar(
+        "SELECT executor_param FROM xxl_job_log WHERE job_id = 1 ORDER BY id DESC LIMIT 1",
+    )
+    .fetch_one(&pool)
+    .await?;
+    ensure!(stored.as_deref() == Some(param.as_str()), "the log row keeps the whole parameter");
+
+    // A group created here is upstream's shape too, with a title 2.x's `varchar(12)` could
+    // not hold.
+    let title = "Nightly reports executors";
+    let (status, created) = client
+        .post("/api/v1/groups", json!({"appname": "reports-app", "title": title, "addressType": 0}))
+        .await;
+    ensure!(status == 201 || status == 200, "{created}");
+    let name_column = if upstream.generation == Generation::V35 { "name" } else { "title" };
+    let raw: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT {name_column} FROM xxl_job_group WHERE app_name = 'reports-app'"
+    )))
+    .fetch_one(&pool)
+    .await?;
+    ensure!(raw == title, "{raw}");
+
+    if upstream.group_token.is_some() {
+        tokens_shared_with_an_upstream_3_5_admin(&env, &client, &pool).await?;
+    }
     // Logged out and in again: the argon2 hash now answers.
     env.login_with("admin", UPSTREAM_PASSWORD).await;
     env.admin.stop().await.context("stopping the admin")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_xxl_job_2_4_database_is_adopted_and_its_admin_logs_in() -> anyhow::Result<()> {
-    adopt(UPSTREAM_2_4, "测试任务1", "e10adc3949ba59abbe56e057f20f883e").await
+/// On a 3.5 schema the group's token lives in `xxl_job_group.access_token`, so one set in
+/// either admin works in both: jobwheel writes it there (in the clear, as upstream reads it),
+/// and one an upstream admin writes there is in force here within the snapshot's lifetime.
+async fn tokens_shared_with_an_upstream_3_5_admin(
+    env: &Env,
+    client: &super::Client,
+    pool: &sqlx::MySqlPool,
+) -> anyhow::Result<()> {
+    let column = || async {
+        sqlx::query_scalar::<_, Option<String>>("SELECT access_token FROM xxl_job_group WHERE id = 1")
+            .fetch_one(pool)
+            .await
+    };
+    let (status, set) =
+        client.put("/api/v1/groups/1/access-token", json!({"accessToken": "set-in-jobwheel"})).await;
+    ensure!(status == 200, "{set}");
+    ensure!(column().await?.as_deref() == Some("set-in-jobwheel"), "where a 3.5 admin reads it");
+    let sealed: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM jobwheel_group_token").fetch_one(pool).await?;
+    ensure!(sealed == 0, "no second copy that could disagree");
+
+    sqlx::query("UPDATE xxl_job_group SET access_token = 'set-in-upstream' WHERE id = 1")
+        .execute(pool)
+        .await?;
+    let registry = json!({"registryGroup": "EXECUTOR", "registryKey": SAMPLE_APP, "registryValue": "http://127.0.0.1:9/"});
+    eventually("the token an upstream admin set", || async {
+        let reply =
+            executor_call(env, "registry", &registry, Some("set-in-upstream"), Some(SAMPLE_APP)).await;
+        (reply["code"] == 200).then_some(())
+    })
+    .await;
+    let old = executor_call(env, "registry", &registry, Some("set-in-jobwheel"), Some(SAMPLE_APP)).await;
+    ensure!(old["code"] == 500, "the replaced token is refused: {old}");
+
+    ensure!(client.delete("/api/v1/groups/1/access-token").await.0 == 204);
+    ensure!(column().await?.is_none(), "cleared in upstream's column");
+    Ok(())
+}
+
+/// While an upstream admin shares the database (`--keep-upstream-password-hashes`), a login
+/// keeps upstream's hash and a password set in jobwheel is stored the way that upstream
+/// verifies it: MD5 hex on 2.x, SHA-256 hex on 3.x.
+async fn passwords_stay_upstream_verifiable(upstream: &Upstream, new_hash: &str) -> anyhow::Result<()> {
+    let Some(db) = FreshDatabase::create(Server::MySql).await? else { return Ok(()) };
+    let outcome = async {
+        let pool = sqlx::MySqlPool::connect(&db.url).await?;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(in_this_database(upstream.script))).execute(&pool).await?;
+        let env = Env::start_on_configured(&db.url, |c| c.keep_upstream_password_hashes = true).await?;
+        let stored = || async {
+            sqlx::query_scalar::<_, String>("SELECT password FROM xxl_job_user WHERE username = 'admin'")
+                .fetch_one(&pool)
+                .await
+        };
+        let client = env.login_with("admin", UPSTREAM_PASSWORD).await;
+        ensure!(stored().await? == upstream.stored_before, "upstream's hash is kept at login");
+        let (status, reply) = client
+            .put("/api/v1/session/password", json!({"oldPassword": UPSTREAM_PASSWORD, "password": "654321"}))
+            .await;
+        ensure!(status == 204, "{reply}");
+        ensure!(stored().await? == new_hash, "stored as upstream stores it");
+        env.login_with("admin", "654321").await;
+        env.admin.stop().await.context("stopping the admin")
+    }
+    .await;
+    db.drop_it().await?;
+    outcome
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_xxl_job_3_4_database_is_adopted_and_its_admin_logs_in() -> anyhow::Result<()> {
-    adopt(UPSTREAM_3_4, "示例任务01", "8d969eef6ecad3c29a3a629280e686cf0c3f5d5a86aff3ca12020c923adc6c92")
-        .await
+async fn sharing_with_a_2_4_admin_keeps_md5_passwords() -> anyhow::Result<()> {
+    // md5("654321")
+    passwords_stay_upstream_verifiable(&V2_4, "c33367701511b4f6020ec61ded352059").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharing_with_a_3_5_admin_keeps_sha256_passwords() -> anyhow::Result<()> {
+    // sha256("654321")
+    passwords_stay_upstream_verifiable(
+        &V3_5,
+        "481f6cc0511143ccdd7e2d1b1b94faf0a700a8b49cd13922a70b5ae28acaa8c5",
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_xxl_job_2_4_database_is_adopted_logged_into_and_triggered() -> anyhow::Result<()> {
+    adopt(&V2_4).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_xxl_job_3_4_database_is_adopted_logged_into_and_triggered() -> anyhow::Result<()> {
+    adopt(&V3_4).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_xxl_job_3_5_database_is_adopted_with_its_group_tokens() -> anyhow::Result<()> {
+    adopt(&V3_5).await
 }

@@ -5,16 +5,13 @@
 //! `../shared/interop/java-2.4.2.probe.txt`).
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
-use axum::Router;
-use axum::extract::State;
 use jobwheel_admin::store::Group;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
 use super::Env;
 use super::jobs::form;
+use super::recording_executor::RecordingExecutor;
 use crate::http::eventually;
 
 /// `../shared/interop/` beside the repository.
@@ -31,42 +28,12 @@ fn captured_run() -> Value {
     serde_json::from_str(&body).expect("JSON")
 }
 
-/// A loopback executor that answers every request `{"code":200}` and keeps the `/run` bodies.
-struct JavaExecutor {
-    address: String,
-    runs: Arc<Mutex<Vec<Value>>>,
-    _stop: oneshot::Sender<()>,
-}
-
-impl JavaExecutor {
-    async fn start() -> Self {
-        let runs = Arc::new(Mutex::new(Vec::new()));
-        let app = Router::new()
-            .route(
-                "/run",
-                axum::routing::post(|State(runs): State<Arc<Mutex<Vec<Value>>>>, body: String| async move {
-                    runs.lock().expect("lock").push(serde_json::from_str(&body).unwrap_or(Value::Null));
-                    axum::Json(json!({"code": 200}))
-                }),
-            )
-            .fallback(|| async { axum::Json(json!({"code": 200})) })
-            .with_state(Arc::clone(&runs));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let address = format!("http://{}/", listener.local_addr().expect("address"));
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).with_graceful_shutdown(async { drop(stopped.await) }).await;
-        });
-        Self { address, runs, _stop: stop }
-    }
-}
-
 #[tokio::test]
 async fn a_glue_java_job_is_kept_edited_moved_and_sent_as_upstream_sends_it() -> anyhow::Result<()> {
     let env = Env::start().await?;
     env.admin_user("root").await;
     let root = env.login("root").await;
-    let java = JavaExecutor::start().await;
+    let java = RecordingExecutor::start().await;
     let group = env
         .store()
         .add_group(&Group {
@@ -131,7 +98,7 @@ async fn a_glue_java_job_is_kept_edited_moved_and_sent_as_upstream_sends_it() ->
     let (status, reply) = root.post(&format!("/api/v1/jobs/{id}/trigger"), json!({})).await;
     assert_eq!(status, 200, "{reply}");
     let run = eventually("the /run of the GLUE(Java) job", || async {
-        java.runs.lock().expect("lock").first().cloned()
+        java.runs().first().map(|run| run.body.clone())
     })
     .await;
     let keys = |v: &Value| {

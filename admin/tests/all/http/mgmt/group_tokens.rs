@@ -11,7 +11,13 @@ use crate::http::gen_c::set_token;
 use crate::http::{TOKEN, fail, success};
 
 /// POSTs `body` to the executor API with the given headers.
-async fn executor_call(env: &Env, uri: &str, body: &Value, token: Option<&str>, app: Option<&str>) -> Value {
+pub(crate) async fn executor_call(
+    env: &Env,
+    uri: &str,
+    body: &Value,
+    token: Option<&str>,
+    app: Option<&str>,
+) -> Value {
     let mut request = env.admin.http.post(env.admin.url(&format!("/api/{uri}"))).json(body);
     if let Some(token) = token {
         request = request.header(ACCESS_TOKEN_HEADER, token);

@@ -27,7 +27,9 @@ pub(crate) mod matrix;
 mod matrix_world;
 mod openapi_jobs;
 mod priority;
+mod recording_executor;
 mod session;
+mod sharing;
 mod tokens;
 mod transfer;
 mod trigger_addresses;
@@ -64,7 +66,17 @@ impl Env {
 
     /// An admin with its engine on the existing database at `url`.
     pub(crate) async fn start_on(url: &str) -> anyhow::Result<Self> {
-        let admin = Admin::start_engine(test_config(url)).await?;
+        Self::start_on_configured(url, |_| {}).await
+    }
+
+    /// Like [`start_on`](Self::start_on), with the test configuration changed by `configure`.
+    pub(crate) async fn start_on_configured(
+        url: &str,
+        configure: impl FnOnce(&mut jobwheel_admin::config::AdminConfig),
+    ) -> anyhow::Result<Self> {
+        let mut config = test_config(url);
+        configure(&mut config);
+        let admin = Admin::start_engine(config).await?;
         Ok(Self { admin, url: url.to_owned(), _dir: tempfile::tempdir()? })
     }
 
