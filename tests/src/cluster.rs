@@ -103,6 +103,18 @@ impl Daemon {
         data_dir: &Path,
         extra: &[&str],
     ) -> anyhow::Result<Daemon> {
+        Self::start_executor_with_env(app_name, admins, data_dir, extra, &[]).await
+    }
+
+    /// Like [`start_executor`](Self::start_executor), with `env` set for the process (e.g. a
+    /// `PATH` without some interpreter).
+    pub async fn start_executor_with_env(
+        app_name: &str,
+        admins: &[String],
+        data_dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Daemon> {
         std::fs::create_dir_all(data_dir)?;
         let port = free_port()?;
         let mut args: Vec<String> = vec![
@@ -130,7 +142,7 @@ impl Daemon {
             binary: "jobwheel-executor",
             ready: Ready::Executor,
             args,
-            env: Vec::new(),
+            env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
             child: None,
         };
         executor.spawn().await?;

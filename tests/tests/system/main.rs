@@ -185,6 +185,7 @@ async fn scenarios(url: &str) -> anyhow::Result<()> {
         grant_limits::run(&stack).await.context("a job's own fuel and memory grants")?;
         if url.starts_with("sqlite") {
             glue_switch::run(&stack).await.context("a BEAN-only executor")?;
+            glue_switch::missing_interpreters(&stack).await.context("interpreters not installed")?;
         }
         restarts::restart_same_address(&mut stack).await.context("executor restarted on its address")?;
         flows::lost_job(&mut stack).await.context("lost job")?;
