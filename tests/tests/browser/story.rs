@@ -300,9 +300,20 @@ async fn job_search(browser: &Browser) -> anyhow::Result<()> {
     browser.screenshot("job-search").await
 }
 
+/// A sync request of the page's own session to the management API (the UI's cookie, no CSRF
+/// needed for reads); the JSON answer.
+async fn api_get(browser: &Browser, path: &str) -> anyhow::Result<serde_json::Value> {
+    let script = format!(
+        "const r = new XMLHttpRequest(); r.open('GET', '/api/v1{path}', false); r.send(); \
+         return JSON.parse(r.responseText);"
+    );
+    browser.js(&script).await
+}
+
 /// The story group's three jobs (Wasm, shell, GLUE(Java)) are exported (the browser fetches the
-/// file), and a file naming the shell job is imported: the dry run says "update", applying it
-/// changes the job's author.
+/// file), and a file is imported that names the shell job and carries the exported GLUE(Java)
+/// job under a new name: the dry run says "update" and "create", applying it changes the shell
+/// job's author and brings the GLUE(Java) job back with its Java source, shown in the GLUE IDE.
 async fn transfer(browser: &Browser, dir: &Path) -> anyhow::Result<()> {
     browser.click("#menu-jobs").await?;
     browser.find("#job-filters select[name=jobGroup]").await?.select_by_label(GROUP_TITLE).await?;
@@ -312,23 +323,50 @@ async fn transfer(browser: &Browser, dir: &Path) -> anyhow::Result<()> {
         .await?;
     browser.click("#job-export").await?;
     browser.wait_contains("#notices", "3 job(s) exported").await?;
+    let jobs = api_get(browser, "/jobs?limit=100").await?;
+    let java_id = jobs["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|j| j["glueType"] == "GLUE_GROOVY"))
+        .and_then(|j| j["id"].as_i64())
+        .context("the GLUE(Java) job")?;
+    let exported = api_get(browser, &format!("/jobs/export?ids={java_id}")).await?;
+    let mut java = exported["jobs"][0].clone();
+    ensure!(
+        java["glueSource"].as_str().is_some_and(|s| s.contains("hello from the UI")),
+        "exported with its source: {java}"
+    );
+    java["jobDesc"] = json!("GLUE(Java) moved");
     let file = dir.join("import.json");
     let entry = serde_json::json!({"appname": APP_NAME, "jobDesc": "Shell job with history", "author": "imported-author",
         "scheduleType": "NONE", "misfireStrategy": "DO_NOTHING", "executorRouteStrategy": "FIRST",
         "executorBlockStrategy": "SERIAL_EXECUTION", "glueType": "GLUE_SHELL", "tags": ["imported"]});
     std::fs::write(
         &file,
-        serde_json::json!({"format": "jobwheel-jobs", "version": 1, "jobs": [entry]}).to_string(),
+        serde_json::json!({"format": "jobwheel-jobs", "version": 1, "jobs": [entry, java]}).to_string(),
     )?;
     browser.click("#job-import").await?;
     browser.find("#import-file").await?.send_keys(&file.display().to_string()).await?;
     browser.wait_contains("#import-ready", "nothing has been written").await?;
     let items = browser.wait_contains("#import-items", "Shell job with history").await?;
     ensure!(items.contains("update"), "the dry run updates the existing job: {items}");
+    ensure!(
+        items.contains("GLUE(Java) moved") && items.contains("create"),
+        "and creates the Java one: {items}"
+    );
     browser.screenshot("import").await?;
     browser.click("#import-modal [data-action=apply]").await?;
     let table = browser.wait_contains("#job-table", "imported-author").await?;
     ensure!(table.contains("imported"), "the imported tag is shown: {table}");
+    let moved = api_get(browser, "/jobs?jobDesc=GLUE(Java)%20moved").await?;
+    let moved_id = moved["items"][0]["id"].as_i64().context("the imported GLUE(Java) job")?;
+    browser.route(&format!("#/jobs/{moved_id}/glue")).await?;
+    browser.find(".CodeMirror").await?;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !editor_text(browser).await?.contains("hello from the UI") {
+        ensure!(tokio::time::Instant::now() < deadline, "the imported Java source in the GLUE IDE");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    browser.wait_contains("#glue-java-notice", "jobwheel executor").await?;
     Ok(())
 }
 
@@ -418,7 +456,8 @@ async fn audit_log(browser: &Browser) -> anyhow::Result<()> {
 
 async fn dashboard(browser: &Browser) -> anyhow::Result<()> {
     browser.click("#menu-dashboard").await?;
-    browser.wait_text("#stat-jobs .stat-value", "three jobs (Wasm, shell, GLUE(Java))", |t| t == "3").await?;
+    let four = "four jobs (Wasm, shell, GLUE(Java) and its imported copy)";
+    browser.wait_text("#stat-jobs .stat-value", four, |t| t == "4").await?;
     browser.find("#chart-line").await?;
     browser.screenshot("dashboard").await
 }
