@@ -142,12 +142,18 @@ async fn adopt_in(url: &str, upstream: &Upstream) -> anyhow::Result<()> {
         ),
         None => ensure!(run.path == "/run" && run.token.as_deref() == Some(TOKEN), "{run:?}"),
     }
-    let stored: Option<String> = sqlx::query_scalar(
-        "SELECT executor_param FROM xxl_job_log WHERE job_id = 1 ORDER BY id DESC LIMIT 1",
-    )
-    .fetch_one(&pool)
-    .await?;
-    ensure!(stored.as_deref() == Some(param.as_str()), "the log row keeps the whole parameter");
+    // The trigger's outcome (with its parameter) is written once `/run` has answered.
+    let stored = eventually("the trigger's outcome in its log row", || async {
+        let row: (i32, Option<String>) = sqlx::query_as(
+            "SELECT trigger_code, executor_param FROM xxl_job_log WHERE job_id = 1 ORDER BY id DESC LIMIT 1",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("the log row");
+        (row.0 != 0).then_some(row)
+    })
+    .await;
+    ensure!(stored == (200, Some(param.clone())), "the log row keeps the whole parameter: {stored:?}");
 
     // A group created here is upstream's shape too, with a title 2.x's `varchar(12)` could
     // not hold.
