@@ -142,7 +142,9 @@ async fn run(url: &str, setup: &Setup) -> anyhow::Result<()> {
     let first_fire = (now_ms() / 1000 + 7) * 1000;
     let jobs = add_jobs(&*store, group, first_fire).await?;
 
-    let seed: u64 = rand::random();
+    // `JOBWHEEL_CHAOS_SEED` replays a reported run's kill plan (the timing around it still varies).
+    let seed: u64 =
+        std::env::var("JOBWHEEL_CHAOS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut kills = Vec::new();
     let started = tokio::time::Instant::now();
