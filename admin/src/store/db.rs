@@ -200,36 +200,36 @@ pub(crate) enum Handle<'a> {
 /// `$sql` to the statement's text in that dialect.
 macro_rules! on_ex {
     ($self:expr, $stmt:expr, |$ex:ident, $db:ident, $sql:ident| $body:expr) => {{
-        let naming = $self.naming;
+        let dialect = $self.dialect();
         match $self.conn {
             Handle::SqlitePool($ex) => {
                 type $db = Sqlite;
-                let $sql = $stmt.sql(Dialect::new(Backend::Sqlite, naming));
+                let $sql = $stmt.sql(dialect);
                 $body
             }
             Handle::SqliteConn($ex) => {
                 type $db = Sqlite;
-                let $sql = $stmt.sql(Dialect::new(Backend::Sqlite, naming));
+                let $sql = $stmt.sql(dialect);
                 $body
             }
             Handle::PgPool($ex) => {
                 type $db = Postgres;
-                let $sql = $stmt.sql(Dialect::new(Backend::Postgres, naming));
+                let $sql = $stmt.sql(dialect);
                 $body
             }
             Handle::PgConn($ex) => {
                 type $db = Postgres;
-                let $sql = $stmt.sql(Dialect::new(Backend::Postgres, naming));
+                let $sql = $stmt.sql(dialect);
                 $body
             }
             Handle::MySqlPool($ex) => {
                 type $db = MySql;
-                let $sql = $stmt.sql(Dialect::new(Backend::MySql, naming));
+                let $sql = $stmt.sql(dialect);
                 $body
             }
             Handle::MySqlConn($ex) => {
                 type $db = MySql;
-                let $sql = $stmt.sql(Dialect::new(Backend::MySql, naming));
+                let $sql = $stmt.sql(dialect);
                 $body
             }
         }
@@ -240,6 +240,11 @@ impl<'a> Ex<'a> {
     /// Statements on `conn`, with the schema's column names.
     pub(crate) fn new(conn: Handle<'a>, naming: Naming) -> Self {
         Self { conn, naming }
+    }
+
+    /// How statements are spelled here: the backend and the schema's column names.
+    fn dialect(&self) -> Dialect {
+        Dialect::new(self.backend(), self.naming)
     }
 
     /// The database behind this executor.
@@ -334,7 +339,7 @@ impl<'a> Ex<'a> {
         stmt: &dyn Statement,
         args: &[Arg<'_>],
     ) -> Result<i64, StoreError> {
-        let dialect = Dialect::new(Backend::Sqlite, self.naming);
+        let dialect = self.dialect();
         match self.conn {
             Handle::SqlitePool(pool) => sqlite_last_rowid(pool, dialect, stmt, args).await,
             Handle::SqliteConn(conn) => sqlite_last_rowid(conn, dialect, stmt, args).await,
@@ -351,7 +356,7 @@ impl<'a> Ex<'a> {
         (T,): Record,
         T: TryFrom<u64>,
     {
-        let dialect = Dialect::new(Backend::MySql, self.naming);
+        let dialect = self.dialect();
         match self.conn {
             Handle::MySqlPool(pool) => mysql_insert_id(pool, dialect, stmt, args).await,
             Handle::MySqlConn(conn) => mysql_insert_id(conn, dialect, stmt, args).await,

@@ -12,7 +12,6 @@ use anyhow::ensure;
 use jobwheel_admin::credentials::GroupTokens;
 use jobwheel_admin::engine_core::EngineCore;
 use jobwheel_admin::http::AdminCore;
-use jobwheel_admin::protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 use jobwheel_admin::sealing::SecretBox;
 use jobwheel_admin::store::{Group, GroupId, JobId, LogFilter, LogId, LogRow, Page, Store, StoredToken};
 use jobwheel_executor::{ExecutorConfig, Handlers, JobContext};
@@ -249,24 +248,15 @@ async fn one_admin_drives_a_mixed_fleet_at_once() -> anyhow::Result<()> {
     ensure!(addresses[0] != addresses[1] && addresses[1] != addresses[2], "{addresses:?}");
 
     // Tokens stay scoped.
-    let register = |app: &str, token: &str, appname: Option<&str>| {
-        let body =
-            json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": "http://127.0.0.1:9/"});
-        let mut request =
-            admin.http.post(admin.url("/api/registry")).header(ACCESS_TOKEN_HEADER, token).json(&body);
-        if let Some(appname) = appname {
-            request = request.header(APPNAME_HEADER, appname);
-        }
-        async move {
-            request.send().await.expect("admin answers").json::<serde_json::Value>().await.expect("JSON")
-        }
-    };
-    let global_into_gen_c = register("fleet-genc", TOKEN, Some("fleet-genc")).await;
+    let registry = |app: &str| json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": "http://127.0.0.1:9/"});
+    let global_into_gen_c =
+        admin.executor_call("registry", &registry("fleet-genc"), Some(TOKEN), Some("fleet-genc")).await;
     ensure!(
         global_into_gen_c["code"] == 500,
         "the global token cannot act for the 3.5 group: {global_into_gen_c}"
     );
-    let gen_c_into_ours = register("fleet-ours", gen_c_token, Some("fleet-genc")).await;
+    let gen_c_into_ours =
+        admin.executor_call("registry", &registry("fleet-ours"), Some(gen_c_token), Some("fleet-genc")).await;
     ensure!(
         gen_c_into_ours["code"] == 500,
         "the 3.5 group's token cannot act for another: {gen_c_into_ours}"

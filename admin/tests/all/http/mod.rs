@@ -11,7 +11,7 @@ use jobwheel_admin::app;
 use jobwheel_admin::config::AdminConfig;
 use jobwheel_admin::engine::EngineError;
 use jobwheel_admin::http::AdminCore;
-use jobwheel_admin::protocol::{ACCESS_TOKEN_HEADER, HandleCallbackParam};
+use jobwheel_admin::protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER, HandleCallbackParam};
 use jobwheel_admin::store::Store;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -150,6 +150,25 @@ impl Admin {
 
     pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// POSTs `body` to the executor API (`/api/{uri}`) with the given token and AppName
+    /// headers, as an executor would; the JSON reply.
+    pub(crate) async fn executor_call(
+        &self,
+        uri: &str,
+        body: &Value,
+        token: Option<&str>,
+        app: Option<&str>,
+    ) -> Value {
+        let mut request = self.http.post(self.url(&format!("/api/{uri}"))).json(body);
+        if let Some(token) = token {
+            request = request.header(ACCESS_TOKEN_HEADER, token);
+        }
+        if let Some(app) = app {
+            request = request.header(APPNAME_HEADER, app);
+        }
+        request.send().await.expect("admin answers").json().await.expect("JSON")
     }
 
     /// POSTs `body` and returns the HTTP status and the JSON reply.

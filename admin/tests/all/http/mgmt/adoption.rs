@@ -14,7 +14,6 @@ use reqwest::Method;
 use serde_json::json;
 
 use super::Env;
-use super::group_tokens::executor_call;
 use super::recording_executor::RecordingExecutor;
 use crate::http::{TOKEN, eventually};
 
@@ -120,12 +119,12 @@ async fn adopt_in(url: &str, upstream: &Upstream) -> anyhow::Result<()> {
     let registry =
         json!({"registryGroup": "EXECUTOR", "registryKey": SAMPLE_APP, "registryValue": executor.address});
     if let Some(token) = upstream.group_token {
-        let refused = executor_call(&env, "registry", &registry, Some(TOKEN), Some(SAMPLE_APP)).await;
+        let refused = env.admin.executor_call("registry", &registry, Some(TOKEN), Some(SAMPLE_APP)).await;
         ensure!(refused["code"] == 500, "the global token does not act for a group with its own: {refused}");
-        let accepted = executor_call(&env, "registry", &registry, Some(token), Some(SAMPLE_APP)).await;
+        let accepted = env.admin.executor_call("registry", &registry, Some(token), Some(SAMPLE_APP)).await;
         ensure!(accepted["code"] == 200, "upstream's access_token is the group's token: {accepted}");
     } else {
-        let accepted = executor_call(&env, "registry", &registry, Some(TOKEN), None).await;
+        let accepted = env.admin.executor_call("registry", &registry, Some(TOKEN), None).await;
         ensure!(accepted["code"] == 200, "{accepted}");
     }
     let param = "p".repeat(600);
@@ -204,11 +203,11 @@ async fn tokens_shared_with_an_upstream_3_5_admin(
     let registry = json!({"registryGroup": "EXECUTOR", "registryKey": SAMPLE_APP, "registryValue": "http://127.0.0.1:9/"});
     eventually("the token an upstream admin set", || async {
         let reply =
-            executor_call(env, "registry", &registry, Some("set-in-upstream"), Some(SAMPLE_APP)).await;
+            env.admin.executor_call("registry", &registry, Some("set-in-upstream"), Some(SAMPLE_APP)).await;
         (reply["code"] == 200).then_some(())
     })
     .await;
-    let old = executor_call(env, "registry", &registry, Some("set-in-jobwheel"), Some(SAMPLE_APP)).await;
+    let old = env.admin.executor_call("registry", &registry, Some("set-in-jobwheel"), Some(SAMPLE_APP)).await;
     ensure!(old["code"] == 500, "the replaced token is refused: {old}");
 
     ensure!(client.delete("/api/v1/groups/1/access-token").await.0 == 204);

@@ -10,24 +10,6 @@ use super::Env;
 use crate::http::gen_c::set_token;
 use crate::http::{TOKEN, fail, success};
 
-/// POSTs `body` to the executor API with the given headers.
-pub(crate) async fn executor_call(
-    env: &Env,
-    uri: &str,
-    body: &Value,
-    token: Option<&str>,
-    app: Option<&str>,
-) -> Value {
-    let mut request = env.admin.http.post(env.admin.url(&format!("/api/{uri}"))).json(body);
-    if let Some(token) = token {
-        request = request.header(ACCESS_TOKEN_HEADER, token);
-    }
-    if let Some(app) = app {
-        request = request.header(APPNAME_HEADER, app);
-    }
-    request.send().await.expect("admin answers").json().await.expect("JSON")
-}
-
 fn registry(app: &str) -> Value {
     json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": "http://127.0.0.1:9/"})
 }
@@ -87,37 +69,38 @@ async fn the_executor_api_takes_a_group_token_with_its_appname_for_that_group_on
     // Gen C's messages when the AppName header is sent; Gen A/B's without it.
     let own_registry = registry("own-app");
     assert_eq!(
-        executor_call(&env, "registry", &own_registry, Some(&token), Some("own-app")).await,
+        env.admin.executor_call("registry", &own_registry, Some(&token), Some("own-app")).await,
         success()
     );
     // The global token does not act for a group with its own token (review M3): its holder
     // would receive that group's token, triggers and secrets.
-    let reply = executor_call(&env, "registry", &own_registry, Some(TOKEN), None).await;
+    let reply = env.admin.executor_call("registry", &own_registry, Some(TOKEN), None).await;
     assert_eq!(reply["code"], 500, "{reply}");
     assert!(reply["msg"].as_str().unwrap_or_default().contains("has its own access token"), "{reply}");
     let plain = env.group("plain-app").await;
     assert_eq!(
-        executor_call(&env, "registry", &registry("plain-app"), Some(TOKEN), None).await,
+        env.admin.executor_call("registry", &registry("plain-app"), Some(TOKEN), None).await,
         success(),
         "the global token registers groups without a token of their own"
     );
     let invalid = fail("invalid request, accessToken or appname invalid.");
     let empty = fail("invalid request, accessToken or appname is empty.");
     assert_eq!(
-        executor_call(&env, "registry", &own_registry, Some("wrong-token"), Some("own-app")).await,
+        env.admin.executor_call("registry", &own_registry, Some("wrong-token"), Some("own-app")).await,
         invalid
     );
     assert_eq!(
-        executor_call(&env, "registry", &own_registry, Some(&token), Some("other-app")).await,
+        env.admin.executor_call("registry", &own_registry, Some(&token), Some("other-app")).await,
         invalid
     );
-    assert_eq!(executor_call(&env, "registry", &own_registry, Some(""), Some("own-app")).await, empty);
+    assert_eq!(env.admin.executor_call("registry", &own_registry, Some(""), Some("own-app")).await, empty);
     assert_eq!(
-        executor_call(&env, "registry", &own_registry, Some(&token), None).await,
+        env.admin.executor_call("registry", &own_registry, Some(&token), None).await,
         fail("The access token is wrong.")
     );
     // A group's token cannot register executors of another group (they would get its triggers).
-    let reply = executor_call(&env, "registry", &registry("other-app"), Some(&token), Some("own-app")).await;
+    let reply =
+        env.admin.executor_call("registry", &registry("other-app"), Some(&token), Some("own-app")).await;
     assert_eq!(reply["code"], 500, "{reply}");
     assert!(
         reply["msg"].as_str().unwrap_or_default().contains("is not the AppName of the access token"),
@@ -175,7 +158,7 @@ async fn the_executor_api_takes_a_group_token_with_its_appname_for_that_group_on
         {"logId": own_log.0, "logDateTim": 0, "handleCode": 200, "handleMsg": "own"},
         {"logId": other_log.0, "logDateTim": 0, "handleCode": 500, "handleMsg": "forged"},
     ]);
-    let reply = executor_call(&env, "callback", &results, Some(&token), Some("own-app")).await;
+    let reply = env.admin.executor_call("callback", &results, Some(&token), Some("own-app")).await;
     assert_eq!(reply["code"], 200, "{reply}");
     assert!(reply["msg"].as_str().unwrap_or_default().contains("ignored 1 result"), "{reply}");
     assert_eq!(env.store().load_log(own_log).await?.expect("log").handle_code, 200);
@@ -184,7 +167,7 @@ async fn the_executor_api_takes_a_group_token_with_its_appname_for_that_group_on
         0,
         "the other group's run is untouched"
     );
-    let reply = executor_call(&env, "callback", &results, Some(TOKEN), None).await;
+    let reply = env.admin.executor_call("callback", &results, Some(TOKEN), None).await;
     assert_eq!(reply["code"], 200, "{reply}");
     assert!(reply["msg"].as_str().unwrap_or_default().contains("ignored 2 result"), "{reply}");
     assert_eq!(
@@ -198,11 +181,14 @@ async fn the_executor_api_takes_a_group_token_with_its_appname_for_that_group_on
         .insert_log(&NewLog { job_group: plain, job_id: plain_job, trigger_time: chrono::Utc::now() })
         .await?;
     let results = json!([{"logId": plain_log.0, "logDateTim": 0, "handleCode": 200, "handleMsg": "plain"}]);
-    assert_eq!(executor_call(&env, "callback", &results, Some(TOKEN), None).await, success());
+    assert_eq!(env.admin.executor_call("callback", &results, Some(TOKEN), None).await, success());
     assert_eq!(env.store().load_log(plain_log).await?.expect("log").handle_code, 200);
 
     // Removed: refused at once on this admin.
     assert_eq!(root.delete(&format!("/api/v1/groups/{}/access-token", own.0)).await.0, 204);
-    assert_eq!(executor_call(&env, "registry", &own_registry, Some(&token), Some("own-app")).await, invalid);
+    assert_eq!(
+        env.admin.executor_call("registry", &own_registry, Some(&token), Some("own-app")).await,
+        invalid
+    );
     env.admin.stop().await
 }
