@@ -17,11 +17,11 @@ use crate::alarm::{AlarmChannel, Alarmer, EmailAlarm, WebhookAlarm};
 use crate::app::CoreContext;
 use crate::clock::{SystemClock, ThreadRandom};
 use crate::config::AdminConfig;
-use crate::engine::{Engine, EngineConfig, EngineError, EngineServices, schedule_node_name};
+use crate::engine::{Engine, EngineConfig, EngineError, EngineServices, StartError, schedule_node_name};
 use crate::executor_client::HttpExecutorClient;
 use crate::http::AdminCore;
 use crate::routing::Router;
-use crate::store::{Backend, GroupId, JobId, LogId};
+use crate::store::{Backend, GroupId, InstanceId, JobId, LogId, StartOutcome, WorkflowId};
 
 /// How long an alarm webhook may take before the alarm counts as failed.
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -95,6 +95,18 @@ impl EngineCore {
 
 #[async_trait]
 impl AdminCore for EngineCore {
+    async fn start_workflow(
+        &self,
+        workflow: WorkflowId,
+        context: Option<&str>,
+    ) -> Result<StartOutcome, StartError> {
+        self.engine.workflows().start(workflow, context, "MANUAL").await
+    }
+
+    async fn stop_workflow_instance(&self, instance: InstanceId) -> Result<bool, EngineError> {
+        self.engine.workflows().stop(instance).await
+    }
+
     fn readiness(&self) -> Result<(), String> {
         self.engine.scheduler().readiness()
     }

@@ -32,5 +32,6 @@ pub mod store;
 pub mod trusted_proxies;
 pub mod users;
 pub mod wasm_check;
+pub mod workflow;
 
 pub use jobwheel_protocol as protocol;

@@ -272,6 +272,7 @@ fn type_label(trigger_type: TriggerType) -> &'static str {
         TriggerType::Retry => "retry",
         TriggerType::Parent => "parent",
         TriggerType::Api => "api",
+        TriggerType::Workflow => "workflow",
         TriggerType::Misfire => "misfire",
     }
 }

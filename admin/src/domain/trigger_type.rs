@@ -17,6 +17,8 @@ pub enum TriggerType {
     Api,
     /// A misfired trigger fired once now (`FIRE_ONCE_NOW`).
     Misfire,
+    /// A node of a workflow instance (jobwheel).
+    Workflow,
 }
 
 impl TriggerType {
@@ -35,6 +37,8 @@ impl TriggerType {
             (Self::Api, MessageLang::En) => "Api trigger",
             (Self::Misfire, MessageLang::Zh) => "调度过期补偿",
             (Self::Misfire, MessageLang::En) => "Misfire compensation trigger",
+            (Self::Workflow, MessageLang::Zh) => "工作流触发",
+            (Self::Workflow, MessageLang::En) => "Workflow trigger",
         }
     }
 }

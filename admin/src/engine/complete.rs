@@ -20,6 +20,7 @@ use super::config::{EngineConfig, EngineServices};
 use super::fix_delay::{FIX_DELAY_PARKED, FixDelay};
 use super::i18n::{separator, texts};
 use super::trigger::{TriggerPath, TriggerRequest, to_datetime};
+use super::workflows::Workflows;
 use crate::clock::Clock;
 use crate::domain::TriggerType;
 use crate::lang::MessageLang;
@@ -36,6 +37,8 @@ pub struct Completion {
     triggers: Arc<TriggerPath>,
     pub(super) clients: Arc<ExecutorClients>,
     fix_delay: Arc<FixDelay>,
+    /// Told of every stored result: a workflow node's advances its instance.
+    workflows: Arc<Workflows>,
     /// Where `executor_restarted` runs its check in the background.
     pub(super) tracker: TaskTracker,
     pub(super) clock: Arc<dyn Clock>,
@@ -48,7 +51,7 @@ pub struct Completion {
 impl Completion {
     pub(super) fn new(
         triggers: Arc<TriggerPath>,
-        fix_delay: Arc<FixDelay>,
+        (fix_delay, workflows): (Arc<FixDelay>, Arc<Workflows>),
         config: &EngineConfig,
         services: &EngineServices,
         tracker: TaskTracker,
@@ -58,6 +61,7 @@ impl Completion {
             clients: Arc::clone(&triggers.clients),
             triggers,
             fix_delay,
+            workflows,
             tracker,
             clock: Arc::clone(&services.clock),
             metrics: Arc::clone(&services.metrics),
@@ -111,6 +115,7 @@ impl Completion {
             HandleOutcome::Applied(stored) => {
                 self.metrics.result_stored(stored.handle_code);
                 let job = self.store.follow_ups(&[stored.job_id]).await?.pop();
+                self.workflows.on_results(vec![stored.id]);
                 self.complete(stored, job.as_ref()).await?;
                 Ok(true)
             }
@@ -131,6 +136,7 @@ impl Completion {
         if logs.is_empty() {
             return;
         }
+        self.workflows.on_results(logs.iter().map(|log| log.id).collect());
         let mut ids: Vec<JobId> = logs.iter().map(|log| log.job_id).collect();
         ids.sort_unstable_by_key(|id| id.0);
         ids.dedup();

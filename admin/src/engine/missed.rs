@@ -11,63 +11,48 @@
 
 use std::sync::Arc;
 
-use super::EngineError;
 use super::i18n::texts;
 use crate::lang::MessageLang;
 use crate::metrics::AdminMetrics;
-use crate::store::{JobRow, LogId, LogTriggerUpdate, NewLog, Store};
-use jobwheel_protocol::envelope::FAIL_CODE;
+use crate::store::{JobId, JobRow, MissedFire};
 
-/// Writes missed-fire rows; the pre-read and claim recovery each have one.
+/// Describes missed-fire rows; the pre-read and claim recovery each have one. The row goes in
+/// with the transaction that skips (a crash between the two would lose the alarm), and so has
+/// no retries to schedule: a missed fire is reported, never retried — retrying would be the
+/// `FIRE_ONCE_NOW` the job's owner did not choose.
 #[derive(Clone)]
 pub(crate) struct MissedFires {
-    store: Arc<dyn Store>,
     metrics: Arc<AdminMetrics>,
     lang: MessageLang,
 }
 
 impl MissedFires {
-    pub(crate) fn new(store: Arc<dyn Store>, metrics: Arc<AdminMetrics>, lang: MessageLang) -> Self {
-        Self { store, metrics, lang }
+    pub(crate) fn new(metrics: Arc<AdminMetrics>, lang: MessageLang) -> Self {
+        Self { metrics, lang }
     }
 
-    /// Records that `job` skipped `count` fire time(s), the first due at `missed_ms`, seen at
-    /// `now_ms`; the new log row.
-    pub(crate) async fn record(
-        &self,
-        job: &JobRow,
-        missed_ms: i64,
-        count: usize,
-        now_ms: i64,
-    ) -> Result<LogId, EngineError> {
-        self.metrics.misfire("DO_NOTHING", count);
-        let trigger_time = super::trigger::to_datetime(missed_ms);
-        let log_id = self
-            .store
-            .insert_log(&NewLog { job_group: job.job.job_group, job_id: job.id, trigger_time })
-            .await?;
-        let t = texts(self.lang);
+    /// The missed-fire row for `job` skipping `count` fire time(s), the first due at
+    /// `missed_ms`, seen at `now_ms`. The caller stores it in the transaction that skips.
+    pub(crate) fn row(&self, job: &JobRow, missed_ms: i64, count: usize, now_ms: i64) -> MissedFire {
         let late_s = (now_ms - missed_ms).max(0) / 1000;
-        let msg = t
+        let trigger_msg = texts(self.lang)
             .missed_fire
             .replace("{count}", &count.to_string())
             .replace("{late}", &late_s.to_string())
             .replace("{strategy}", job.job.misfire_strategy.as_str());
-        let update = LogTriggerUpdate {
-            log_id,
-            trigger_time,
-            trigger_code: FAIL_CODE,
-            trigger_msg: Some(msg),
-            executor_address: None,
+        MissedFire {
+            job_group: job.job.job_group,
+            job_id: job.id,
+            trigger_time: super::trigger::to_datetime(missed_ms),
+            trigger_msg,
             executor_handler: job.job.executor_handler.clone(),
             executor_param: job.job.executor_param.clone(),
-            executor_sharding_param: None,
-            // A missed fire is reported, never retried: retrying would be the FIRE_ONCE_NOW
-            // the job's owner did not choose.
-            executor_fail_retry_count: 0,
-        };
-        self.store.update_log_trigger(&update).await?;
-        tracing::warn!(job_id = job.id.0, log_id = log_id.0, count, late_s, "missed fire recorded");
-        Ok(log_id)
+        }
+    }
+
+    /// Counts and logs a skip once its row is committed.
+    pub(crate) fn recorded(&self, job_id: JobId, count: usize) {
+        self.metrics.misfire("DO_NOTHING", count);
+        tracing::warn!(job_id = job_id.0, count, "missed fire recorded");
     }
 }

@@ -13,6 +13,7 @@
 //! | [`ClaimRecovery`] | `recover.rs`, `claims.rs` | — (dead admins' claims) |
 //! | [`TriggerPath`] | `trigger.rs`, `shard.rs`, `pool.rs`, `batch.rs`, `sending.rs`, `grant.rs`, `group_cap.rs`, `trigger_msg.rs` | `JobTriggerPoolHelper`, `XxlJobTrigger` |
 //! | [`Completion`] | `complete.rs` (+ lost monitor, kill), `restarts.rs`, `fix_delay.rs` | `JobCompleteHelper`, `XxlJobCompleter` |
+//! | [`Workflows`] | `workflows.rs`, `workflow_advance.rs`, `workflow_sweep.rs` | — (DAG workflows, docs/workflows.md) |
 //! | [`RegistryMonitor`], [`FailMonitor`], [`ReportMonitor`] | `registry.rs`, `fail.rs`, `report.rs` | `JobRegistryHelper`, `JobFailMonitorHelper`, `JobLogReportHelper` |
 //!
 //! `tasks.rs` spawns them all; `start.rs` is `JobInfoController.start`'s first fire time.
@@ -55,6 +56,9 @@ mod start;
 mod tasks;
 mod trigger;
 mod trigger_msg;
+mod workflow_advance;
+mod workflow_sweep;
+mod workflows;
 
 pub use crate::domain::TriggerType;
 pub use complete::{Completion, LOST_AFTER_MS};
@@ -77,6 +81,8 @@ pub use sending::MAX_DEFER;
 pub use share::{LEASE_MS, fair_share, schedule_node_name};
 pub use start::first_fire_time;
 pub use trigger::{TriggerOutcome, TriggerPath, TriggerRequest};
+pub use workflow_sweep::{RUN_GRACE_MS, SweepReport};
+pub use workflows::{MAX_CONTEXT, MAX_NODE_OUTPUT, StartError, Workflows};
 
 /// What the engine's callers can get wrong, or what failed underneath.
 #[derive(Debug, thiserror::Error)]
@@ -113,6 +119,7 @@ pub struct Engine {
     scheduler: Arc<Scheduler>,
     triggers: Arc<TriggerPath>,
     completion: Arc<Completion>,
+    workflows: Arc<Workflows>,
     registry: Arc<RegistryMonitor>,
     failures: Arc<FailMonitor>,
     report: Arc<ReportMonitor>,
@@ -156,8 +163,14 @@ impl Engine {
             tracker.clone(),
         );
         let scheduler = Scheduler::new(Arc::clone(&store), Arc::clone(&triggers), shared, &config, &services);
-        let completion =
-            Completion::new(Arc::clone(&triggers), fix_delay, &config, &services, tracker.clone());
+        let workflows = Workflows::new(Arc::clone(&triggers), tracker.clone(), config.time_zone);
+        let completion = Completion::new(
+            Arc::clone(&triggers),
+            (fix_delay, Arc::clone(&workflows)),
+            &config,
+            &services,
+            tracker.clone(),
+        );
         let failures = FailMonitor::new(Arc::clone(&triggers), alarmer, config.retry_backoff, config.lang);
         let clock = Arc::clone(&services.clock);
         Arc::new(Self {
@@ -173,6 +186,7 @@ impl Engine {
             )),
             scheduler: Arc::new(scheduler),
             completion: Arc::new(completion),
+            workflows,
             failures: Arc::new(failures),
             triggers,
             store,
@@ -191,6 +205,11 @@ impl Engine {
     /// The pre-read, the ring and claim recovery.
     pub fn scheduler(&self) -> &Arc<Scheduler> {
         &self.scheduler
+    }
+
+    /// Workflow instances.
+    pub fn workflows(&self) -> &Arc<Workflows> {
+        &self.workflows
     }
 
     /// The trigger path.

@@ -136,19 +136,25 @@ impl ClaimRecovery {
             _ => Vec::new(),
         };
         let mut done = Vec::new();
-        let mut skipped_times = std::collections::BTreeSet::new();
-        for claim in claims {
-            if self.store.discard_claim(claim.id).await? {
-                done.push((claim.id, Recovery::Discarded));
-                skipped_times.insert(claim.fire_time_ms);
+        match &job {
+            // Skipped by DO_NOTHING (not superseded by a FIRE_ONCE_NOW fire): one missed-fire
+            // row for the job, stored with the discards. Only the admin whose discards succeed
+            // writes it.
+            Some(job) if newest.is_empty() => {
+                let row = |count: usize, first: i64| self.missed.row(job, first, count, now_ms);
+                let discarded = self.store.discard_missed(&claims, &row).await?;
+                if !discarded.is_empty() {
+                    self.missed.recorded(job_id, discarded.len());
+                }
+                done.extend(discarded.into_iter().map(|id| (id, Recovery::Discarded)));
             }
-        }
-        // Skipped by DO_NOTHING (not superseded by a FIRE_ONCE_NOW fire): one missed-fire row
-        // for the job. Only the admin whose discards succeeded gets here with times.
-        if let (Some(job), Some(first), true) = (&job, skipped_times.first(), newest.is_empty())
-            && let Err(e) = self.missed.record(job, *first, skipped_times.len(), now_ms).await
-        {
-            tracing::error!(job_id = job_id.0, error = %e, "cannot record a missed fire");
+            _ => {
+                for claim in claims {
+                    if self.store.discard_claim(claim.id).await? {
+                        done.push((claim.id, Recovery::Discarded));
+                    }
+                }
+            }
         }
         if newest.is_empty() {
             // Nothing of this job fires: a FIX_DELAY job parked for it must not wait forever.

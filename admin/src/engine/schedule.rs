@@ -231,12 +231,16 @@ impl Scheduler {
             tx.update_trigger_times(&report.updates).await?;
         }
         let claim_ids = if claims.is_empty() { Vec::new() } else { tx.stage_claims(&claims).await? };
+        // In the transaction that advances the job: only the admin whose pre-read skipped it
+        // records the skip, and a crash cannot keep the skip without its record.
+        if !skipped.is_empty() {
+            let rows: Vec<_> =
+                skipped.iter().map(|(job, missed_ms)| self.missed.row(job, *missed_ms, 1, now_ms)).collect();
+            tx.record_missed(&rows).await?;
+        }
         tx.commit().await?;
-        // After the commit, so only the admin whose pre-read advanced the job records the skip.
-        for (job, missed_ms) in skipped {
-            if let Err(e) = self.missed.record(job, missed_ms, 1, now_ms).await {
-                tracing::error!(job_id = job.id.0, error = %e, "cannot record a missed fire");
-            }
+        for (job, _) in skipped {
+            self.missed.recorded(job.id, 1);
         }
 
         for ((job_id, fire_time_ms, trigger_type, placement), (claim, staged_log)) in

@@ -67,7 +67,7 @@ impl Scheduler {
         services: &EngineServices,
     ) -> Self {
         let metrics = Arc::clone(&services.metrics);
-        let missed = MissedFires::new(Arc::clone(&store), Arc::clone(&metrics), config.lang);
+        let missed = MissedFires::new(Arc::clone(&metrics), config.lang);
         let node = config.schedule_node.clone();
         let recovery = ClaimRecovery::new(
             Arc::clone(&store),

@@ -35,6 +35,9 @@ impl Engine {
         periodic.spawn("report_monitor", i.report, &self.report, |m, now| async move {
             m.report_and_clean(now).await.map(|_| ())
         });
+        periodic.spawn("workflow_sweep", Duration::from_secs(1), &self.workflows, |w, now| async move {
+            w.sweep(now).await.map(|_| ())
+        });
         self.scheduler.spawn(&self.tracker, &shutdown);
     }
 

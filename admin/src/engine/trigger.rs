@@ -308,7 +308,9 @@ impl TriggerPath {
                         continue;
                     }
                 },
-                (None, None, _) => self.store.insert_log(&new_log).await?,
+                // A workflow node: its run was taken with this row (`Workflows::fire`).
+                (None, None, Some(log_id)) => log_id,
+                (None, None, None) => self.store.insert_log(&new_log).await?,
             };
             if position == 0 {
                 // Everything above was done ahead of the second; the route and the sends wait

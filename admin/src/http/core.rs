@@ -8,8 +8,8 @@
 use async_trait::async_trait;
 use jobwheel_protocol::{HandleCallbackParam, LogResult};
 
-use crate::engine::EngineError;
-use crate::store::{GroupId, JobId, LogId};
+use crate::engine::{EngineError, StartError};
+use crate::store::{GroupId, InstanceId, JobId, LogId, StartOutcome, WorkflowId};
 
 /// What the operations below answer on an admin built without a scheduling engine.
 fn no_engine() -> EngineError {
@@ -82,6 +82,22 @@ pub trait AdminCore: Send + Sync + 'static {
     /// Kills a running log on its executor and records it as killed; the executor's message.
     async fn kill(&self, log_id: LogId) -> Result<Option<String>, EngineError> {
         let _ = log_id;
+        Err(no_engine())
+    }
+
+    /// Starts an instance of `workflow` now with `context` (a JSON object's text).
+    async fn start_workflow(
+        &self,
+        workflow: WorkflowId,
+        context: Option<&str>,
+    ) -> Result<StartOutcome, StartError> {
+        let _ = (workflow, context);
+        Err(StartError::Engine(no_engine()))
+    }
+
+    /// Stops a running or queued workflow instance; false if it was over already.
+    async fn stop_workflow_instance(&self, instance: InstanceId) -> Result<bool, EngineError> {
+        let _ = instance;
         Err(no_engine())
     }
 

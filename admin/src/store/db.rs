@@ -22,7 +22,9 @@ use sqlx::{
 use super::dialect::{Dialect, Sql};
 pub(crate) use super::query_buf::QueryBuf;
 use super::schema::Naming;
-use super::{Backend, CalendarId, ClaimId, GroupId, JobId, LogId, StoreError, UserId};
+use super::{
+    Backend, CalendarId, ClaimId, GroupId, InstanceId, JobId, LogId, RunId, StoreError, UserId, WorkflowId,
+};
 use crate::domain::{KnownName, Named};
 
 /// A row type every backend can decode (the derived `FromRow` of the row types, or a tuple).
@@ -107,6 +109,9 @@ arg_from! {
     LogId => |v| Arg::I64(Some(v.0)),
     ClaimId => |v| Arg::I64(Some(v.0)),
     CalendarId => |v| Arg::I64(Some(v.0)),
+    WorkflowId => |v| Arg::I64(Some(v.0)),
+    InstanceId => |v| Arg::I64(Some(v.0)),
+    RunId => |v| Arg::I64(Some(v.0)),
 }
 
 /// A stored strategy or type binds as its name (`domain::Named`).

@@ -31,6 +31,7 @@ mod sqlite;
 mod support;
 mod time;
 mod types;
+mod workflow_store;
 
 pub use calendar_store::CalendarStore;
 pub use db::statement_seconds;
@@ -42,12 +43,14 @@ pub use log_store::{LogReportStore, LogStore};
 pub use schema::{Generation, Schema};
 use sql::SqlStore;
 pub use types::*;
+pub use workflow_store::{Admission, InstanceTx, RunEnd, WorkflowStore};
 
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
         AuditStore, CalendarStore, CredentialStore, GrantStore, GroupStore, JobStore, LeaseStore,
         LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store, TagStore, UserStore, WasmStore,
+        WorkflowStore,
     };
 }
 
@@ -98,6 +101,7 @@ pub trait Store:
     + GrantStore
     + AuditStore
     + CalendarStore
+    + WorkflowStore
     + Send
     + Sync
 {
@@ -227,6 +231,15 @@ pub trait ScheduleStore: Send + Sync {
     /// Marks a pending claim discarded, and deletes the log row staged for it (if any, and if
     /// it has no trigger outcome); false if it was no longer pending.
     async fn discard_claim(&self, claim: ClaimId) -> Result<bool, StoreError>;
+    /// Discards pending `claims` (as [`discard_claim`](Self::discard_claim)) and, if any was
+    /// still pending, inserts the missed-fire row `missed(count, first fire time)` describes —
+    /// in one transaction, so of two admins recovering the same claims exactly one records
+    /// them, and a crash cannot discard them unrecorded. The ids discarded.
+    async fn discard_missed(
+        &self,
+        claims: &[ClaimRow],
+        missed: &(dyn Fn(usize, i64) -> MissedFire + Sync),
+    ) -> Result<Vec<ClaimId>, StoreError>;
     /// Deletes fired and discarded claims with `fire_time_ms < before_ms`; the number deleted.
     async fn purge_claims(&self, before_ms: i64) -> Result<u64, StoreError>;
 }
@@ -255,6 +268,9 @@ pub trait ScheduleTx: Send {
         &mut self,
         claims: &[(NewClaim, Option<NewLog>)],
     ) -> Result<Vec<(ClaimId, Option<LogId>)>, StoreError>;
+    /// Inserts the missed-fire rows of the jobs this pre-read skipped (`DO_NOTHING`), in the
+    /// transaction that advances them.
+    async fn record_missed(&mut self, missed: &[MissedFire]) -> Result<(), StoreError>;
     /// Commits and releases the lock.
     async fn commit(self: Box<Self>) -> Result<(), StoreError>;
 }

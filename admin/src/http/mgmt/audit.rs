@@ -58,6 +58,7 @@ pub(crate) enum Subject {
     Calendar,
     /// Not read: a token's row holds nothing beyond its name, which the detail records.
     Token,
+    Workflow,
     /// Nothing to read: the change is said by its action, target and detail.
     None,
 }
@@ -124,6 +125,16 @@ fn action(method: &Method, route: &str) -> Option<Action> {
         "/api/v1/calendars/import" if post => {
             Action { creates: true, ..act("calendar.import", Subject::Calendar) }
         }
+        "/api/v1/workflows" if post => Action { creates: true, ..act("workflow.create", Subject::Workflow) },
+        "/api/v1/workflows/{id}" if put => act("workflow.update", Subject::Workflow),
+        "/api/v1/workflows/{id}" if delete => act("workflow.delete", Subject::Workflow),
+        "/api/v1/workflows/{id}/start" if post => act("workflow.start", Subject::Workflow),
+        "/api/v1/workflows/{id}/stop" if post => act("workflow.stop", Subject::Workflow),
+        // The context is the start's meaning; secrets do not belong in it (docs/workflows.md).
+        "/api/v1/workflows/{id}/instances" if post => {
+            Action { body_detail: true, ..act("workflow.run", Subject::None) }
+        }
+        "/api/v1/workflow-instances/{id}/stop" if post => act("workflow.instance.stop", Subject::None),
         "/api/v1/logs/clear" if post => Action { body_detail: true, ..act("log.clear", Subject::None) },
         "/api/v1/logs/{id}/kill" if post => act("log.kill", Subject::None),
         _ => return None,
@@ -312,6 +323,9 @@ fn target(subject: Subject, route: &str, id: Option<i64>) -> String {
         Subject::Group | Subject::GroupVariables => "group",
         Subject::User => "user",
         Subject::Calendar => "calendar",
+        Subject::Workflow => "workflow",
+        Subject::None if route.starts_with("/api/v1/workflow-instances") => "workflow_instance",
+        Subject::None if route.starts_with("/api/v1/workflows") => "workflow",
         Subject::Token => "token",
         Subject::None if route.starts_with("/api/v1/jobs") => "job",
         Subject::None if route.starts_with("/api/v1/logs/{id}") => "log",

@@ -50,6 +50,7 @@ mod tokens;
 mod transfer;
 mod users;
 mod wasm_versions;
+mod workflows;
 
 pub(crate) use wasm_versions::ModuleInfoCache;
 
@@ -74,6 +75,7 @@ pub(crate) fn audit_snapshots() -> audit::Snapshots {
         (Subject::GroupVariables, &grants::GroupVariablesSnapshot),
         (Subject::User, &users::UserSnapshot),
         (Subject::Calendar, &calendars::CalendarSnapshot),
+        (Subject::Workflow, &workflows::WorkflowSnapshot),
     ])
 }
 
@@ -102,6 +104,13 @@ pub(crate) fn router() -> Router<Arc<HttpState>> {
         .route("/api/v1/jobs/{id}/wasm/rollback", post(wasm_versions::rollback))
         .route("/api/v1/wasm/validate", post(wasm_versions::validate))
         .route("/api/v1/schedule/next", get(jobs::next_times))
+        .route("/api/v1/workflows", get(workflows::list).post(workflows::create))
+        .route("/api/v1/workflows/{id}", get(workflows::get).put(workflows::update).delete(workflows::delete))
+        .route("/api/v1/workflows/{id}/start", post(workflows::start))
+        .route("/api/v1/workflows/{id}/stop", post(workflows::stop))
+        .route("/api/v1/workflows/{id}/instances", get(workflows::instances).post(workflows::start_instance))
+        .route("/api/v1/workflow-instances/{id}", get(workflows::instance))
+        .route("/api/v1/workflow-instances/{id}/stop", post(workflows::stop_instance))
         .route("/api/v1/calendars", get(calendars::list).post(calendars::create))
         .route("/api/v1/calendars/import", post(calendars::import))
         .route("/api/v1/calendars/{id}", get(calendars::get).put(calendars::update).delete(calendars::delete))

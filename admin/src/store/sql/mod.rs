@@ -50,6 +50,7 @@ mod schedule;
 mod tags;
 mod users;
 mod wasm;
+mod workflows;
 
 /// The [`Store`] over a connected database of any backend.
 #[derive(Debug, Clone)]

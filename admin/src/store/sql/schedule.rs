@@ -21,8 +21,8 @@ use crate::store::query_buf::padded;
 use crate::store::support::TRIGGER_UPDATE_BATCH;
 use crate::store::time::secs;
 use crate::store::{
-    ClaimId, ClaimRow, JobRow, LogId, NewClaim, NewLog, SCHEDULE_PARTITIONS, ScheduleStore, ScheduleTx,
-    StoreError, TriggerTimeUpdate,
+    ClaimId, ClaimRow, JobRow, LogId, MissedFire, NewClaim, NewLog, SCHEDULE_PARTITIONS, ScheduleStore,
+    ScheduleTx, StoreError, TriggerTimeUpdate,
 };
 
 static LOCK_ROW: Sql =
@@ -49,6 +49,11 @@ static CLAIM_LOG: Sql = Sql::new("SELECT log_id FROM jobwheel_ring_claim WHERE i
 /// The log row staged for a discarded claim; one that has a trigger outcome is history, kept.
 static DELETE_STAGED_LOG: Sql =
     Sql::new("DELETE FROM xxl_job_log WHERE id = ? AND trigger_code = 0 AND handle_code = 0");
+static INSERT_MISSED: Sql = Sql::new(
+    "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, trigger_msg, \
+    executor_handler, executor_param, executor_fail_retry_count, handle_code) \
+    VALUES (?, ?, TS(?), 500, ?, ?, ?, 0, 0)",
+);
 static PURGE_CLAIMS: Sql = Sql::new("DELETE FROM jobwheel_ring_claim WHERE status <> 0 AND fire_time_ms < ?");
 
 /// Takes upstream's schedule lock row with `lock` (exclusively, or shared). Without the row
@@ -66,6 +71,22 @@ pub(super) async fn lock_schedule_row(tx: &mut Tx, lock: &Sql) -> Result<(), Sto
 async fn staged_log(tx: &mut Tx, claim: ClaimId) -> Result<Option<LogId>, StoreError> {
     let log: Option<Option<LogId>> = tx.ex().fetch_value(&CLAIM_LOG, &args![claim]).await?;
     Ok(log.flatten())
+}
+
+/// Inserts missed-fire rows in `tx` (one statement each: a skip is rare).
+async fn insert_missed(tx: &mut Tx, missed: &[MissedFire]) -> Result<(), StoreError> {
+    for m in missed {
+        let args = args![
+            m.job_group,
+            m.job_id,
+            secs(m.trigger_time),
+            &m.trigger_msg,
+            &m.executor_handler,
+            &m.executor_param
+        ];
+        tx.ex().execute(&INSERT_MISSED, &args).await?;
+    }
+    Ok(())
 }
 
 /// A pre-read holding the schedule lock (or, shared, its partitions' lease rows).
@@ -160,6 +181,31 @@ impl ScheduleStore for SqlStore {
         Ok(true)
     }
 
+    async fn discard_missed(
+        &self,
+        claims: &[ClaimRow],
+        missed: &(dyn Fn(usize, i64) -> MissedFire + Sync),
+    ) -> Result<Vec<ClaimId>, StoreError> {
+        let mut tx = self.db.begin().await?;
+        let mut discarded = Vec::new();
+        let mut first = None;
+        for claim in claims {
+            if tx.ex().execute(&DISCARD_CLAIM, &args![claim.id]).await? == 0 {
+                continue;
+            }
+            if let Some(log_id) = staged_log(&mut tx, claim.id).await? {
+                tx.ex().execute(&DELETE_STAGED_LOG, &args![log_id]).await?;
+            }
+            discarded.push(claim.id);
+            first = Some(first.map_or(claim.fire_time_ms, |f: i64| f.min(claim.fire_time_ms)));
+        }
+        if let Some(first) = first {
+            insert_missed(&mut tx, &[missed(discarded.len(), first)]).await?;
+        }
+        tx.commit().await?;
+        Ok(discarded)
+    }
+
     async fn purge_claims(&self, before_ms: i64) -> Result<u64, StoreError> {
         self.ex().execute(&PURGE_CLAIMS, &args![before_ms]).await
     }
@@ -231,6 +277,10 @@ impl ScheduleTx for SqlScheduleTx {
         claims: &[(NewClaim, Option<NewLog>)],
     ) -> Result<Vec<(ClaimId, Option<LogId>)>, StoreError> {
         super::batch::insert_claims(&mut self.tx, self.id_step, claims, self.node.as_deref()).await
+    }
+
+    async fn record_missed(&mut self, missed: &[MissedFire]) -> Result<(), StoreError> {
+        insert_missed(&mut self.tx, missed).await
     }
 
     async fn commit(self: Box<Self>) -> Result<(), StoreError> {

@@ -18,6 +18,25 @@ pub struct NewLog {
     pub trigger_time: DateTime<Utc>,
 }
 
+/// A missed fire's log row (jobwheel, `engine/missed.rs`): a trigger the misfire strategy
+/// skipped, written finished in one insert — trigger code 500, no retries left — inside the
+/// transaction that skipped it, so a crash cannot keep the skip and lose its record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissedFire {
+    /// Group of the job.
+    pub job_group: GroupId,
+    /// The job.
+    pub job_id: JobId,
+    /// The (first) missed fire time.
+    pub trigger_time: DateTime<Utc>,
+    /// Says how late, how many fire times and which strategy.
+    pub trigger_msg: String,
+    /// The job's handler.
+    pub executor_handler: Option<String>,
+    /// The job's parameter.
+    pub executor_param: Option<String>,
+}
+
 /// Upstream `updateTriggerInfo`: what the trigger learned after routing and `/run`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogTriggerUpdate {

@@ -16,6 +16,7 @@ mod grants;
 mod jobs;
 mod logs;
 mod retry;
+mod workflows;
 
 pub use audit::*;
 pub use calendars::*;
@@ -24,6 +25,7 @@ pub use grants::*;
 pub use jobs::*;
 pub use logs::*;
 pub use retry::*;
+pub use workflows::*;
 
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident($inner:ty)) => {
@@ -63,6 +65,18 @@ id_type!(
 id_type!(
     /// `jobwheel_calendar.id`.
     CalendarId(i64)
+);
+id_type!(
+    /// `jobwheel_workflow.id`.
+    WorkflowId(i64)
+);
+id_type!(
+    /// `jobwheel_workflow_instance.id`.
+    InstanceId(i64)
+);
+id_type!(
+    /// `jobwheel_workflow_run.id`: one attempt of one node.
+    RunId(i64)
 );
 
 /// One page of a list: `LIMIT limit OFFSET offset`.

@@ -20,3 +20,4 @@ mod staging;
 mod support;
 pub(crate) mod time_zones;
 mod trigger;
+mod workflows;

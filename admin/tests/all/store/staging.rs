@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use anyhow::ensure;
 use jobwheel_admin::store::prelude::*;
-use jobwheel_admin::store::{ClaimId, GroupId, JobId, LogClear, LogFilter, NewClaim, NewLog, Page};
+use jobwheel_admin::store::{
+    ClaimId, GroupId, JobId, LogClear, LogFilter, MissedFire, NewClaim, NewLog, Page,
+};
 
 use crate::store::{Admins, at, group, job};
 
@@ -21,6 +23,7 @@ pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
     discard_and_split(admins, g, j).await?;
     mixed(admins, g, j).await?;
     ensure!(admins.a.delete_job(j).await?);
+    missed(admins, g).await?;
     Ok(())
 }
 
@@ -154,5 +157,56 @@ async fn discard_and_split(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> an
     let left = a.page_logs(&filter, Page { offset: 0, limit: 10 }).await?;
     ensure!(left.total == 1 && left.rows[0].id == pending, "only the pending claim's row stays");
     ensure!(a.take_claims(&[ids[1].0]).await? == [false], "the split claim was fired already");
+    Ok(())
+}
+
+/// A missed fire's row is written with what skipped it: in the pre-read (rolled back with it)
+/// and with recovery's discards (exactly one of two racing admins writes it, counting what it
+/// discarded, and the discarded claims' staged rows go).
+async fn missed(Admins { a, b }: &Admins, g: GroupId) -> anyhow::Result<()> {
+    let j = a.add_job(&job(g, "missed")).await?;
+    let row = |count: usize, first: i64| MissedFire {
+        job_group: g,
+        job_id: j,
+        trigger_time: chrono::DateTime::from_timestamp_millis(first).expect("time"),
+        trigger_msg: format!("missed {count}"),
+        executor_handler: Some("demo".into()),
+        executor_param: Some("p".into()),
+    };
+    let filter = LogFilter { job_id: Some(j), ..LogFilter::default() };
+    let rows = |store: Arc<dyn Store>| {
+        let filter = filter.clone();
+        async move { anyhow::Ok(store.page_logs(&filter, Page { offset: 0, limit: 10 }).await?) }
+    };
+    let mut tx = a.begin_schedule().await?;
+    tx.record_missed(&[row(1, T)]).await?;
+    drop(tx);
+    ensure!(rows(Arc::clone(b)).await?.total == 0, "rolled back with its pre-read");
+    let mut tx = a.begin_schedule().await?;
+    tx.record_missed(&[row(1, T)]).await?;
+    tx.commit().await?;
+    let page = rows(Arc::clone(b)).await?;
+    let written = &page.rows[0];
+    ensure!(page.total == 1 && written.trigger_code == 500 && written.handle_code == 0);
+    ensure!(written.executor_fail_retry_count == 0 && written.trigger_msg.as_deref() == Some("missed 1"));
+    ensure!(
+        written.executor_handler.as_deref() == Some("demo") && written.executor_param.as_deref() == Some("p")
+    );
+
+    let ids = stage(&**a, &[staged(g, j, T + 40_000), staged(g, j, T + 41_000)]).await?;
+    let pending = a.pending_claims(i64::MAX).await?;
+    let claims: Vec<_> = pending.into_iter().filter(|c| c.job_id == j).collect();
+    ensure!(claims.len() == 2);
+    let (x, y) = tokio::join!(a.discard_missed(&claims, &row), b.discard_missed(&claims, &row));
+    let (x, y) = (x?, y?);
+    ensure!(x.len() + y.len() == 2 && (x.is_empty() || y.is_empty()), "one admin discards: {x:?} {y:?}");
+    let page = rows(Arc::clone(a)).await?;
+    ensure!(page.total == 2, "one more row, the staged ones gone: {}", page.total);
+    ensure!(page.rows.iter().any(|r| r.trigger_msg.as_deref() == Some("missed 2")
+        && r.trigger_time == chrono::DateTime::from_timestamp_millis(T + 40_000)));
+    ensure!(a.load_log(ids[0].1).await?.is_none() && a.load_log(ids[1].1).await?.is_none());
+    ensure!(a.discard_missed(&claims, &row).await?.is_empty(), "nothing pending, nothing written");
+    ensure!(rows(Arc::clone(a)).await?.total == 2);
+    ensure!(a.delete_job(j).await?);
     Ok(())
 }

@@ -1,0 +1,517 @@
+//! `/api/v1/workflows` and `/api/v1/workflow-instances` (jobwheel extension; docs/workflows.md):
+//! workflows as the API and the editor exchange them, their schedule switched on and off like a
+//! job's, instances started (with a context), listed, read with their node runs, and stopped.
+//!
+//! A workflow belongs to its owner group: who may use that group may read, edit, start and
+//! stop it, and every node's job must be one the writer may use as well, so a workflow never
+//! runs a job its author could not trigger by hand.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+
+use super::auth::Principal;
+use super::jobs::zone;
+use super::{ApiJson, ApiQuery, DEFAULT_LIMIT, MAX_LIMIT};
+use crate::calendar::{DayRules, next_fire};
+use crate::domain::{KnownName, ScheduleType};
+use crate::engine::StartError;
+use crate::http::{ApiError, HttpState};
+use crate::store::{
+    GroupId, InstanceId, InstanceRow, JobId, NewWorkflow, Page, RunRow, StartOutcome, WorkflowId, WorkflowRow,
+};
+use crate::workflow::Graph;
+
+/// Characters of a workflow's name (`varchar(255)`).
+const NAME_MAX: usize = 255;
+/// The most instances of one workflow that may run at once.
+const MAX_INSTANCES: i32 = 100;
+
+/// A workflow as the API shows it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WorkflowView {
+    id: i64,
+    name: String,
+    job_group: i32,
+    schedule_type: String,
+    schedule_conf: Option<String>,
+    time_zone: Option<String>,
+    misfire_strategy: String,
+    max_instances: i32,
+    overflow: String,
+    /// 1 while its schedule runs.
+    trigger_status: i32,
+    trigger_next_time: i64,
+    author: String,
+    update_time: i64,
+    graph: Graph,
+}
+
+impl WorkflowView {
+    fn of(row: WorkflowRow) -> Self {
+        let w = row.workflow;
+        Self {
+            id: row.id.0,
+            graph: Graph::from_json(&w.graph).unwrap_or_default(),
+            name: w.name,
+            job_group: w.job_group.0,
+            schedule_type: w.schedule_type,
+            schedule_conf: w.schedule_conf,
+            time_zone: w.time_zone,
+            misfire_strategy: w.misfire_strategy,
+            max_instances: w.max_instances,
+            overflow: w.overflow,
+            trigger_status: w.status,
+            trigger_next_time: w.trigger_next_time,
+            author: w.author,
+            update_time: w.update_ms,
+        }
+    }
+}
+
+fn default_schedule() -> String {
+    "NONE".to_owned()
+}
+fn default_misfire() -> String {
+    "DO_NOTHING".to_owned()
+}
+fn default_max() -> i32 {
+    1
+}
+fn default_overflow() -> String {
+    "SKIP".to_owned()
+}
+
+/// The workflow form.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WorkflowInput {
+    name: String,
+    job_group: i32,
+    #[serde(default = "default_schedule")]
+    schedule_type: String,
+    #[serde(default)]
+    schedule_conf: Option<String>,
+    #[serde(default)]
+    time_zone: Option<String>,
+    #[serde(default = "default_misfire")]
+    misfire_strategy: String,
+    #[serde(default = "default_max")]
+    max_instances: i32,
+    #[serde(default = "default_overflow")]
+    overflow: String,
+    graph: Graph,
+}
+
+/// The first start of a schedule from now; an error names what is wrong with it.
+fn first_start(
+    schedule_type: &str,
+    conf: Option<&str>,
+    time_zone: Option<&str>,
+) -> Result<Option<i64>, ApiError> {
+    let kind = ScheduleType::from_name(schedule_type)
+        .filter(|k| matches!(k, ScheduleType::None | ScheduleType::Cron | ScheduleType::FixRate))
+        .ok_or_else(|| ApiError::BadRequest("scheduleType: NONE, CRON or FIX_RATE".to_owned()))?;
+    if kind == ScheduleType::None {
+        return Ok(None);
+    }
+    let tz = zone(time_zone)?;
+    let conf = conf.unwrap_or_default();
+    next_fire(kind, conf, tz, &DayRules::default(), Utc::now().timestamp_millis())
+        .map_err(|e| ApiError::BadRequest(format!("scheduleConf: {e}")))
+}
+
+/// The stored form of an input, after every check; `author` is the writer.
+async fn checked(
+    state: &HttpState,
+    principal: &Principal,
+    input: WorkflowInput,
+    author: &str,
+) -> Result<NewWorkflow, ApiError> {
+    let name = input.name.trim();
+    if name.is_empty() || name.chars().count() > NAME_MAX {
+        return Err(ApiError::BadRequest(format!("name: 1 to {NAME_MAX} characters")));
+    }
+    let group = GroupId(input.job_group);
+    if state.store.load_group(group).await?.is_none() {
+        return Err(ApiError::BadRequest(format!("jobGroup: group {} does not exist", group.0)));
+    }
+    principal.require_group(group)?;
+    first_start(&input.schedule_type, input.schedule_conf.as_deref(), input.time_zone.as_deref())?;
+    if !matches!(input.misfire_strategy.as_str(), "DO_NOTHING" | "FIRE_ONCE_NOW") {
+        return Err(ApiError::BadRequest("misfireStrategy: DO_NOTHING or FIRE_ONCE_NOW".to_owned()));
+    }
+    if !(1..=MAX_INSTANCES).contains(&input.max_instances) {
+        return Err(ApiError::BadRequest(format!("maxInstances: 1 to {MAX_INSTANCES}")));
+    }
+    if !matches!(input.overflow.as_str(), "SKIP" | "QUEUE") {
+        return Err(ApiError::BadRequest("overflow: SKIP or QUEUE".to_owned()));
+    }
+    input.graph.check().map_err(|e| ApiError::BadRequest(format!("graph: {e}")))?;
+    let ids: BTreeSet<i32> = input.graph.nodes.iter().map(|n| n.job_id).collect();
+    let mut usable = BTreeSet::new();
+    for id in ids {
+        if let Some(job) = state.store.load_job(JobId(id)).await? {
+            if !principal.may_use(job.job.job_group) {
+                return Err(ApiError::Forbidden(format!("graph: job {id} is in a group you may not use")));
+            }
+            usable.insert(id);
+        }
+    }
+    input
+        .graph
+        .check_jobs(|id| usable.contains(&id))
+        .map_err(|e| ApiError::BadRequest(format!("graph: {e}")))?;
+    Ok(NewWorkflow {
+        name: name.to_owned(),
+        job_group: group,
+        schedule_type: input.schedule_type,
+        schedule_conf: input.schedule_conf.filter(|c| !c.trim().is_empty()),
+        time_zone: input.time_zone.filter(|z| !z.trim().is_empty()),
+        misfire_strategy: input.misfire_strategy,
+        max_instances: input.max_instances,
+        overflow: input.overflow,
+        graph: input.graph.to_json(),
+        status: 0,
+        trigger_last_time: 0,
+        trigger_next_time: 0,
+        author: author.to_owned(),
+        update_ms: Utc::now().timestamp_millis(),
+    })
+}
+
+/// A workflow the principal may use, or 404/403.
+async fn permitted(state: &HttpState, principal: &Principal, id: i64) -> Result<WorkflowRow, ApiError> {
+    let row = state
+        .store
+        .load_workflow(WorkflowId(id))
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("workflow {id} not found")))?;
+    principal.require_group(row.workflow.job_group)?;
+    Ok(row)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListQuery {
+    #[serde(default)]
+    job_group: Option<i32>,
+}
+
+/// `GET /api/v1/workflows`: the workflows of the groups the principal may use.
+pub(crate) async fn list(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<Vec<WorkflowView>>, ApiError> {
+    let groups: Option<Vec<GroupId>> = match principal.group_scope(query.job_group)? {
+        Some(group) => Some(vec![group]),
+        None if principal.is_admin() => None,
+        None => Some(principal.groups().into_iter().collect()),
+    };
+    let rows = state.store.list_workflows(groups.as_deref()).await?;
+    Ok(Json(rows.into_iter().map(WorkflowView::of).collect()))
+}
+
+/// `GET /api/v1/workflows/{id}`.
+pub(crate) async fn get(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i64>,
+) -> Result<Json<WorkflowView>, ApiError> {
+    Ok(Json(WorkflowView::of(permitted(&state, &principal, id).await?)))
+}
+
+/// `POST /api/v1/workflows`: created with its schedule off.
+pub(crate) async fn create(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    ApiJson(input): ApiJson<WorkflowInput>,
+) -> Result<(StatusCode, Json<WorkflowView>), ApiError> {
+    let workflow = checked(&state, &principal, input, &principal.user.user.username).await?;
+    let id = state.store.add_workflow(&workflow).await?;
+    Ok((StatusCode::CREATED, Json(WorkflowView::of(permitted(&state, &principal, id.0).await?))))
+}
+
+/// `PUT /api/v1/workflows/{id}`: running instances keep the graph they started with; a running
+/// schedule restarts from now under the new settings.
+pub(crate) async fn update(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i64>,
+    ApiJson(input): ApiJson<WorkflowInput>,
+) -> Result<Json<WorkflowView>, ApiError> {
+    let current = permitted(&state, &principal, id).await?;
+    let mut workflow = checked(&state, &principal, input, &principal.user.user.username).await?;
+    if current.workflow.status == 1 {
+        let next = first_start(
+            &workflow.schedule_type,
+            workflow.schedule_conf.as_deref(),
+            workflow.time_zone.as_deref(),
+        )?;
+        workflow.status = i32::from(next.is_some());
+        workflow.trigger_next_time = next.unwrap_or(0);
+        workflow.trigger_last_time = current.workflow.trigger_last_time;
+    }
+    state.store.update_workflow(current.id, &workflow).await?;
+    Ok(Json(WorkflowView::of(permitted(&state, &principal, id).await?)))
+}
+
+/// `DELETE /api/v1/workflows/{id}`: refused while an instance runs (stop it first).
+pub(crate) async fn delete(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i64>,
+) -> Result<StatusCode, ApiError> {
+    let current = permitted(&state, &principal, id).await?;
+    let page = state.store.page_instances(current.id, Page { offset: 0, limit: MAX_LIMIT }).await?;
+    if page.rows.iter().any(|i| i.status <= 1) {
+        return Err(ApiError::Conflict(format!(
+            "workflow {:?} has running or queued instances; stop them first",
+            current.workflow.name
+        )));
+    }
+    state.store.delete_workflow(current.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /api/v1/workflows/{id}/start`: its schedule runs from now.
+pub(crate) async fn start(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i64>,
+) -> Result<Json<WorkflowView>, ApiError> {
+    let mut row = permitted(&state, &principal, id).await?;
+    let w = &mut row.workflow;
+    let next = first_start(&w.schedule_type, w.schedule_conf.as_deref(), w.time_zone.as_deref())?
+        .ok_or_else(|| {
+            ApiError::BadRequest("a workflow with scheduleType NONE starts only by hand or API".to_owned())
+        })?;
+    w.status = 1;
+    w.trigger_next_time = next;
+    state.store.update_workflow(row.id, &row.workflow).await?;
+    Ok(Json(WorkflowView::of(permitted(&state, &principal, id).await?)))
+}
+
+/// `POST /api/v1/workflows/{id}/stop`: its schedule stops (running instances go on).
+pub(crate) async fn stop(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i64>,
+) -> Result<Json<WorkflowView>, ApiError> {
+    let mut row = permitted(&state, &principal, id).await?;
+    row.workflow.status = 0;
+    row.workflow.trigger_next_time = 0;
+    state.store.update_workflow(row.id, &row.workflow).await?;
+    Ok(Json(WorkflowView::of(permitted(&state, &principal, id).await?)))
+}
+
+/// The body of a start: the instance's context, a JSON object.
+#[derive(Debug, Deserialize, Default)]
+pub(crate) struct StartBody {
+    #[serde(default)]
+    context: Option<serde_json::Value>,
+}
+
+/// What a start did.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct StartReply {
+    /// `STARTED`, `QUEUED` or `SKIPPED`.
+    outcome: &'static str,
+    instance_id: Option<i64>,
+}
+
+/// `POST /api/v1/workflows/{id}/instances`: starts an instance now.
+pub(crate) async fn start_instance(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i64>,
+    ApiJson(body): ApiJson<StartBody>,
+) -> Result<(StatusCode, Json<StartReply>), ApiError> {
+    let row = permitted(&state, &principal, id).await?;
+    let context = body.context.map(|c| c.to_string());
+    let outcome = state.core.start_workflow(row.id, context.as_deref()).await.map_err(|e| match e {
+        StartError::BadContext(m) => ApiError::BadRequest(format!("context: {m}")),
+        StartError::NotFound(id) => ApiError::NotFound(format!("workflow {id} not found")),
+        StartError::BadGraph(m) => ApiError::internal(anyhow::anyhow!(m)),
+        StartError::Engine(e) => e.into(),
+    })?;
+    let reply = match outcome {
+        StartOutcome::Started(i) => StartReply { outcome: "STARTED", instance_id: Some(i.0) },
+        StartOutcome::Queued(i) => StartReply { outcome: "QUEUED", instance_id: Some(i.0) },
+        StartOutcome::Skipped | StartOutcome::Gone => StartReply { outcome: "SKIPPED", instance_id: None },
+    };
+    let code = if reply.instance_id.is_some() { StatusCode::CREATED } else { StatusCode::CONFLICT };
+    Ok((code, Json(reply)))
+}
+
+/// An instance as the API shows it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InstanceView {
+    id: i64,
+    workflow_id: i64,
+    status: &'static str,
+    trigger_type: String,
+    fire_time: i64,
+    start_time: i64,
+    end_time: i64,
+    context: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    graph: Option<Graph>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runs: Option<Vec<RunView>>,
+}
+
+fn instance_status(status: i32) -> &'static str {
+    ["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED"]
+        .get(usize::try_from(status).unwrap_or(9))
+        .copied()
+        .unwrap_or("UNKNOWN")
+}
+
+impl InstanceView {
+    fn of(row: InstanceRow, runs: Option<Vec<RunRow>>) -> Self {
+        Self {
+            id: row.id.0,
+            workflow_id: row.workflow_id.0,
+            status: instance_status(row.status),
+            trigger_type: row.trigger_type,
+            fire_time: row.fire_time_ms,
+            start_time: row.start_ms,
+            end_time: row.end_ms,
+            context: serde_json::from_str(&row.context).unwrap_or_default(),
+            graph: runs.as_ref().map(|_| Graph::from_json(&row.graph).unwrap_or_default()),
+            runs: runs.map(|runs| runs.into_iter().map(RunView::of).collect()),
+        }
+    }
+}
+
+/// One node run.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RunView {
+    id: i64,
+    node: String,
+    attempt: i32,
+    status: &'static str,
+    due_time: i64,
+    fired_time: i64,
+    end_time: i64,
+    shards: i32,
+    log_id: Option<i64>,
+    output: Option<serde_json::Value>,
+    message: Option<String>,
+}
+
+impl RunView {
+    fn of(row: RunRow) -> Self {
+        let status = ["DUE", "FIRED", "SUCCEEDED", "FAILED", "SKIPPED", "PASSED", "STOPPED"]
+            .get(usize::try_from(row.status).unwrap_or(99))
+            .copied()
+            .unwrap_or("UNKNOWN");
+        Self {
+            id: row.id.0,
+            node: row.node,
+            attempt: row.attempt,
+            status,
+            due_time: row.due_ms,
+            fired_time: row.fired_ms,
+            end_time: row.end_ms,
+            shards: row.shards,
+            log_id: row.log_id.map(|l| l.0),
+            output: row.output.and_then(|o| serde_json::from_str(&o).ok()),
+            message: row.message,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct PageQuery {
+    #[serde(default)]
+    offset: u32,
+    #[serde(default)]
+    limit: Option<u32>,
+}
+
+/// A page of instances.
+#[derive(Debug, Serialize)]
+pub(crate) struct InstancePage {
+    total: u64,
+    rows: Vec<InstanceView>,
+}
+
+/// `GET /api/v1/workflows/{id}/instances`: newest first.
+pub(crate) async fn instances(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i64>,
+    ApiQuery(query): ApiQuery<PageQuery>,
+) -> Result<Json<InstancePage>, ApiError> {
+    let row = permitted(&state, &principal, id).await?;
+    let page = Page { offset: query.offset, limit: query.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) };
+    let found = state.store.page_instances(row.id, page).await?;
+    Ok(Json(InstancePage {
+        total: found.total,
+        rows: found.rows.into_iter().map(|r| InstanceView::of(r, None)).collect(),
+    }))
+}
+
+/// An instance the principal may see (through its workflow's group).
+async fn permitted_instance(
+    state: &HttpState,
+    principal: &Principal,
+    id: i64,
+) -> Result<InstanceRow, ApiError> {
+    let row = state
+        .store
+        .load_instance(InstanceId(id))
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("workflow instance {id} not found")))?;
+    permitted(state, principal, row.workflow_id.0).await?;
+    Ok(row)
+}
+
+/// `GET /api/v1/workflow-instances/{id}`: with its graph and every node run.
+pub(crate) async fn instance(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i64>,
+) -> Result<Json<InstanceView>, ApiError> {
+    let row = permitted_instance(&state, &principal, id).await?;
+    let runs = state.store.instance_runs(row.id).await?;
+    Ok(Json(InstanceView::of(row, Some(runs))))
+}
+
+/// `POST /api/v1/workflow-instances/{id}/stop`.
+pub(crate) async fn stop_instance(
+    State(state): State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i64>,
+) -> Result<Json<InstanceView>, ApiError> {
+    let row = permitted_instance(&state, &principal, id).await?;
+    if !state.core.stop_workflow_instance(row.id).await? {
+        return Err(ApiError::Conflict(format!("workflow instance {id} is not running")));
+    }
+    let row = permitted_instance(&state, &principal, id).await?;
+    let runs = state.store.instance_runs(row.id).await?;
+    Ok(Json(InstanceView::of(row, Some(runs))))
+}
+
+/// The audit log's view of a workflow: what the API shows.
+pub(crate) struct WorkflowSnapshot;
+
+#[async_trait::async_trait]
+impl super::audit::AuditSnapshot for WorkflowSnapshot {
+    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+        let row = state.store.load_workflow(WorkflowId(id)).await?;
+        row.map(|r| serde_json::to_value(WorkflowView::of(r)).map_err(ApiError::internal)).transpose()
+    }
+}

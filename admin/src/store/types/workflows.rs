@@ -1,0 +1,204 @@
+//! Row and input types of workflows (`jobwheel_workflow`), their instances
+//! (`jobwheel_workflow_instance`) and node runs (`jobwheel_workflow_run`). The graph and the
+//! context are JSON text here; `crate::workflow` gives them meaning.
+
+use super::{GroupId, InstanceId, LogId, RunId, WorkflowId};
+
+/// A workflow's settings, as written.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct NewWorkflow {
+    /// Shown name.
+    pub name: String,
+    /// The owner group: who may see, edit and start it.
+    pub job_group: GroupId,
+    /// `NONE`, `CRON` or `FIX_RATE`.
+    pub schedule_type: String,
+    /// The cron expression or the rate in seconds.
+    pub schedule_conf: Option<String>,
+    /// IANA zone of the schedule (`None`: the admin's).
+    pub time_zone: Option<String>,
+    /// `DO_NOTHING` or `FIRE_ONCE_NOW`.
+    pub misfire_strategy: String,
+    /// Instances running at once, at most.
+    pub max_instances: i32,
+    /// Beyond it: `SKIP` or `QUEUE`.
+    pub overflow: String,
+    /// The DAG (`workflow::Graph` as JSON).
+    pub graph: String,
+    /// 1: its schedule runs.
+    pub status: i32,
+    /// Epoch ms of the last scheduled start.
+    pub trigger_last_time: i64,
+    /// Epoch ms of the next scheduled start (0: none).
+    pub trigger_next_time: i64,
+    /// Who last wrote it.
+    pub author: String,
+    /// Epoch ms of the last write.
+    pub update_ms: i64,
+}
+
+/// A stored workflow.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct WorkflowRow {
+    /// Its id.
+    pub id: WorkflowId,
+    /// Its settings.
+    #[sqlx(flatten)]
+    pub workflow: NewWorkflow,
+}
+
+/// Instance states (`jobwheel_workflow_instance.status`).
+pub mod instance_status {
+    /// Waiting for a slot under `max_instances` (`QUEUE`).
+    pub const QUEUED: i32 = 0;
+    /// Nodes are due or running.
+    pub const RUNNING: i32 = 1;
+    /// Every node over, none failed.
+    pub const SUCCEEDED: i32 = 2;
+    /// Every node over, one failed.
+    pub const FAILED: i32 = 3;
+    /// Stopped by a user.
+    pub const STOPPED: i32 = 4;
+}
+
+/// Node run states (`jobwheel_workflow_run.status`).
+pub mod run_status {
+    /// Waiting to be fired (at `due_ms`).
+    pub const DUE: i32 = 0;
+    /// Fired: its log rows exist.
+    pub const FIRED: i32 = 1;
+    /// Succeeded.
+    pub const SUCCEEDED: i32 = 2;
+    /// Failed (this attempt).
+    pub const FAILED: i32 = 3;
+    /// Its edges' conditions did not hold.
+    pub const SKIPPED: i32 = 4;
+    /// Disabled: passed as a success.
+    pub const PASSED: i32 = 5;
+    /// The instance was stopped before it ended.
+    pub const STOPPED: i32 = 6;
+}
+
+/// A stored instance.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct InstanceRow {
+    /// Its id.
+    pub id: InstanceId,
+    /// Its workflow.
+    pub workflow_id: WorkflowId,
+    /// See [`instance_status`].
+    pub status: i32,
+    /// `CRON`, `MANUAL`, `API`, `RERUN`…
+    pub trigger_type: String,
+    /// The scheduled time (or the start request's), epoch ms.
+    pub fire_time_ms: i64,
+    /// When it began running (0 while queued).
+    pub start_ms: i64,
+    /// When it ended (0 while not over).
+    pub end_ms: i64,
+    /// The graph it runs: the workflow's at its start.
+    pub graph: String,
+    /// The context (a JSON object): the start's input and each node's output by node name.
+    pub context: String,
+}
+
+/// A new instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewInstance {
+    /// Its workflow.
+    pub workflow_id: WorkflowId,
+    /// How it started.
+    pub trigger_type: String,
+    /// The scheduled or requested time.
+    pub fire_time_ms: i64,
+    /// The graph to run.
+    pub graph: String,
+    /// The initial context.
+    pub context: String,
+}
+
+/// A stored node run (one attempt of one node of one instance).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct RunRow {
+    /// Its id.
+    pub id: RunId,
+    /// Its instance.
+    pub instance_id: InstanceId,
+    /// The node's name.
+    pub node: String,
+    /// 1 for the first attempt.
+    pub attempt: i32,
+    /// See [`run_status`].
+    pub status: i32,
+    /// Not fired before this time.
+    pub due_ms: i64,
+    /// When it was fired (0: not yet).
+    pub fired_ms: i64,
+    /// When it ended (0: not yet).
+    pub end_ms: i64,
+    /// Shards fired (0 until known).
+    pub shards: i32,
+    /// The first shard's log row.
+    pub log_id: Option<LogId>,
+    /// What it produced (JSON), merged into the context under its name.
+    pub output: Option<String>,
+    /// Why it ended so (skipped, stopped, marked done…).
+    pub message: Option<String>,
+}
+
+/// A node run to insert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRun {
+    /// The node's name.
+    pub node: String,
+    /// Attempt number.
+    pub attempt: i32,
+    /// See [`run_status`]: `DUE`, or a state it is born in (`SKIPPED`, `PASSED`).
+    pub status: i32,
+    /// Due time (or, born over, the end time).
+    pub due_ms: i64,
+    /// Output (a pass or a "mark done").
+    pub output: Option<String>,
+    /// Message.
+    pub message: Option<String>,
+}
+
+/// What one log row of a fired run says (`jobwheel_workflow_log` joined to `xxl_job_log`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct RunLog {
+    /// The run.
+    pub run_id: RunId,
+    /// The log row.
+    pub log_id: LogId,
+    /// Its trigger code (0 while on its way).
+    pub trigger_code: i32,
+    /// Its handle code (0 while running).
+    pub handle_code: i32,
+    /// The executor's message.
+    pub handle_msg: Option<String>,
+}
+
+impl RunLog {
+    /// Over: a result is stored, or the trigger failed (no callback will come).
+    pub fn is_over(&self) -> bool {
+        self.handle_code != 0 || (self.trigger_code != 0 && self.trigger_code != 200)
+    }
+
+    /// Over and successful.
+    pub fn succeeded(&self) -> bool {
+        self.handle_code == 200
+    }
+}
+
+/// How a start went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartOutcome {
+    /// Running; its first runs (due now) inserted.
+    Started(InstanceId),
+    /// Queued behind `max_instances`.
+    Queued(InstanceId),
+    /// `max_instances` reached and the workflow skips.
+    Skipped,
+    /// The scheduled time had moved (another admin started it), or the workflow is gone.
+    Gone,
+}

@@ -1,0 +1,131 @@
+//! The store's workflow area: workflows, their instances and node runs, and the link from a
+//! node run to the `xxl_job_log` rows that fired it. Every step of an instance that decides
+//! what runs next happens in an [`InstanceTx`], which holds the instance's row lock, so two
+//! admins finishing two parents of one join at once plan the join exactly once.
+
+use async_trait::async_trait;
+
+use super::{
+    GroupId, InstanceId, InstanceRow, LogId, NewInstance, NewLog, NewRun, NewWorkflow, Page, Paged, RunId,
+    RunLog, RunRow, StartOutcome, StoreError, WorkflowId, WorkflowRow,
+};
+
+/// How a start is admitted: the workflow's limit, and (scheduled starts) the fire time it
+/// moves on from, so of two admins exactly one starts a scheduled instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admission {
+    /// `max_instances`.
+    pub max: i32,
+    /// Queue beyond it (else skip).
+    pub queue: bool,
+    /// `(expected trigger_next_time, new trigger_last_time, new trigger_next_time, stop)`.
+    pub advance: Option<(i64, i64, i64, bool)>,
+    /// Now, epoch ms.
+    pub now_ms: i64,
+}
+
+/// Workflows (`jobwheel_workflow`), instances, node runs and their log links.
+#[async_trait]
+pub trait WorkflowStore: Send + Sync {
+    /// Inserts a workflow.
+    async fn add_workflow(&self, workflow: &NewWorkflow) -> Result<WorkflowId, StoreError>;
+    /// Rewrites a workflow; false if absent. Running instances keep the graph they started with.
+    async fn update_workflow(&self, id: WorkflowId, workflow: &NewWorkflow) -> Result<bool, StoreError>;
+    /// Deletes a workflow with its instances, runs and log links (the log rows stay, as a
+    /// deleted job's do); false if absent.
+    async fn delete_workflow(&self, id: WorkflowId) -> Result<bool, StoreError>;
+    /// One workflow.
+    async fn load_workflow(&self, id: WorkflowId) -> Result<Option<WorkflowRow>, StoreError>;
+    /// Workflows of `groups` (all when `None`), by id.
+    async fn list_workflows(&self, groups: Option<&[GroupId]>) -> Result<Vec<WorkflowRow>, StoreError>;
+    /// Scheduled workflows due by `max_next_time_ms`.
+    async fn due_workflows(&self, max_next_time_ms: i64) -> Result<Vec<WorkflowRow>, StoreError>;
+    /// Starts an instance under the workflow's row lock: moves its schedule on (if asked and
+    /// still as expected), then inserts it running, queued or not at all by `admission`.
+    async fn start_instance(
+        &self,
+        new: &NewInstance,
+        admission: Admission,
+    ) -> Result<StartOutcome, StoreError>;
+    /// Starts the oldest queued instance of `workflow` if it is under `max` running.
+    async fn admit_queued(
+        &self,
+        workflow: WorkflowId,
+        max: i32,
+        now_ms: i64,
+    ) -> Result<Option<InstanceId>, StoreError>;
+    /// Workflows with queued instances.
+    async fn queued_workflows(&self) -> Result<Vec<WorkflowId>, StoreError>;
+    /// Opens an instance with its row locked; `None` if absent.
+    async fn begin_instance(&self, id: InstanceId) -> Result<Option<Box<dyn InstanceTx>>, StoreError>;
+    /// One instance.
+    async fn load_instance(&self, id: InstanceId) -> Result<Option<InstanceRow>, StoreError>;
+    /// A workflow's instances, newest first.
+    async fn page_instances(
+        &self,
+        workflow: WorkflowId,
+        page: Page,
+    ) -> Result<Paged<InstanceRow>, StoreError>;
+    /// Every run of an instance, by id.
+    async fn instance_runs(&self, id: InstanceId) -> Result<Vec<RunRow>, StoreError>;
+    /// Takes a due run (`DUE` → `FIRED`, guarded) and inserts its first log row and link in one
+    /// transaction; the log id, or `None` if another admin took it (or it was stopped).
+    async fn take_run(
+        &self,
+        run: RunId,
+        log: &NewLog,
+        deadline_ms: i64,
+        now_ms: i64,
+    ) -> Result<Option<LogId>, StoreError>;
+    /// Records the log rows a fired run's shards got, and how many shards it has.
+    async fn link_logs(&self, run: RunId, logs: &[LogId], shards: i32) -> Result<(), StoreError>;
+    /// The runs (and instances) of these log rows, if any.
+    async fn runs_of_logs(&self, logs: &[LogId]) -> Result<Vec<(RunId, InstanceId)>, StoreError>;
+    /// Due runs of running instances with `due_ms <= now_ms`, oldest first, at most `limit`.
+    async fn due_runs(&self, now_ms: i64, limit: u32) -> Result<Vec<RunRow>, StoreError>;
+    /// Fired runs every shard of which is over but which are not yet ended (a result stored by
+    /// an admin that died before it ended the run, or a callback that beat the link).
+    async fn settled_runs(&self, limit: u32) -> Result<Vec<(RunId, InstanceId)>, StoreError>;
+    /// Fired runs past their deadline.
+    async fn overdue_runs(&self, now_ms: i64, limit: u32) -> Result<Vec<(RunId, InstanceId)>, StoreError>;
+    /// Running instances with no due or fired run (started, but not yet planned).
+    async fn idle_instances(&self, limit: u32) -> Result<Vec<InstanceId>, StoreError>;
+}
+
+/// One instance under its row lock. Dropping it without `commit` rolls back.
+#[async_trait]
+pub trait InstanceTx: Send {
+    /// The instance as locked.
+    fn instance(&self) -> &InstanceRow;
+    /// Its runs, by id.
+    async fn runs(&mut self) -> Result<Vec<RunRow>, StoreError>;
+    /// The log rows of `runs`.
+    async fn run_logs(&mut self, runs: &[RunId]) -> Result<Vec<RunLog>, StoreError>;
+    /// Ends a run that is in state `from` (guarded); false if it was not.
+    async fn end_run(&mut self, run: RunId, from: i32, end: &RunEnd) -> Result<bool, StoreError>;
+    /// Inserts runs of this instance; their ids in input order.
+    async fn insert_runs(&mut self, runs: &[NewRun]) -> Result<Vec<RunId>, StoreError>;
+    /// Writes the instance's status, context and times.
+    async fn set_instance(
+        &mut self,
+        status: i32,
+        context: &str,
+        start_ms: i64,
+        end_ms: i64,
+    ) -> Result<(), StoreError>;
+    /// Commits.
+    async fn commit(self: Box<Self>) -> Result<(), StoreError>;
+}
+
+/// How a run ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEnd {
+    /// The new state.
+    pub status: i32,
+    /// Output (JSON).
+    pub output: Option<String>,
+    /// Message.
+    pub message: Option<String>,
+    /// When.
+    pub end_ms: i64,
+}

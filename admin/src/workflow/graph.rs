@@ -1,0 +1,256 @@
+//! The graph of a workflow as stored (JSON in `jobwheel_workflow.graph`, copied into each
+//! instance) and as the API and the editor exchange it, and the checks every stored graph has
+//! passed: names, edges, cycles, limits. Jobs are checked by the caller, which knows them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+/// The most nodes a workflow holds (a 200-node fan-out/fan-in is the benchmark's shape).
+pub const MAX_NODES: usize = 500;
+/// The longest node name; names are keys in the instance context.
+pub const MAX_NODE_NAME: usize = 64;
+/// The most retries a node may ask for.
+pub const MAX_RETRIES: u32 = 10;
+
+/// When an edge lets its child run, judged on the parent's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Condition {
+    /// The parent succeeded (or failed with "continue on failure", or is disabled).
+    #[default]
+    Success,
+    /// The parent failed (after its retries).
+    Failure,
+    /// The parent is over, whatever its outcome (skipped included).
+    Always,
+}
+
+/// One step: an existing job, run with the node's overrides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Node {
+    /// Unique in the workflow: letters, digits, `_` and `-`.
+    pub name: String,
+    /// The job this node runs.
+    pub job_id: i32,
+    /// Replaces the job's parameter when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    /// Further attempts after a failure (0–10); each is a new run of the job.
+    #[serde(default)]
+    pub retries: u32,
+    /// Seconds between a failure and the next attempt.
+    #[serde(default)]
+    pub retry_delay_secs: u32,
+    /// Seconds after which a running attempt is killed and counts as failed (0: the job's own).
+    #[serde(default)]
+    pub timeout_secs: u32,
+    /// A failure counts as success for the edges and the instance.
+    #[serde(default)]
+    pub continue_on_failure: bool,
+    /// Not run: passes as a success with no output.
+    #[serde(default)]
+    pub disabled: bool,
+    /// Where the editor draws it (layout only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<f64>,
+    /// Where the editor draws it (layout only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y: Option<f64>,
+}
+
+/// A dependency: `to` waits for `from`, and runs only if `when` holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Edge {
+    /// The parent.
+    pub from: String,
+    /// The child.
+    pub to: String,
+    /// On the parent's success (default), failure, or always.
+    #[serde(default)]
+    pub when: Condition,
+}
+
+/// A workflow's DAG.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Graph {
+    /// The steps.
+    pub nodes: Vec<Node>,
+    /// The dependencies.
+    #[serde(default)]
+    pub edges: Vec<Edge>,
+}
+
+// `f64` layout hints: equality is only used by tests, never on NaN.
+impl Eq for Node {}
+
+/// Why a graph is refused; every message names the node (or edge) at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GraphError {
+    /// No nodes.
+    #[error("a workflow needs at least one node")]
+    Empty,
+    /// Over [`MAX_NODES`].
+    #[error("a workflow has at most {MAX_NODES} nodes, this one has {0}")]
+    TooLarge(usize),
+    /// A name that is empty, too long, or has other characters.
+    #[error("node name {0:?} is not valid: use 1 to {MAX_NODE_NAME} letters, digits, '_' or '-'")]
+    BadName(String),
+    /// Two nodes share a name.
+    #[error("node {0:?} appears twice")]
+    Duplicate(String),
+    /// Too many retries.
+    #[error("node {0:?} asks for more than {MAX_RETRIES} retries")]
+    Retries(String),
+    /// An edge names a node that does not exist.
+    #[error("edge {from:?} -> {to:?} names node {missing:?}, which is not in the workflow")]
+    Dangling {
+        /// The parent named.
+        from: String,
+        /// The child named.
+        to: String,
+        /// The one that is missing.
+        missing: String,
+    },
+    /// The same edge twice, or an edge from a node to itself.
+    #[error("edge {0:?} -> {1:?} is repeated or points at its own node")]
+    BadEdge(String, String),
+    /// A cycle, named by one node on it and the path around it.
+    #[error("node {node:?} depends on itself: {path}")]
+    Cycle {
+        /// A node on the cycle.
+        node: String,
+        /// `a -> b -> a`.
+        path: String,
+    },
+    /// A node's job does not exist (checked by the caller).
+    #[error("node {node:?} runs job {job_id}, which does not exist")]
+    UnknownJob {
+        /// The node.
+        node: String,
+        /// The job it names.
+        job_id: i32,
+    },
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NODE_NAME
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl Graph {
+    /// Parses a stored graph.
+    pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// The stored form.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{\"nodes\":[]}".to_owned())
+    }
+
+    /// Checks names, limits, edges and cycles (not jobs: see [`Graph::check_jobs`]).
+    pub fn check(&self) -> Result<(), GraphError> {
+        if self.nodes.is_empty() {
+            return Err(GraphError::Empty);
+        }
+        if self.nodes.len() > MAX_NODES {
+            return Err(GraphError::TooLarge(self.nodes.len()));
+        }
+        let mut names = BTreeSet::new();
+        for node in &self.nodes {
+            if !valid_name(&node.name) {
+                return Err(GraphError::BadName(node.name.clone()));
+            }
+            if !names.insert(node.name.as_str()) {
+                return Err(GraphError::Duplicate(node.name.clone()));
+            }
+            if node.retries > MAX_RETRIES {
+                return Err(GraphError::Retries(node.name.clone()));
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for edge in &self.edges {
+            for end in [&edge.from, &edge.to] {
+                if !names.contains(end.as_str()) {
+                    return Err(GraphError::Dangling {
+                        from: edge.from.clone(),
+                        to: edge.to.clone(),
+                        missing: end.clone(),
+                    });
+                }
+            }
+            if edge.from == edge.to || !seen.insert((edge.from.as_str(), edge.to.as_str())) {
+                return Err(GraphError::BadEdge(edge.from.clone(), edge.to.clone()));
+            }
+        }
+        self.find_cycle()
+    }
+
+    /// Checks that every node's job exists, with `exists` answering for one job id.
+    pub fn check_jobs(&self, exists: impl Fn(i32) -> bool) -> Result<(), GraphError> {
+        match self.nodes.iter().find(|n| !exists(n.job_id)) {
+            Some(n) => Err(GraphError::UnknownJob { node: n.name.clone(), job_id: n.job_id }),
+            None => Ok(()),
+        }
+    }
+
+    /// The node named `name`.
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// Each node's incoming edges, by node name (every node has an entry).
+    pub fn parents(&self) -> BTreeMap<&str, Vec<&Edge>> {
+        let mut out: BTreeMap<&str, Vec<&Edge>> =
+            self.nodes.iter().map(|n| (n.name.as_str(), Vec::new())).collect();
+        for edge in &self.edges {
+            out.entry(edge.to.as_str()).or_default().push(edge);
+        }
+        out
+    }
+
+    /// Depth-first search with colours; the first back edge found is the cycle reported.
+    fn find_cycle(&self) -> Result<(), GraphError> {
+        let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for edge in &self.edges {
+            children.entry(edge.from.as_str()).or_default().push(edge.to.as_str());
+        }
+        // 0 unvisited, 1 on the current path, 2 done.
+        let mut colour: BTreeMap<&str, u8> = BTreeMap::new();
+        for start in self.nodes.iter().map(|n| n.name.as_str()) {
+            if colour.get(start).copied().unwrap_or(0) != 0 {
+                continue;
+            }
+            // An explicit stack: a 500-node chain must not overflow the task's stack.
+            let mut path: Vec<(&str, usize)> = vec![(start, 0)];
+            colour.insert(start, 1);
+            while let Some((node, next)) = path.last_mut() {
+                let kids = children.get(*node).map(Vec::as_slice).unwrap_or_default();
+                if let Some(&kid) = kids.get(*next) {
+                    *next += 1;
+                    match colour.get(kid).copied().unwrap_or(0) {
+                        0 => {
+                            colour.insert(kid, 1);
+                            path.push((kid, 0));
+                        }
+                        1 => {
+                            let from = path.iter().position(|(n, _)| *n == kid).unwrap_or(0);
+                            let mut names: Vec<&str> = path[from..].iter().map(|(n, _)| *n).collect();
+                            names.push(kid);
+                            return Err(GraphError::Cycle { node: kid.to_owned(), path: names.join(" -> ") });
+                        }
+                        _ => {}
+                    }
+                } else {
+                    colour.insert(*node, 2);
+                    path.pop();
+                }
+            }
+        }
+        Ok(())
+    }
+}
