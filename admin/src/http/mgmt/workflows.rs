@@ -210,8 +210,12 @@ pub(crate) async fn list(
     principal: Principal,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<Vec<WorkflowView>>, ApiError> {
-    let groups: Option<Vec<GroupId>> = match principal.group_scope(query.job_group)? {
-        Some(group) => Some(vec![group]),
+    // Unlike the job list (upstream's), no group chosen means every group the caller may use.
+    let groups: Option<Vec<GroupId>> = match query.job_group {
+        Some(group) => {
+            principal.require_group(GroupId(group))?;
+            Some(vec![GroupId(group)])
+        }
         None if principal.is_admin() => None,
         None => Some(principal.groups().into_iter().collect()),
     };

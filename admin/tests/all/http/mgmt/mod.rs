@@ -35,6 +35,7 @@ mod transfer;
 mod trigger_addresses;
 mod users;
 mod wasm;
+mod workflows;
 
 /// Password of every user made by [`add_user`].
 pub(crate) const PASSWORD: &str = "secret-pw";

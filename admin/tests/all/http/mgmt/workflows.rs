@@ -1,0 +1,101 @@
+//! Workflows through the management API of a real admin with its engine: checks that name the
+//! node at fault, the owner group's permissions (another group's user is refused), a start
+//! with a context, and an instance that ends FAILED because its executor is unreachable — the
+//! failed node's child skipped, the context kept — with every write in the audit log.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::Env;
+use super::jobs::form;
+
+fn graph(first: i64, second: i64) -> Value {
+    json!({
+        "nodes": [{"name": "extract", "jobId": first}, {"name": "load", "jobId": second}],
+        "edges": [{"from": "extract", "to": "load"}]
+    })
+}
+
+#[tokio::test]
+async fn workflows_are_checked_owned_by_their_group_and_run_to_an_end() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let (mine, theirs) = (env.group("wf-mine").await, env.group("wf-theirs").await);
+    env.normal_user("alice", &[mine]).await;
+    env.normal_user("bob", &[theirs]).await;
+    let (root, alice, bob) = (env.login("root").await, env.login("alice").await, env.login("bob").await);
+    let mut jobs = Vec::new();
+    for _ in 0..2 {
+        let (status, job) = root.post("/api/v1/jobs", form(mine.0)).await;
+        assert_eq!(status, 201, "{job}");
+        jobs.push(job["id"].as_i64().expect("id"));
+    }
+    let body = |graph: Value| json!({"name": "nightly", "jobGroup": mine.0, "graph": graph});
+
+    let mut cycle = graph(jobs[0], jobs[1]);
+    cycle["edges"].as_array_mut().expect("edges").push(json!({"from": "load", "to": "extract"}));
+    for (bad, needle) in [
+        (cycle, "depends on itself: extract -> load -> extract"),
+        (graph(jobs[0], 999_999), "node \"load\" runs job 999999, which does not exist"),
+        (json!({"nodes": [{"name": "a b", "jobId": jobs[0]}]}), "node name \"a b\""),
+        (json!({"nodes": [{"name": "a", "jobId": jobs[0]}], "edges": [{"from": "a", "to": "z"}]}), "\"z\""),
+    ] {
+        let (status, refused) = alice.post("/api/v1/workflows", body(bad)).await;
+        assert_eq!(status, 400, "{refused}");
+        assert!(refused["msg"].as_str().unwrap_or_default().contains(needle), "{needle}: {refused}");
+    }
+    let (status, _) = bob.post("/api/v1/workflows", body(graph(jobs[0], jobs[1]))).await;
+    assert_eq!(status, 403, "bob may not use the owner group");
+    let (status, created) = alice.post("/api/v1/workflows", body(graph(jobs[0], jobs[1]))).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_i64().expect("id");
+    assert_eq!(created["graph"]["edges"][0]["when"], "SUCCESS", "the default condition is shown");
+    let (status, _) = bob.get(&format!("/api/v1/workflows/{id}")).await;
+    assert_eq!(status, 403);
+    let (_, listed) = bob.get("/api/v1/workflows").await;
+    assert_eq!(listed, json!([]), "bob sees none");
+    let (status, refused) = alice.post(&format!("/api/v1/workflows/{id}/start"), json!({})).await;
+    assert_eq!(status, 400, "NONE has no schedule to start: {refused}");
+
+    let (status, refused) =
+        alice.post(&format!("/api/v1/workflows/{id}/instances"), json!({"context": [1]})).await;
+    assert_eq!(status, 400, "{refused}");
+    let (status, started) = alice
+        .post(&format!("/api/v1/workflows/{id}/instances"), json!({"context": {"day": "2031-01-01"}}))
+        .await;
+    assert_eq!((status, started["outcome"].clone()), (201, json!("STARTED")), "{started}");
+    let instance = started["instanceId"].as_i64().expect("instance");
+
+    // The executor at 127.0.0.1:9 refuses: extract fails at once, load is skipped.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let view = loop {
+        let (status, view) = alice.get(&format!("/api/v1/workflow-instances/{instance}")).await;
+        assert_eq!(status, 200, "{view}");
+        if view["status"] != "RUNNING" {
+            break view;
+        }
+        assert!(Instant::now() < deadline, "the instance did not end: {view}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(view["status"], "FAILED", "{view}");
+    assert_eq!(view["context"], json!({"day": "2031-01-01"}));
+    let runs = view["runs"].as_array().expect("runs");
+    let states: Vec<(&str, &str)> =
+        runs.iter().map(|r| (r["node"].as_str().unwrap_or(""), r["status"].as_str().unwrap_or(""))).collect();
+    assert_eq!(states, vec![("extract", "FAILED"), ("load", "SKIPPED")], "{view}");
+    assert!(runs[0]["logId"].as_i64().is_some(), "the failed trigger has its log row");
+    let (status, _) = bob.get(&format!("/api/v1/workflow-instances/{instance}")).await;
+    assert_eq!(status, 403);
+    let (status, _) = alice.post(&format!("/api/v1/workflow-instances/{instance}/stop"), json!({})).await;
+    assert_eq!(status, 409, "an instance that is over cannot be stopped");
+
+    let (_, audit) = root.get("/api/v1/audit?action=workflow.&limit=50").await;
+    let actions: Vec<&str> = audit["items"]
+        .as_array()
+        .map_or_else(Vec::new, |rows| rows.iter().filter_map(|r| r["action"].as_str()).collect());
+    assert!(actions.contains(&"workflow.create") && actions.contains(&"workflow.run"), "{audit}");
+    let (status, _) = alice.delete(&format!("/api/v1/workflows/{id}")).await;
+    assert_eq!(status, 204);
+    Ok(())
+}
