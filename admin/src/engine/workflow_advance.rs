@@ -44,7 +44,7 @@ impl Workflows {
             {
                 let value = serde_json::from_str(output).unwrap_or(Value::Null);
                 context.insert(run.node.clone(), value);
-                if Value::Object(context.clone()).to_string().len() > MAX_CONTEXT {
+                if serde_json::to_vec(&context).map_or(usize::MAX, |bytes| bytes.len()) > MAX_CONTEXT {
                     context.remove(&run.node);
                     end.status = rs::FAILED;
                     end.message = Some(format!("the instance context would exceed {MAX_CONTEXT} bytes"));

@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 
 use super::SqlStore;
+use super::logs::INSERT_LOG;
 use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
 use crate::store::pool::Tx;
@@ -89,10 +90,6 @@ static END_RUN: Sql = Sql::new(
 static TAKE_RUN: Sql = Sql::new(
     "UPDATE jobwheel_workflow_run SET status = 1, fired_ms = ?, deadline_ms = ? \
     WHERE id = ? AND status = 0 AND due_ms <= ?",
-);
-static INSERT_LOG: Sql = Sql::new(
-    "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, handle_code) \
-    VALUES (?, ?, TS(?), 0, 0) RETURNING id",
 );
 static SET_RUN_LOG: Sql = Sql::new("UPDATE jobwheel_workflow_run SET log_id = ?, shards = 1 WHERE id = ?");
 static SET_SHARDS: Sql = Sql::new("UPDATE jobwheel_workflow_run SET shards = ? WHERE id = ?");
