@@ -57,15 +57,22 @@ if [ ! -x "$tools/js/node_modules/.bin/componentize-js" ]; then
   (cd "$tools/js" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund '@bytecodealliance/componentize-js@0.23.0')
 fi
 components="$tools/components"
-stamp="$(cat sample-jobs/components/python/app.py sample-jobs/components/js/app.js wit/*.wit wit/deps/*.wit | sha256sum | cut -c1-16)"
+stamp="$(cat sample-jobs/components/python/*.py sample-jobs/components/js/*.js guest-sdk/python/*.py \
+  guest-sdk/js/*.js wit/*.wit wit/deps/*.wit | sha256sum | cut -c1-16)"
 if [ "$(cat "$components/stamp" 2>/dev/null)" != "$stamp" ]; then
   echo "== guest components (Python, JavaScript)"
   rm -rf "$components"
   mkdir -p "$components/python" "$components/js"
   (cd sample-jobs/components/python && PYTHONDONTWRITEBYTECODE=1 "$tools/py/bin/componentize-py" \
     -d ../../../wit -w jobwheel:job/job componentize -p . app -o "$components/python/http-check.wasm")
+  (cd sample-jobs/components/python && PYTHONDONTWRITEBYTECODE=1 "$tools/py/bin/componentize-py" \
+    -d ../../../wit -w jobwheel:job/job componentize -p . -p ../../../guest-sdk/python workflow_step \
+    -o "$components/python/workflow-step.wasm")
   (cd sample-jobs/components/js && "$tools/js/node_modules/.bin/componentize-js" \
     --wit ../../../wit --world-name jobwheel:job/job -o "$components/js/http-check.wasm" app.js)
+  # From the root: componentize-js loads imported modules only from below its working directory.
+  "$tools/js/node_modules/.bin/componentize-js" --wit wit --world-name jobwheel:job/job \
+    -o "$components/js/workflow-step.wasm" sample-jobs/components/js/workflow-step.js
   echo "$stamp" >"$components/stamp"
 fi
 export JOBWHEEL_GUEST_COMPONENTS="$components"

@@ -17,7 +17,9 @@ use crate::alarm::{AlarmChannel, Alarmer, EmailAlarm, WebhookAlarm};
 use crate::app::CoreContext;
 use crate::clock::{SystemClock, ThreadRandom};
 use crate::config::AdminConfig;
-use crate::engine::{Engine, EngineConfig, EngineError, EngineServices, StartError, schedule_node_name};
+use crate::engine::{
+    Engine, EngineConfig, EngineError, EngineServices, InstanceOp, OpError, StartError, schedule_node_name,
+};
 use crate::executor_client::HttpExecutorClient;
 use crate::http::AdminCore;
 use crate::routing::Router;
@@ -105,6 +107,20 @@ impl AdminCore for EngineCore {
 
     async fn stop_workflow_instance(&self, instance: InstanceId) -> Result<bool, EngineError> {
         self.engine.workflows().stop(instance).await
+    }
+
+    async fn workflow_instance_op(&self, instance: InstanceId, op: InstanceOp) -> Result<(), OpError> {
+        let workflows = self.engine.workflows();
+        match op {
+            InstanceOp::RerunFailed => workflows.rerun_failed(instance).await,
+            InstanceOp::MarkDone { node, output } => {
+                workflows.mark_done(instance, &node, output.as_deref()).await
+            }
+        }
+    }
+
+    async fn rerun_workflow_instance(&self, instance: InstanceId) -> Result<StartOutcome, StartError> {
+        self.engine.workflows().rerun(instance).await
     }
 
     fn readiness(&self) -> Result<(), String> {

@@ -83,6 +83,8 @@ pub struct AdminMetrics {
     alarms: Family<ResultLabels, Counter>,
     executors: Family<GroupLabels, Gauge>,
     partitions: Gauge,
+    workflow_instances: Family<ResultLabels, Counter>,
+    workflow_handoff: Histogram,
 }
 
 impl Default for AdminMetrics {
@@ -109,6 +111,8 @@ impl AdminMetrics {
             alarms: Family::default(),
             executors: Family::default(),
             partitions: Gauge::default(),
+            workflow_instances: Family::default(),
+            workflow_handoff: Histogram::new(LATENESS_BUCKETS),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -171,6 +175,17 @@ impl AdminMetrics {
             "Job partitions this admin pre-reads (32 alone or exclusive; its share when shared)",
             metrics.partitions.clone(),
         );
+        r.register(
+            "workflow_instances_ended",
+            "Workflow instances that ended, by outcome (succeeded, failed, stopped)",
+            metrics.workflow_instances.clone(),
+        );
+        r.register_with_unit(
+            "workflow_handoff",
+            "From a workflow node's result being stored to its next node's /run answered",
+            Unit::Seconds,
+            metrics.workflow_handoff.clone(),
+        );
         r.register_with_unit(
             "db_statement",
             "Database statement latency (process-wide)",
@@ -179,7 +194,7 @@ impl AdminMetrics {
         );
         // Series with a fixed set of labels exist from the start at zero, so a rate over them
         // is 0 rather than absent before the first event.
-        for r#type in ["cron", "manual", "retry", "parent", "api", "misfire"] {
+        for r#type in ["cron", "manual", "retry", "parent", "api", "misfire", "workflow"] {
             for result in ["success", "fail"] {
                 drop(metrics.triggers.get_or_create(&TriggerLabels { r#type, result }));
             }
@@ -193,7 +208,20 @@ impl AdminMetrics {
         for result in ["sent", "failed"] {
             drop(metrics.alarms.get_or_create(&ResultLabels { result }));
         }
+        for result in ["succeeded", "failed", "stopped"] {
+            drop(metrics.workflow_instances.get_or_create(&ResultLabels { result }));
+        }
         Self { registry, ..metrics }
+    }
+
+    /// A workflow instance ended: `result` is `succeeded`, `failed` or `stopped`.
+    pub(crate) fn workflow_instance_ended(&self, result: &'static str) {
+        self.workflow_instances.get_or_create(&ResultLabels { result }).inc();
+    }
+
+    /// A workflow node's hand-off: from its parent's result stored to its `/run` answered.
+    pub(crate) fn workflow_handoff(&self, seconds: f64) {
+        self.workflow_handoff.observe(seconds);
     }
 
     /// A trigger's outcome: `code` is the executor's answer (200 accepted).

@@ -90,6 +90,8 @@ pub(crate) struct RunInfo {
     pub(crate) shard_total: i32,
     /// The Wasm job's grants (policy, variables, secrets, limits), if the trigger had any.
     pub(crate) wasm_grant: Option<Arc<WasmGrant>>,
+    /// The workflow instance's context, when the run is a workflow node.
+    pub(crate) workflow_context: Option<Arc<serde_json::Value>>,
 }
 
 /// Everything a handler may read or report about the run it is executing. Cheap to clone;
@@ -104,13 +106,23 @@ struct ContextInner {
     log: JobLog,
     /// The result set by `handle_*`; `None` means "success, no message" (upstream's default).
     result: Mutex<Option<(HandleCode, Option<String>)>>,
+    /// The workflow output set by `set_output`, as JSON text.
+    output: Mutex<Option<String>>,
     /// Cancelled when the run must stop: timeout, `/kill`, `COVER_EARLY`, or shutdown.
     stop: CancellationToken,
 }
 
 impl JobContext {
     pub(crate) fn new(info: RunInfo, log: JobLog, stop: CancellationToken) -> Self {
-        Self { inner: Arc::new(ContextInner { info, log, result: Mutex::new(None), stop }) }
+        Self {
+            inner: Arc::new(ContextInner {
+                info,
+                log,
+                result: Mutex::new(None),
+                output: Mutex::new(None),
+                stop,
+            }),
+        }
     }
 
     pub fn job_id(&self) -> i32 {
@@ -144,6 +156,26 @@ impl JobContext {
     /// The Wasm job's grants carried by the trigger.
     pub(crate) fn wasm_grant(&self) -> Option<&WasmGrant> {
         self.inner.info.wasm_grant.as_deref()
+    }
+
+    /// The context of the workflow instance this run is a node of: a JSON object holding the
+    /// instance's start input and each finished node's output under the node's name
+    /// (docs/workflows.md). `None` when the run is not a workflow node.
+    pub fn workflow_context(&self) -> Option<&serde_json::Value> {
+        self.inner.info.workflow_context.as_deref()
+    }
+
+    /// Sets this run's workflow output: merged into the instance's context under the node's
+    /// name when the run succeeds, and so handed to the nodes after it. At most
+    /// [`jobwheel_protocol::MAX_WORKFLOW_OUTPUT`] bytes of JSON, or the run fails; ignored when
+    /// the run is not a workflow node. A later call replaces an earlier one.
+    pub fn set_output(&self, output: &serde_json::Value) {
+        *self.inner.output.lock().unwrap_or_else(|e| e.into_inner()) = Some(output.to_string());
+    }
+
+    /// The workflow output set so far, as JSON text.
+    pub(crate) fn output(&self) -> Option<String> {
+        self.inner.output.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Appends a timestamped line to this run's job log (upstream `XxlJobHelper.log`).

@@ -16,3 +16,11 @@ pub const ENV_SHARD_INDEX: &str = "JOBWHEEL_SHARD_INDEX";
 pub const ENV_SHARD_TOTAL: &str = "JOBWHEEL_SHARD_TOTAL";
 /// Prefix of a stdout/stderr line that sets (appends a line to) the run's result message.
 pub const RESULT_MARKER: &str = "::jobwheel-result::";
+/// Environment variable holding the workflow instance's context (a JSON object) when the run
+/// is a workflow node; absent otherwise.
+pub const ENV_WORKFLOW_CONTEXT: &str = "JOBWHEEL_WORKFLOW_CONTEXT";
+/// Prefix of a stdout/stderr line carrying (a piece of) the run's workflow output: the pieces
+/// of every such line are concatenated, in order, without separators.
+pub const OUTPUT_MARKER: &str = "::jobwheel-output::";
+/// The largest workflow output a run may produce, in bytes.
+pub const MAX_OUTPUT_BYTES: usize = 64 * 1024;

@@ -31,13 +31,14 @@ impl Shard {
     }
 }
 
-/// The run's inputs: parameter, ids and shard.
+/// The run's inputs: parameter, ids, shard and, for a workflow node, the instance's context.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Context {
     param: String,
     job_id: i32,
     log_id: i64,
     shard: Shard,
+    workflow_context: Option<String>,
 }
 
 /// An ABI environment variable holds a value the SDK cannot use.
@@ -63,7 +64,14 @@ impl Context {
     /// If `shard` is not `0 <= index < total`.
     pub fn new(param: impl Into<String>, job_id: i32, log_id: i64, shard: Shard) -> Context {
         assert!(0 <= shard.index && shard.index < shard.total, "invalid shard {shard:?}");
-        Context { param: param.into(), job_id, log_id, shard }
+        Context { param: param.into(), job_id, log_id, shard, workflow_context: None }
+    }
+
+    /// The same context as a workflow node's run with `workflow_context` (JSON text), e.g. to
+    /// unit-test a node's function on the host.
+    pub fn with_workflow_context(mut self, workflow_context: impl Into<String>) -> Context {
+        self.workflow_context = Some(workflow_context.into());
+        self
     }
 
     /// Reads the context from the `JOBWHEEL_*` environment variables. Missing variables take
@@ -85,7 +93,8 @@ impl Context {
                 "a shard index below the shard total",
             ));
         }
-        Ok(Context { param, job_id, log_id, shard: Shard { index, total } })
+        let workflow_context = std::env::var(abi::ENV_WORKFLOW_CONTEXT).ok();
+        Ok(Context { param, job_id, log_id, shard: Shard { index, total }, workflow_context })
     }
 
     /// The job parameter (xxl-job `executorParams`), empty when none was given.
@@ -106,6 +115,14 @@ impl Context {
     /// The log id of this run (unique per trigger).
     pub fn log_id(&self) -> i64 {
         self.log_id
+    }
+
+    /// The workflow instance's context when this run is a workflow node: JSON text of an
+    /// object holding the instance's start input and each finished node's output under the
+    /// node's name (parse it with the JSON crate of your choice). `None` outside a workflow.
+    /// A node hands data on with [`crate::set_output`].
+    pub fn workflow_context(&self) -> Option<&str> {
+        self.workflow_context.as_deref()
     }
 
     /// A variable set on the job or its executor group (the job's wins), `None` when unset.

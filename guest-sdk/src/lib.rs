@@ -29,7 +29,7 @@ pub mod http;
 mod report;
 
 pub use context::{Context, ContextError, Shard};
-pub use report::{JobResult, report, run};
+pub use report::{JobResult, report, run, set_output};
 
 /// Writes one line to the job log (guest stdout), `format!`-style.
 ///

@@ -5,7 +5,7 @@ use std::fmt::Display;
 use std::io::Write;
 use std::process::ExitCode;
 
-use crate::abi::RESULT_MARKER;
+use crate::abi::{OUTPUT_MARKER, RESULT_MARKER};
 use crate::context::Context;
 
 /// Exit code for a job that returned `Err`.
@@ -69,6 +69,44 @@ pub fn report(message: &str) {
     }
 }
 
+/// Sets this run's workflow output to `json` (JSON text; anything that does not parse as JSON
+/// is taken as a string). When the run succeeds, the output is merged into the workflow
+/// instance's context under the node's name and handed to the nodes after it. At most
+/// [`crate::abi::MAX_OUTPUT_BYTES`] bytes, or the run fails. Call it once: a second call
+/// appends to the first. Line breaks are not carried (JSON needs none); outside a workflow the
+/// output is ignored.
+pub fn set_output(json: &str) {
+    let mut out = std::io::stdout().lock();
+    for line in json.lines() {
+        for piece in pieces(line, OUTPUT_PIECE_BYTES) {
+            let _ = writeln!(out, "{OUTPUT_MARKER}{piece}");
+        }
+    }
+    let _ = out.flush();
+}
+
+/// Bytes of output per marker line: well under the runtime's line limit (8 KiB by default).
+const OUTPUT_PIECE_BYTES: usize = 4000;
+
+/// `text` cut into pieces of at most `max` bytes, on character boundaries.
+fn pieces(text: &str, max: usize) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while rest.len() > max {
+        let mut cut = max;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (piece, tail) = rest.split_at(cut);
+        pieces.push(piece);
+        rest = tail;
+    }
+    if !rest.is_empty() {
+        pieces.push(rest);
+    }
+    pieces
+}
+
 fn install_panic_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -80,4 +118,18 @@ fn install_panic_hook() {
         // Keep the standard message in the log too.
         previous(info);
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces;
+
+    #[test]
+    fn pieces_respect_the_limit_and_character_boundaries() {
+        let text = "aé".repeat(5); // 15 bytes, `é` is two
+        let cut = pieces(&text, 4);
+        assert_eq!(cut.concat(), text);
+        assert!(cut.iter().all(|p| p.len() <= 4), "{cut:?}");
+        assert_eq!(pieces("", 4), Vec::<&str>::new());
+    }
 }

@@ -26,7 +26,15 @@ pub struct HandleCallbackParam {
     pub handle_code: i32,
     #[serde(default, deserialize_with = "lenient::string")]
     pub handle_msg: String,
+    /// jobwheel extension: the output a workflow node's run produced (JSON text, at most
+    /// [`MAX_WORKFLOW_OUTPUT`] bytes), sent only for runs whose trigger carried a workflow
+    /// context. Absent from upstream executors' callbacks, whose handle message is the output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
+
+/// The largest output one workflow node's run may produce, in bytes of JSON.
+pub const MAX_WORKFLOW_OUTPUT: usize = 64 * 1024;
 
 /// Body of `/api/callback`: a bare array (Gen A/B) or `{"callbackList": [...]}` (Gen C).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -123,6 +123,11 @@ pub struct TriggerParam {
     /// executors ignore the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<String>,
+    /// jobwheel extension: the context of the workflow instance this run is a node of (a JSON
+    /// object: the start input and each finished node's output under its name). Absent for a
+    /// run that is not a workflow node; upstream executors ignore the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_context: Option<serde_json::Value>,
 }
 
 /// A Wasm job's grants as the admin sends them with each trigger. The executor enforces them;

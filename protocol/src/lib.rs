@@ -18,7 +18,7 @@ mod lenient;
 pub mod net_policy;
 pub mod request;
 
-pub use admin_api::{CallbackBody, HandleCallbackParam, RegistryParam};
+pub use admin_api::{CallbackBody, HandleCallbackParam, MAX_WORKFLOW_OUTPUT, RegistryParam};
 pub use enums::{BlockStrategy, GlueType, HandleCode, REGISTRY_GROUP_EXECUTOR};
 pub use envelope::Envelope;
 pub use executor_api::{

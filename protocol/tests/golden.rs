@@ -146,11 +146,12 @@ fn bean_trigger() -> TriggerParam {
         wasm_module: None,
         wasm_grant: None,
         priority: None,
+        workflow_context: None,
     }
 }
 
 fn callback(log_id: i64, log_date_tim: i64, handle_code: i32, handle_msg: &str) -> HandleCallbackParam {
-    HandleCallbackParam { log_id, log_date_tim, handle_code, handle_msg: handle_msg.into() }
+    HandleCallbackParam { log_id, log_date_tim, handle_code, handle_msg: handle_msg.into(), output: None }
 }
 
 fn gen_a_callbacks() -> Vec<HandleCallbackParam> {
@@ -226,6 +227,7 @@ fn run_requests() {
                 wasm_module: None,
                 wasm_grant: None,
                 priority: None,
+                workflow_context: None,
             },
         ),
         // Gen B (disableHtmlEscaping): a sharded script job; the parameter keeps its space.
@@ -248,6 +250,7 @@ fn run_requests() {
                 wasm_module: None,
                 wasm_grant: None,
                 priority: None,
+                workflow_context: None,
             },
         ),
         // Our GLUE_WASM extension: the 12 upstream keys plus `wasmModule`.
@@ -276,6 +279,23 @@ fn run_requests() {
                 }),
                 wasm_grant: None,
                 priority: None,
+                workflow_context: None,
+            },
+        ),
+        // A workflow node's trigger: upstream's keys plus `workflowContext`, the instance's context.
+        case(
+            "jobwheel_run_request_workflow.json",
+            Emit::Bytes,
+            TriggerParam {
+                job_id: 16,
+                executor_params: "ops".into(),
+                log_id: 4246,
+                log_date_time: 1_700_000_002_000,
+                glue_updatetime: 1_699_999_000_004,
+                workflow_context: Some(
+                    serde_json::json!({"day": "2031-02-03", "extract": {"rows": [1, 2, 3]}}),
+                ),
+                ..bean_trigger()
             },
         ),
         // Gson leniency: numeric strings, nulls, a float for a long, missing and unknown fields.
@@ -421,6 +441,15 @@ fn callback_requests() {
             },
         ),
         case("gen_c_callback_request_empty.json", Emit::No, CallbackBody::Wrapped { callback_list: vec![] }),
+        // A jobwheel executor's result for a workflow node: upstream's keys plus `output`.
+        case(
+            "jobwheel_callback_request_workflow.json",
+            Emit::Bytes,
+            CallbackBody::List(vec![HandleCallbackParam {
+                output: Some(r#"{"hello":"ops","inputs":["day","extract"]}"#.into()),
+                ..callback(4246, 1_700_000_002_000, 200, "")
+            }]),
+        ),
         // Gson: numeric strings, null → 0, a null handleMsg is omitted, unknown fields.
         case(
             "lenient_callback_request.json",

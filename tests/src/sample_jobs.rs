@@ -48,3 +48,21 @@ pub fn sample_component(name: &str) -> Vec<u8> {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     read(BUILT.get_or_init(|| build("wasm32-wasip2", &["-p", "http-check", "-p", "sandbox-probe"])), name)
 }
+
+/// The Python and JavaScript component `name` (`http-check`, `workflow-step`) that
+/// `scripts/test.sh` built into `JOBWHEEL_GUEST_COMPONENTS`, as `(language, bytes)`. Required
+/// under `CI`; elsewhere an empty list without it (the toolchains take minutes to install).
+pub fn guest_components(name: &str) -> anyhow::Result<Vec<(&'static str, Vec<u8>)>> {
+    let Some(dir) = std::env::var_os("JOBWHEEL_GUEST_COMPONENTS") else {
+        anyhow::ensure!(std::env::var_os("CI").is_none(), "JOBWHEEL_GUEST_COMPONENTS must be set in CI");
+        return Ok(Vec::new());
+    };
+    let mut all = Vec::new();
+    for language in ["python", "js"] {
+        let path = Path::new(&dir).join(language).join(format!("{name}.wasm"));
+        let bytes =
+            std::fs::read(&path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        all.push((language, bytes));
+    }
+    Ok(all)
+}

@@ -81,6 +81,10 @@ pub struct RunReport {
     pub outcome: Outcome,
     /// What it consumed.
     pub stats: RunStats,
+    /// The workflow output the guest printed (`::jobwheel-output::` lines, concatenated), if
+    /// any; longer than [`crate::abi::MAX_OUTPUT_BYTES`] means the guest printed more than the
+    /// limit (the rest was dropped).
+    pub workflow_output: Option<String>,
 }
 
 impl fmt::Display for RunStats {

@@ -11,7 +11,7 @@ use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
-use crate::abi::{HOST_NOTE_PREFIX, RESULT_MARKER};
+use crate::abi::{HOST_NOTE_PREFIX, MAX_OUTPUT_BYTES, OUTPUT_MARKER, RESULT_MARKER};
 
 /// Where a run's log lines go: guest stdout/stderr lines and the runtime's own notes.
 ///
@@ -46,6 +46,7 @@ pub(crate) struct OutputLimits {
 /// What the capture learned, read once the run is over.
 pub(crate) struct CaptureSummary {
     pub(crate) result_message: Option<String>,
+    pub(crate) workflow_output: Option<String>,
     pub(crate) last_stderr_line: Option<String>,
     pub(crate) output_bytes: u64,
     pub(crate) truncated: bool,
@@ -67,6 +68,9 @@ struct CaptureState {
     forwarded_bytes: usize,
     truncated: bool,
     result_message: Option<String>,
+    /// Pieces of `::jobwheel-output::` lines, concatenated; collection stops once past
+    /// [`MAX_OUTPUT_BYTES`], which is enough for the caller to refuse it.
+    workflow_output: Option<String>,
     last_stderr_line: Option<String>,
     /// Outbound HTTP requests the network policy let through, and refused.
     http_allowed: u32,
@@ -98,6 +102,7 @@ impl OutputCapture {
             forwarded_bytes: 0,
             truncated: false,
             result_message: None,
+            workflow_output: None,
             last_stderr_line: None,
             http_allowed: 0,
             http_denied: 0,
@@ -144,6 +149,7 @@ impl OutputCapture {
         }
         CaptureSummary {
             result_message: state.result_message.clone(),
+            workflow_output: state.workflow_output.clone(),
             last_stderr_line: state.last_stderr_line.clone(),
             output_bytes: state.seen_bytes,
             truncated: state.truncated,
@@ -226,6 +232,15 @@ impl CaptureState {
         // floods its log still reports why it failed.
         if let Some(message) = text.strip_prefix(RESULT_MARKER) {
             self.add_result_message(message);
+            return;
+        }
+        if let Some(piece) = text.strip_prefix(OUTPUT_MARKER) {
+            // Pieces are at most a line long, so this stops within a line of the limit: past
+            // it the output is refused anyway, and a flooding guest cannot grow it further.
+            let output = self.workflow_output.get_or_insert_with(String::new);
+            if output.len() <= MAX_OUTPUT_BYTES {
+                output.push_str(piece);
+            }
             return;
         }
         if stream == Stream::Stderr && !text.trim().is_empty() {
@@ -387,6 +402,25 @@ mod tests {
         let lines = lines.lock().expect("lock");
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(lines[0].starts_with("[jobwheel] output truncated after 8 bytes"));
+    }
+
+    #[test]
+    fn output_markers_are_concatenated_and_bounded() {
+        let (small, lines) = capture(1 << 20, 16 << 10);
+        small.write(Stream::Stdout, b"::jobwheel-output::{\"rows\":\n");
+        small.write(Stream::Stderr, b"::jobwheel-output::12}\nplain line\n");
+        let summary = small.finish();
+        assert_eq!(summary.workflow_output.as_deref(), Some("{\"rows\":12}"));
+        assert_eq!(*lines.lock().expect("lock"), vec!["plain line".to_owned()]);
+
+        let (big, _) = capture(1 << 20, 16 << 10);
+        let piece = format!("::jobwheel-output::{}\n", "x".repeat(8 << 10));
+        for _ in 0..20 {
+            big.write(Stream::Stdout, piece.as_bytes());
+        }
+        let output = big.finish().workflow_output.expect("output");
+        assert!(output.len() > MAX_OUTPUT_BYTES, "over the limit is visible: {}", output.len());
+        assert!(output.len() <= MAX_OUTPUT_BYTES + (8 << 10), "collection stops: {}", output.len());
     }
 
     #[test]

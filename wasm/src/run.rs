@@ -49,6 +49,9 @@ pub struct RunInput {
     pub fuel: Option<u64>,
     /// The job's memory limit in bytes; `None` = the runtime's. Capped by the runtime's limit.
     pub max_memory_bytes: Option<usize>,
+    /// The workflow instance's context (JSON text) when the run is a workflow node: the guest
+    /// reads it from `JOBWHEEL_WORKFLOW_CONTEXT`.
+    pub workflow_context: Option<String>,
 }
 
 /// Per-store data of a module run: the WASI context and the resource limiter.
@@ -100,7 +103,7 @@ impl Runtime {
             let summary = capture.finish();
             let outcome = outcome::failed(FailureKind::BadInput, message, &summary);
             let stats = RunStats { wall_time: started.elapsed(), ..RunStats::default() };
-            return RunReport { outcome, stats };
+            return RunReport { outcome, stats, workflow_output: None };
         }
 
         let mut wasi = WasiCtxBuilder::new();
@@ -112,6 +115,9 @@ impl Runtime {
             .env(abi::ENV_LOG_ID, input.log_id.to_string())
             .env(abi::ENV_SHARD_INDEX, input.shard_index.to_string())
             .env(abi::ENV_SHARD_TOTAL, input.shard_total.to_string());
+        if let Some(context) = &input.workflow_context {
+            wasi.env(abi::ENV_WORKFLOW_CONTEXT, context);
+        }
         for (key, value) in &input.env {
             if !abi::is_reserved_env(key) {
                 wasi.env(key, value);
@@ -224,12 +230,17 @@ impl Runtime {
             http_denied: summary.http_denied,
         };
         capture.final_note(&stats.to_string());
-        RunReport { outcome, stats }
+        RunReport { outcome, stats, workflow_output: summary.workflow_output }
     }
 }
 
 /// Input a guest cannot be given, in words for the job log.
 fn bad_input(input: &RunInput) -> Option<String> {
+    if input.workflow_context.as_deref().is_some_and(|c| c.contains('\0')) {
+        return Some(
+            "the workflow context contains a NUL byte, which WASI cannot pass to a guest".to_owned(),
+        );
+    }
     if input.param.contains('\0') {
         return Some("the job parameter contains a NUL byte, which WASI cannot pass to a guest".to_owned());
     }

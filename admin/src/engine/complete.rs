@@ -81,6 +81,11 @@ impl Completion {
     /// the results are stored, and a resent batch would be ignored as a repeat anyway.
     pub async fn on_callbacks(&self, items: Vec<HandleCallbackParam>) -> Result<(), EngineError> {
         let handle_time = to_datetime(self.clock.now_ms());
+        // Workflow outputs go first: an instance advanced on a stored result must find its
+        // output. Only node runs on jobwheel executors carry one, so most batches skip this.
+        let outputs: Vec<(LogId, &str)> =
+            items.iter().filter_map(|i| Some((LogId(i.log_id), i.output.as_deref()?))).collect();
+        self.store.store_outputs(&outputs).await?;
         let results: Vec<HandleResult> = items
             .into_iter()
             .map(|item| HandleResult {

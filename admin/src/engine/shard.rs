@@ -109,6 +109,7 @@ impl TriggerPath {
             wasm_module: wasm_module.clone(),
             wasm_grant,
             priority: job.priority.stored().map(str::to_owned),
+            workflow_context: request.workflow_context.as_deref().cloned(),
         };
 
         let (address, route_msg) = match capped {

@@ -60,6 +60,9 @@ pub struct TriggerRequest {
     /// Not to be sent before this time (epoch ms): the ring hands a second's triggers over
     /// ahead of it, so their database work is done when the second begins (`ring.rs`).
     pub release_ms: Option<i64>,
+    /// The workflow instance's context, when this trigger runs a workflow node; sent to the
+    /// executor with every shard (`TriggerParam::workflow_context`).
+    pub workflow_context: Option<Arc<serde_json::Value>>,
 }
 
 impl TriggerRequest {
@@ -76,6 +79,7 @@ impl TriggerRequest {
             scheduled_ms: None,
             staged_log: None,
             release_ms: None,
+            workflow_context: None,
         }
     }
 }

@@ -91,7 +91,8 @@ impl Workflows {
         let ids = tx.insert_runs(&new_runs).await?;
         let instance = tx.instance().clone();
         let context_text = Value::Object(context).to_string();
-        match planned.outcome.filter(|_| retrying.is_empty()) {
+        let ended = planned.outcome.filter(|_| retrying.is_empty());
+        match ended {
             Some(ok) => {
                 let status = if ok { is::SUCCEEDED } else { is::FAILED };
                 tx.set_instance(status, &context_text, instance.start_ms, now_ms).await?;
@@ -102,34 +103,26 @@ impl Workflows {
             None => {}
         }
         tx.commit().await?;
+        if let Some(ok) = ended {
+            self.triggers.metrics.workflow_instance_ended(if ok { "succeeded" } else { "failed" });
+        }
         Ok(new_runs
             .into_iter()
             .zip(ids)
             .filter(|(r, _)| r.status == rs::DUE && r.due_ms <= now_ms)
-            .map(|(r, id)| RunRow {
-                id,
-                instance_id: instance.id,
-                node: r.node,
-                attempt: r.attempt,
-                status: rs::DUE,
-                due_ms: r.due_ms,
-                fired_ms: 0,
-                end_ms: 0,
-                shards: 0,
-                log_id: None,
-                output: None,
-                message: None,
-            })
+            .map(|(r, id)| RunRow::due(id, instance.id, r))
             .collect())
     }
 }
 
 /// How a fired run ended, from its shards' log rows: succeeded when every shard did. Its
-/// output is the executor's message — JSON when it parses as JSON, else a string; a broadcast
-/// gives an array of its shards' — and is refused over [`MAX_NODE_OUTPUT`].
+/// output is the one the executor reported with the result, else the executor's message —
+/// JSON when it parses as JSON, else a string; a broadcast gives an array of its shards' — and
+/// is refused over [`MAX_NODE_OUTPUT`].
 fn settle(logs: &[&RunLog], now_ms: i64) -> RunEnd {
     let ok = logs.iter().all(|l| l.succeeded());
-    let outputs: Vec<Value> = logs.iter().map(|l| output_value(l.handle_msg.as_deref())).collect();
+    let outputs: Vec<Value> =
+        logs.iter().map(|l| output_value(l.output.as_deref().or(l.handle_msg.as_deref()))).collect();
     let output = match outputs.as_slice() {
         [one] => one.clone(),
         many => Value::Array(many.to_vec()),
@@ -155,12 +148,14 @@ fn output_value(message: Option<&str>) -> Value {
     }
 }
 
-/// Each node's state from its newest attempt; a node with a retry just planned is active.
-fn node_states(runs: &[RunRow], retrying: &[String]) -> BTreeMap<String, NodeState> {
+/// Each node's state from its newest run (by id: a rerun starts its attempts at 1 again);
+/// revoked runs (skips undone by a rerun or a "mark done") do not count; a node with a retry
+/// just planned is active.
+pub(super) fn node_states(runs: &[RunRow], retrying: &[String]) -> BTreeMap<String, NodeState> {
     let mut newest: BTreeMap<&str, &RunRow> = BTreeMap::new();
-    for run in runs {
+    for run in runs.iter().filter(|r| r.status != rs::REVOKED) {
         match newest.get(run.node.as_str()) {
-            Some(seen) if seen.attempt > run.attempt => {}
+            Some(seen) if seen.id.0 > run.id.0 => {}
             _ => {
                 newest.insert(run.node.as_str(), run);
             }

@@ -12,6 +12,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio_util::task::TaskTracker;
 
@@ -20,13 +21,13 @@ use super::trigger::{TriggerOutcome, TriggerPath, TriggerRequest, to_datetime};
 use crate::clock::Clock;
 use crate::domain::TriggerType;
 use crate::store::{
-    Admission, InstanceId, LogId, NewInstance, NewLog, RunEnd, RunId, RunRow, StartOutcome, Store,
-    WorkflowId, instance_status as is, run_status as rs,
+    Admission, InstanceId, LogId, NewInstance, NewLog, NewWorkflow, RunEnd, RunId, RunRow, StartOutcome,
+    Store, WorkflowId, instance_status as is, run_status as rs,
 };
 use crate::workflow::Graph;
 
 /// The largest output one node may add to the context, in bytes of JSON.
-pub const MAX_NODE_OUTPUT: usize = 64 * 1024;
+pub const MAX_NODE_OUTPUT: usize = jobwheel_protocol::MAX_WORKFLOW_OUTPUT;
 /// The largest context an instance may hold (start input and outputs), in bytes of JSON.
 pub const MAX_CONTEXT: usize = 1024 * 1024;
 
@@ -91,13 +92,24 @@ impl Workflows {
             graph: row.workflow.graph.clone(),
             context,
         };
+        Ok(self.admit(&new, &row.workflow, now_ms).await?)
+    }
+
+    /// Starts `new` under `workflow`'s max instances (queued or skipped beyond them) and fires
+    /// its first runs if it started.
+    pub(super) async fn admit(
+        self: &Arc<Self>,
+        new: &NewInstance,
+        workflow: &NewWorkflow,
+        now_ms: i64,
+    ) -> Result<StartOutcome, EngineError> {
         let admission = Admission {
-            max: row.workflow.max_instances.max(1),
-            queue: row.workflow.overflow == "QUEUE",
+            max: workflow.max_instances.max(1),
+            queue: workflow.overflow == "QUEUE",
             advance: None,
             now_ms,
         };
-        let outcome = self.store.start_instance(&new, admission).await.map_err(EngineError::from)?;
+        let outcome = self.store.start_instance(new, admission).await?;
         if let StartOutcome::Started(id) = outcome {
             self.advance_and_fire(id).await?;
         }
@@ -125,6 +137,7 @@ impl Workflows {
         let logs = tx.run_logs(&fired).await?;
         tx.set_instance(is::STOPPED, &instance.context, instance.start_ms, now_ms).await?;
         tx.commit().await?;
+        self.triggers.metrics.workflow_instance_ended("stopped");
         for log in logs.iter().filter(|l| !l.is_over()) {
             self.kill_log(log.log_id).await;
         }
@@ -144,6 +157,7 @@ impl Workflows {
     /// runs, in the background (the callback's answer does not wait; the sweep covers a crash).
     pub(crate) fn on_results(self: &Arc<Self>, logs: Vec<LogId>) {
         let this = Arc::clone(self);
+        let stored = Instant::now();
         self.tracker.spawn(async move {
             let runs = match this.store.runs_of_logs(&logs).await {
                 Ok(runs) => runs,
@@ -153,7 +167,7 @@ impl Workflows {
             instances.sort_unstable();
             instances.dedup();
             for instance in instances {
-                if let Err(error) = this.advance_and_fire(instance).await {
+                if let Err(error) = this.advance_and_fire_since(instance, Some(stored)).await {
                     tracing::error!(instance = instance.0, %error, "cannot advance workflow instance");
                 }
             }
@@ -166,11 +180,21 @@ impl Workflows {
         self: &Arc<Self>,
         instance: InstanceId,
     ) -> Pin<Box<dyn Future<Output = Result<(), EngineError>> + Send + 'static>> {
+        self.advance_and_fire_since(instance, None)
+    }
+
+    /// [`Self::advance_and_fire`] for results stored at `stored`: the hand-off to each run it
+    /// fires is measured from then (`jobwheel_workflow_handoff_seconds`).
+    fn advance_and_fire_since(
+        self: &Arc<Self>,
+        instance: InstanceId,
+        stored: Option<Instant>,
+    ) -> Pin<Box<dyn Future<Output = Result<(), EngineError>> + Send + 'static>> {
         let this = Arc::clone(self);
         Box::pin(async move {
             let due = this.advance(instance, this.clock.now_ms()).await?;
             for run in due {
-                this.fire(run).await?;
+                this.fire_since(run, stored).await?;
             }
             Ok(())
         })
@@ -180,6 +204,10 @@ impl Workflows {
     /// background) with the node's parameter, no job-level retries (the node has its own),
     /// and the log row staged.
     pub(super) async fn fire(self: &Arc<Self>, run: RunRow) -> Result<(), EngineError> {
+        self.fire_since(run, None).await
+    }
+
+    async fn fire_since(self: &Arc<Self>, run: RunRow, stored: Option<Instant>) -> Result<(), EngineError> {
         let now_ms = self.clock.now_ms();
         let Some(instance) = self.store.load_instance(run.instance_id).await? else { return Ok(()) };
         let graph = Graph::from_json(&instance.graph).unwrap_or_default();
@@ -194,16 +222,19 @@ impl Workflows {
         let Some(log_id) = self.store.take_run(run.id, &log, deadline, now_ms).await? else {
             return Ok(()); // another admin fired it, or it was stopped
         };
+        // The context as it is when the run fires: the start input and every output so far.
+        let context = serde_json::from_str(&instance.context).unwrap_or_else(|_| serde_json::json!({}));
         let request = TriggerRequest {
             fail_retry_count: Some(0),
             executor_param: node.param.clone(),
             staged_log: Some(log_id),
+            workflow_context: Some(Arc::new(context)),
             ..TriggerRequest::new(job.id, TriggerType::Workflow)
         };
         let this = Arc::clone(self);
         let (run_id, instance_id) = (run.id, run.instance_id);
         self.tracker.spawn(async move {
-            if let Err(error) = this.after_trigger(run_id, instance_id, request).await {
+            if let Err(error) = this.after_trigger(run_id, instance_id, request, stored).await {
                 tracing::error!(run = run_id.0, %error, "workflow node trigger failed");
             }
         });
@@ -217,9 +248,13 @@ impl Workflows {
         run: RunId,
         instance: InstanceId,
         request: TriggerRequest,
+        stored: Option<Instant>,
     ) -> Result<(), EngineError> {
         match self.triggers.trigger(request).await? {
             TriggerOutcome::Fired(fired) => {
+                if let Some(stored) = stored.filter(|_| fired.iter().any(|(_, code)| *code == 200)) {
+                    self.triggers.metrics.workflow_handoff(stored.elapsed().as_secs_f64());
+                }
                 let logs: Vec<LogId> = fired.iter().map(|(log, _)| *log).collect();
                 if logs.len() > 1 {
                     let shards = i32::try_from(logs.len()).unwrap_or(i32::MAX);

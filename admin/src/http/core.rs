@@ -8,7 +8,7 @@
 use async_trait::async_trait;
 use jobwheel_protocol::{HandleCallbackParam, LogResult};
 
-use crate::engine::{EngineError, StartError};
+use crate::engine::{EngineError, InstanceOp, OpError, StartError};
 use crate::store::{GroupId, InstanceId, JobId, LogId, StartOutcome, WorkflowId};
 
 /// What the operations below answer on an admin built without a scheduling engine.
@@ -99,6 +99,18 @@ pub trait AdminCore: Send + Sync + 'static {
     async fn stop_workflow_instance(&self, instance: InstanceId) -> Result<bool, EngineError> {
         let _ = instance;
         Err(no_engine())
+    }
+
+    /// Reruns a failed instance from its failed nodes, or marks a failed node done.
+    async fn workflow_instance_op(&self, instance: InstanceId, op: InstanceOp) -> Result<(), OpError> {
+        let _ = (instance, op);
+        Err(OpError::Engine(no_engine()))
+    }
+
+    /// Starts a new instance like `instance` (same graph and start input).
+    async fn rerun_workflow_instance(&self, instance: InstanceId) -> Result<StartOutcome, StartError> {
+        let _ = instance;
+        Err(StartError::Engine(no_engine()))
     }
 
     /// Triggers waiting in the time ring, and for the fast and the slow trigger pool

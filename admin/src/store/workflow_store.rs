@@ -79,6 +79,9 @@ pub trait WorkflowStore: Send + Sync {
     ) -> Result<Option<LogId>, StoreError>;
     /// Records the log rows a fired run's shards got, and how many shards it has.
     async fn link_logs(&self, run: RunId, logs: &[LogId], shards: i32) -> Result<(), StoreError>;
+    /// Stores the outputs workflow node runs reported with their results, before the results
+    /// themselves; a log row that has one keeps it.
+    async fn store_outputs(&self, outputs: &[(LogId, &str)]) -> Result<(), StoreError>;
     /// The runs (and instances) of these log rows, if any.
     async fn runs_of_logs(&self, logs: &[LogId]) -> Result<Vec<(RunId, InstanceId)>, StoreError>;
     /// Due runs of running instances with `due_ms <= now_ms`, oldest first, at most `limit`.

@@ -213,6 +213,24 @@ impl Graph {
         out
     }
 
+    /// Every node reachable from `roots` along edges, excluding the roots themselves unless a
+    /// root is reachable from another root.
+    pub fn descendants<'a>(&'a self, roots: &[&str]) -> BTreeSet<&'a str> {
+        let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for edge in &self.edges {
+            children.entry(edge.from.as_str()).or_default().push(edge.to.as_str());
+        }
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<&str> =
+            roots.iter().flat_map(|r| children.get(r).cloned().unwrap_or_default()).collect();
+        while let Some(node) = stack.pop() {
+            if seen.insert(node) {
+                stack.extend(children.get(node).map(Vec::as_slice).unwrap_or_default());
+            }
+        }
+        seen
+    }
+
     /// Depth-first search with colours; the first back edge found is the cycle reported.
     fn find_cycle(&self) -> Result<(), GraphError> {
         let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();

@@ -2,12 +2,19 @@
 
 use crate::handler::{JobContext, JobResult};
 
-/// Logs a greeting with its parameter and succeeds with the parameter as message.
+/// Logs a greeting with its parameter and succeeds with the parameter as message. As a
+/// workflow node it also shows the `JobContext` workflow API: it logs the context it was
+/// handed and outputs `{"hello": <param>, "inputs": <the context's keys>}`.
 pub(super) async fn demo(ctx: JobContext) -> JobResult {
     ctx.log("XXL-JOB, Hello World.");
     ctx.log(format!("param: {}", ctx.param()));
     if !ctx.param().is_empty() {
         ctx.handle_success(format!("hello, {}", ctx.param()));
+    }
+    if let Some(context) = ctx.workflow_context() {
+        ctx.log(format!("workflow context: {context}"));
+        let inputs: Vec<&String> = context.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+        ctx.set_output(&serde_json::json!({ "hello": ctx.param(), "inputs": inputs }));
     }
     Ok(())
 }

@@ -2,17 +2,24 @@
 //! `ScriptJobHandler`), but stops it for real on timeout or kill.
 //!
 //! argv is `[interpreter, file, param, shardIndex, shardTotal]` with no shell in between, so
-//! the parameter is one argument. The run is contained as `process.rs` describes: its whole
+//! the parameter is one argument. A workflow node's run also gets the instance's context in a
+//! file (`JOBWHEEL_WORKFLOW_CONTEXT_FILE`) and may write its output to another
+//! (`JOBWHEEL_WORKFLOW_OUTPUT_FILE`); both live in a directory of the run's own, removed after it. The run is contained as `process.rs` describes: its whole
 //! process tree is stopped on timeout or kill and never outlives the run.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use jobwheel_protocol::GlueType;
+use jobwheel_protocol::{GlueType, MAX_WORKFLOW_OUTPUT};
 use tokio::process::Command;
 
 use super::process::run_contained;
 use crate::handler::{HandlerFuture, JobContext, JobHandler};
+
+/// Names the file holding the workflow instance's context (JSON), for a node's run.
+pub(crate) const ENV_CONTEXT_FILE: &str = "JOBWHEEL_WORKFLOW_CONTEXT_FILE";
+/// Names the file a node's script may write its workflow output to.
+pub(crate) const ENV_OUTPUT_FILE: &str = "JOBWHEEL_WORKFLOW_OUTPUT_FILE";
 
 pub(crate) struct ScriptHandler {
     glue_type: GlueType,
@@ -70,15 +77,81 @@ async fn run_script(
 
     let mut command = Command::new(interpreter);
     command.arg(&file).arg(ctx.param()).arg(ctx.shard_index().to_string()).arg(ctx.shard_total().to_string());
+    let exchange = match ctx.workflow_context() {
+        Some(context) => {
+            let dir = file.parent().unwrap_or(Path::new(".")).join(format!("workflow-{}", ctx.log_id()));
+            Some(WorkflowFiles::create(dir, context, &mut command).await?)
+        }
+        None => None,
+    };
     let spawn_error =
         format!("cannot start {glue_type} interpreter `{interpreter}`; is it installed and on PATH?");
-    let status = run_contained(&ctx, command, "script", spawn_error).await?;
+    let status = run_contained(&ctx, command, "script", spawn_error).await;
+    if let Some(exchange) = exchange {
+        // Read even after a failure: the output is only used when the run succeeds, but the
+        // directory goes either way.
+        exchange.finish(&ctx).await;
+    }
+    let status = status?;
     match status.code() {
         Some(0) => {}
         Some(code) => ctx.handle_fail(format!("script exit value({code}) is failed")),
         None => ctx.handle_fail(format!("script terminated by a signal ({status})")),
     }
     Ok(())
+}
+
+/// The files through which a script that is a workflow node reads the instance's context and
+/// writes its output.
+struct WorkflowFiles {
+    dir: PathBuf,
+    output: PathBuf,
+}
+
+impl WorkflowFiles {
+    /// Writes the context into a fresh `dir` and points the script's environment at it.
+    async fn create(
+        dir: PathBuf,
+        context: &serde_json::Value,
+        command: &mut Command,
+    ) -> anyhow::Result<Self> {
+        let _ = tokio::fs::remove_dir_all(&dir).await;
+        tokio::fs::create_dir_all(&dir)
+            .await
+            .with_context(|| format!("cannot create the workflow directory {}", dir.display()))?;
+        let context_file = dir.join("context.json");
+        tokio::fs::write(&context_file, context.to_string())
+            .await
+            .with_context(|| format!("cannot write {}", context_file.display()))?;
+        let output = dir.join("output.json");
+        command.env(ENV_CONTEXT_FILE, &context_file).env(ENV_OUTPUT_FILE, &output);
+        Ok(Self { dir, output })
+    }
+
+    /// Takes the output the script wrote, if any (JSON when it parses, else its text), and
+    /// removes the directory.
+    async fn finish(self, ctx: &JobContext) {
+        match tokio::fs::read(&self.output).await {
+            Ok(bytes) if bytes.len() > MAX_WORKFLOW_OUTPUT => ctx.handle_fail(format!(
+                "the workflow output file is {} bytes, over the limit of {MAX_WORKFLOW_OUTPUT}",
+                bytes.len()
+            )),
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
+                let text = text.trim();
+                if !text.is_empty() {
+                    let value = serde_json::from_str(text)
+                        .unwrap_or_else(|_| serde_json::Value::String(text.to_owned()));
+                    ctx.set_output(&value);
+                }
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => ctx.log(format!("cannot read the workflow output file: {error}")),
+        }
+        if let Err(error) = tokio::fs::remove_dir_all(&self.dir).await {
+            tracing::warn!(dir = %self.dir.display(), %error, "cannot remove the workflow directory");
+        }
+    }
 }
 
 /// Writes the script file unless it exists (same update time ⇒ same source), atomically so a

@@ -110,6 +110,7 @@ async fn run_module(glue: Arc<WasmGlue>, reference: WasmModuleRef, ctx: JobConte
         shard_total: ctx.shard_total(),
         // The job thread enforces `executorTimeout` and cancels the run through the stop token.
         timeout: None,
+        workflow_context: ctx.workflow_context().map(ToString::to_string),
         ..RunInput::default()
     };
     if let Some(grant) = ctx.wasm_grant() {
@@ -126,6 +127,12 @@ async fn run_module(glue: Arc<WasmGlue>, reference: WasmModuleRef, ctx: JobConte
     // The runtime ends every run's log with a `[jobwheel] fuel used …, peak memory …` line.
     let report = glue.runtime.run(&load.module, input, sink, ctx.stop_token()).await;
     glue.metrics.wasm_run(&report.stats);
+    if let Some(output) = report.workflow_output.as_deref().map(str::trim).filter(|o| !o.is_empty()) {
+        // JSON when it parses, else the text; over the limit the worker refuses it.
+        let value =
+            serde_json::from_str(output).unwrap_or_else(|_| serde_json::Value::String(output.to_owned()));
+        ctx.set_output(&value);
+    }
     match report.outcome {
         Outcome::Succeeded { message } => {
             if let Some(message) = message {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use jobwheel_protocol::{HandleCallbackParam, HandleCode, TriggerParam};
+use jobwheel_protocol::{HandleCallbackParam, HandleCode, MAX_WORKFLOW_OUTPUT, TriggerParam};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -86,10 +86,10 @@ impl Worker {
             lock(&self.shared.queued).remove(&param.log_id);
             let span = tracing::info_span!("run", log_id = param.log_id);
             let started = std::time::Instant::now();
-            let (code, msg, finished) = self.execute(&param).instrument(span).await;
+            let (code, msg, finished, output) = self.execute(&param).instrument(span).await;
             let seconds = started.elapsed().as_secs_f64();
             self.threads.settings.metrics.run_ended(&param.glue_type, code, seconds);
-            self.report(&param, code, msg, finished);
+            self.report(&param, code, msg, finished, output);
             self.shared.running.store(false, Ordering::SeqCst);
             if self.shared.stop.is_cancelled() {
                 return;
@@ -98,9 +98,21 @@ impl Worker {
     }
 
     /// Runs one trigger to completion, timeout or stop; returns the callback's code and
-    /// message, and whether the run ended normally (its log then gets upstream's
-    /// `execute end(finish)` line, written once the result is journaled: `callback.rs`).
-    async fn execute(&self, param: &TriggerParam) -> (i32, String, bool) {
+    /// message, whether the run ended normally (its log then gets upstream's
+    /// `execute end(finish)` line, written once the result is journaled: `callback.rs`), and
+    /// the workflow output a node's run set.
+    async fn execute(&self, param: &TriggerParam) -> (i32, String, bool, Option<String>) {
+        let (code, msg, finished, output) = self.execute_handler(param).await;
+        match output {
+            Some(output) if output.len() > MAX_WORKFLOW_OUTPUT => {
+                let msg = format!("the workflow output is over the limit of {MAX_WORKFLOW_OUTPUT} bytes");
+                (HandleCode::Fail.code(), msg, finished, None)
+            }
+            output => (code, msg, finished, output),
+        }
+    }
+
+    async fn execute_handler(&self, param: &TriggerParam) -> (i32, String, bool, Option<String>) {
         let settings = &self.threads.settings;
         let log = JobLog::open(
             settings.logs.file_for(param.log_date_time, param.log_id),
@@ -119,6 +131,7 @@ impl Worker {
             shard_index: param.broadcast_index,
             shard_total: param.broadcast_total,
             wasm_grant: param.wasm_grant.clone().map(Arc::new),
+            workflow_context: param.workflow_context.clone().map(Arc::new),
         };
         // Not a child of the thread's token: the handler must learn of a stop only after this
         // worker has classified the ending, or a fast handler could finish "on its own" first.
@@ -149,14 +162,14 @@ impl Worker {
                 log.line(&format!(
                     "<br>----------- JobThread Exception:{msg}<br>----------- xxl-job job execute end(error) -----------"
                 ));
-                return (HandleCode::Fail.code(), msg, false);
+                return (HandleCode::Fail.code(), msg, false, None);
             }
             Ending::Panicked(msg) => {
                 let msg = format!("job handler panicked: {msg}");
                 log.line(&format!(
                     "<br>----------- JobThread Exception:{msg}<br>----------- xxl-job job execute end(error) -----------"
                 ));
-                return (HandleCode::Fail.code(), msg, false);
+                return (HandleCode::Fail.code(), msg, false, None);
             }
             Ending::TimedOut => {
                 log.line("<br>----------- xxl-job job execute timeout");
@@ -169,7 +182,7 @@ impl Worker {
                 log.line(&format!(
                     "<br>----------- JobThread Exception:{msg}<br>----------- xxl-job job execute end(error) -----------"
                 ));
-                return (HandleCode::Fail.code(), msg, false);
+                return (HandleCode::Fail.code(), msg, false, None);
             }
         };
         let (code, msg) = if code <= 0 {
@@ -177,15 +190,18 @@ impl Worker {
         } else {
             (code, msg)
         };
-        (code, truncate_chars(msg, MAX_HANDLE_MSG_CHARS), true)
+        // Only a workflow node's run reports an output, and only when it ended on its own.
+        let output = if param.workflow_context.is_some() { ctx.output() } else { None };
+        (code, truncate_chars(msg, MAX_HANDLE_MSG_CHARS), true, output)
     }
 
-    fn report(&self, param: &TriggerParam, code: i32, msg: String, end_line: bool) {
+    fn report(&self, param: &TriggerParam, code: i32, msg: String, end_line: bool, output: Option<String>) {
         let result = HandleCallbackParam {
             log_id: param.log_id,
             log_date_tim: param.log_date_time,
             handle_code: code,
             handle_msg: msg,
+            output,
         };
         self.threads.settings.callbacks.push(result, end_line);
     }
@@ -209,7 +225,7 @@ impl Worker {
             self.threads.settings.max_log_bytes,
         );
         log.line(&format!("<br>----------- {msg}"));
-        self.report(param, HandleCode::Fail.code(), msg, false);
+        self.report(param, HandleCode::Fail.code(), msg, false, None);
     }
 }
 

@@ -18,3 +18,4 @@ mod sandbox;
 mod scripts;
 mod support;
 mod wasm;
+mod workflow_data;

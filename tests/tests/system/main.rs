@@ -6,8 +6,10 @@
 //! with a variable and a secret (`wasm_http`), a job's own fuel and memory grants
 //! (`grant_limits`), an executor restarted on its own address with a run
 //! in flight (`restarts`), and lost-job marking after an executor is killed (last, as it
-//! takes an executor away). `metrics` runs a stack of its own, whose counters it compares with
-//! the database; `packages` installs the `.deb` packages and starts what their units start.
+//! takes an executor away); on SQLite, alone, the Python and JavaScript components and a
+//! workflow whose nodes pass data across Rust, Python, shell and BEAN (`workflows`). `metrics`
+//! runs a stack of its own, whose counters it compares with the database; `packages` installs
+//! the `.deb` packages and starts what their units start.
 
 mod flows;
 mod glue_switch;
@@ -20,6 +22,7 @@ mod restarts;
 mod routing;
 mod schedules;
 mod wasm_http;
+mod workflows;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -194,6 +197,7 @@ async fn scenarios(url: &str) -> anyhow::Result<()> {
         if url.starts_with("sqlite") {
             let _alone = CPU.write().await;
             wasm_http::other_languages(&stack).await.context("wasm http in Python and JavaScript")?;
+            workflows::diamond(&stack).await.context("a workflow across Rust, Python, shell and BEAN")?;
         }
         anyhow::Ok(())
     }

@@ -13,7 +13,7 @@ use anyhow::{Context as _, ensure};
 use axum::Router;
 use axum::http::HeaderMap;
 use axum::routing::get;
-use jobwheel_tests::sample_jobs::sample_component;
+use jobwheel_tests::sample_jobs::{guest_components, sample_component};
 use jobwheel_tests::wait::wait_until;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
@@ -155,7 +155,7 @@ async fn group_secret_goes_only_to_jobs_that_name_it(
 pub(crate) async fn other_languages(stack: &Stack) -> anyhow::Result<()> {
     let server = CheckServer::start().await?;
     let (api, origin) = (&stack.api, &server.origin);
-    for (language, bytes) in component_files()? {
+    for (language, bytes) in guest_components("http-check")? {
         let digest = hex::encode(Sha256::digest(&bytes));
         let job = stack.wasm_job(&format!("http-check {language}"), bytes).await?;
         // The upload is announced to the group's executors (the ones still running: the lost-job
@@ -185,21 +185,6 @@ pub(crate) async fn other_languages(stack: &Stack) -> anyhow::Result<()> {
         ensure!(server.saw(&format!("Bearer {token}")), "{language}: the server saw no token");
     }
     Ok(())
-}
-
-/// The Python and JavaScript `http-check` components `scripts/test.sh` built into
-/// `JOBWHEEL_GUEST_COMPONENTS` (required under `CI`; elsewhere skipped without it).
-fn component_files() -> anyhow::Result<Vec<(&'static str, Vec<u8>)>> {
-    let Some(dir) = std::env::var_os("JOBWHEEL_GUEST_COMPONENTS") else {
-        ensure!(std::env::var_os("CI").is_none(), "JOBWHEEL_GUEST_COMPONENTS must be set in CI");
-        return Ok(Vec::new());
-    };
-    let mut all = Vec::new();
-    for language in ["python", "js"] {
-        let path = std::path::Path::new(&dir).join(language).join("http-check.wasm");
-        all.push((language, std::fs::read(&path).with_context(|| path.display().to_string())?));
-    }
-    Ok(all)
 }
 
 /// A GLUE_WASM job running the Rust `http-check` component; its id.

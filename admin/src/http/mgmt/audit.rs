@@ -135,6 +135,14 @@ fn action(method: &Method, route: &str) -> Option<Action> {
             Action { body_detail: true, ..act("workflow.run", Subject::None) }
         }
         "/api/v1/workflow-instances/{id}/stop" if post => act("workflow.instance.stop", Subject::None),
+        "/api/v1/workflow-instances/{id}/rerun-failed" if post => {
+            act("workflow.instance.rerun_failed", Subject::None)
+        }
+        "/api/v1/workflow-instances/{id}/rerun" if post => act("workflow.instance.rerun", Subject::None),
+        // The output given is what the node is taken to have produced.
+        "/api/v1/workflow-instances/{id}/nodes/{name}/done" if post => {
+            Action { body_detail: true, ..act("workflow.instance.mark_done", Subject::None) }
+        }
         "/api/v1/logs/clear" if post => Action { body_detail: true, ..act("log.clear", Subject::None) },
         "/api/v1/logs/{id}/kill" if post => act("log.kill", Subject::None),
         _ => return None,
@@ -338,6 +346,14 @@ fn target(subject: Subject, route: &str, id: Option<i64>) -> String {
 /// clear's filter, the user name of a login (never its password), a secret's name.
 fn detail(action: &Action, body: Option<&Bytes>, name: Option<&str>) -> Option<Value> {
     if let Some(name) = name {
+        // A node marked done: which node, and the output it is taken to have produced. Other
+        // named routes (secrets among them) record the name alone.
+        if action.name == "workflow.instance.mark_done"
+            && let Some(Value::Object(mut body)) = body.and_then(|b| serde_json::from_slice(b).ok())
+        {
+            body.insert("name".to_owned(), json!(name));
+            return Some(Value::Object(body));
+        }
         return Some(json!({ "name": name }));
     }
     let body: Value = serde_json::from_slice(body?).ok()?;

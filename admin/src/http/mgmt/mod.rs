@@ -50,6 +50,7 @@ mod tokens;
 mod transfer;
 mod users;
 mod wasm_versions;
+mod workflow_instances;
 mod workflows;
 
 pub(crate) use wasm_versions::ModuleInfoCache;
@@ -108,9 +109,15 @@ pub(crate) fn router() -> Router<Arc<HttpState>> {
         .route("/api/v1/workflows/{id}", get(workflows::get).put(workflows::update).delete(workflows::delete))
         .route("/api/v1/workflows/{id}/start", post(workflows::start))
         .route("/api/v1/workflows/{id}/stop", post(workflows::stop))
-        .route("/api/v1/workflows/{id}/instances", get(workflows::instances).post(workflows::start_instance))
-        .route("/api/v1/workflow-instances/{id}", get(workflows::instance))
-        .route("/api/v1/workflow-instances/{id}/stop", post(workflows::stop_instance))
+        .route(
+            "/api/v1/workflows/{id}/instances",
+            get(workflow_instances::instances).post(workflow_instances::start_instance),
+        )
+        .route("/api/v1/workflow-instances/{id}", get(workflow_instances::instance))
+        .route("/api/v1/workflow-instances/{id}/stop", post(workflow_instances::stop_instance))
+        .route("/api/v1/workflow-instances/{id}/rerun-failed", post(workflow_instances::rerun_failed))
+        .route("/api/v1/workflow-instances/{id}/rerun", post(workflow_instances::rerun))
+        .route("/api/v1/workflow-instances/{id}/nodes/{name}/done", post(workflow_instances::mark_done))
         .route("/api/v1/calendars", get(calendars::list).post(calendars::create))
         .route("/api/v1/calendars/import", post(calendars::import))
         .route("/api/v1/calendars/{id}", get(calendars::get).put(calendars::update).delete(calendars::delete))

@@ -114,6 +114,13 @@ static IDLE: Sql = Sql::new(
     "SELECT i.id FROM jobwheel_workflow_instance i WHERE i.status = 1 AND NOT EXISTS \
     (SELECT 1 FROM jobwheel_workflow_run r WHERE r.instance_id = i.id AND r.status IN (0, 1)) ORDER BY i.id LIMIT ?",
 );
+static OUTPUT_STORED: Sql = Sql::new("SELECT COUNT(*) FROM jobwheel_workflow_output WHERE log_id = ?");
+static STORE_OUTPUT: Sql = Sql::new("INSERT INTO jobwheel_workflow_output (log_id, output) VALUES (?, ?)");
+static DELETE_OUTPUTS: Sql = Sql::new(
+    "DELETE FROM jobwheel_workflow_output WHERE log_id IN (SELECT l.log_id FROM jobwheel_workflow_log l \
+    JOIN jobwheel_workflow_run r ON r.id = l.run_id JOIN jobwheel_workflow_instance i ON i.id = r.instance_id \
+    WHERE i.workflow_id = ?)",
+);
 static DELETE_LINKS: Sql = Sql::new(
     "DELETE FROM jobwheel_workflow_log WHERE run_id IN (SELECT r.id FROM jobwheel_workflow_run r \
     JOIN jobwheel_workflow_instance i ON i.id = r.instance_id WHERE i.workflow_id = ?)",
@@ -163,6 +170,7 @@ impl WorkflowStore for SqlStore {
 
     async fn delete_workflow(&self, id: WorkflowId) -> Result<bool, StoreError> {
         let mut tx = self.db.begin().await?;
+        tx.ex().execute(&DELETE_OUTPUTS, &args![id]).await?;
         tx.ex().execute(&DELETE_LINKS, &args![id]).await?;
         tx.ex().execute(&DELETE_RUNS, &args![id]).await?;
         tx.ex().execute(&DELETE_INSTANCES, &args![id]).await?;
@@ -313,6 +321,20 @@ impl WorkflowStore for SqlStore {
         tx.commit().await
     }
 
+    async fn store_outputs(&self, outputs: &[(LogId, &str)]) -> Result<(), StoreError> {
+        if outputs.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.db.begin().await?;
+        for (log, output) in outputs {
+            // The first stored wins: a repeated callback carries the same run's output again.
+            if tx.ex().fetch_one::<(i64,)>(&OUTPUT_STORED, &args![*log]).await?.0 == 0 {
+                tx.ex().execute(&STORE_OUTPUT, &args![*log, *output]).await?;
+            }
+        }
+        tx.commit().await
+    }
+
     async fn runs_of_logs(&self, logs: &[LogId]) -> Result<Vec<(RunId, InstanceId)>, StoreError> {
         if logs.is_empty() {
             return Ok(Vec::new());
@@ -364,8 +386,9 @@ impl InstanceTx for SqlInstanceTx {
             return Ok(Vec::new());
         }
         let mut q = QueryBuf::new(
-            "SELECT l.run_id, l.log_id, x.trigger_code, x.handle_code, x.handle_msg FROM jobwheel_workflow_log l \
-            JOIN xxl_job_log x ON x.id = l.log_id WHERE l.run_id IN (",
+            "SELECT l.run_id, l.log_id, x.trigger_code, x.handle_code, x.handle_msg, o.output \
+            FROM jobwheel_workflow_log l JOIN xxl_job_log x ON x.id = l.log_id \
+            LEFT JOIN jobwheel_workflow_output o ON o.log_id = l.log_id WHERE l.run_id IN (",
         );
         q.bind_list(runs.iter().copied()).push(") ORDER BY l.log_id");
         self.tx.ex().fetch_all(&q, q.args()).await

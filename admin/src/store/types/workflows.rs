@@ -77,6 +77,8 @@ pub mod run_status {
     pub const PASSED: i32 = 5;
     /// The instance was stopped before it ended.
     pub const STOPPED: i32 = 6;
+    /// A skip undone by a rerun or a "mark done": the node is planned again.
+    pub const REVOKED: i32 = 7;
 }
 
 /// A stored instance.
@@ -146,6 +148,27 @@ pub struct RunRow {
     pub message: Option<String>,
 }
 
+impl RunRow {
+    /// The stored form of `run`, just inserted as `id` of `instance` and due: what the engine
+    /// fires without reading it back.
+    pub fn due(id: RunId, instance: InstanceId, run: NewRun) -> Self {
+        Self {
+            id,
+            instance_id: instance,
+            node: run.node,
+            attempt: run.attempt,
+            status: run_status::DUE,
+            due_ms: run.due_ms,
+            fired_ms: 0,
+            end_ms: 0,
+            shards: 0,
+            log_id: None,
+            output: None,
+            message: None,
+        }
+    }
+}
+
 /// A node run to insert.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewRun {
@@ -176,6 +199,8 @@ pub struct RunLog {
     pub handle_code: i32,
     /// The executor's message.
     pub handle_msg: Option<String>,
+    /// The output a jobwheel executor reported with the result (`jobwheel_workflow_output`).
+    pub output: Option<String>,
 }
 
 impl RunLog {

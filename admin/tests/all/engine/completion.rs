@@ -16,7 +16,13 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use crate::engine::support::{Db, FakeExecutor, T0, at_ms, engine_with, group, job, load, logs, wait_for};
 
 pub(crate) fn callback(log_id: LogId, code: i32, msg: &str) -> HandleCallbackParam {
-    HandleCallbackParam { log_id: log_id.0, log_date_tim: T0, handle_code: code, handle_msg: msg.to_owned() }
+    HandleCallbackParam {
+        log_id: log_id.0,
+        log_date_tim: T0,
+        handle_code: code,
+        handle_msg: msg.to_owned(),
+        output: None,
+    }
 }
 
 #[tokio::test]

@@ -20,4 +20,5 @@ mod staging;
 mod support;
 pub(crate) mod time_zones;
 mod trigger;
-mod workflows;
+mod workflow_ops;
+pub(crate) mod workflows;

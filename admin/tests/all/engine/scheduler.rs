@@ -226,6 +226,7 @@ async fn fix_delay_parks_until_completion() -> anyhow::Result<()> {
         log_date_tim: T0,
         handle_code: 200,
         handle_msg: "done".to_owned(),
+        output: None,
     };
     engine.completion().on_callbacks(vec![callback]).await?;
     let stored = load(&*store, id).await?;

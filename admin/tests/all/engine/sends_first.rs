@@ -57,6 +57,7 @@ async fn an_outcome_and_a_callback_wait_for_a_trigger_still_sending() -> anyhow:
             log_date_tim: T0,
             handle_code: 200,
             handle_msg: "ok".into(),
+            output: None,
         };
         tokio::spawn(async move { engine.completion().on_callbacks(vec![result]).await })
     };

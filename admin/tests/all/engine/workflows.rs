@@ -18,9 +18,9 @@ use jobwheel_admin::workflow::{Condition, Edge, Graph, Node};
 use crate::engine::completion::callback;
 use crate::engine::support::{Db, FakeExecutor, T0, engine_with, group, job, wait_for};
 
-const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
-fn node(name: &str, job: JobId) -> Node {
+pub(crate) fn node(name: &str, job: JobId) -> Node {
     Node {
         name: name.into(),
         job_id: job.0,
@@ -35,11 +35,11 @@ fn node(name: &str, job: JobId) -> Node {
     }
 }
 
-fn edge(from: &str, to: &str, when: Condition) -> Edge {
+pub(crate) fn edge(from: &str, to: &str, when: Condition) -> Edge {
     Edge { from: from.into(), to: to.into(), when }
 }
 
-fn workflow(group: GroupId, graph: &Graph, max: i32, overflow: &str) -> NewWorkflow {
+pub(crate) fn workflow(group: GroupId, graph: &Graph, max: i32, overflow: &str) -> NewWorkflow {
     NewWorkflow {
         name: "nightly".into(),
         job_group: group,
@@ -58,15 +58,15 @@ fn workflow(group: GroupId, graph: &Graph, max: i32, overflow: &str) -> NewWorkf
     }
 }
 
-struct Setup {
-    store: Arc<dyn Store>,
-    fake: Arc<FakeExecutor>,
-    engine: Arc<Engine>,
-    group: GroupId,
-    jobs: Vec<JobId>,
+pub(crate) struct Setup {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) fake: Arc<FakeExecutor>,
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) group: GroupId,
+    pub(crate) jobs: Vec<JobId>,
 }
 
-async fn setup(db: &Db, jobs: usize) -> anyhow::Result<Setup> {
+pub(crate) async fn setup(db: &Db, jobs: usize) -> anyhow::Result<Setup> {
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
     let engine = engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
@@ -81,7 +81,7 @@ async fn setup(db: &Db, jobs: usize) -> anyhow::Result<Setup> {
 }
 
 /// The `/run` calls of `job` so far: their log ids and parameters.
-fn runs_of(fake: &FakeExecutor, job: JobId) -> Vec<(i64, String)> {
+pub(crate) fn runs_of(fake: &FakeExecutor, job: JobId) -> Vec<(i64, String)> {
     fake.runs()
         .into_iter()
         .filter(|(_, p)| p.job_id == job.0)
@@ -90,7 +90,7 @@ fn runs_of(fake: &FakeExecutor, job: JobId) -> Vec<(i64, String)> {
 }
 
 /// Waits for the `n`th `/run` of `job` and answers it with `code` and `msg`.
-async fn answer(s: &Setup, job: JobId, n: usize, code: i32, msg: &str) -> anyhow::Result<()> {
+pub(crate) async fn answer(s: &Setup, job: JobId, n: usize, code: i32, msg: &str) -> anyhow::Result<()> {
     let log = wait_for(WAIT, &format!("run {n} of job {job}"), || async {
         Ok(runs_of(&s.fake, job).get(n - 1).map(|(log, _)| *log))
     })
@@ -99,7 +99,7 @@ async fn answer(s: &Setup, job: JobId, n: usize, code: i32, msg: &str) -> anyhow
     Ok(())
 }
 
-async fn ended(store: &dyn Store, id: InstanceId) -> anyhow::Result<i32> {
+pub(crate) async fn ended(store: &dyn Store, id: InstanceId) -> anyhow::Result<i32> {
     wait_for(WAIT, "the instance to end", || async {
         let row = store.load_instance(id).await?.expect("instance");
         Ok((row.status >= is::SUCCEEDED).then_some(row.status))

@@ -70,7 +70,7 @@ pub(crate) struct World {
 }
 
 /// The name of the secret `{name}` stands for.
-const MATRIX_SECRET: &str = "MATRIX_SECRET";
+pub(super) const MATRIX_SECRET: &str = "MATRIX_SECRET";
 /// An `.ics` file with one all-day event.
 const MATRIX_ICS: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//matrix//EN\r\nBEGIN:VEVENT\r\nUID:m\r\n\
     SUMMARY:Matrix\r\nDTSTART;VALUE=DATE:20310101\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
@@ -122,11 +122,11 @@ impl World {
         self.env.admin.stop().await
     }
 
-    fn unique(&self, prefix: &str) -> String {
+    pub(super) fn unique(&self, prefix: &str) -> String {
         format!("{prefix}{}", self.counter.fetch_add(1, Ordering::Relaxed))
     }
 
-    fn group_of(&self, side: Side) -> GroupId {
+    pub(super) fn group_of(&self, side: Side) -> GroupId {
         match side {
             Side::Own => self.own,
             Side::Other => self.other,
@@ -147,7 +147,7 @@ impl World {
     }
 
     /// A new stopped CRON job in `group` of the given glue type, run by the executor's no-op.
-    async fn job(&self, group: GroupId, glue_type: &str) -> JobId {
+    pub(super) async fn job(&self, group: GroupId, glue_type: &str) -> JobId {
         let mut job = job(group);
         job.schedule_type = "CRON".into();
         job.schedule_conf = Some("0 0 3 * * ?".to_owned());
@@ -229,7 +229,14 @@ impl World {
                 body = Body::Wasm(module());
                 path.to_owned()
             }
-            ("GET", "/api/v1/jobs" | "/api/v1/logs" | "/api/v1/jobs/tags" | "/api/v1/jobs/export") => {
+            (
+                "GET",
+                "/api/v1/jobs"
+                | "/api/v1/logs"
+                | "/api/v1/jobs/tags"
+                | "/api/v1/jobs/export"
+                | "/api/v1/workflows",
+            ) => {
                 format!("{path}?jobGroup={group}")
             }
             ("POST", "/api/v1/calendars") => {
@@ -242,6 +249,10 @@ impl World {
             }
             ("POST", "/api/v1/jobs/import") => {
                 body = Body::Json(json!({"format": "jobwheel-jobs", "version": 1, "jobs": []}));
+                path.to_owned()
+            }
+            ("POST", "/api/v1/workflows") => {
+                body = Body::Json(self.workflow_form(self.group_of(side)).await);
                 path.to_owned()
             }
             ("POST", "/api/v1/jobs") => {
@@ -294,6 +305,9 @@ impl World {
 
     /// The id for a `{id}` path and the body its method needs.
     async fn resource(&self, method: &str, path: &str, side: Side) -> (i64, Body) {
+        if let Some(found) = self.workflow_resource(method, path, side).await {
+            return found;
+        }
         let group = self.group_of(side);
         let json_if = |wanted: bool, value: Value| if wanted { Body::Json(value) } else { Body::None };
         match path {

@@ -24,6 +24,7 @@ mod jobs;
 mod limits;
 mod logs;
 pub(crate) mod matrix;
+mod matrix_workflows;
 mod matrix_world;
 mod openapi_jobs;
 mod priority;

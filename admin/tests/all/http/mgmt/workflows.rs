@@ -1,7 +1,8 @@
 //! Workflows through the management API of a real admin with its engine: checks that name the
 //! node at fault, the owner group's permissions (another group's user is refused), a start
 //! with a context, and an instance that ends FAILED because its executor is unreachable — the
-//! failed node's child skipped, the context kept — with every write in the audit log.
+//! failed node's child skipped, the context kept — then mark done, rerun from failure and a
+//! whole rerun, with every write in the audit log.
 
 use std::time::{Duration, Instant};
 
@@ -90,12 +91,76 @@ async fn workflows_are_checked_owned_by_their_group_and_run_to_an_end() -> anyho
     let (status, _) = alice.post(&format!("/api/v1/workflow-instances/{instance}/stop"), json!({})).await;
     assert_eq!(status, 409, "an instance that is over cannot be stopped");
 
-    let (_, audit) = root.get("/api/v1/audit?action=workflow.&limit=50").await;
-    let actions: Vec<&str> = audit["items"]
+    // Operations: bob is refused each; a node that did not fail cannot be marked done; the
+    // failed root marked done with an output lets `load` run (and fail on the same executor).
+    let ops = ["rerun-failed", "rerun", "nodes/extract/done"];
+    for op in ops {
+        let (status, _) = bob.post(&format!("/api/v1/workflow-instances/{instance}/{op}"), json!({})).await;
+        assert_eq!(status, 403, "{op}");
+    }
+    let done = format!("/api/v1/workflow-instances/{instance}/nodes/load/done");
+    let (status, refused) = alice.post(&done, json!({})).await;
+    assert_eq!(status, 409, "load was skipped, not failed: {refused}");
+    let (status, refused) =
+        alice.post(&format!("/api/v1/workflow-instances/{instance}/nodes/nope/done"), json!({})).await;
+    assert_eq!(status, 404, "{refused}");
+    let done = format!("/api/v1/workflow-instances/{instance}/nodes/extract/done");
+    let (status, view) = alice.post(&done, json!({"output": {"rows": 5}})).await;
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["context"]["extract"], json!({"rows": 5}), "{view}");
+    let view = ended(&alice, instance).await;
+    let states: Vec<(&str, &str)> = view["runs"]
         .as_array()
-        .map_or_else(Vec::new, |rows| rows.iter().filter_map(|r| r["action"].as_str()).collect());
-    assert!(actions.contains(&"workflow.create") && actions.contains(&"workflow.run"), "{audit}");
+        .expect("runs")
+        .iter()
+        .map(|r| (r["node"].as_str().unwrap_or(""), r["status"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        states,
+        vec![("extract", "FAILED"), ("load", "REVOKED"), ("extract", "SUCCEEDED"), ("load", "FAILED")],
+        "{view}"
+    );
+    // Rerun from failure: `load` runs again (and fails again); a whole rerun is a new instance.
+    let (status, view) =
+        alice.post(&format!("/api/v1/workflow-instances/{instance}/rerun-failed"), json!({})).await;
+    assert_eq!(status, 200, "{view}");
+    let view = ended(&alice, instance).await;
+    assert_eq!(view["runs"].as_array().map(Vec::len), Some(5), "{view}");
+    let (status, again) =
+        alice.post(&format!("/api/v1/workflow-instances/{instance}/rerun"), json!({})).await;
+    assert_eq!((status, again["outcome"].clone()), (201, json!("STARTED")), "{again}");
+    let again = ended(&alice, again["instanceId"].as_i64().expect("new instance")).await;
+    assert_eq!(again["context"], json!({"day": "2031-01-01"}), "the start input only: {again}");
+
+    let (_, audit) = root.get("/api/v1/audit?action=workflow.&limit=50").await;
+    let rows = audit["items"].as_array().cloned().unwrap_or_default();
+    let actions: Vec<&str> = rows.iter().filter_map(|r| r["action"].as_str()).collect();
+    for action in [
+        "workflow.create",
+        "workflow.run",
+        "workflow.instance.mark_done",
+        "workflow.instance.rerun_failed",
+        "workflow.instance.rerun",
+    ] {
+        assert!(actions.contains(&action), "{action}: {audit}");
+    }
+    let marked = rows.iter().find(|r| r["action"] == "workflow.instance.mark_done").expect("mark done");
+    assert_eq!(marked["detail"], json!({"name": "extract", "output": {"rows": 5}}), "{marked}");
     let (status, _) = alice.delete(&format!("/api/v1/workflows/{id}")).await;
     assert_eq!(status, 204);
     Ok(())
+}
+
+/// Waits until the instance is no longer running; its view.
+async fn ended(client: &super::Client, instance: i64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, view) = client.get(&format!("/api/v1/workflow-instances/{instance}")).await;
+        assert_eq!(status, 200, "{view}");
+        if view["status"] != "RUNNING" {
+            return view;
+        }
+        assert!(Instant::now() < deadline, "the instance did not end: {view}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
