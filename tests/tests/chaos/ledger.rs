@@ -129,6 +129,11 @@ struct Ran {
     callback: Option<String>,
 }
 
+/// How often each log id started at the executors, from their job logs.
+pub(crate) fn starts(dirs: &[PathBuf]) -> anyhow::Result<HashMap<i64, usize>> {
+    Ok(executor_runs(dirs)?.into_iter().map(|(log, ran)| (log, ran.starts)).collect())
+}
+
 fn executor_runs(dirs: &[PathBuf]) -> anyhow::Result<HashMap<i64, Ran>> {
     let mut runs: HashMap<i64, Ran> = HashMap::new();
     for root in dirs {

@@ -5,8 +5,9 @@
 //! job must be accounted for (`ledger.rs`): fired exactly once (per shard for the broadcast), or
 //! skipped by the misfire rule while the database was down; every result an executor finished
 //! recorded exactly once; every run that was in flight at an executor's death closed — none left
-//! open. The counts are written to `chaos-report.txt` in the target directory, which
-//! `scripts/test.sh` prints.
+//! open. A workflow runs beside the jobs (`workflows.rs`): every node of every instance fired
+//! at most once and no instance left running. The counts are written to `chaos-report.txt` in
+//! the target directory, which `scripts/test.sh` prints.
 //!
 //! It runs three times, one after the other (they would starve each other of the two cores):
 //! two admins on PostgreSQL, which is also stopped for 10 s; two admins on MariaDB; one admin on
@@ -19,6 +20,7 @@
 
 mod ledger;
 mod postgres;
+mod workflows;
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -141,6 +143,7 @@ async fn run(url: &str, setup: &Setup) -> anyhow::Result<()> {
     // An idle scheduler looks for new jobs only every 5 s: the first fire lies beyond that.
     let first_fire = (now_ms() / 1000 + 7) * 1000;
     let jobs = add_jobs(&*store, group, first_fire).await?;
+    let workflow = workflows::add(&*store, group, first_fire).await?;
 
     // `JOBWHEEL_CHAOS_SEED` replays a reported run's kill plan (the timing around it still varies).
     let seed: u64 =
@@ -174,6 +177,7 @@ async fn run(url: &str, setup: &Setup) -> anyhow::Result<()> {
     for job in &jobs {
         store.stop_job(*job, chrono::Utc::now()).await?;
     }
+    workflows::stop(&*store, workflow).await?;
 
     let executor_dirs: Vec<_> =
         (0..2).map(|n| dir.path().join(format!("executor{n}")).join("logs")).collect();
@@ -182,6 +186,11 @@ async fn run(url: &str, setup: &Setup) -> anyhow::Result<()> {
         Ok(()) => ledger::account(url, &jobs, &window, &executor_dirs).await,
         Err(e) => Err(e),
     };
+    let workflow_report = async {
+        workflows::settle(&*store, workflow).await?;
+        workflows::account(&*store, workflow, &ledger::starts(&executor_dirs)?).await
+    }
+    .await;
     let outages = usize::from(outage.is_some());
     let summary = format!(
         "{}: chaos seed {seed}: {} kills and {outages} database outage(s) of {:?} ({})\n{}",
@@ -189,16 +198,17 @@ async fn run(url: &str, setup: &Setup) -> anyhow::Result<()> {
         kills.len() - outages,
         OUTAGE,
         kills.join(", "),
-        match &report {
-            Ok(counts) => counts.to_string(),
-            Err(e) => format!("FAILED: {e:#}"),
+        match (&report, &workflow_report) {
+            (Ok(counts), Ok(workflow)) => format!("{counts}\n{workflow}"),
+            (Err(e), _) => format!("FAILED: {e:#}"),
+            (_, Err(e)) => format!("FAILED (workflow): {e:#}"),
         }
     );
     write_report(&summary)?;
     for daemon in cluster.admins.iter_mut().chain(cluster.executors.iter_mut()) {
         daemon.stop().await?;
     }
-    report.map(|_| ()).with_context(|| summary.clone())
+    report.and(workflow_report).map(|_| ()).with_context(|| summary.clone())
 }
 
 /// One SHARDING_BROADCAST job on `shardingJobHandler`, [`SLOW_JOBS`] FAILOVER shell scripts
