@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use super::MAX_JSON_BYTES;
 use crate::http::{ApiError, HttpState};
-use crate::store::{CalendarId, JobId, NewAudit, UserId, UserRow};
+use crate::store::{CalendarId, JobId, NewAudit, UserId, UserRow, WorkflowId};
 
 /// Who made the request, filled in by the `Principal` extractor once it authenticated.
 #[derive(Clone, Default)]
@@ -281,6 +281,20 @@ pub(crate) async fn record_job_change(
     detail: Option<Value>,
 ) {
     let change = Change { action, subject: Subject::Job, id: i64::from(job.0), before, detail };
+    record_change(state, client, username, change).await;
+}
+
+/// Records a workflow an import created or changed.
+pub(crate) async fn record_workflow_change(
+    state: &HttpState,
+    client: String,
+    username: String,
+    action: &str,
+    workflow: WorkflowId,
+    before: Option<Value>,
+) {
+    let detail = Some(json!({ "import": true }));
+    let change = Change { action, subject: Subject::Workflow, id: workflow.0, before, detail };
     record_change(state, client, username, change).await;
 }
 

@@ -7,9 +7,10 @@
 //! inspected like an upload and must match their digest; if anything is wrong, nothing is
 //! written and the answer lists every problem. Applying then goes through the same handlers as
 //! the API (job, grant, module version), and each job's change is in the audit log. Secret
-//! values never travel: the answer names the secrets to set again on each job.
+//! values never travel: the answer names the secrets to set again on each job. The file's
+//! workflows follow their jobs (`transfer_workflows.rs`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ use super::import_calendars::{CalendarItem, CalendarPlan};
 use super::import_modules;
 use super::job_input::JobInput;
 use super::transfer::{Bundle, FORMAT, JobEntry, VERSION};
+use super::transfer_workflows::{WorkflowItem, WorkflowPlan};
 use super::{ApiJson, ApiQuery, audit, glue, grants, job_view, jobs};
 use crate::domain::{GlueType, Priority};
 use crate::http::{ApiError, HttpState};
@@ -47,6 +49,8 @@ pub(crate) struct ImportReport {
     items: Vec<ImportItem>,
     /// What happens to the file's calendars.
     calendars: Vec<CalendarItem>,
+    /// What happens to the file's workflows.
+    workflows: Vec<WorkflowItem>,
     /// Everything that stops the import; empty when it can be applied.
     problems: Vec<String>,
 }
@@ -97,24 +101,35 @@ pub(crate) async fn import(
     let mut problems = Vec::new();
     let modules = import_modules::decode_modules(&bundle.modules, &mut problems);
     let mut calendars = CalendarPlan::new(&state, &principal, &bundle.calendars, &mut problems).await?;
+    let file_jobs: BTreeSet<i32> = bundle.jobs.iter().filter_map(|j| j.id).collect();
+    let mut workflows =
+        WorkflowPlan::new(&state, &principal, bundle.workflows, &file_jobs, &mut problems).await?;
     let planned = plan(&state, &principal, bundle.jobs, (&modules, &calendars), &mut problems).await?;
     let mut items = Vec::with_capacity(planned.len());
     for plan in &planned {
         items.push(item(&state, plan).await?);
     }
     if query.dry_run || !problems.is_empty() {
-        let calendars = calendars.items;
-        return Ok(Json(ImportReport { applied: false, items, calendars, problems }));
+        let (calendars, workflows) = (calendars.items, workflows.items);
+        return Ok(Json(ImportReport { applied: false, items, calendars, workflows, problems }));
     }
     calendars.apply(&state, &principal, &client).await?;
+    // The file's job ids → the jobs here, for the workflows' nodes.
+    let mut here: HashMap<i32, JobId> = HashMap::new();
     for (mut plan, item) in planned.into_iter().zip(items.iter_mut()) {
         // Now that the file's calendars exist here, the job refers to all of them.
         plan.input.only_on = Some(calendars.ids(&plan.entry.only_on));
         plan.input.never_on = Some(calendars.ids(&plan.entry.never_on));
-        item.id = Some(apply(&state, &principal, plan, &modules, &client).await?.0);
+        let file_id = plan.entry.id;
+        let id = apply(&state, &principal, plan, &modules, &client).await?;
+        if let Some(file_id) = file_id {
+            here.insert(file_id, id);
+        }
+        item.id = Some(id.0);
     }
-    let calendars = calendars.items;
-    Ok(Json(ImportReport { applied: true, items, calendars, problems }))
+    workflows.apply(&state, &principal, &here, &client).await?;
+    let (calendars, workflows) = (calendars.items, workflows.items);
+    Ok(Json(ImportReport { applied: true, items, calendars, workflows, problems }))
 }
 
 async fn plan(

@@ -48,6 +48,7 @@ mod meta;
 mod session;
 mod tokens;
 mod transfer;
+mod transfer_workflows;
 mod users;
 mod wasm_versions;
 mod workflow_instances;

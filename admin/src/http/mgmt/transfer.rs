@@ -7,9 +7,10 @@
 //! policy, limits and plain variables, and the *names* of its secrets — never their values. A
 //! job's group travels as its AppName, which the importing admin maps to its own group. The
 //! calendars the jobs use travel whole in `calendars`, and jobs name them (ids differ between
-//! admins). Child job links are not exported: job ids differ between admins.
+//! admins). Child job links are not exported: job ids differ between admins. The workflows
+//! whose every node runs an exported job travel too (`transfer_workflows.rs`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use axum::Json;
@@ -24,6 +25,7 @@ use super::auth::Principal;
 use super::job_retry::RetryForm;
 use super::job_settings::JobSettings;
 use super::job_view::permitted_job;
+use super::transfer_workflows::{self, WorkflowEntry};
 use crate::calendar::{CalendarDays, stored_window_texts};
 use crate::domain::GlueType;
 use crate::http::{ApiError, HttpState};
@@ -51,6 +53,9 @@ pub(crate) struct Bundle {
     /// The calendars the jobs refer to.
     #[serde(default)]
     pub(crate) calendars: Vec<CalendarEntry>,
+    /// The workflows whose every node runs one of the jobs (`transfer_workflows.rs`).
+    #[serde(default)]
+    pub(crate) workflows: Vec<WorkflowEntry>,
 }
 
 /// A calendar of an export.
@@ -68,6 +73,9 @@ pub(crate) struct CalendarEntry {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct JobEntry {
+    /// The job's id on the exporting admin: what the file's workflow nodes name it by.
+    #[serde(default)]
+    pub(crate) id: Option<i32>,
     /// The AppName of the job's group.
     pub(crate) appname: String,
     #[serde(flatten)]
@@ -139,7 +147,7 @@ pub(crate) async fn export(
     ApiQuery(query): ApiQuery<ExportQuery>,
 ) -> Result<Response, ApiError> {
     let jobs = chosen_jobs(&state, &principal, &query).await?;
-    let bundle = bundle(&state, jobs).await?;
+    let bundle = bundle(&state, &principal, jobs).await?;
     let name = format!("jobwheel-jobs-{}.json", chrono::Utc::now().format("%Y%m%d-%H%M%S"));
     let disposition = format!("attachment; filename=\"{name}\"");
     Ok(([(header::CONTENT_DISPOSITION, disposition)], Json(bundle)).into_response())
@@ -184,10 +192,12 @@ async fn chosen_jobs(
     Ok(rows)
 }
 
-async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError> {
+async fn bundle(state: &HttpState, principal: &Principal, jobs: Vec<JobRow>) -> Result<Bundle, ApiError> {
     let appnames: HashMap<GroupId, String> =
         state.store.list_groups().await?.into_iter().map(|g| (g.id, g.group.app_name)).collect();
     let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
+    let exported: BTreeSet<i32> = ids.iter().map(|id| id.0).collect();
+    let workflows = transfer_workflows::entries(state, principal, &exported, &appnames).await?;
     let mut tags: HashMap<JobId, Vec<String>> = HashMap::new();
     for (job, tag) in state.store.job_tags(&ids).await? {
         tags.entry(job).or_default().push(tag);
@@ -211,6 +221,7 @@ async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError
         let mut settings = JobSettings::of(&row);
         settings.retry = retry;
         entries.push(JobEntry {
+            id: Some(row.id.0),
             appname: appnames.get(&row.job.job_group).cloned().unwrap_or_default(),
             settings,
             glue_source: row.job.glue_source,
@@ -230,6 +241,7 @@ async fn bundle(state: &HttpState, jobs: Vec<JobRow>) -> Result<Bundle, ApiError
         jobs: entries,
         modules,
         calendars,
+        workflows,
     })
 }
 

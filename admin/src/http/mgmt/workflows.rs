@@ -33,7 +33,7 @@ const MAX_INSTANCES: i32 = 100;
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct WorkflowView {
-    id: i64,
+    pub(crate) id: i64,
     name: String,
     job_group: i32,
     schedule_type: String,
@@ -51,7 +51,7 @@ pub(crate) struct WorkflowView {
 }
 
 impl WorkflowView {
-    fn of(row: WorkflowRow) -> Self {
+    pub(crate) fn of(row: WorkflowRow) -> Self {
         let w = row.workflow;
         Self {
             id: row.id.0,
@@ -89,21 +89,21 @@ fn default_overflow() -> String {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct WorkflowInput {
-    name: String,
-    job_group: i32,
+    pub(crate) name: String,
+    pub(crate) job_group: i32,
     #[serde(default = "default_schedule")]
-    schedule_type: String,
+    pub(crate) schedule_type: String,
     #[serde(default)]
-    schedule_conf: Option<String>,
+    pub(crate) schedule_conf: Option<String>,
     #[serde(default)]
-    time_zone: Option<String>,
+    pub(crate) time_zone: Option<String>,
     #[serde(default = "default_misfire")]
-    misfire_strategy: String,
+    pub(crate) misfire_strategy: String,
     #[serde(default = "default_max")]
-    max_instances: i32,
+    pub(crate) max_instances: i32,
     #[serde(default = "default_overflow")]
-    overflow: String,
-    graph: Graph,
+    pub(crate) overflow: String,
+    pub(crate) graph: Graph,
 }
 
 /// The first start of a schedule from now; an error names what is wrong with it.

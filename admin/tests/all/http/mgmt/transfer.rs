@@ -1,7 +1,8 @@
 //! Job export and import between two admins: SQLite → PostgreSQL (→ MariaDB when only that is
 //! set up; SQLite → SQLite without either). The dry run says what would happen and writes
 //! nothing; the import recreates every job with its source, module, grant, variables and tags,
-//! asks for the secrets again, and a second import updates instead of duplicating.
+//! asks for the secrets again, brings the workflow over those jobs with its nodes mapped to
+//! the new jobs, and a second import updates instead of duplicating.
 
 use base64::Engine as _;
 use reqwest::Method;
@@ -69,12 +70,24 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
     let root = source.login("root").await;
     let group = source.group("transfer-app").await;
     let wasm_id = source_jobs(&root, group.0).await;
+    // A workflow over two of the jobs travels with them, its nodes mapped to the new jobs.
+    let (_, listed) = root.get(&format!("/api/v1/jobs?jobGroup={}", group.0)).await;
+    let first = listed["items"].as_array().expect("items").iter().find(|j| j["id"] != wasm_id).expect("job")
+        ["id"]
+        .clone();
+    let graph = json!({"nodes": [{"name": "prepare", "jobId": first}, {"name": "fetch", "jobId": wasm_id}],
+                       "edges": [{"from": "prepare", "to": "fetch"}]});
+    let (status, created) = root
+        .post("/api/v1/workflows", json!({"name": "nightly flow", "jobGroup": group.0, "graph": graph}))
+        .await;
+    assert_eq!(status, 201, "{created}");
 
     let (status, file) = root.get(&format!("/api/v1/jobs/export?jobGroup={}", group.0)).await;
     assert_eq!(status, 200, "{file}");
     let text = file.to_string();
     assert!(!text.contains("s3cret-api-key"), "no secret value in an export");
     assert_eq!(file["jobs"].as_array().map(Vec::len), Some(3), "{file}");
+    assert_eq!(file["workflows"][0]["name"], "nightly flow", "{file}");
     let wasm_entry = file["jobs"]
         .as_array()
         .expect("jobs")
@@ -87,6 +100,7 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
     assert!(file["modules"][&digest].is_string(), "the module's bytes travel once");
     let (_, by_id) = root.get(&format!("/api/v1/jobs/export?ids={wasm_id}")).await;
     assert_eq!(by_id["jobs"].as_array().map(Vec::len), Some(1));
+    assert_eq!(by_id["workflows"], json!([]), "a workflow goes only with all of its jobs");
 
     // The other admin: PostgreSQL (or MariaDB) when the suite has one.
     let server = if std::env::var_os("JOBWHEEL_TEST_POSTGRES_URL").is_some() {
@@ -105,7 +119,7 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
     let report = import(&there, &file, true).await;
     assert_eq!(report["applied"], false);
     let problems = report["problems"].as_array().expect("problems");
-    assert_eq!(problems.len(), 3, "no group of that AppName yet: {report}");
+    assert_eq!(problems.len(), 4, "no group of that AppName yet (3 jobs, 1 workflow): {report}");
     assert!(
         problems[0].as_str().unwrap_or_default().contains("no executor group with AppName transfer-app"),
         "{report}"
@@ -120,6 +134,7 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
     let actions: Vec<&str> =
         report["items"].as_array().expect("items").iter().filter_map(|i| i["action"].as_str()).collect();
     assert_eq!(actions, ["create", "create", "create"]);
+    assert_eq!(report["workflows"][0]["action"], "create", "{report}");
     let (_, listed) = there.get(&format!("/api/v1/jobs?jobGroup={}", there_group.0)).await;
     assert_eq!(listed["total"], 0, "a dry run writes nothing");
 
@@ -157,6 +172,13 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
     );
     assert_eq!(grant["variables"], json!({"REGION": "eu"}));
     assert_eq!(grant["secrets"], json!([]), "secret values never travel");
+    let (_, flows) = there.get(&format!("/api/v1/workflows?jobGroup={}", there_group.0)).await;
+    assert_eq!(flows.as_array().map(Vec::len), Some(1), "{flows}");
+    assert_eq!(
+        flows[0]["graph"]["nodes"][1]["jobId"], new_wasm,
+        "the node runs the job created here: {flows}"
+    );
+    assert_eq!(flows[0]["triggerStatus"], 0, "imported with its schedule off");
 
     // Again: updates, no duplicates; the secret set meanwhile is no longer asked for.
     assert_eq!(
@@ -167,6 +189,7 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
     let actions: Vec<&str> =
         report["items"].as_array().expect("items").iter().filter_map(|i| i["action"].as_str()).collect();
     assert_eq!(actions, ["update", "update", "update"], "{report}");
+    assert_eq!(report["workflows"][0]["action"], "update", "{report}");
     assert!(
         report["items"]
             .as_array()

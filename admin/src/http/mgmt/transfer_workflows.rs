@@ -1,0 +1,188 @@
+//! Workflows in export files (`transfer.rs`, `import.rs`). An export carries the workflows
+//! whose every node runs one of the exported jobs; a node names its job by the job's id on the
+//! exporting admin, which its job entry carries too (`JobEntry::id`), so the importing admin
+//! maps it to the job the import created or updated. A workflow travels with its owner group's
+//! AppName and is matched by name within that group here: updated if one exists, else created
+//! with its schedule off. Each is checked like the workflow form before anything is written.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+
+use super::auth::Principal;
+use super::workflows::{self, WorkflowInput, WorkflowView};
+use super::{ApiJson, audit};
+use crate::http::{ApiError, HttpState};
+use crate::store::{GroupId, JobId, WorkflowId};
+use crate::workflow::Graph;
+
+/// A workflow of an export; its nodes' `jobId`s are the exporting admin's job ids.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WorkflowEntry {
+    /// The AppName of its owner group.
+    pub(crate) appname: String,
+    pub(crate) name: String,
+    pub(crate) schedule_type: String,
+    #[serde(default)]
+    pub(crate) schedule_conf: Option<String>,
+    #[serde(default)]
+    pub(crate) time_zone: Option<String>,
+    pub(crate) misfire_strategy: String,
+    pub(crate) max_instances: i32,
+    pub(crate) overflow: String,
+    pub(crate) graph: Graph,
+}
+
+/// The workflows the principal may use whose every node runs one of `jobs`, for an export.
+pub(crate) async fn entries(
+    state: &HttpState,
+    principal: &Principal,
+    jobs: &BTreeSet<i32>,
+    appnames: &HashMap<GroupId, String>,
+) -> Result<Vec<WorkflowEntry>, ApiError> {
+    let mut out = Vec::new();
+    for row in state.store.list_workflows(None).await? {
+        let w = row.workflow;
+        let Ok(graph) = Graph::from_json(&w.graph) else { continue };
+        if !principal.may_use(w.job_group) || !graph.nodes.iter().all(|n| jobs.contains(&n.job_id)) {
+            continue;
+        }
+        out.push(WorkflowEntry {
+            appname: appnames.get(&w.job_group).cloned().unwrap_or_default(),
+            name: w.name,
+            schedule_type: w.schedule_type,
+            schedule_conf: w.schedule_conf,
+            time_zone: w.time_zone,
+            misfire_strategy: w.misfire_strategy,
+            max_instances: w.max_instances,
+            overflow: w.overflow,
+            graph,
+        });
+    }
+    Ok(out)
+}
+
+/// What an import does with one workflow.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WorkflowItem {
+    appname: String,
+    name: String,
+    /// `create` or `update`.
+    action: &'static str,
+    /// Its id here: the one updated, or (once applied) the one created.
+    id: Option<i64>,
+}
+
+/// The file's workflows, checked against this admin.
+pub(crate) struct WorkflowPlan {
+    planned: Vec<(WorkflowEntry, GroupId, Option<WorkflowId>)>,
+    pub(crate) items: Vec<WorkflowItem>,
+}
+
+impl WorkflowPlan {
+    /// Checks every entry: its group exists once here and may be used, its graph holds, and
+    /// each node names a job of the file (`file_jobs`: the entries' ids).
+    pub(crate) async fn new(
+        state: &HttpState,
+        principal: &Principal,
+        entries: Vec<WorkflowEntry>,
+        file_jobs: &BTreeSet<i32>,
+        problems: &mut Vec<String>,
+    ) -> Result<Self, ApiError> {
+        let mut plan = Self { planned: Vec::new(), items: Vec::new() };
+        let groups = state.store.list_groups().await?;
+        let existing = state.store.list_workflows(None).await?;
+        for entry in entries {
+            let what = format!("workflow {} / {:?}", entry.appname, entry.name);
+            let mut found = groups.iter().filter(|g| g.group.app_name == entry.appname).map(|g| g.id);
+            let group = match (found.next(), found.next()) {
+                (Some(group), None) => group,
+                (Some(_), Some(_)) => {
+                    problems.push(format!("{what}: several executor groups have AppName {}", entry.appname));
+                    continue;
+                }
+                (None, _) => {
+                    problems.push(format!("{what}: no executor group with AppName {} here", entry.appname));
+                    continue;
+                }
+            };
+            if !principal.may_use(group) {
+                problems.push(format!("{what}: you have no permission on executor group {}", group.0));
+                continue;
+            }
+            if let Err(error) = entry.graph.check() {
+                problems.push(format!("{what}: {error}"));
+                continue;
+            }
+            if let Some(node) = entry.graph.nodes.iter().find(|n| !file_jobs.contains(&n.job_id)) {
+                problems.push(format!(
+                    "{what}: node {:?} runs job {}, which is not in the file",
+                    node.name, node.job_id
+                ));
+                continue;
+            }
+            let same =
+                existing.iter().find(|w| w.workflow.job_group == group && w.workflow.name == entry.name);
+            let id = same.map(|w| w.id);
+            plan.items.push(WorkflowItem {
+                appname: entry.appname.clone(),
+                name: entry.name.clone(),
+                action: if id.is_some() { "update" } else { "create" },
+                id: id.map(|i| i.0),
+            });
+            plan.planned.push((entry, group, id));
+        }
+        Ok(plan)
+    }
+
+    /// Writes the workflows through the API's handlers, nodes mapped to this admin's jobs
+    /// (`jobs`: the file's job id → the job here), each change in the audit log.
+    pub(crate) async fn apply(
+        &mut self,
+        state: &Arc<HttpState>,
+        principal: &Principal,
+        jobs: &HashMap<i32, JobId>,
+        client: &str,
+    ) -> Result<(), ApiError> {
+        for ((entry, group, existing), item) in self.planned.drain(..).zip(self.items.iter_mut()) {
+            let mut graph = entry.graph;
+            for node in &mut graph.nodes {
+                node.job_id = jobs.get(&node.job_id).map_or(node.job_id, |id| id.0);
+            }
+            let input = WorkflowInput {
+                name: entry.name,
+                job_group: group.0,
+                schedule_type: entry.schedule_type,
+                schedule_conf: entry.schedule_conf,
+                time_zone: entry.time_zone,
+                misfire_strategy: entry.misfire_strategy,
+                max_instances: entry.max_instances,
+                overflow: entry.overflow,
+                graph,
+            };
+            let shared = State(Arc::clone(state));
+            let (id, action, before) = match existing {
+                Some(id) => {
+                    let before = state.store.load_workflow(id).await?.map(WorkflowView::of);
+                    let before = before.and_then(|v| serde_json::to_value(v).ok());
+                    drop(workflows::update(shared, principal.clone(), Path(id.0), ApiJson(input)).await?);
+                    (id, "workflow.update", before)
+                }
+                None => {
+                    let (_, Json(view)) =
+                        workflows::create(shared, principal.clone(), ApiJson(input)).await?;
+                    (WorkflowId(view.id), "workflow.create", None)
+                }
+            };
+            item.id = Some(id.0);
+            let username = principal.user.user.username.clone();
+            audit::record_workflow_change(state, client.to_owned(), username, action, id, before).await;
+        }
+        Ok(())
+    }
+}
