@@ -13,6 +13,13 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
 use crate::abi::{HOST_NOTE_PREFIX, MAX_OUTPUT_BYTES, OUTPUT_MARKER, RESULT_MARKER};
 
+// The guest SDK documents the limit to job authors; the protocol is what the executor and the
+// admin enforce. Two constants, one number: the build fails if they ever differ.
+const _: () = assert!(
+    MAX_OUTPUT_BYTES == jobwheel_protocol::MAX_WORKFLOW_OUTPUT,
+    "the guest SDK's MAX_OUTPUT_BYTES must equal the protocol's MAX_WORKFLOW_OUTPUT"
+);
+
 /// Where a run's log lines go: guest stdout/stderr lines and the runtime's own notes.
 ///
 /// Called synchronously from the run's task while the guest is paused in a WASI call, so it

@@ -10,7 +10,7 @@ use lettre::message::header::ContentType;
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use super::{AlarmChannel, AlarmError, AlarmEvent};
+use super::{AlarmChannel, AlarmError, AlarmEvent, WorkflowAlarmEvent};
 use crate::lang::MessageLang;
 
 /// How the SMTP connection is secured (also the `--smtp-tls` flag's values).
@@ -125,6 +125,28 @@ impl AlarmChannel for EmailAlarm {
             .collect();
         let labels = Labels::of(self.lang);
         let body = mail_body(event, &labels);
+        let what = format!("job {} log {}", event.job.id.0, event.log.id.0);
+        self.send(recipients, labels.subject, &body, &what).await
+    }
+
+    async fn alarm_workflow(&self, event: &WorkflowAlarmEvent) -> Result<(), AlarmError> {
+        let body = event.mail_html(self.lang);
+        let what = format!("workflow {} instance {}", event.workflow.id.0, event.instance.id.0);
+        let subject = Labels::of(self.lang).subject;
+        self.send(event.recipients().into_iter().collect(), subject, &body, &what).await
+    }
+}
+
+impl EmailAlarm {
+    /// Mails `body` to each of `recipients`; like upstream, every address is tried and any
+    /// failure is reported. `what` names the alarm in the log.
+    async fn send(
+        &self,
+        recipients: BTreeSet<&str>,
+        subject: &str,
+        body: &str,
+        what: &str,
+    ) -> Result<(), AlarmError> {
         let mut failure = None;
         for to in recipients {
             let sent = async {
@@ -132,9 +154,9 @@ impl AlarmChannel for EmailAlarm {
                 let message = Message::builder()
                     .from(self.from.clone())
                     .to(to)
-                    .subject(labels.subject)
+                    .subject(subject)
                     .header(ContentType::TEXT_HTML)
-                    .body(body.clone())
+                    .body(body.to_owned())
                     .map_err(|e| AlarmError::Email(e.to_string()))?;
                 self.transport.send(message).await.map_err(|e| AlarmError::Email(e.to_string()))?;
                 Ok::<(), AlarmError>(())
@@ -142,7 +164,7 @@ impl AlarmChannel for EmailAlarm {
             .await;
             if let Err(e) = sent {
                 // Upstream tries every address and reports failure if any failed.
-                tracing::error!(job_id = event.job.id.0, log_id = event.log.id.0, to, error = %e, "alarm mail not sent");
+                tracing::error!(alarm = what, to, error = %e, "alarm mail not sent");
                 failure = Some(e);
             }
         }

@@ -4,6 +4,8 @@
 //!
 //! - [`EmailAlarm`]: upstream's `EmailJobAlarm` over SMTP (lettre), same HTML table.
 //! - [`WebhookAlarm`]: jobwheel's JSON POST (upstream issues #475, #3675, #3816).
+//!
+//! Workflows (jobwheel) alarm through the same channels ([`WorkflowAlarmEvent`]).
 
 use std::sync::Arc;
 
@@ -13,9 +15,11 @@ use crate::store::{GroupRow, JobRow, LogRow};
 
 mod email;
 mod webhook;
+mod workflow;
 
 pub use email::{EmailAlarm, SmtpConfig, SmtpTls};
 pub use webhook::{WebhookAlarm, WebhookPayload};
+pub use workflow::{FailedNode, WorkflowAlarmEvent, WorkflowWebhookPayload};
 
 /// What an alarm is about: a failed log of an existing job.
 #[derive(Debug, Clone)]
@@ -47,6 +51,11 @@ pub trait AlarmChannel: Send + Sync {
     /// Delivers the alarm. `Ok` also when the channel has nothing to do for this job (upstream:
     /// a job without alarm e-mail addresses counts as alarmed).
     async fn alarm(&self, event: &AlarmEvent) -> Result<(), AlarmError>;
+    /// Delivers a workflow's alarm (jobwheel); channels that have no form for it do nothing.
+    async fn alarm_workflow(&self, event: &WorkflowAlarmEvent) -> Result<(), AlarmError> {
+        let _ = event;
+        Ok(())
+    }
 }
 
 /// Runs every channel for each alarm (upstream `JobAlarmer`).
@@ -75,6 +84,18 @@ impl Alarmer {
         for channel in &self.channels {
             if let Err(e) = channel.alarm(event).await {
                 tracing::error!(channel = channel.name(), job_id = event.job.id.0, log_id = event.log.id.0, error = %e, "alarm failed");
+                all_ok = false;
+            }
+        }
+        all_ok
+    }
+
+    /// Runs all channels for a workflow's alarm; true if every one succeeded (none at all: false).
+    pub async fn alarm_workflow(&self, event: &WorkflowAlarmEvent) -> bool {
+        let mut all_ok = !self.channels.is_empty();
+        for channel in &self.channels {
+            if let Err(e) = channel.alarm_workflow(event).await {
+                tracing::error!(channel = channel.name(), workflow = event.workflow.id.0, instance = event.instance.id.0, error = %e, "workflow alarm failed");
                 all_ok = false;
             }
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use super::{AlarmChannel, AlarmError, AlarmEvent};
+use super::{AlarmChannel, AlarmError, AlarmEvent, WorkflowAlarmEvent, WorkflowWebhookPayload};
 
 /// The JSON body of a webhook alarm: a wire contract for receivers, so field names are stable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -90,11 +90,21 @@ impl AlarmChannel for WebhookAlarm {
     }
 
     async fn alarm(&self, event: &AlarmEvent) -> Result<(), AlarmError> {
-        let payload = WebhookPayload::from_event(event);
+        self.post(&WebhookPayload::from_event(event)).await
+    }
+
+    async fn alarm_workflow(&self, event: &WorkflowAlarmEvent) -> Result<(), AlarmError> {
+        self.post(&WorkflowWebhookPayload::from_event(event)).await
+    }
+}
+
+impl WebhookAlarm {
+    /// POSTs `payload`; anything but a 2xx answer is a failure.
+    async fn post(&self, payload: &impl Serialize) -> Result<(), AlarmError> {
         let response = self
             .http
             .post(&self.url)
-            .json(&payload)
+            .json(payload)
             .send()
             .await
             .map_err(|e| AlarmError::Webhook(e.without_url().to_string()))?;

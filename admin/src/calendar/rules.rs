@@ -49,6 +49,16 @@ impl DayRules {
             && !self.never_on.iter().any(|c| c.contains(date))
     }
 
+    /// Whether the rules allow a fire at `ms` in `tz` (a time computed under older rules — a
+    /// calendar changed since — may no longer be allowed).
+    pub fn allows(&self, tz: Tz, ms: i64) -> bool {
+        self.is_empty()
+            || tz
+                .timestamp_millis_opt(ms)
+                .single()
+                .is_none_or(|t| self.excluded_until(t.naive_local()).is_none())
+    }
+
     /// The first local date-time after `local` at which the rules may allow a fire, or `None`
     /// if they allow `local` itself.
     fn excluded_until(&self, local: NaiveDateTime) -> Option<NaiveDateTime> {

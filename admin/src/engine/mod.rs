@@ -57,6 +57,7 @@ mod tasks;
 mod trigger;
 mod trigger_msg;
 mod workflow_advance;
+mod workflow_alarms;
 mod workflow_ops;
 mod workflow_sweep;
 mod workflows;
@@ -165,7 +166,8 @@ impl Engine {
             tracker.clone(),
         );
         let scheduler = Scheduler::new(Arc::clone(&store), Arc::clone(&triggers), shared, &config, &services);
-        let workflows = Workflows::new(Arc::clone(&triggers), tracker.clone(), config.time_zone);
+        let workflows =
+            Workflows::new(Arc::clone(&triggers), tracker.clone(), config.time_zone, alarmer.clone());
         let completion = Completion::new(
             Arc::clone(&triggers),
             (fix_delay, Arc::clone(&workflows)),

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::EngineError;
 use super::workflows::{MAX_CONTEXT, MAX_NODE_OUTPUT, Workflows};
@@ -21,10 +21,7 @@ impl Workflows {
             return Ok(Vec::new());
         }
         let graph = Graph::from_json(&tx.instance().graph).unwrap_or_default();
-        let mut context: Map<String, Value> = match serde_json::from_str(&tx.instance().context) {
-            Ok(Value::Object(map)) => map,
-            _ => Map::new(),
-        };
+        let mut context = crate::workflow::context_map(&tx.instance().context);
         let mut runs = tx.runs().await?;
         let fired: Vec<_> =
             runs.iter().filter(|r| r.status == rs::FIRED && r.shards > 0).map(|r| r.id).collect();
@@ -133,10 +130,17 @@ fn settle(logs: &[&RunLog], now_ms: i64) -> RunEnd {
             format!("the node's output is {} bytes, over the limit of {MAX_NODE_OUTPUT}", text.len());
         return RunEnd { status: rs::FAILED, output: None, message: Some(message), end_ms: now_ms };
     }
+    // A failure says why: the first failed shard's message, or its trigger's code when the
+    // trigger itself failed (the run page and the workflow's alarm show it).
+    let message = logs.iter().find(|l| !l.succeeded()).map(|l| match l.handle_msg.as_deref() {
+        Some(msg) if !msg.trim().is_empty() => msg.to_owned(),
+        _ if l.handle_code == 0 => format!("the trigger failed (code {})", l.trigger_code),
+        _ => format!("the run failed (code {})", l.handle_code),
+    });
     RunEnd {
         status: if ok { rs::SUCCEEDED } else { rs::FAILED },
         output: Some(text),
-        message: None,
+        message,
         end_ms: now_ms,
     }
 }

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::EngineError;
 use super::workflow_advance::node_states;
@@ -130,10 +130,7 @@ impl Workflows {
                 "node {node:?} has not failed: only a failed node can be marked done"
             )));
         }
-        let mut context: Map<String, Value> = match serde_json::from_str(&instance.context) {
-            Ok(Value::Object(map)) => map,
-            _ => Map::new(),
-        };
+        let mut context = crate::workflow::context_map(&instance.context);
         if let Some(value) = &output {
             context.insert(node.to_owned(), value.clone());
         }
@@ -168,10 +165,7 @@ impl Workflows {
         let row = self.store.load_workflow(old.workflow_id).await.map_err(EngineError::from)?;
         let row = row.ok_or(StartError::NotFound(old.workflow_id.0))?;
         let graph = Graph::from_json(&old.graph).map_err(|e| StartError::BadGraph(e.to_string()))?;
-        let mut input: Map<String, Value> = match serde_json::from_str(&old.context) {
-            Ok(Value::Object(map)) => map,
-            _ => Map::new(),
-        };
+        let mut input = crate::workflow::context_map(&old.context);
         input.retain(|key, _| graph.node(key).is_none());
         let new = NewInstance {
             workflow_id: old.workflow_id,
@@ -240,7 +234,7 @@ fn checked_output(text: &str) -> Result<Value, OpError> {
 
 /// The API's name of an instance status.
 pub fn instance_status_name(status: i32) -> &'static str {
-    ["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED"]
+    ["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "MISSED"]
         .get(usize::try_from(status).unwrap_or(9))
         .copied()
         .unwrap_or("UNKNOWN")

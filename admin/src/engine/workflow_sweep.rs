@@ -1,7 +1,8 @@
 //! The workflow sweep, once a second on every admin: start scheduled instances, admit queued
 //! ones, and recover what no admin is handling — instances started but not planned, runs whose
 //! results were stored by an admin that died before it advanced them, due runs nobody fired
-//! (a dead admin's, or retries whose delay passed), and fired runs past their node's timeout.
+//! (a dead admin's, or retries whose delay passed), and fired runs past their node's timeout;
+//! last, it hands the alarms of failed instances and missed starts to the channels.
 //! Each step is guarded in the store, so admins sweeping together do each thing once.
 
 use std::sync::Arc;
@@ -9,10 +10,11 @@ use std::sync::Arc;
 use super::EngineError;
 use super::schedule::PRE_READ_MS;
 use super::workflows::Workflows;
-use crate::calendar::{DayRules, next_fire};
+use crate::calendar::next_fire;
 use crate::cron::parse_time_zone;
 use crate::domain::{KnownName, ScheduleType};
 use crate::store::{Admission, NewInstance, StartOutcome, WorkflowRow};
+use crate::workflow::WorkflowDays;
 
 /// Due runs younger than this are left to the admin that made them due (it fires them at
 /// once); older ones are fired by whoever sweeps.
@@ -31,6 +33,8 @@ pub struct SweepReport {
     pub fired: usize,
     /// Runs failed for their timeout.
     pub timed_out: usize,
+    /// Alarms of failed instances and missed starts claimed (and handed to the channels).
+    pub alarms: usize,
 }
 
 impl Workflows {
@@ -72,21 +76,28 @@ impl Workflows {
             self.fire(run).await?;
             report.fired += 1;
         }
+        report.alarms = self.send_alarms().await?;
         Ok(report)
     }
 
     /// Starts one scheduled instance of `workflow` (due at its `trigger_next_time`) and moves its
-    /// schedule on, in one transaction; more than 5 s late is a misfire: `FIRE_ONCE_NOW` starts
-    /// it now, `DO_NOTHING` only moves the schedule on. True if an instance started or queued.
+    /// schedule on under its calendars and windows, in one transaction; more than 5 s late is a
+    /// misfire: `FIRE_ONCE_NOW` starts it now, `DO_NOTHING` only moves the schedule on and keeps
+    /// the start as MISSED (as does a start skipped at max instances). A due time its calendars
+    /// no longer allow (one changed since the time was computed) moves on without a start.
+    /// True if an instance started or queued.
     async fn start_scheduled(self: &Arc<Self>, row: &WorkflowRow, now_ms: i64) -> Result<bool, EngineError> {
         let w = &row.workflow;
         let tz = w.time_zone.as_deref().and_then(|z| parse_time_zone(z).ok()).unwrap_or(self.time_zone);
+        let rules = WorkflowDays::from_stored(&w.days).rules(&*self.store).await?;
         let schedule = ScheduleType::from_name(&w.schedule_type);
         let conf = w.schedule_conf.as_deref().unwrap_or_default();
         let due = w.trigger_next_time;
         let late = now_ms > due + PRE_READ_MS;
+        // False only when a calendar changed after the due time was computed under it.
+        let allowed = rules.allows(tz, due);
         let from = if late { now_ms } else { due };
-        let next = match schedule.map(|s| next_fire(s, conf, tz, &DayRules::default(), from)) {
+        let next = match schedule.map(|s| next_fire(s, conf, tz, &rules, from)) {
             Some(Ok(Some(next))) => Some(next),
             outcome => {
                 tracing::error!(workflow = row.id.0, ?outcome, "workflow schedule has no next time, stopped");
@@ -96,8 +107,8 @@ impl Workflows {
         let advance = Some((due, due, next.unwrap_or(0), next.is_none()));
         let fire_once = w.misfire_strategy == "FIRE_ONCE_NOW";
         // A missed start under DO_NOTHING only moves the schedule on: nothing may start.
-        let starts = !late || fire_once;
-        if !starts {
+        let starts = allowed && (!late || fire_once);
+        if allowed && late && !fire_once {
             tracing::warn!(workflow = row.id.0, due, "workflow start missed (DO_NOTHING)");
         }
         let new = NewInstance {
@@ -112,6 +123,7 @@ impl Workflows {
             queue: starts && w.overflow == "QUEUE",
             advance,
             now_ms,
+            keep_missed: allowed,
         };
         match self.store.start_instance(&new, admission).await? {
             StartOutcome::Started(id) => {

@@ -18,6 +18,7 @@ use tokio_util::task::TaskTracker;
 
 use super::EngineError;
 use super::trigger::{TriggerOutcome, TriggerPath, TriggerRequest, to_datetime};
+use crate::alarm::Alarmer;
 use crate::clock::Clock;
 use crate::domain::TriggerType;
 use crate::store::{
@@ -38,6 +39,8 @@ pub struct Workflows {
     pub(super) clock: Arc<dyn Clock>,
     pub(super) tracker: TaskTracker,
     pub(super) time_zone: chrono_tz::Tz,
+    /// Where failed instances and missed starts are told (`workflow_alarms.rs`).
+    pub(super) alarmer: Alarmer,
 }
 
 /// Why a start was refused.
@@ -62,6 +65,7 @@ impl Workflows {
         triggers: Arc<TriggerPath>,
         tracker: TaskTracker,
         time_zone: chrono_tz::Tz,
+        alarmer: Alarmer,
     ) -> Arc<Self> {
         Arc::new(Self {
             store: Arc::clone(&triggers.store),
@@ -69,6 +73,7 @@ impl Workflows {
             triggers,
             tracker,
             time_zone,
+            alarmer,
         })
     }
 
@@ -108,6 +113,7 @@ impl Workflows {
             queue: workflow.overflow == "QUEUE",
             advance: None,
             now_ms,
+            keep_missed: false,
         };
         let outcome = self.store.start_instance(new, admission).await?;
         if let StartOutcome::Started(id) = outcome {

@@ -40,6 +40,7 @@ pub(crate) static ASSETS: &[(&str, &[u8])] = assets![
     "js/api.js",
     "js/app.js",
     "js/dom.js",
+    "js/graph.js",
     "js/i18n.js",
     "js/i18n/en.js",
     "js/i18n/zh_CN.js",
@@ -60,6 +61,10 @@ pub(crate) static ASSETS: &[(&str, &[u8])] = assets![
     "js/pages/transfer.js",
     "js/pages/users.js",
     "js/pages/wasm.js",
+    "js/pages/workflow_form.js",
+    "js/pages/workflow_instance.js",
+    "js/pages/workflow_instances.js",
+    "js/pages/workflows.js",
     "vendor/README.md",
     "vendor/chartjs/LICENSE.md",
     "vendor/chartjs/chart.umd.js",
@@ -75,6 +80,9 @@ pub(crate) static ASSETS: &[(&str, &[u8])] = assets![
     "vendor/codemirror/mode/python.js",
     "vendor/codemirror/mode/shell.js",
     "vendor/codemirror/mode/xml.js",
+    "vendor/dagre/LICENSE",
+    "vendor/dagre/dagre.min.js",
+    "vendor/dagre/dagre.min.js.LEGAL.txt",
 ];
 
 /// An embedded file with what its answer needs.

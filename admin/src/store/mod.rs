@@ -43,14 +43,14 @@ pub use log_store::{LogReportStore, LogStore};
 pub use schema::{Generation, Schema};
 use sql::SqlStore;
 pub use types::*;
-pub use workflow_store::{Admission, InstanceTx, RunEnd, WorkflowStore};
+pub use workflow_store::{Admission, InstanceTx, RunEnd, WorkflowAlarmStore, WorkflowStore};
 
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
         AuditStore, CalendarStore, CredentialStore, GrantStore, GroupStore, JobStore, LeaseStore,
         LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store, TagStore, UserStore, WasmStore,
-        WorkflowStore,
+        WorkflowAlarmStore, WorkflowStore,
     };
 }
 
@@ -102,6 +102,7 @@ pub trait Store:
     + AuditStore
     + CalendarStore
     + WorkflowStore
+    + WorkflowAlarmStore
     + Send
     + Sync
 {

@@ -22,6 +22,9 @@ pub struct Admission {
     pub advance: Option<(i64, i64, i64, bool)>,
     /// Now, epoch ms.
     pub now_ms: i64,
+    /// A scheduled start that does not happen (skipped, or `max` 0 for a late one) is kept as a
+    /// MISSED instance whose alarm waits; false for a time the calendars no longer allow.
+    pub keep_missed: bool,
 }
 
 /// Workflows (`jobwheel_workflow`), instances, node runs and their log links.
@@ -131,4 +134,15 @@ pub struct RunEnd {
     pub message: Option<String>,
     /// When.
     pub end_ms: i64,
+}
+
+/// Alarms of workflow instances: failed instances and missed scheduled starts wait in
+/// `alarm_status` PENDING until one admin claims and sends them (`instance_alarm`).
+#[async_trait]
+pub trait WorkflowAlarmStore: Send + Sync {
+    /// Instances whose alarm waits, oldest first.
+    async fn pending_workflow_alarms(&self, limit: u32) -> Result<Vec<InstanceRow>, StoreError>;
+    /// Moves an instance's alarm state from `from` to `to`; false if it was not `from` (another
+    /// admin claimed it, or a rerun made it moot).
+    async fn set_workflow_alarm(&self, id: InstanceId, from: i32, to: i32) -> Result<bool, StoreError>;
 }

@@ -5,8 +5,20 @@
 //! skipped, and when the instance is over. The engine's `Workflows` role stores and fires what
 //! the planner decides (docs/workflows.md).
 
+mod days;
 mod graph;
 mod plan;
 
+pub use days::{DaysError, MAX_WORKFLOW_CALENDARS, WorkflowDays};
 pub use graph::{Condition, Edge, Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES, Node};
 pub use plan::{Decision, NodeState, Planned, plan};
+
+/// An instance's stored context as a JSON object; anything else (never written by the engine,
+/// but a hand-edited row could hold it) reads as an empty one, so a bad row cannot stop an
+/// instance from advancing.
+pub fn context_map(stored: &str) -> serde_json::Map<String, serde_json::Value> {
+    match serde_json::from_str(stored) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    }
+}

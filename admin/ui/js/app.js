@@ -18,6 +18,10 @@ import * as password from './pages/password.js';
 import * as tokens from './pages/tokens.js';
 import * as users from './pages/users.js';
 import * as wasm from './pages/wasm.js';
+import * as workflowForm from './pages/workflow_form.js';
+import * as workflowInstance from './pages/workflow_instance.js';
+import * as workflowInstances from './pages/workflow_instances.js';
+import * as workflows from './pages/workflows.js';
 
 const ROUTES = [
   { path: /^\/login$/, page: login, public: true },
@@ -27,6 +31,11 @@ const ROUTES = [
   { path: /^\/jobs\/(\d+)\/edit$/, page: jobForm, menu: 'jobs' },
   { path: /^\/jobs\/(\d+)\/glue$/, page: glue, menu: 'jobs' },
   { path: /^\/jobs\/(\d+)\/wasm$/, page: wasm, menu: 'jobs' },
+  { path: /^\/workflows$/, page: workflows, menu: 'workflows' },
+  { path: /^\/workflows\/new$/, page: workflowForm, menu: 'workflows' },
+  { path: /^\/workflows\/(\d+)\/edit$/, page: workflowForm, menu: 'workflows' },
+  { path: /^\/workflows\/(\d+)\/instances$/, page: workflowInstances, menu: 'workflows' },
+  { path: /^\/workflow-instances\/(\d+)$/, page: workflowInstance, menu: 'workflows' },
   { path: /^\/logs$/, page: logs, menu: 'logs' },
   { path: /^\/logs\/(\d+)$/, page: logDetail, menu: 'logs' },
   { path: /^\/groups$/, page: groups, menu: 'groups', admin: true },
@@ -37,11 +46,12 @@ const ROUTES = [
   { path: /^\/password$/, page: password, menu: 'password' },
 ];
 
-// Upstream's menu order: dashboard, jobs, logs, executors (admin), users (admin); then ours.
+// Upstream's menu order: dashboard, jobs, logs, executors (admin), users (admin); ours between.
 const MENU = [
   { key: 'dashboard', href: '#/dashboard' },
   { key: 'jobs', href: '#/jobs' },
   { key: 'logs', href: '#/logs' },
+  { key: 'workflows', href: '#/workflows' },
   { key: 'groups', href: '#/groups', admin: true },
   { key: 'calendars', href: '#/calendars', admin: true },
   { key: 'users', href: '#/users', admin: true },

@@ -1,7 +1,8 @@
 //! XSS probe: a job named with a `<script>` tag and a parameter with an `<img onerror>` go
 //! through the job form, the job list, a trigger, the log list, the trigger message and the
 //! log page; then the story's Wasm job, which echoes its parameter, runs with the `<img>`
-//! payload so it comes back from the executor inside the job log. Each must show the literal
+//! payload so it comes back from the executor inside the job log, and as a workflow node's
+//! output on the instance page of a workflow named with the `<script>` payload. Each must show the literal
 //! text, no element may be created from it, and no script may run (the flag the payloads
 //! would set stays unset).
 
@@ -58,7 +59,35 @@ pub(crate) async fn run(browser: &Browser, group_title: &str, echo_job: i64) -> 
     browser.route(&format!("#/logs/{}", log_id.as_str().context("a log id")?)).await?;
     browser.wait_contains("#main", PARAM).await.context("the log page shows the param as text")?;
     assert_clean(browser, "the log page").await?;
-    executor_output(browser, echo_job).await.context("the job's own output in the execution log")
+    executor_output(browser, echo_job).await.context("the job's own output in the execution log")?;
+    workflow(browser, group_title, echo_job).await.context("a workflow's name and a node's output")
+}
+
+/// A workflow named with the `<script>` payload whose one node (the echo job) outputs the
+/// `<img>` payload: the list, the drawing, the instance page and its output pane show text.
+async fn workflow(browser: &Browser, group_title: &str, job: i64) -> anyhow::Result<()> {
+    browser.route("#/workflows/new").await?;
+    browser.fill("#workflow-name", NAME).await?;
+    browser.find("#workflow-jobGroup").await?.select_by_label(group_title).await?;
+    browser.click("#workflow-add-node").await?;
+    browser.choose("#workflow-nodes tr[data-index=\"0\"] select[name=jobId]", &job.to_string()).await?;
+    browser.fill("#workflow-nodes tr[data-index=\"0\"] .wf-param-input", PARAM).await?;
+    browser.click("#workflow-save").await?;
+    browser.wait_contains("#workflow-table", NAME).await?;
+    assert_clean(browser, "the workflow list").await?;
+    let id = browser
+        .js("return [...document.querySelectorAll('#workflow-table tr[data-workflow]')]
+             .find((r) => r.innerText.includes('__xss=1')).dataset.workflow;")
+        .await?;
+    let id = id.as_str().context("the probe workflow's row")?;
+    browser.click(&format!("tr[data-workflow=\"{id}\"] .action-menu summary")).await?;
+    browser.click(&format!("tr[data-workflow=\"{id}\"] [data-action=\"run\"]")).await?;
+    browser.click("#workflow-run-modal [data-action=run]").await?;
+    browser.wait_contains("#instance-status", "Succeeded").await?;
+    browser.click("#instance-canvas g[data-node=step1]").await?;
+    browser.wait_contains("#instance-output", PARAM).await?;
+    browser.wait_contains("#main h2", NAME).await?;
+    assert_clean(browser, "the workflow instance page").await
 }
 
 /// Executor-supplied text: the echo job prints `hello, <param>!` into its job log.

@@ -21,6 +21,7 @@ use crate::calendar::{CalendarDays, MAX_ICS_BYTES, read_ics, rules_by_job};
 use crate::engine::{FIX_DELAY_PARKED, first_fire_time};
 use crate::http::{ApiError, HttpState};
 use crate::store::{CalendarId, CalendarRow, NewCalendar, TriggerTimeUpdate};
+use crate::workflow::WorkflowDays;
 
 /// Characters of a calendar's name (`varchar(64)`) and description (`varchar(255)`).
 const NAME_MAX: usize = 64;
@@ -164,6 +165,23 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     principal.require_admin()?;
     let current = load(&state, id).await?;
+    // Workflows keep their calendars on their own row (`workflow::WorkflowDays`), so they are
+    // checked here rather than by the store's guarded delete.
+    let workflows: Vec<String> = state
+        .store
+        .list_workflows(None)
+        .await?
+        .into_iter()
+        .filter(|w| WorkflowDays::from_stored(&w.workflow.days).refers_to(current.id.0))
+        .map(|w| format!("{:?}", w.workflow.name))
+        .collect();
+    if !workflows.is_empty() {
+        return Err(ApiError::Conflict(format!(
+            "calendar {:?} is used by workflow(s) {}; remove it from them first",
+            current.calendar.name,
+            workflows.join(", ")
+        )));
+    }
     let jobs = state.store.calendar_jobs(current.id).await?;
     if !jobs.is_empty() || !state.store.delete_calendar(current.id).await? {
         let ids: Vec<String> = jobs.iter().map(ToString::to_string).collect();

@@ -17,7 +17,7 @@ use super::workflows::{self, WorkflowInput, WorkflowView};
 use super::{ApiJson, audit};
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobId, WorkflowId};
-use crate::workflow::Graph;
+use crate::workflow::{Graph, WorkflowDays};
 
 /// A workflow of an export; its nodes' `jobId`s are the exporting admin's job ids.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,6 +34,12 @@ pub(crate) struct WorkflowEntry {
     pub(crate) misfire_strategy: String,
     pub(crate) max_instances: i32,
     pub(crate) overflow: String,
+    /// Where its alarms are mailed.
+    #[serde(default)]
+    pub(crate) alarm_email: String,
+    /// Its daily exclusion windows. (Its calendars stay behind: see `apply`.)
+    #[serde(default)]
+    pub(crate) exclusion_windows: Vec<String>,
     pub(crate) graph: Graph,
 }
 
@@ -60,6 +66,8 @@ pub(crate) async fn entries(
             misfire_strategy: w.misfire_strategy,
             max_instances: w.max_instances,
             overflow: w.overflow,
+            alarm_email: w.alarm_email,
+            exclusion_windows: WorkflowDays::from_stored(&w.days).exclusion_windows,
             graph,
         });
     }
@@ -154,6 +162,16 @@ impl WorkflowPlan {
             for node in &mut graph.nodes {
                 node.job_id = jobs.get(&node.job_id).map_or(node.job_id, |id| id.0);
             }
+            // Calendars are not in the file for workflows: an updated workflow keeps the ones it
+            // has here, a new one starts with none (docs/workflows.md, "Export and import").
+            let kept = match existing {
+                Some(id) => {
+                    state.store.load_workflow(id).await?.map(|r| WorkflowDays::from_stored(&r.workflow.days))
+                }
+                None => None,
+            }
+            .unwrap_or_default();
+            let days = WorkflowDays { exclusion_windows: entry.exclusion_windows, ..kept };
             let input = WorkflowInput {
                 name: entry.name,
                 job_group: group.0,
@@ -163,6 +181,8 @@ impl WorkflowPlan {
                 misfire_strategy: entry.misfire_strategy,
                 max_instances: entry.max_instances,
                 overflow: entry.overflow,
+                alarm_email: Some(entry.alarm_email),
+                days,
                 graph,
             };
             let shared = State(Arc::clone(state));

@@ -22,10 +22,12 @@ use crate::calendar::{DayRules, next_fire};
 use crate::domain::{KnownName, ScheduleType};
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobId, NewWorkflow, Page, WorkflowId, WorkflowRow};
-use crate::workflow::Graph;
+use crate::workflow::{DaysError, Graph, WorkflowDays};
 
 /// Characters of a workflow's name (`varchar(255)`).
 const NAME_MAX: usize = 255;
+/// Characters of a workflow's alarm addresses (`varchar(255)`).
+const ALARM_EMAIL_MAX: usize = 255;
 /// The most instances of one workflow that may run at once.
 const MAX_INSTANCES: i32 = 100;
 
@@ -47,6 +49,10 @@ pub(crate) struct WorkflowView {
     trigger_next_time: i64,
     author: String,
     update_time: i64,
+    alarm_email: String,
+    /// `onlyOn`, `neverOn`, `exclusionWindows`.
+    #[serde(flatten)]
+    days: WorkflowDays,
     graph: Graph,
 }
 
@@ -68,6 +74,8 @@ impl WorkflowView {
             trigger_next_time: w.trigger_next_time,
             author: w.author,
             update_time: w.update_ms,
+            days: WorkflowDays::from_stored(&w.days),
+            alarm_email: w.alarm_email,
         }
     }
 }
@@ -103,14 +111,21 @@ pub(crate) struct WorkflowInput {
     pub(crate) max_instances: i32,
     #[serde(default = "default_overflow")]
     pub(crate) overflow: String,
+    /// Where its alarms are mailed (comma-separated addresses).
+    #[serde(default)]
+    pub(crate) alarm_email: Option<String>,
+    /// `onlyOn`, `neverOn`, `exclusionWindows` (calendar ids and `HH:MM-HH:MM` windows).
+    #[serde(flatten)]
+    pub(crate) days: WorkflowDays,
     pub(crate) graph: Graph,
 }
 
-/// The first start of a schedule from now; an error names what is wrong with it.
+/// The first start of a schedule from now under `rules`; an error names what is wrong with it.
 fn first_start(
     schedule_type: &str,
     conf: Option<&str>,
     time_zone: Option<&str>,
+    rules: &DayRules,
 ) -> Result<Option<i64>, ApiError> {
     let kind = ScheduleType::from_name(schedule_type)
         .filter(|k| matches!(k, ScheduleType::None | ScheduleType::Cron | ScheduleType::FixRate))
@@ -120,8 +135,13 @@ fn first_start(
     }
     let tz = zone(time_zone)?;
     let conf = conf.unwrap_or_default();
-    next_fire(kind, conf, tz, &DayRules::default(), Utc::now().timestamp_millis())
-        .map_err(|e| ApiError::BadRequest(format!("scheduleConf: {e}")))
+    let next = next_fire(kind, conf, tz, rules, Utc::now().timestamp_millis())
+        .map_err(|e| ApiError::BadRequest(format!("scheduleConf: {e}")))?;
+    next.map(Some).ok_or_else(|| {
+        ApiError::BadRequest(
+            "onlyOn, neverOn, exclusionWindows: they leave the schedule no start time".to_owned(),
+        )
+    })
 }
 
 /// The stored form of an input, after every check; `author` is the writer.
@@ -140,7 +160,17 @@ async fn checked(
         return Err(ApiError::BadRequest(format!("jobGroup: group {} does not exist", group.0)));
     }
     principal.require_group(group)?;
-    first_start(&input.schedule_type, input.schedule_conf.as_deref(), input.time_zone.as_deref())?;
+    let days = input.days.clone().checked().map_err(days_error)?;
+    days.check_calendars(&*state.store).await.map_err(days_error)?;
+    let rules = days.rules(&*state.store).await?;
+    first_start(&input.schedule_type, input.schedule_conf.as_deref(), input.time_zone.as_deref(), &rules)?;
+    let alarm_email = input.alarm_email.as_deref().map(str::trim).unwrap_or_default().to_owned();
+    if alarm_email.chars().count() > ALARM_EMAIL_MAX {
+        return Err(ApiError::BadRequest(format!("alarmEmail: at most {ALARM_EMAIL_MAX} characters")));
+    }
+    if let Some(bad) = alarm_email.split(',').map(str::trim).find(|e| !e.is_empty() && !e.contains('@')) {
+        return Err(ApiError::BadRequest(format!("alarmEmail: {bad:?} is not a mail address")));
+    }
     if !matches!(input.misfire_strategy.as_str(), "DO_NOTHING" | "FIRE_ONCE_NOW") {
         return Err(ApiError::BadRequest("misfireStrategy: DO_NOTHING or FIRE_ONCE_NOW".to_owned()));
     }
@@ -180,7 +210,17 @@ async fn checked(
         trigger_next_time: 0,
         author: author.to_owned(),
         update_ms: Utc::now().timestamp_millis(),
+        days: days.to_stored(),
+        alarm_email,
     })
+}
+
+/// A day-rules fault as the API's 400 (a store failure stays a 500).
+fn days_error(error: DaysError) -> ApiError {
+    match error {
+        DaysError::Invalid(message) => ApiError::BadRequest(message),
+        DaysError::Store(e) => e.into(),
+    }
 }
 
 /// A workflow the principal may use, or 404/403.
@@ -255,10 +295,12 @@ pub(crate) async fn update(
     let current = permitted(&state, &principal, id).await?;
     let mut workflow = checked(&state, &principal, input, &principal.user.user.username).await?;
     if current.workflow.status == 1 {
+        let rules = WorkflowDays::from_stored(&workflow.days).rules(&*state.store).await?;
         let next = first_start(
             &workflow.schedule_type,
             workflow.schedule_conf.as_deref(),
             workflow.time_zone.as_deref(),
+            &rules,
         )?;
         workflow.status = i32::from(next.is_some());
         workflow.trigger_next_time = next.unwrap_or(0);
@@ -294,7 +336,8 @@ pub(crate) async fn start(
 ) -> Result<Json<WorkflowView>, ApiError> {
     let mut row = permitted(&state, &principal, id).await?;
     let w = &mut row.workflow;
-    let next = first_start(&w.schedule_type, w.schedule_conf.as_deref(), w.time_zone.as_deref())?
+    let rules = WorkflowDays::from_stored(&w.days).rules(&*state.store).await?;
+    let next = first_start(&w.schedule_type, w.schedule_conf.as_deref(), w.time_zone.as_deref(), &rules)?
         .ok_or_else(|| {
             ApiError::BadRequest("a workflow with scheduleType NONE starts only by hand or API".to_owned())
         })?;

@@ -50,6 +50,7 @@ mod schedule;
 mod tags;
 mod users;
 mod wasm;
+mod workflow_alarms;
 mod workflows;
 
 /// The [`Store`] over a connected database of any backend.

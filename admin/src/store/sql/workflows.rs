@@ -14,15 +14,15 @@ use crate::store::time::secs;
 use crate::store::workflow_store::{Admission, InstanceTx, RunEnd, WorkflowStore};
 use crate::store::{
     GroupId, InstanceId, InstanceRow, LogId, NewInstance, NewLog, NewRun, NewWorkflow, Page, Paged, RunId,
-    RunLog, RunRow, StartOutcome, StoreError, WorkflowId, WorkflowRow, instance_status as is,
+    RunLog, RunRow, StartOutcome, StoreError, WorkflowId, WorkflowRow, instance_alarm, instance_status as is,
     run_status as rs,
 };
 
 macro_rules! workflow_columns {
     () => {
         "SELECT id, name, job_group, schedule_type, schedule_conf, time_zone, misfire_strategy, \
-         max_instances, overflow, graph, status, trigger_last_time, trigger_next_time, author, update_ms \
-         FROM jobwheel_workflow"
+         max_instances, overflow, graph, status, trigger_last_time, trigger_next_time, author, update_ms, \
+         days, alarm_email FROM jobwheel_workflow"
     };
 }
 macro_rules! instance_columns {
@@ -40,13 +40,13 @@ macro_rules! run_columns {
 
 static INSERT: Sql = Sql::new(
     "INSERT INTO jobwheel_workflow (name, job_group, schedule_type, schedule_conf, time_zone, misfire_strategy, \
-    max_instances, overflow, graph, status, trigger_last_time, trigger_next_time, author, update_ms) \
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    max_instances, overflow, graph, status, trigger_last_time, trigger_next_time, author, update_ms, days, \
+    alarm_email) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
 );
 static UPDATE: Sql = Sql::new(
     "UPDATE jobwheel_workflow SET name = ?, job_group = ?, schedule_type = ?, schedule_conf = ?, time_zone = ?, \
     misfire_strategy = ?, max_instances = ?, overflow = ?, graph = ?, status = ?, trigger_last_time = ?, \
-    trigger_next_time = ?, author = ?, update_ms = ? WHERE id = ?",
+    trigger_next_time = ?, author = ?, update_ms = ?, days = ?, alarm_email = ? WHERE id = ?",
 );
 static LOAD: Sql = Sql::new(concat!(workflow_columns!(), " WHERE id = ?"));
 static LOCK: Sql = Sql::new("SELECT id FROM jobwheel_workflow WHERE id = ? FOR UPDATE");
@@ -76,8 +76,17 @@ static COUNT_INSTANCES: Sql =
     Sql::new("SELECT COUNT(*) FROM jobwheel_workflow_instance WHERE workflow_id = ?");
 static PAGE_INSTANCES: Sql =
     Sql::new(concat!(instance_columns!(), " WHERE workflow_id = ? ORDER BY id DESC LIMIT ? OFFSET ?"));
+// The alarm state first: MySQL evaluates SET left to right, so `status` must still be the old
+// one here. A change of state to FAILED waits for its alarm; any other change clears a waiting
+// one (a rerun made it moot); no change of state leaves it as it is (alarmed once).
 static SET_INSTANCE: Sql = Sql::new(
-    "UPDATE jobwheel_workflow_instance SET status = ?, context = ?, start_ms = ?, end_ms = ? WHERE id = ?",
+    "UPDATE jobwheel_workflow_instance SET alarm_status = CASE WHEN status = ? THEN alarm_status ELSE ? END, \
+    status = ?, context = ?, start_ms = ?, end_ms = ? WHERE id = ?",
+);
+/// A scheduled start that did not happen, kept as an instance whose alarm waits.
+static INSERT_MISSED: Sql = Sql::new(
+    "INSERT INTO jobwheel_workflow_instance (workflow_id, status, trigger_type, fire_time_ms, start_ms, end_ms, \
+    graph, context, alarm_status) VALUES (?, 5, ?, ?, 0, ?, ?, '{}', 1)",
 );
 static RUNS: Sql = Sql::new(concat!(run_columns!(), " WHERE instance_id = ? ORDER BY id"));
 static INSERT_RUN: Sql = Sql::new(
@@ -147,7 +156,9 @@ fn workflow_args(w: &NewWorkflow) -> Vec<crate::store::db::Arg<'_>> {
         w.trigger_last_time,
         w.trigger_next_time,
         &w.author,
-        w.update_ms
+        w.update_ms,
+        &w.days,
+        &w.alarm_email
     ]
     .to_vec()
 }
@@ -220,7 +231,13 @@ impl WorkflowStore for SqlStore {
             (false, _) => is::RUNNING,
             (true, true) => is::QUEUED,
             (true, false) => {
-                // The schedule still moves on: a skipped start is not retried.
+                // The schedule still moves on: a skipped start is not retried. A scheduled one
+                // is kept as MISSED, so it is seen and alarmed.
+                if let Some((due, ..)) = admission.advance.filter(|_| admission.keep_missed) {
+                    // Its fire time is the scheduled one it missed, even when found late.
+                    let args = args![new.workflow_id, &new.trigger_type, due, admission.now_ms, &new.graph];
+                    tx.ex().execute(&INSERT_MISSED, &args).await?;
+                }
                 tx.commit().await?;
                 return Ok(StartOutcome::Skipped);
             }
@@ -425,7 +442,8 @@ impl InstanceTx for SqlInstanceTx {
         start_ms: i64,
         end_ms: i64,
     ) -> Result<(), StoreError> {
-        let args = args![status, context, start_ms, end_ms, self.instance.id];
+        let alarm = if status == is::FAILED { instance_alarm::PENDING } else { instance_alarm::NONE };
+        let args = args![status, alarm, status, context, start_ms, end_ms, self.instance.id];
         self.tx.ex().execute(&SET_INSTANCE, &args).await?;
         self.instance.status = status;
         self.instance.context = context.to_owned();

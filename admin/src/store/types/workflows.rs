@@ -35,6 +35,10 @@ pub struct NewWorkflow {
     pub author: String,
     /// Epoch ms of the last write.
     pub update_ms: i64,
+    /// Its calendars and exclusion windows as JSON (`workflow::WorkflowDays`); `{}`: none.
+    pub days: String,
+    /// Where its alarms are mailed: comma-separated addresses (empty: none).
+    pub alarm_email: String,
 }
 
 /// A stored workflow.
@@ -59,6 +63,23 @@ pub mod instance_status {
     pub const FAILED: i32 = 3;
     /// Stopped by a user.
     pub const STOPPED: i32 = 4;
+    /// A scheduled start that did not happen (late under `DO_NOTHING`, or at max instances
+    /// with `SKIP`): kept so it is seen and alarmed; it never runs.
+    pub const MISSED: i32 = 5;
+}
+
+/// Alarm states of an instance (`jobwheel_workflow_instance.alarm_status`).
+pub mod instance_alarm {
+    /// Claimed by an admin that is sending it.
+    pub const SENDING: i32 = -1;
+    /// Nothing to tell.
+    pub const NONE: i32 = 0;
+    /// Failed or missed: waiting for an admin to send its alarm.
+    pub const PENDING: i32 = 1;
+    /// Sent by every channel.
+    pub const SENT: i32 = 2;
+    /// A channel could not deliver it.
+    pub const FAILED: i32 = 3;
 }
 
 /// Node run states (`jobwheel_workflow_run.status`).

@@ -21,4 +21,5 @@ mod support;
 pub(crate) mod time_zones;
 mod trigger;
 mod workflow_ops;
+mod workflow_schedule;
 pub(crate) mod workflows;

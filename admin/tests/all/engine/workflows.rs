@@ -55,6 +55,8 @@ pub(crate) fn workflow(group: GroupId, graph: &Graph, max: i32, overflow: &str) 
         trigger_next_time: 0,
         author: "test".into(),
         update_ms: T0,
+        days: "{}".into(),
+        alarm_email: String::new(),
     }
 }
 
@@ -254,7 +256,7 @@ async fn the_sweep_recovers_what_a_dead_admin_left_and_two_admins_fire_each_run_
         graph: graph.to_json(),
         context: "{}".into(),
     };
-    let admission = Admission { max: 5, queue: false, advance: None, now_ms: T0 };
+    let admission = Admission { max: 5, queue: false, advance: None, now_ms: T0, keep_missed: false };
     let StartOutcome::Started(id) = s.store.start_instance(&new, admission).await? else {
         anyhow::bail!("start")
     };

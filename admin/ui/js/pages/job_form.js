@@ -179,12 +179,12 @@ function validate(v) {
 }
 
 /** The chosen calendar ids of a multiple select. */
-function chosen(selectEl) {
+export function chosen(selectEl) {
   return [...selectEl.selectedOptions].map((o) => Number(o.value));
 }
 
 /** The windows typed in the form: `HH:MM-HH:MM`, comma- or space-separated. */
-function splitWindows(text) {
+export function splitWindows(text) {
   return String(text || '').split(/[\s,]+/).map((w) => w.trim()).filter(Boolean);
 }
 

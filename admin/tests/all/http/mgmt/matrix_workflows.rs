@@ -46,6 +46,8 @@ impl World {
             trigger_next_time: 0,
             author: "root".into(),
             update_ms: 0,
+            days: "{}".into(),
+            alarm_email: String::new(),
         };
         self.env.store().add_workflow(&workflow).await.expect("workflow")
     }
@@ -64,7 +66,7 @@ impl World {
             graph: row.workflow.graph,
             context: "{}".into(),
         };
-        let admission = Admission { max: 100, queue: false, advance: None, now_ms };
+        let admission = Admission { max: 100, queue: false, advance: None, now_ms, keep_missed: false };
         let StartOutcome::Started(id) = store.start_instance(&new, admission).await.expect("start") else {
             panic!("the matrix's instance did not start")
         };

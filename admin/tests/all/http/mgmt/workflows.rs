@@ -164,3 +164,70 @@ async fn ended(client: &super::Client, instance: i64) -> Value {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A workflow's calendars, windows and alarm address through the API: checked with the field
+/// named, shown back, used for the first start, and a calendar in use cannot be deleted.
+#[tokio::test]
+async fn workflow_days_and_alarm_address_are_checked_shown_and_hold_their_calendars() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let group = env.group("wf-days").await;
+    let root = env.login("root").await;
+    let (status, job) = root.post("/api/v1/jobs", form(group.0)).await;
+    assert_eq!(status, 201, "{job}");
+    let job = job["id"].as_i64().expect("id");
+    let (status, every_day) = root
+        .post(
+            "/api/v1/calendars",
+            json!({"name": "every day", "weekdays": ["MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{every_day}");
+    let calendar = every_day["id"].as_i64().expect("calendar id");
+    let body = |extra: Value| {
+        let mut body = json!({
+            "name": "daily", "jobGroup": group.0, "scheduleType": "CRON", "scheduleConf": "0 0 9 * * ?", "timeZone": "UTC",
+            "graph": {"nodes": [{"name": "only", "jobId": job}]}
+        });
+        body.as_object_mut().expect("object").extend(extra.as_object().expect("object").clone());
+        body
+    };
+    for (extra, needle) in [
+        (json!({"neverOn": [999_999]}), "neverOn: calendar 999999 does not exist"),
+        (json!({"onlyOn": [calendar], "neverOn": [calendar]}), "is also in onlyOn"),
+        (json!({"exclusionWindows": ["25:00-26:00"]}), "exclusionWindows:"),
+        (json!({"alarmEmail": "ops@example.com, not-an-address"}), "alarmEmail: \"not-an-address\""),
+        (json!({"neverOn": [calendar]}), "leave the schedule no start time"),
+        (json!({"exclusionWindows": ["08:30-09:30"]}), "leave the schedule no start time"),
+    ] {
+        let (status, refused) = root.post("/api/v1/workflows", body(extra)).await;
+        assert_eq!(status, 400, "{refused}");
+        assert!(refused["msg"].as_str().unwrap_or_default().contains(needle), "{needle}: {refused}");
+    }
+    let (status, created) = root
+        .post(
+            "/api/v1/workflows",
+            body(json!({"onlyOn": [calendar], "exclusionWindows": ["10:00-11:00"], "alarmEmail": " ops@example.com "})),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["onlyOn"], json!([calendar]));
+    assert_eq!(created["neverOn"], json!([]));
+    assert_eq!(created["exclusionWindows"], json!(["10:00-11:00"]));
+    assert_eq!(created["alarmEmail"], "ops@example.com");
+    let id = created["id"].as_i64().expect("id");
+    let (status, started) = root.post(&format!("/api/v1/workflows/{id}/start"), json!({})).await;
+    assert_eq!(status, 200, "{started}");
+    let next = started["triggerNextTime"].as_i64().expect("next");
+    assert_eq!(next % 86_400_000, 9 * 3_600_000, "09:00 UTC: {started}");
+    let (status, refused) = root.delete(&format!("/api/v1/calendars/{calendar}")).await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(refused["msg"].as_str().unwrap_or_default().contains("workflow(s) \"daily\""), "{refused}");
+    let (status, updated) = root.put(&format!("/api/v1/workflows/{id}"), body(json!({}))).await;
+    assert_eq!(status, 200, "{updated}");
+    assert_eq!(updated["onlyOn"], json!([]), "a form without onlyOn clears it");
+    assert_eq!(updated["triggerStatus"], 1, "the schedule goes on");
+    let (status, _) = root.delete(&format!("/api/v1/calendars/{calendar}")).await;
+    assert_eq!(status, 204, "no longer in use");
+    Ok(())
+}

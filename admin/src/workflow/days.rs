@@ -1,0 +1,146 @@
+//! A workflow's calendars and exclusion windows, as a job has them (docs/scheduling.md): the
+//! calendars it fires only on and never on, by id, and daily windows it never starts in. Stored
+//! as JSON on the workflow row (`jobwheel_workflow.days`); [`WorkflowDays::rules`] compiles
+//! them into the [`DayRules`] the next start time is computed under (reading the calendars
+//! from the store: the one part of the workflow model that does).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::calendar::{CalendarDays, DayRules, DaySet, parse_windows};
+use crate::store::{CalendarId, Store, StoreError};
+
+/// Calendars one workflow may refer to (both kinds together), as for a job.
+pub const MAX_WORKFLOW_CALENDARS: usize = 16;
+
+/// The day rules of a workflow as the API and the row hold them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowDays {
+    /// Starts only on days in one of these calendars (none: every day).
+    #[serde(default)]
+    pub only_on: Vec<i64>,
+    /// Never starts on days in one of these calendars.
+    #[serde(default)]
+    pub never_on: Vec<i64>,
+    /// Never starts inside one of these daily windows (`HH:MM-HH:MM`, in the workflow's zone).
+    #[serde(default)]
+    pub exclusion_windows: Vec<String>,
+}
+
+/// Why day rules cannot be used; the text names the field.
+#[derive(Debug, thiserror::Error)]
+pub enum DaysError {
+    /// A field is wrong (a calendar missing, a window unreadable).
+    #[error("{0}")]
+    Invalid(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl WorkflowDays {
+    /// The stored JSON; an unreadable one reads as no rules (written only by the admin).
+    pub fn from_stored(text: &str) -> Self {
+        serde_json::from_str(text).unwrap_or_default()
+    }
+
+    /// The JSON stored on the workflow row.
+    pub fn to_stored(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned())
+    }
+
+    /// Whether there is no rule at all.
+    pub fn is_empty(&self) -> bool {
+        self.only_on.is_empty() && self.never_on.is_empty() && self.exclusion_windows.is_empty()
+    }
+
+    /// Whether `calendar` is one of its calendars.
+    pub fn refers_to(&self, calendar: i64) -> bool {
+        self.only_on.contains(&calendar) || self.never_on.contains(&calendar)
+    }
+
+    /// The same rules checked and tidied for storing: ids sorted without repeats, windows in
+    /// their canonical text. Errors name the field at fault.
+    pub fn checked(mut self) -> Result<Self, DaysError> {
+        for ids in [&mut self.only_on, &mut self.never_on] {
+            ids.sort_unstable();
+            ids.dedup();
+        }
+        if self.only_on.len() + self.never_on.len() > MAX_WORKFLOW_CALENDARS {
+            return Err(DaysError::Invalid(format!(
+                "onlyOn, neverOn: at most {MAX_WORKFLOW_CALENDARS} calendars"
+            )));
+        }
+        if let Some(both) = self.only_on.iter().find(|id| self.never_on.contains(id)) {
+            return Err(DaysError::Invalid(format!("neverOn: calendar {both} is also in onlyOn")));
+        }
+        let windows = parse_windows(&self.exclusion_windows)
+            .map_err(|e| DaysError::Invalid(format!("exclusionWindows: {e}")))?;
+        self.exclusion_windows = windows.iter().map(ToString::to_string).collect();
+        Ok(self)
+    }
+
+    /// Refuses a calendar that does not exist, naming the field (a form being saved).
+    pub async fn check_calendars(&self, store: &dyn Store) -> Result<(), DaysError> {
+        for (field, ids) in [("onlyOn", &self.only_on), ("neverOn", &self.never_on)] {
+            for &id in ids {
+                if store.load_calendar(CalendarId(id)).await?.is_none() {
+                    return Err(DaysError::Invalid(format!("{field}: calendar {id} does not exist")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The rules, with each calendar read from `store`. A calendar that is gone (the admin
+    /// refuses to delete one in use, so only a hand-edited database has this) is left out with
+    /// an error in the log, so one bad reference cannot stop a schedule for good.
+    pub async fn rules(&self, store: &dyn Store) -> Result<DayRules, StoreError> {
+        let mut sets: [Vec<Arc<DaySet>>; 2] = [Vec::new(), Vec::new()];
+        for (kind, ids) in [&self.only_on, &self.never_on].into_iter().enumerate() {
+            for &id in ids {
+                let Some(row) = store.load_calendar(CalendarId(id)).await? else {
+                    tracing::error!(
+                        calendar_id = id,
+                        "a workflow refers to a calendar that is gone; left out"
+                    );
+                    continue;
+                };
+                let set = CalendarDays::compile_stored(&row.calendar.days).unwrap_or_else(|error| {
+                    tracing::error!(calendar_id = id, %error, "stored calendar unreadable, treated as empty");
+                    DaySet::default()
+                });
+                sets[kind].push(Arc::new(set));
+            }
+        }
+        let windows = parse_windows(&self.exclusion_windows).unwrap_or_default();
+        let [only_on, never_on] = sets;
+        Ok(DayRules::new(only_on, never_on, windows))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checked_tidies_and_refuses_with_the_field_named() {
+        let days = WorkflowDays {
+            only_on: vec![3, 1, 3],
+            never_on: vec![2],
+            exclusion_windows: vec!["23:00-01:00".into()],
+        };
+        let tidy = days.checked().expect("valid");
+        assert_eq!(tidy.only_on, vec![1, 3]);
+        assert!(tidy.refers_to(2) && !tidy.refers_to(4));
+        assert_eq!(WorkflowDays::from_stored(&tidy.to_stored()), tidy);
+
+        let both = WorkflowDays { only_on: vec![1], never_on: vec![1], ..WorkflowDays::default() };
+        assert!(both.checked().unwrap_err().to_string().starts_with("neverOn: calendar 1"));
+        let bad = WorkflowDays { exclusion_windows: vec!["25:00-01:00".into()], ..WorkflowDays::default() };
+        assert!(bad.checked().unwrap_err().to_string().starts_with("exclusionWindows:"));
+        assert!(WorkflowDays::from_stored("not json").is_empty());
+    }
+}

@@ -1,0 +1,269 @@
+//! `bench-workflow`: workflow node hand-off latency and whole-workflow throughput of a real
+//! `jobwheel-admin` process (docs/benchmarks.md, "Workflows").
+//!
+//! One in-process executor runs a no-op BEAN handler that records when each run arrived (the
+//! same as `bench-admin`'s). Three workflows are made through the management API and started
+//! through it:
+//! - **chain**: `--chain` nodes in a line, `--rounds` instances one after another — every node
+//!   but the first is a hand-off from one parent;
+//! - **fan-out**: a root, `--width` parallel nodes, and a join — 200-node fan-out/fan-in end to
+//!   end;
+//! - **concurrent**: `--instances` instances at once of a 10-node workflow (a root, 8 parallel
+//!   nodes, a join), checked for every node run exactly once.
+//!
+//! A hand-off is measured from the moment the admin stored the last parent's result (the
+//! parent run's `endTime`) to the child's `/run` — both when the admin took the child to fire
+//! it (`firedTime`, just before the request) and when the request arrived at the executor.
+//! Every figure comes from the instances as the API reports them plus the executor's record.
+
+#[allow(dead_code, reason = "shared with bench-admin; only the executor and admin helpers are used here")]
+#[path = "bench-admin/setup.rs"]
+mod setup;
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, ensure};
+use clap::Parser;
+use jobwheel_admin::store::Group;
+use serde_json::{Value, json};
+use setup::{API_TOKEN, Arrivals, HANDLER};
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// Database of the run; must be empty. Default: a new SQLite file under $TMPDIR.
+    #[arg(long)]
+    database_url: Option<String>,
+    /// Nodes of the chain.
+    #[arg(long, default_value_t = 50)]
+    chain: usize,
+    /// Chain instances, one after another.
+    #[arg(long, default_value_t = 4)]
+    rounds: usize,
+    /// Parallel nodes of the fan-out.
+    #[arg(long, default_value_t = 200)]
+    width: usize,
+    /// Concurrent instances of the 10-node workflow.
+    #[arg(long, default_value_t = 100)]
+    instances: usize,
+}
+
+/// What one workflow's instances measured.
+#[derive(Debug, Default)]
+struct Measured {
+    /// Last parent stored → child taken to fire, ms.
+    to_fired: Vec<f64>,
+    /// Last parent stored → child's `/run` at the executor, ms.
+    to_executor: Vec<f64>,
+    /// Instance start → end, ms.
+    end_to_end: Vec<f64>,
+}
+
+#[tokio::main]
+#[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let dir = tempfile::tempdir()?;
+    let url = args
+        .database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("bench.db").display()));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let admin_url = format!("http://127.0.0.1:{port}");
+    let (executors, arrivals) = setup::executors(1, dir.path(), std::slice::from_ref(&admin_url)).await;
+    let store = jobwheel_admin::store::connect(&url).await.context("connecting to the database")?;
+    let group = store
+        .add_group(&Group {
+            app_name: "bench".to_owned(),
+            title: "bench".to_owned(),
+            address_type: 1,
+            address_list: Some(format!("http://{}/", executors[0].addr)),
+            update_time: None,
+        })
+        .await?;
+    jobwheel_tests::fixtures::api_administrator(&*store, "bench", API_TOKEN).await?;
+    let job = store.add_job(&jobwheel_tests::fixtures::bean_job(group, "workflow node", HANDLER)).await?;
+    let _admin = setup::admin(&url, port, &dir.path().join("admin"), 1000).await?;
+    let api = Api { http: reqwest::Client::new(), base: format!("{admin_url}/api/v1") };
+    println!("database: {:?}", store.backend());
+
+    let chain = api.workflow("chain", group.0, chain(job.0, args.chain), 1).await?;
+    let mut measured = Measured::default();
+    for _ in 0..args.rounds {
+        let id = api.start(chain).await?;
+        api.wait_over(&[id], Duration::from_secs(120)).await?;
+        measure(&api, &arrivals, &[id], &mut measured).await?;
+    }
+    report(&format!("chain of {} × {} instances", args.chain, args.rounds), &measured);
+
+    let fan_out = api.workflow("fan-out", group.0, fan(job.0, args.width), 1).await?;
+    let mut measured = Measured::default();
+    let id = api.start(fan_out).await?;
+    api.wait_over(&[id], Duration::from_secs(300)).await?;
+    measure(&api, &arrivals, &[id], &mut measured).await?;
+    report(&format!("fan-out/fan-in of {} nodes", args.width + 2), &measured);
+
+    let max = i32::try_from(args.instances.min(100))?;
+    let ten = api.workflow("ten", group.0, fan(job.0, 8), max).await?;
+    let mut measured = Measured::default();
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    for _ in 0..args.instances {
+        ids.push(api.start(ten).await?);
+    }
+    api.wait_over(&ids, Duration::from_secs(600)).await?;
+    let wall = started.elapsed();
+    measure(&api, &arrivals, &ids, &mut measured).await?;
+    report(&format!("{} concurrent instances of 10 nodes", args.instances), &measured);
+    println!(
+        "  all {} instances over in {:.2} s ({:.0} node runs/s); every node ran exactly once",
+        ids.len(),
+        wall.as_secs_f64(),
+        (ids.len() * 10) as f64 / wall.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// `n` nodes in a line.
+fn chain(job: i32, n: usize) -> Value {
+    let nodes: Vec<Value> = (0..n).map(|i| json!({"name": format!("n{i}"), "jobId": job})).collect();
+    let edges: Vec<Value> =
+        (1..n).map(|i| json!({"from": format!("n{}", i - 1), "to": format!("n{i}")})).collect();
+    json!({"nodes": nodes, "edges": edges})
+}
+
+/// A root, `width` parallel nodes, a join.
+fn fan(job: i32, width: usize) -> Value {
+    let mut nodes = vec![json!({"name": "root", "jobId": job}), json!({"name": "join", "jobId": job})];
+    let mut edges = Vec::new();
+    for i in 0..width {
+        let name = format!("p{i}");
+        edges.push(json!({"from": "root", "to": name}));
+        edges.push(json!({"from": name, "to": "join"}));
+        nodes.push(json!({"name": name, "jobId": job}));
+    }
+    json!({"nodes": nodes, "edges": edges})
+}
+
+/// Reads the instances, checks each node ran exactly once and succeeded, and adds their figures.
+async fn measure(api: &Api, arrivals: &Arrivals, ids: &[i64], into: &mut Measured) -> anyhow::Result<()> {
+    // Executor arrivals by log id; a log id seen twice would be a doubled run.
+    let mut arrived: HashMap<i64, i64> = HashMap::new();
+    for a in arrivals.lock().expect("arrivals").iter() {
+        ensure!(arrived.insert(a.log_id, a.at_ms).is_none(), "log {} ran twice on the executor", a.log_id);
+    }
+    for &id in ids {
+        let instance = api.get(&format!("/workflow-instances/{id}")).await?;
+        ensure!(instance["status"] == "SUCCEEDED", "instance {id} ended {}", instance["status"]);
+        let mut runs: BTreeMap<String, &Value> = BTreeMap::new();
+        for run in instance["runs"].as_array().context("runs")? {
+            let node = run["node"].as_str().context("node")?.to_owned();
+            ensure!(run["status"] == "SUCCEEDED", "instance {id} node {node}: {run}");
+            ensure!(runs.insert(node.clone(), run).is_none(), "instance {id}: node {node} ran twice");
+        }
+        let graph = &instance["graph"];
+        let nodes = graph["nodes"].as_array().context("nodes")?;
+        ensure!(runs.len() == nodes.len(), "instance {id}: {} of {} nodes ran", runs.len(), nodes.len());
+        let mut parents: HashMap<&str, Vec<&str>> = HashMap::new();
+        for edge in graph["edges"].as_array().context("edges")? {
+            let (from, to) = (edge["from"].as_str().unwrap_or(""), edge["to"].as_str().unwrap_or(""));
+            parents.entry(to).or_default().push(from);
+        }
+        for (node, run) in &runs {
+            let log = run["logId"].as_i64().context("a log id")?;
+            let at = *arrived.get(&log).with_context(|| format!("instance {id} node {node}: no arrival"))?;
+            let Some(ps) = parents.get(node.as_str()) else { continue };
+            let stored = ps.iter().filter_map(|p| runs.get(*p)).filter_map(|r| r["endTime"].as_i64()).max();
+            let stored = stored.context("a parent's end")?;
+            into.to_fired.push((run["firedTime"].as_i64().unwrap_or(0) - stored) as f64);
+            into.to_executor.push((at - stored) as f64);
+        }
+        let span = instance["endTime"].as_i64().unwrap_or(0) - instance["startTime"].as_i64().unwrap_or(0);
+        into.end_to_end.push(span as f64);
+    }
+    Ok(())
+}
+
+/// `p`-th percentile of `values` (nearest rank).
+fn pct(values: &[f64], p: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+    v[rank.min(v.len()) - 1]
+}
+
+#[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
+fn report(what: &str, m: &Measured) {
+    println!("{what}:");
+    println!(
+        "  hand-off stored → fired:    p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms ({} hand-offs)",
+        pct(&m.to_fired, 50.0),
+        pct(&m.to_fired, 99.0),
+        pct(&m.to_fired, 100.0),
+        m.to_fired.len()
+    );
+    println!(
+        "  hand-off stored → executor: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        pct(&m.to_executor, 50.0),
+        pct(&m.to_executor, 99.0),
+        pct(&m.to_executor, 100.0)
+    );
+    println!(
+        "  instance start → end: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        pct(&m.end_to_end, 50.0),
+        pct(&m.end_to_end, 99.0),
+        pct(&m.end_to_end, 100.0)
+    );
+}
+
+/// The management API as the benchmark's administrator.
+struct Api {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Api {
+    async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        let answer = self.http.get(format!("{}{path}", self.base)).bearer_auth(API_TOKEN).send().await?;
+        ensure!(answer.status().is_success(), "GET {path}: {}", answer.status());
+        Ok(answer.json().await?)
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        let answer =
+            self.http.post(format!("{}{path}", self.base)).bearer_auth(API_TOKEN).json(body).send().await?;
+        let status = answer.status();
+        let text = answer.text().await?;
+        ensure!(status.is_success(), "POST {path}: {status} {text}");
+        Ok(serde_json::from_str(&text)?)
+    }
+
+    async fn workflow(&self, name: &str, group: i32, graph: Value, max: i32) -> anyhow::Result<i64> {
+        let body = json!({"name": name, "jobGroup": group, "maxInstances": max, "overflow": "QUEUE", "graph": graph});
+        self.post("/workflows", &body).await?["id"].as_i64().context("a workflow id")
+    }
+
+    async fn start(&self, workflow: i64) -> anyhow::Result<i64> {
+        let started = self.post(&format!("/workflows/{workflow}/instances"), &json!({"context": {}})).await?;
+        started["instanceId"].as_i64().context("an instance id")
+    }
+
+    /// Waits until every instance of `ids` is over, polling twice a second.
+    async fn wait_over(&self, ids: &[i64], within: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + within;
+        for &id in ids {
+            loop {
+                let status = self.get(&format!("/workflow-instances/{id}")).await?["status"].clone();
+                if status != "RUNNING" && status != "QUEUED" {
+                    break;
+                }
+                ensure!(Instant::now() < deadline, "instance {id} still {status} after {within:?}");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+        Ok(())
+    }
+}

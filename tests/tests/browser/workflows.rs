@@ -1,0 +1,115 @@
+//! The workflow step: an operator builds a two-node workflow in the editor (nodes and an edge
+//! from the tables, the drawing following), is told by the admin which node closes a cycle,
+//! saves, runs an instance with a context, and watches the instance page colour both nodes as
+//! they finish on the real executor — then reads the picked node's run, its log link and its
+//! output, sees the context carry both outputs, and reads the page in Chinese.
+
+use anyhow::{Context as _, ensure};
+use serde_json::json;
+
+use crate::driver::Browser;
+use crate::story::GROUP_TITLE;
+
+const NAME: &str = "Nightly from the browser";
+
+/// `job` is the story's GLUE_WASM `hello` job: it reports "said hello to {param}", which is
+/// its output as a workflow node.
+pub(crate) async fn run(browser: &Browser, job: i64) -> anyhow::Result<()> {
+    let id = build(browser, job).await.context("building the workflow in the editor")?;
+    watch_instance(browser, id).await.context("running it and watching the instance")
+}
+
+/// The CSS of node row `index`'s `field`.
+fn node_field(index: usize, field: &str) -> String {
+    format!("#workflow-nodes tr[data-index=\"{index}\"] {field}")
+}
+
+async fn build(browser: &Browser, job: i64) -> anyhow::Result<i64> {
+    browser.click("#menu-workflows").await?;
+    browser.wait_contains("#workflow-table", "No workflows yet").await?;
+    browser.click("#workflow-add").await?;
+    browser.fill("#workflow-name", NAME).await?;
+    browser.find("#workflow-jobGroup").await?.select_by_label(GROUP_TITLE).await?;
+    browser.click("#workflow-add-node").await?;
+    browser.click("#workflow-add-node").await?;
+    for (index, name, param) in [(0, "extract", ""), (1, "load", "workflow")] {
+        browser.fill(&node_field(index, ".wf-node-name-input"), name).await?;
+        browser.choose(&node_field(index, "select[name=jobId]"), &job.to_string()).await?;
+        browser.fill(&node_field(index, ".wf-param-input"), param).await?;
+    }
+    browser.click("#workflow-add-edge").await?;
+    let drawn = browser
+        .js("return [...document.querySelectorAll('#workflow-canvas g.wf-node')].map((g) => g.dataset.node)
+             .concat(document.querySelectorAll('#workflow-canvas path.wf-edge').length);")
+        .await?;
+    ensure!(drawn == json!(["extract", "load", 1]), "the drawing follows the tables: {drawn}");
+
+    // A second edge back closes a cycle: the admin refuses it, naming the node, and nothing is saved.
+    browser.click("#workflow-add-edge").await?;
+    browser.choose("#workflow-edges tr[data-index=\"1\"] select[name=from]", "load").await?;
+    browser.choose("#workflow-edges tr[data-index=\"1\"] select[name=to]", "extract").await?;
+    browser.click("#workflow-save").await?;
+    let error = browser.wait_contains("#workflow-error", "depends on itself").await?;
+    ensure!(error.contains("extract") || error.contains("load"), "the error names the node: {error}");
+    browser.click("#workflow-edges tr[data-index=\"1\"] [data-action=remove-edge]").await?;
+    browser.js("window.scrollTo(0, 0);").await?;
+    browser.screenshot("workflow-editor").await?;
+    browser.click("#workflow-save").await?;
+    let table = browser.wait_contains("#workflow-table", NAME).await?;
+    ensure!(table.contains("2 node(s), 1 edge(s)"), "the list shows the graph's size: {table}");
+    let id = browser
+        .js("return document.querySelector('#workflow-table tr[data-workflow]').dataset.workflow;")
+        .await?;
+    let id = id.as_str().context("a workflow row")?.parse()?;
+    let saved = browser
+        .js(&format!(
+            "const x = new XMLHttpRequest(); x.open('GET', '/api/v1/workflows/{id}', false); x.send();
+             return JSON.parse(x.responseText).graph;"
+        ))
+        .await?;
+    ensure!(
+        saved["edges"] == json!([{"from": "extract", "to": "load", "when": "SUCCESS"}])
+            && saved["nodes"][1]["param"] == json!("workflow")
+            && saved["nodes"][0]["jobId"] == json!(job)
+            && saved["nodes"][0]["x"].is_number(),
+        "the saved graph: {saved}"
+    );
+    Ok(id)
+}
+
+async fn watch_instance(browser: &Browser, id: i64) -> anyhow::Result<()> {
+    browser.click(&format!("tr[data-workflow=\"{id}\"] .action-menu summary")).await?;
+    browser.click(&format!("tr[data-workflow=\"{id}\"] [data-action=\"run\"]")).await?;
+    browser.fill("#workflow-run-context", r#"{"day": "2030-01-01"}"#).await?;
+    browser.click("#workflow-run-modal [data-action=run]").await?;
+    browser.wait_text("#instance-status", "the instance to succeed", |t| t.contains("Succeeded")).await?;
+    let states = browser
+        .js("return [...document.querySelectorAll('#instance-canvas g.wf-node')].map((g) => [g.dataset.node, g.dataset.status]);")
+        .await?;
+    ensure!(states == json!([["extract", "SUCCEEDED"], ["load", "SUCCEEDED"]]), "both nodes green: {states}");
+    let context = browser.wait_contains("#instance-context", "said hello to workflow").await?;
+    ensure!(
+        context.contains("2030-01-01") && context.contains("said hello to browser"),
+        "the context holds the start input and both outputs: {context}"
+    );
+
+    browser.click("#instance-canvas g[data-node=load]").await?;
+    browser.wait_contains("#instance-output", "said hello to workflow").await?;
+    let runs = browser.wait_contains("#instance-runs", "Succeeded").await?;
+    ensure!(runs.contains('#'), "the run links its log: {runs}");
+    ensure!(
+        browser.find("#instance-stop").await?.attr("hidden").await?.is_some(),
+        "an instance that is over cannot be stopped"
+    );
+    browser.screenshot("workflow-instance").await?;
+    browser.click("#instance-runs a.run-log").await?;
+    browser.wait_contains("#log-console", "hello, workflow!").await?;
+
+    // The instance page in Chinese, then back.
+    browser.route(&format!("#/workflows/{id}/instances")).await?;
+    browser.choose("#lang-select", "zh_CN").await?;
+    browser.wait_contains("#instance-table", "成功").await?;
+    browser.choose("#lang-select", "en").await?;
+    browser.wait_contains("#instance-table", "Succeeded").await?;
+    Ok(())
+}
