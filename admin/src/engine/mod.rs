@@ -58,6 +58,7 @@ mod trigger;
 mod trigger_msg;
 mod workflow_advance;
 mod workflow_alarms;
+mod workflow_fire;
 mod workflow_ops;
 mod workflow_sweep;
 mod workflows;

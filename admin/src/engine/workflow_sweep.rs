@@ -72,10 +72,9 @@ impl Workflows {
             }
             report.timed_out += 1;
         }
-        for run in self.store.due_runs(now_ms - RUN_GRACE_MS, SWEEP_BATCH).await? {
-            self.fire(run).await?;
-            report.fired += 1;
-        }
+        let due = self.store.due_runs(now_ms - RUN_GRACE_MS, SWEEP_BATCH).await?;
+        report.fired = due.len();
+        self.fire_runs(due, None).await?;
         report.alarms = self.send_alarms().await?;
         Ok(report)
     }

@@ -17,13 +17,12 @@ use std::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::EngineError;
-use super::trigger::{TriggerOutcome, TriggerPath, TriggerRequest, to_datetime};
+use super::trigger::TriggerPath;
 use crate::alarm::Alarmer;
 use crate::clock::Clock;
-use crate::domain::TriggerType;
 use crate::store::{
-    Admission, InstanceId, LogId, NewInstance, NewLog, NewWorkflow, RunEnd, RunId, RunRow, StartOutcome,
-    Store, WorkflowId, instance_status as is, run_status as rs,
+    Admission, InstanceId, LogId, NewInstance, NewWorkflow, RunEnd, RunId, StartOutcome, Store, WorkflowId,
+    instance_status as is, run_status as rs,
 };
 use crate::workflow::Graph;
 
@@ -199,87 +198,8 @@ impl Workflows {
         let this = Arc::clone(self);
         Box::pin(async move {
             let due = this.advance(instance, this.clock.now_ms()).await?;
-            for run in due {
-                this.fire_since(run, stored).await?;
-            }
-            Ok(())
+            this.fire_runs(due, stored).await
         })
-    }
-
-    /// Fires one due run: takes it with its log row, then triggers the node's job (in the
-    /// background) with the node's parameter, no job-level retries (the node has its own),
-    /// and the log row staged.
-    pub(super) async fn fire(self: &Arc<Self>, run: RunRow) -> Result<(), EngineError> {
-        self.fire_since(run, None).await
-    }
-
-    async fn fire_since(self: &Arc<Self>, run: RunRow, stored: Option<Instant>) -> Result<(), EngineError> {
-        let now_ms = self.clock.now_ms();
-        let Some(instance) = self.store.load_instance(run.instance_id).await? else { return Ok(()) };
-        let graph = Graph::from_json(&instance.graph).unwrap_or_default();
-        let Some(node) = graph.node(&run.node).cloned() else {
-            return self.fail_due(&run, "the node is not in the instance's graph").await;
-        };
-        let Some(job) = self.store.load_job(crate::store::JobId(node.job_id)).await? else {
-            return self.fail_due(&run, &format!("job {} does not exist", node.job_id)).await;
-        };
-        let log = NewLog { job_group: job.job.job_group, job_id: job.id, trigger_time: to_datetime(now_ms) };
-        let deadline = if node.timeout_secs > 0 { now_ms + i64::from(node.timeout_secs) * 1000 } else { 0 };
-        let Some(log_id) = self.store.take_run(run.id, &log, deadline, now_ms).await? else {
-            return Ok(()); // another admin fired it, or it was stopped
-        };
-        // The context as it is when the run fires: the start input and every output so far.
-        let context = serde_json::from_str(&instance.context).unwrap_or_else(|_| serde_json::json!({}));
-        let request = TriggerRequest {
-            fail_retry_count: Some(0),
-            executor_param: node.param.clone(),
-            staged_log: Some(log_id),
-            workflow_context: Some(Arc::new(context)),
-            ..TriggerRequest::new(job.id, TriggerType::Workflow)
-        };
-        let this = Arc::clone(self);
-        let (run_id, instance_id) = (run.id, run.instance_id);
-        self.tracker.spawn(async move {
-            if let Err(error) = this.after_trigger(run_id, instance_id, request, stored).await {
-                tracing::error!(run = run_id.0, %error, "workflow node trigger failed");
-            }
-        });
-        Ok(())
-    }
-
-    /// Sends the trigger, then records shards a broadcast added; a trigger that failed gets
-    /// no callback, so its instance is advanced here.
-    async fn after_trigger(
-        self: &Arc<Self>,
-        run: RunId,
-        instance: InstanceId,
-        request: TriggerRequest,
-        stored: Option<Instant>,
-    ) -> Result<(), EngineError> {
-        match self.triggers.trigger(request).await? {
-            TriggerOutcome::Fired(fired) => {
-                if let Some(stored) = stored.filter(|_| fired.iter().any(|(_, code)| *code == 200)) {
-                    self.triggers.metrics.workflow_handoff(stored.elapsed().as_secs_f64());
-                }
-                let logs: Vec<LogId> = fired.iter().map(|(log, _)| *log).collect();
-                if logs.len() > 1 {
-                    let shards = i32::try_from(logs.len()).unwrap_or(i32::MAX);
-                    self.store.link_logs(run, &logs, shards).await?;
-                }
-                if logs.len() > 1 || fired.iter().any(|(_, code)| *code != 200) {
-                    self.advance_and_fire(instance).await?;
-                }
-            }
-            TriggerOutcome::ClaimGone | TriggerOutcome::JobMissing => {
-                self.end_fired(run, instance, "the node's job no longer exists").await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Fails a due run that cannot be fired, and advances its instance.
-    async fn fail_due(self: &Arc<Self>, run: &RunRow, message: &str) -> Result<(), EngineError> {
-        self.end_run(run.id, run.instance_id, rs::DUE, message).await
     }
 
     /// Fails a fired run that will get no result, and advances its instance.
@@ -292,7 +212,7 @@ impl Workflows {
         self.end_run(run, instance, rs::FIRED, message).await
     }
 
-    async fn end_run(
+    pub(super) async fn end_run(
         self: &Arc<Self>,
         run: RunId,
         instance: InstanceId,

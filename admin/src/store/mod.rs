@@ -43,7 +43,7 @@ pub use log_store::{LogReportStore, LogStore};
 pub use schema::{Generation, Schema};
 use sql::SqlStore;
 pub use types::*;
-pub use workflow_store::{Admission, InstanceTx, RunEnd, WorkflowAlarmStore, WorkflowStore};
+pub use workflow_store::{Admission, InstanceTx, RunEnd, RunTake, WorkflowAlarmStore, WorkflowStore};
 
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {

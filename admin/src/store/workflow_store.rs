@@ -27,6 +27,17 @@ pub struct Admission {
     pub keep_missed: bool,
 }
 
+/// A due run to take: its first log row and its deadline (0: none).
+#[derive(Debug, Clone)]
+pub struct RunTake {
+    /// The run.
+    pub run: RunId,
+    /// Its first `xxl_job_log` row.
+    pub log: NewLog,
+    /// When its node's timeout fails it, epoch ms (0: no timeout).
+    pub deadline_ms: i64,
+}
+
 /// Workflows (`jobwheel_workflow`), instances, node runs and their log links.
 #[async_trait]
 pub trait WorkflowStore: Send + Sync {
@@ -71,15 +82,10 @@ pub trait WorkflowStore: Send + Sync {
     ) -> Result<Paged<InstanceRow>, StoreError>;
     /// Every run of an instance, by id.
     async fn instance_runs(&self, id: InstanceId) -> Result<Vec<RunRow>, StoreError>;
-    /// Takes a due run (`DUE` → `FIRED`, guarded) and inserts its first log row and link in one
-    /// transaction; the log id, or `None` if another admin took it (or it was stopped).
-    async fn take_run(
-        &self,
-        run: RunId,
-        log: &NewLog,
-        deadline_ms: i64,
-        now_ms: i64,
-    ) -> Result<Option<LogId>, StoreError>;
+    /// Takes due runs (each `DUE` → `FIRED`, guarded) and inserts each one's first log row and
+    /// link, all in one transaction; per run its log id, or `None` if another admin took it
+    /// (or it was stopped).
+    async fn take_runs(&self, takes: &[RunTake], now_ms: i64) -> Result<Vec<Option<LogId>>, StoreError>;
     /// Records the log rows a fired run's shards got, and how many shards it has.
     async fn link_logs(&self, run: RunId, logs: &[LogId], shards: i32) -> Result<(), StoreError>;
     /// Stores the outputs workflow node runs reported with their results, before the results

@@ -14,7 +14,9 @@
 //! A hand-off is measured from the moment the admin stored the last parent's result (the
 //! parent run's `endTime`) to the child's `/run` — both when the admin took the child to fire
 //! it (`firedTime`, just before the request) and when the request arrived at the executor.
-//! Every figure comes from the instances as the API reports them plus the executor's record.
+//! Every figure comes from the instances as the API reports them plus the executor's record,
+//! and the admin's own hand-off histogram (stored → `/run` answered), read from `/metrics`.
+//! Each node runs a job of its own (an executor runs one job's runs one after another).
 
 #[allow(dead_code, reason = "shared with bench-admin; only the executor and admin helpers are used here")]
 #[path = "bench-admin/setup.rs"]
@@ -57,6 +59,29 @@ struct Measured {
     to_executor: Vec<f64>,
     /// Instance start → end, ms.
     end_to_end: Vec<f64>,
+    /// The admin's own hand-off histogram over the scenario (result stored → child's `/run`
+    /// answered), `jobwheel_workflow_handoff_seconds`.
+    answered: Histogram,
+}
+
+/// A Prometheus histogram's cumulative buckets: `(le, count)`, ascending.
+#[derive(Debug, Default)]
+struct Histogram(Vec<(f64, u64)>);
+
+impl Histogram {
+    /// The counts added since `before`.
+    fn since(&self, before: &Histogram) -> Histogram {
+        let old = |le: f64| before.0.iter().find(|(l, _)| *l == le).map_or(0, |(_, n)| *n);
+        Histogram(self.0.iter().map(|&(le, n)| (le, n - old(le))).collect())
+    }
+
+    /// The upper bound (ms) of the bucket holding the `p`-th percentile, and the count.
+    fn bound(&self, p: f64) -> (f64, u64) {
+        let total = self.0.last().map_or(0, |(_, n)| *n);
+        let rank = ((p / 100.0) * total as f64).ceil() as u64;
+        let le = self.0.iter().find(|(_, n)| *n >= rank.max(1)).map_or(f64::INFINITY, |(le, _)| *le);
+        (le * 1000.0, total)
+    }
 }
 
 #[tokio::main]
@@ -82,30 +107,41 @@ async fn main() -> anyhow::Result<()> {
         })
         .await?;
     jobwheel_tests::fixtures::api_administrator(&*store, "bench", API_TOKEN).await?;
-    let job = store.add_job(&jobwheel_tests::fixtures::bean_job(group, "workflow node", HANDLER)).await?;
+    // One job per node position, as a real workflow's nodes run different jobs (an executor
+    // runs one job's runs one after another, so nodes sharing a job would queue there).
+    let mut jobs = Vec::new();
+    for i in 0..args.chain.max(args.width + 2) {
+        let job = jobwheel_tests::fixtures::bean_job(group, &format!("workflow node {i}"), HANDLER);
+        jobs.push(store.add_job(&job).await?.0);
+    }
     let _admin = setup::admin(&url, port, &dir.path().join("admin"), 1000).await?;
     let api = Api { http: reqwest::Client::new(), base: format!("{admin_url}/api/v1") };
     println!("database: {:?}", store.backend());
 
-    let chain = api.workflow("chain", group.0, chain(job.0, args.chain), 1).await?;
+    let chain = api.workflow("chain", group.0, chain(&jobs, args.chain), 1).await?;
     let mut measured = Measured::default();
+    let before = api.handoffs().await?;
     for _ in 0..args.rounds {
         let id = api.start(chain).await?;
         api.wait_over(&[id], Duration::from_secs(120)).await?;
         measure(&api, &arrivals, &[id], &mut measured).await?;
     }
+    measured.answered = api.handoffs().await?.since(&before);
     report(&format!("chain of {} × {} instances", args.chain, args.rounds), &measured);
 
-    let fan_out = api.workflow("fan-out", group.0, fan(job.0, args.width), 1).await?;
+    let fan_out = api.workflow("fan-out", group.0, fan(&jobs, args.width), 1).await?;
     let mut measured = Measured::default();
+    let before = api.handoffs().await?;
     let id = api.start(fan_out).await?;
     api.wait_over(&[id], Duration::from_secs(300)).await?;
     measure(&api, &arrivals, &[id], &mut measured).await?;
+    measured.answered = api.handoffs().await?.since(&before);
     report(&format!("fan-out/fan-in of {} nodes", args.width + 2), &measured);
 
     let max = i32::try_from(args.instances.min(100))?;
-    let ten = api.workflow("ten", group.0, fan(job.0, 8), max).await?;
+    let ten = api.workflow("ten", group.0, fan(&jobs, 8), max).await?;
     let mut measured = Measured::default();
+    let before = api.handoffs().await?;
     let started = Instant::now();
     let mut ids = Vec::new();
     for _ in 0..args.instances {
@@ -114,6 +150,7 @@ async fn main() -> anyhow::Result<()> {
     api.wait_over(&ids, Duration::from_secs(600)).await?;
     let wall = started.elapsed();
     measure(&api, &arrivals, &ids, &mut measured).await?;
+    measured.answered = api.handoffs().await?.since(&before);
     report(&format!("{} concurrent instances of 10 nodes", args.instances), &measured);
     println!(
         "  all {} instances over in {:.2} s ({:.0} node runs/s); every node ran exactly once",
@@ -124,23 +161,23 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `n` nodes in a line.
-fn chain(job: i32, n: usize) -> Value {
-    let nodes: Vec<Value> = (0..n).map(|i| json!({"name": format!("n{i}"), "jobId": job})).collect();
+/// `n` nodes in a line, node `i` running `jobs[i]`.
+fn chain(jobs: &[i32], n: usize) -> Value {
+    let nodes: Vec<Value> = (0..n).map(|i| json!({"name": format!("n{i}"), "jobId": jobs[i]})).collect();
     let edges: Vec<Value> =
         (1..n).map(|i| json!({"from": format!("n{}", i - 1), "to": format!("n{i}")})).collect();
     json!({"nodes": nodes, "edges": edges})
 }
 
-/// A root, `width` parallel nodes, a join.
-fn fan(job: i32, width: usize) -> Value {
-    let mut nodes = vec![json!({"name": "root", "jobId": job}), json!({"name": "join", "jobId": job})];
+/// A root, `width` parallel nodes, a join, each on a job of its own.
+fn fan(jobs: &[i32], width: usize) -> Value {
+    let mut nodes = vec![json!({"name": "root", "jobId": jobs[0]}), json!({"name": "join", "jobId": jobs[1]})];
     let mut edges = Vec::new();
     for i in 0..width {
         let name = format!("p{i}");
         edges.push(json!({"from": "root", "to": name}));
         edges.push(json!({"from": name, "to": "join"}));
-        nodes.push(json!({"name": name, "jobId": job}));
+        nodes.push(json!({"name": name, "jobId": jobs[i + 2]}));
     }
     json!({"nodes": nodes, "edges": edges})
 }
@@ -211,6 +248,8 @@ fn report(what: &str, m: &Measured) {
         pct(&m.to_executor, 99.0),
         pct(&m.to_executor, 100.0)
     );
+    let ((p50, n), (p99, _)) = (m.answered.bound(50.0), m.answered.bound(99.0));
+    println!("  admin's hand-off histogram (stored → /run answered): p50 ≤ {p50} ms, p99 ≤ {p99} ms ({n} hand-offs)");
     println!(
         "  instance start → end: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
         pct(&m.end_to_end, 50.0),
@@ -239,6 +278,21 @@ impl Api {
         let text = answer.text().await?;
         ensure!(status.is_success(), "POST {path}: {status} {text}");
         Ok(serde_json::from_str(&text)?)
+    }
+
+    /// The admin's `jobwheel_workflow_handoff_seconds` buckets now.
+    async fn handoffs(&self) -> anyhow::Result<Histogram> {
+        let url = self.base.replace("/api/v1", "/metrics");
+        let text = self.http.get(url).bearer_auth(API_TOKEN).send().await?.text().await?;
+        let mut buckets = Vec::new();
+        for line in text.lines().filter(|l| l.starts_with("jobwheel_workflow_handoff_seconds_bucket{")) {
+            let le = line.split("le=\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or("+Inf");
+            let le = if le == "+Inf" { f64::INFINITY } else { le.parse()? };
+            let count = line.rsplit(' ').next().unwrap_or("0").parse()?;
+            buckets.push((le, count));
+        }
+        ensure!(!buckets.is_empty(), "no jobwheel_workflow_handoff_seconds in /metrics");
+        Ok(Histogram(buckets))
     }
 
     async fn workflow(&self, name: &str, group: i32, graph: Value, max: i32) -> anyhow::Result<i64> {

@@ -11,10 +11,10 @@ use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
 use crate::store::pool::Tx;
 use crate::store::time::secs;
-use crate::store::workflow_store::{Admission, InstanceTx, RunEnd, WorkflowStore};
+use crate::store::workflow_store::{Admission, InstanceTx, RunEnd, RunTake, WorkflowStore};
 use crate::store::{
-    GroupId, InstanceId, InstanceRow, LogId, NewInstance, NewLog, NewRun, NewWorkflow, Page, Paged, RunId,
-    RunLog, RunRow, StartOutcome, StoreError, WorkflowId, WorkflowRow, instance_alarm, instance_status as is,
+    GroupId, InstanceId, InstanceRow, LogId, NewInstance, NewRun, NewWorkflow, Page, Paged, RunId, RunLog,
+    RunRow, StartOutcome, StoreError, WorkflowId, WorkflowRow, instance_alarm, instance_status as is,
     run_status as rs,
 };
 
@@ -308,23 +308,24 @@ impl WorkflowStore for SqlStore {
         self.ex().fetch_all(&RUNS, &args![id]).await
     }
 
-    async fn take_run(
-        &self,
-        run: RunId,
-        log: &NewLog,
-        deadline_ms: i64,
-        now_ms: i64,
-    ) -> Result<Option<LogId>, StoreError> {
+    async fn take_runs(&self, takes: &[RunTake], now_ms: i64) -> Result<Vec<Option<LogId>>, StoreError> {
         let mut tx = self.db.begin().await?;
-        if tx.ex().execute(&TAKE_RUN, &args![now_ms, deadline_ms, run, now_ms]).await? == 0 {
-            return Ok(None);
+        let mut taken = Vec::with_capacity(takes.len());
+        for take in takes {
+            let args = args![now_ms, take.deadline_ms, take.run, now_ms];
+            if tx.ex().execute(&TAKE_RUN, &args).await? == 0 {
+                taken.push(None);
+                continue;
+            }
+            let log = &take.log;
+            let args = args![log.job_group, log.job_id, secs(log.trigger_time)];
+            let log_id = LogId(tx.ex().insert_id(&INSERT_LOG, &args).await?);
+            tx.ex().execute(&LINK, &args![log_id, take.run]).await?;
+            tx.ex().execute(&SET_RUN_LOG, &args![log_id, take.run]).await?;
+            taken.push(Some(log_id));
         }
-        let args = args![log.job_group, log.job_id, secs(log.trigger_time)];
-        let log_id = LogId(tx.ex().insert_id(&INSERT_LOG, &args).await?);
-        tx.ex().execute(&LINK, &args![log_id, run]).await?;
-        tx.ex().execute(&SET_RUN_LOG, &args![log_id, run]).await?;
         tx.commit().await?;
-        Ok(Some(log_id))
+        Ok(taken)
     }
 
     async fn link_logs(&self, run: RunId, logs: &[LogId], shards: i32) -> Result<(), StoreError> {

@@ -87,7 +87,8 @@ impl World {
         if !failed {
             let job_id = jobwheel_admin::store::JobId(0);
             let log = NewLog { job_group: group, job_id, trigger_time: Utc::now() };
-            store.take_run(run_id, &log, 0, now_ms).await.expect("take").expect("taken");
+            let take = jobwheel_admin::store::RunTake { run: run_id, log, deadline_ms: 0 };
+            store.take_runs(&[take], now_ms).await.expect("take")[0].expect("taken");
         }
         id
     }
