@@ -171,7 +171,8 @@ fn chain(jobs: &[i32], n: usize) -> Value {
 
 /// A root, `width` parallel nodes, a join, each on a job of its own.
 fn fan(jobs: &[i32], width: usize) -> Value {
-    let mut nodes = vec![json!({"name": "root", "jobId": jobs[0]}), json!({"name": "join", "jobId": jobs[1]})];
+    let mut nodes =
+        vec![json!({"name": "root", "jobId": jobs[0]}), json!({"name": "join", "jobId": jobs[1]})];
     let mut edges = Vec::new();
     for i in 0..width {
         let name = format!("p{i}");
@@ -249,7 +250,9 @@ fn report(what: &str, m: &Measured) {
         pct(&m.to_executor, 100.0)
     );
     let ((p50, n), (p99, _)) = (m.answered.bound(50.0), m.answered.bound(99.0));
-    println!("  admin's hand-off histogram (stored → /run answered): p50 ≤ {p50} ms, p99 ≤ {p99} ms ({n} hand-offs)");
+    println!(
+        "  admin's hand-off histogram (stored → /run answered): p50 ≤ {p50} ms, p99 ≤ {p99} ms ({n} hand-offs)"
+    );
     println!(
         "  instance start → end: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
         pct(&m.end_to_end, 50.0),
