@@ -5,6 +5,7 @@
 //! background. One transaction instead of one per child keeps a 200-node fan-out's last
 //! hand-off close to its first (docs/benchmarks.md, "Workflows").
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
@@ -63,8 +64,8 @@ impl Workflows {
                 self.fail_due(&run, "the node is not in the instance's graph").await?;
                 continue;
             };
-            if !jobs.contains_key(&node.job_id) {
-                jobs.insert(node.job_id, self.store.load_job(JobId(node.job_id)).await?);
+            if let Entry::Vacant(slot) = jobs.entry(node.job_id) {
+                slot.insert(self.store.load_job(JobId(node.job_id)).await?);
             }
             let Some(job) = jobs.get(&node.job_id).and_then(Option::as_ref) else {
                 self.fail_due(&run, &format!("job {} does not exist", node.job_id)).await?;
