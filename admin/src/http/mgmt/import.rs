@@ -103,7 +103,8 @@ pub(crate) async fn import(
     let mut calendars = CalendarPlan::new(&state, &principal, &bundle.calendars, &mut problems).await?;
     let file_jobs: BTreeSet<i32> = bundle.jobs.iter().filter_map(|j| j.id).collect();
     let mut workflows =
-        WorkflowPlan::new(&state, &principal, bundle.workflows, &file_jobs, &mut problems).await?;
+        WorkflowPlan::new(&state, &principal, bundle.workflows, (&file_jobs, &calendars), &mut problems)
+            .await?;
     let planned = plan(&state, &principal, bundle.jobs, (&modules, &calendars), &mut problems).await?;
     let mut items = Vec::with_capacity(planned.len());
     for plan in &planned {
@@ -127,7 +128,7 @@ pub(crate) async fn import(
         }
         item.id = Some(id.0);
     }
-    workflows.apply(&state, &principal, &here, &client).await?;
+    workflows.apply(&state, &principal, (&here, &calendars), &client).await?;
     let (calendars, workflows) = (calendars.items, workflows.items);
     Ok(Json(ImportReport { applied: true, items, calendars, workflows, problems }))
 }
@@ -200,7 +201,7 @@ async fn plan(
                 "{what}: a Wasm module goes only with a GLUE_WASM job, this one is {glue_type}"
             ));
         }
-        if !calendars.check_names(&what, &entry, problems) {
+        if !calendars.check_names(&what, entry.only_on.iter().chain(&entry.never_on), problems) {
             continue;
         }
         let input = input(&entry, group, calendars);

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::auth::Principal;
 use super::calendars::{self, CalendarInput};
-use super::transfer::{CalendarEntry, JobEntry};
+use super::transfer::CalendarEntry;
 use super::{ApiJson, audit};
 use crate::calendar::CalendarDays;
 use crate::http::{ApiError, HttpState};
@@ -79,11 +79,14 @@ impl CalendarPlan {
     }
 
     /// Whether every calendar `entry` names is here or in the file; a problem for each that is not.
-    pub(crate) fn check_names(&self, what: &str, entry: &JobEntry, problems: &mut Vec<String>) -> bool {
-        let unknown: Vec<&String> = entry
-            .only_on
-            .iter()
-            .chain(&entry.never_on)
+    pub(crate) fn check_names<'a>(
+        &self,
+        what: &str,
+        names: impl IntoIterator<Item = &'a String>,
+        problems: &mut Vec<String>,
+    ) -> bool {
+        let unknown: Vec<&String> = names
+            .into_iter()
             .filter(|name| !self.ids.contains_key(*name) && !self.to_create.iter().any(|c| &c.name == *name))
             .collect();
         for name in &unknown {

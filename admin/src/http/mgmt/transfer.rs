@@ -197,12 +197,18 @@ async fn bundle(state: &HttpState, principal: &Principal, jobs: Vec<JobRow>) -> 
         state.store.list_groups().await?.into_iter().map(|g| (g.id, g.group.app_name)).collect();
     let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
     let exported: BTreeSet<i32> = ids.iter().map(|id| id.0).collect();
-    let workflows = transfer_workflows::entries(state, principal, &exported, &appnames).await?;
+    let (workflows, workflow_calendars) =
+        transfer_workflows::entries(state, principal, &exported, &appnames).await?;
     let mut tags: HashMap<JobId, Vec<String>> = HashMap::new();
     for (job, tag) in state.store.job_tags(&ids).await? {
         tags.entry(job).or_default().push(tag);
     }
-    let (mut days, calendars) = job_calendars(state, &ids).await?;
+    let (mut days, mut calendars) = job_calendars(state, &ids).await?;
+    for row in &workflow_calendars {
+        if !calendars.iter().any(|c| c.name == row.calendar.name) {
+            calendars.push(calendar_entry(row)?);
+        }
+    }
     let mut entries = Vec::with_capacity(jobs.len());
     let mut modules = BTreeMap::new();
     for row in jobs {
@@ -276,13 +282,18 @@ async fn job_calendars(
         let Some(calendar) = all.get(&calendar_id) else { continue };
         let name = calendar.calendar.name.clone();
         if !used.contains_key(&name) {
-            let parsed = serde_json::from_str(&calendar.calendar.days).map_err(ApiError::internal)?;
-            let description = calendar.calendar.description.clone();
-            used.insert(name.clone(), CalendarEntry { name: name.clone(), description, days: parsed });
+            used.insert(name.clone(), calendar_entry(calendar)?);
         }
         if row.mode == day_mode::ONLY { entry.only_on.push(name) } else { entry.never_on.push(name) }
     }
     Ok((days, used.into_values().collect()))
+}
+
+/// A stored calendar as an export carries it.
+fn calendar_entry(calendar: &CalendarRow) -> Result<CalendarEntry, ApiError> {
+    let days = serde_json::from_str(&calendar.calendar.days).map_err(ApiError::internal)?;
+    let (name, description) = (calendar.calendar.name.clone(), calendar.calendar.description.clone());
+    Ok(CalendarEntry { name, description, days })
 }
 
 async fn grant(state: &HttpState, job: JobId) -> Result<GrantEntry, ApiError> {

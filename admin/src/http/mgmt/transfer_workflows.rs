@@ -3,9 +3,10 @@
 //! exporting admin, which its job entry carries too (`JobEntry::id`), so the importing admin
 //! maps it to the job the import created or updated. A workflow travels with its owner group's
 //! AppName and is matched by name within that group here: updated if one exists, else created
-//! with its schedule off. Each is checked like the workflow form before anything is written.
+//! with its schedule off. Its calendars travel by name in the file's `calendars`, as the jobs'
+//! do. Each is checked like the workflow form before anything is written.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use axum::Json;
@@ -13,10 +14,11 @@ use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 
 use super::auth::Principal;
+use super::import_calendars::CalendarPlan;
 use super::workflows::{self, WorkflowInput, WorkflowView};
 use super::{ApiJson, audit};
 use crate::http::{ApiError, HttpState};
-use crate::store::{GroupId, JobId, WorkflowId};
+use crate::store::{CalendarRow, GroupId, JobId, WorkflowId};
 use crate::workflow::{Graph, WorkflowDays};
 
 /// A workflow of an export; its nodes' `jobId`s are the exporting admin's job ids.
@@ -37,26 +39,48 @@ pub(crate) struct WorkflowEntry {
     /// Where its alarms are mailed.
     #[serde(default)]
     pub(crate) alarm_email: String,
-    /// Its daily exclusion windows. (Its calendars stay behind: see `apply`.)
+    /// Names of the calendars it starts only on (the calendars travel in the file's
+    /// `calendars`, as the jobs' do).
+    #[serde(default)]
+    pub(crate) only_on: Vec<String>,
+    /// Names of the calendars it never starts on.
+    #[serde(default)]
+    pub(crate) never_on: Vec<String>,
+    /// Its daily exclusion windows.
     #[serde(default)]
     pub(crate) exclusion_windows: Vec<String>,
     pub(crate) graph: Graph,
 }
 
-/// The workflows the principal may use whose every node runs one of `jobs`, for an export.
+/// The workflows the principal may use whose every node runs one of `jobs`, for an export,
+/// and the calendars they refer to (for the file's `calendars`).
 pub(crate) async fn entries(
     state: &HttpState,
     principal: &Principal,
     jobs: &BTreeSet<i32>,
     appnames: &HashMap<GroupId, String>,
-) -> Result<Vec<WorkflowEntry>, ApiError> {
+) -> Result<(Vec<WorkflowEntry>, Vec<CalendarRow>), ApiError> {
     let mut out = Vec::new();
+    let calendars: HashMap<i64, CalendarRow> =
+        state.store.list_calendars().await?.into_iter().map(|c| (c.id.0, c)).collect();
+    let mut used: BTreeMap<i64, CalendarRow> = BTreeMap::new();
     for row in state.store.list_workflows(None).await? {
         let w = row.workflow;
         let Ok(graph) = Graph::from_json(&w.graph) else { continue };
         if !principal.may_use(w.job_group) || !graph.nodes.iter().all(|n| jobs.contains(&n.job_id)) {
             continue;
         }
+        let days = WorkflowDays::from_stored(&w.days);
+        let mut names = |ids: &[i64]| -> Vec<String> {
+            ids.iter()
+                .filter_map(|id| calendars.get(id))
+                .map(|c| {
+                    used.insert(c.id.0, c.clone());
+                    c.calendar.name.clone()
+                })
+                .collect()
+        };
+        let (only_on, never_on) = (names(&days.only_on), names(&days.never_on));
         out.push(WorkflowEntry {
             appname: appnames.get(&w.job_group).cloned().unwrap_or_default(),
             name: w.name,
@@ -67,11 +91,13 @@ pub(crate) async fn entries(
             max_instances: w.max_instances,
             overflow: w.overflow,
             alarm_email: w.alarm_email,
-            exclusion_windows: WorkflowDays::from_stored(&w.days).exclusion_windows,
+            only_on,
+            never_on,
+            exclusion_windows: days.exclusion_windows,
             graph,
         });
     }
-    Ok(out)
+    Ok((out, used.into_values().collect()))
 }
 
 /// What an import does with one workflow.
@@ -99,7 +125,7 @@ impl WorkflowPlan {
         state: &HttpState,
         principal: &Principal,
         entries: Vec<WorkflowEntry>,
-        file_jobs: &BTreeSet<i32>,
+        (file_jobs, calendars): (&BTreeSet<i32>, &CalendarPlan),
         problems: &mut Vec<String>,
     ) -> Result<Self, ApiError> {
         let mut plan = Self { planned: Vec::new(), items: Vec::new() };
@@ -121,6 +147,9 @@ impl WorkflowPlan {
             };
             if !principal.may_use(group) {
                 problems.push(format!("{what}: you have no permission on executor group {}", group.0));
+                continue;
+            }
+            if !calendars.check_names(&what, entry.only_on.iter().chain(&entry.never_on), problems) {
                 continue;
             }
             if let Err(error) = entry.graph.check() {
@@ -154,7 +183,7 @@ impl WorkflowPlan {
         &mut self,
         state: &Arc<HttpState>,
         principal: &Principal,
-        jobs: &HashMap<i32, JobId>,
+        (jobs, calendars): (&HashMap<i32, JobId>, &CalendarPlan),
         client: &str,
     ) -> Result<(), ApiError> {
         for ((entry, group, existing), item) in self.planned.drain(..).zip(self.items.iter_mut()) {
@@ -162,16 +191,12 @@ impl WorkflowPlan {
             for node in &mut graph.nodes {
                 node.job_id = jobs.get(&node.job_id).map_or(node.job_id, |id| id.0);
             }
-            // Calendars are not in the file for workflows: an updated workflow keeps the ones it
-            // has here, a new one starts with none (docs/workflows.md, "Export and import").
-            let kept = match existing {
-                Some(id) => {
-                    state.store.load_workflow(id).await?.map(|r| WorkflowDays::from_stored(&r.workflow.days))
-                }
-                None => None,
-            }
-            .unwrap_or_default();
-            let days = WorkflowDays { exclusion_windows: entry.exclusion_windows, ..kept };
+            // The file's calendars exist here now (created or found by name).
+            let days = WorkflowDays {
+                only_on: calendars.ids(&entry.only_on),
+                never_on: calendars.ids(&entry.never_on),
+                exclusion_windows: entry.exclusion_windows,
+            };
             let input = WorkflowInput {
                 name: entry.name,
                 job_group: group.0,

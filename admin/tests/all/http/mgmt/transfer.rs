@@ -77,9 +77,13 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
         .clone();
     let graph = json!({"nodes": [{"name": "prepare", "jobId": first}, {"name": "fetch", "jobId": wasm_id}],
                        "edges": [{"from": "prepare", "to": "fetch"}]});
-    let (status, created) = root
-        .post("/api/v1/workflows", json!({"name": "nightly flow", "jobGroup": group.0, "graph": graph}))
-        .await;
+    // Its calendar (one no job uses), window and alarm address travel too.
+    let (status, rest) =
+        root.post("/api/v1/calendars", json!({"name": "flow rest days", "weekdays": ["SUN"]})).await;
+    assert_eq!(status, 201, "{rest}");
+    let flow = json!({"name": "nightly flow", "jobGroup": group.0, "graph": graph, "neverOn": [rest["id"]],
+                      "exclusionWindows": ["12:00-13:00"], "alarmEmail": "ops@example.com"});
+    let (status, created) = root.post("/api/v1/workflows", flow).await;
     assert_eq!(status, 201, "{created}");
 
     let (status, file) = root.get(&format!("/api/v1/jobs/export?jobGroup={}", group.0)).await;
@@ -88,6 +92,11 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
     assert!(!text.contains("s3cret-api-key"), "no secret value in an export");
     assert_eq!(file["jobs"].as_array().map(Vec::len), Some(3), "{file}");
     assert_eq!(file["workflows"][0]["name"], "nightly flow", "{file}");
+    assert_eq!(file["workflows"][0]["neverOn"], json!(["flow rest days"]), "{file}");
+    assert!(
+        file["calendars"].as_array().expect("calendars").iter().any(|c| c["name"] == "flow rest days"),
+        "the workflow's calendar is in the file: {file}"
+    );
     let wasm_entry = file["jobs"]
         .as_array()
         .expect("jobs")
@@ -179,6 +188,14 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
         "the node runs the job created here: {flows}"
     );
     assert_eq!(flows[0]["triggerStatus"], 0, "imported with its schedule off");
+    let (_, calendars) = there.get("/api/v1/calendars").await;
+    let rest_there = calendars.as_array().expect("calendars").iter().find(|c| c["name"] == "flow rest days");
+    let rest_there = rest_there.expect("the workflow's calendar was created here")["id"].clone();
+    assert_eq!(flows[0]["neverOn"], json!([rest_there]), "{flows}");
+    assert_eq!(
+        (flows[0]["exclusionWindows"].clone(), flows[0]["alarmEmail"].clone()),
+        (json!(["12:00-13:00"]), json!("ops@example.com"))
+    );
 
     // Again: updates, no duplicates; the secret set meanwhile is no longer asked for.
     assert_eq!(
