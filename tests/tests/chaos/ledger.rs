@@ -305,9 +305,17 @@ pub(crate) async fn account(
     }
     let lost = unrecorded;
     let lost_seconds: BTreeSet<i64> = lost.iter().map(|(_, s)| (s - window.from_ms) / 1000).collect();
+    // What the database holds for the first lost second: no claim at all (never pre-read), or
+    // claims left pending (status 0: taken by an admin that died and never recovered).
+    let first_claims: Vec<(i64, Option<&str>)> = lost
+        .first()
+        .and_then(|key| per_second.get(key))
+        .map(|all| all.iter().map(|c| (c.status, c.shard.as_deref())).collect())
+        .unwrap_or_default();
     ensure!(
         lost.is_empty(),
-        "{} scheduled seconds never fired (first: job and second {:?}; window seconds {lost_seconds:?}, outage {:?})",
+        "{} scheduled seconds never fired (first: job and second {:?}, its claims as (status, shard) \
+         {first_claims:?}; window seconds {lost_seconds:?}, outage {:?})",
         lost.len(),
         lost.first(),
         window.outage.map(|(from, to)| ((from - window.from_ms) / 1000, (to - window.from_ms) / 1000))
