@@ -113,16 +113,7 @@ impl AlarmChannel for EmailAlarm {
     }
 
     async fn alarm(&self, event: &AlarmEvent) -> Result<(), AlarmError> {
-        let recipients: BTreeSet<&str> = event
-            .job
-            .job
-            .alarm_email
-            .as_deref()
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|a| !a.is_empty())
-            .collect();
+        let recipients = addresses(event.job.job.alarm_email.as_deref().unwrap_or_default());
         let labels = Labels::of(self.lang);
         let body = mail_body(event, &labels);
         let what = format!("job {} log {}", event.job.id.0, event.log.id.0);
@@ -133,8 +124,13 @@ impl AlarmChannel for EmailAlarm {
         let body = event.mail_html(self.lang);
         let what = format!("workflow {} instance {}", event.workflow.id.0, event.instance.id.0);
         let subject = Labels::of(self.lang).subject;
-        self.send(event.recipients().into_iter().collect(), subject, &body, &what).await
+        self.send(addresses(&event.workflow.workflow.alarm_email), subject, &body, &what).await
     }
+}
+
+/// The distinct addresses of a comma-separated `alarm_email` (a job's or a workflow's).
+fn addresses(list: &str) -> BTreeSet<&str> {
+    list.split(',').map(str::trim).filter(|a| !a.is_empty()).collect()
 }
 
 impl EmailAlarm {

@@ -92,15 +92,6 @@ impl WorkflowAlarmEvent {
             text(&self.instance.trigger_type)
         )
     }
-
-    /// The distinct addresses of the workflow's `alarm_email`.
-    pub fn recipients(&self) -> Vec<&str> {
-        let mut out: Vec<&str> =
-            self.workflow.workflow.alarm_email.split(',').map(str::trim).filter(|a| !a.is_empty()).collect();
-        out.sort_unstable();
-        out.dedup();
-        out
-    }
 }
 
 /// The JSON body of a workflow webhook alarm: a wire contract for receivers.

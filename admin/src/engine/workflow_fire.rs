@@ -52,10 +52,7 @@ impl Workflows {
         let Some(instance) = self.store.load_instance(instance_id).await? else { return Ok(()) };
         let graph = Graph::from_json(&instance.graph).unwrap_or_default();
         // The context as it is when the runs fire: the start input and every output so far.
-        let context = Arc::new(
-            serde_json::from_str::<serde_json::Value>(&instance.context)
-                .unwrap_or_else(|_| serde_json::json!({})),
-        );
+        let context = Arc::new(serde_json::Value::Object(crate::workflow::context_map(&instance.context)));
         let mut jobs: HashMap<i32, Option<JobRow>> = HashMap::new();
         let mut takes = Vec::with_capacity(runs.len());
         let mut requests = Vec::with_capacity(runs.len());

@@ -82,26 +82,32 @@ impl WorkflowDays {
         Ok(self)
     }
 
-    /// Refuses a calendar that does not exist, naming the field (a form being saved).
-    pub async fn check_calendars(&self, store: &dyn Store) -> Result<(), DaysError> {
-        for (field, ids) in [("onlyOn", &self.only_on), ("neverOn", &self.never_on)] {
-            for &id in ids {
-                if store.load_calendar(CalendarId(id)).await?.is_none() {
-                    return Err(DaysError::Invalid(format!("{field}: calendar {id} does not exist")));
-                }
-            }
-        }
-        Ok(())
+    /// The rules of a form being saved: a calendar that does not exist is refused, naming
+    /// the field.
+    pub async fn checked_rules(&self, store: &dyn Store) -> Result<DayRules, DaysError> {
+        self.compile(store, true).await
     }
 
     /// The rules, with each calendar read from `store`. A calendar that is gone (the admin
     /// refuses to delete one in use, so only a hand-edited database has this) is left out with
     /// an error in the log, so one bad reference cannot stop a schedule for good.
     pub async fn rules(&self, store: &dyn Store) -> Result<DayRules, StoreError> {
+        self.compile(store, false).await.map_err(|e| match e {
+            DaysError::Store(e) => e,
+            DaysError::Invalid(_) => unreachable!("only a strict compile refuses"),
+        })
+    }
+
+    async fn compile(&self, store: &dyn Store, strict: bool) -> Result<DayRules, DaysError> {
         let mut sets: [Vec<Arc<DaySet>>; 2] = [Vec::new(), Vec::new()];
-        for (kind, ids) in [&self.only_on, &self.never_on].into_iter().enumerate() {
+        for (kind, (field, ids)) in
+            [("onlyOn", &self.only_on), ("neverOn", &self.never_on)].into_iter().enumerate()
+        {
             for &id in ids {
                 let Some(row) = store.load_calendar(CalendarId(id)).await? else {
+                    if strict {
+                        return Err(DaysError::Invalid(format!("{field}: calendar {id} does not exist")));
+                    }
                     tracing::error!(
                         calendar_id = id,
                         "a workflow refers to a calendar that is gone; left out"

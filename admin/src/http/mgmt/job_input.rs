@@ -90,6 +90,18 @@ impl Checked {
     }
 }
 
+/// Checks `alarmEmail` (a job's or a workflow's): at most `max` characters of comma-separated
+/// addresses, each with an `@`.
+pub(crate) fn check_alarm_email(value: Option<&str>, max: usize) -> Result<(), ApiError> {
+    max_chars("alarmEmail", value, max)?;
+    if let Some(emails) = trimmed(value)
+        && let Some(bad_one) = emails.split(',').map(str::trim).find(|e| !e.is_empty() && !e.contains('@'))
+    {
+        return Err(bad("alarmEmail", format!("{bad_one:?} is not a mail address")));
+    }
+    Ok(())
+}
+
 fn bad(field: &str, rule: impl std::fmt::Display) -> ApiError {
     ApiError::BadRequest(format!("{field}: {rule}"))
 }
@@ -122,13 +134,7 @@ impl JobInput {
         max_chars("jobDesc", Some(&settings.job_desc), DESC_MAX)?;
         let author = trimmed(settings.author.as_deref()).ok_or_else(|| bad("author", "required"))?;
         max_chars("author", Some(&author), AUTHOR_MAX)?;
-        max_chars("alarmEmail", settings.alarm_email.as_deref(), ALARM_EMAIL_MAX)?;
-        if let Some(emails) = trimmed(settings.alarm_email.as_deref())
-            && let Some(bad_one) =
-                emails.split(',').map(str::trim).find(|e| !e.is_empty() && !e.contains('@'))
-        {
-            return Err(bad("alarmEmail", format!("{bad_one:?} is not a mail address")));
-        }
+        check_alarm_email(settings.alarm_email.as_deref(), ALARM_EMAIL_MAX)?;
 
         let schedule_type = settings
             .schedule_type

@@ -161,16 +161,10 @@ async fn checked(
     }
     principal.require_group(group)?;
     let days = input.days.clone().checked().map_err(days_error)?;
-    days.check_calendars(&*state.store).await.map_err(days_error)?;
-    let rules = days.rules(&*state.store).await?;
+    let rules = days.checked_rules(&*state.store).await.map_err(days_error)?;
     first_start(&input.schedule_type, input.schedule_conf.as_deref(), input.time_zone.as_deref(), &rules)?;
     let alarm_email = input.alarm_email.as_deref().map(str::trim).unwrap_or_default().to_owned();
-    if alarm_email.chars().count() > ALARM_EMAIL_MAX {
-        return Err(ApiError::BadRequest(format!("alarmEmail: at most {ALARM_EMAIL_MAX} characters")));
-    }
-    if let Some(bad) = alarm_email.split(',').map(str::trim).find(|e| !e.is_empty() && !e.contains('@')) {
-        return Err(ApiError::BadRequest(format!("alarmEmail: {bad:?} is not a mail address")));
-    }
+    super::job_input::check_alarm_email(Some(&alarm_email), ALARM_EMAIL_MAX)?;
     if !matches!(input.misfire_strategy.as_str(), "DO_NOTHING" | "FIRE_ONCE_NOW") {
         return Err(ApiError::BadRequest("misfireStrategy: DO_NOTHING or FIRE_ONCE_NOW".to_owned()));
     }
