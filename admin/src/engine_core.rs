@@ -42,8 +42,11 @@ impl EngineCore {
             .context("cannot build the executor client")?;
         let router = Router::new(Arc::new(SystemClock), Arc::new(ThreadRandom), lang);
         let mut channels: Vec<Arc<dyn AlarmChannel>> = Vec::new();
+        let mut mailer = None;
         if let Some(smtp) = &config.smtp {
-            channels.push(Arc::new(EmailAlarm::new(smtp, lang).context("invalid SMTP settings")?));
+            let email = Arc::new(EmailAlarm::new(smtp, lang).context("invalid SMTP settings")?);
+            mailer = Some(Arc::clone(&email));
+            channels.push(email);
         }
         if let Some(url) = &config.alarm_webhook_url {
             let webhook = WebhookAlarm::new(url.clone(), WEBHOOK_TIMEOUT).context("invalid alarm webhook")?;
@@ -75,6 +78,7 @@ impl EngineCore {
             secrets: Some(Arc::clone(&context.secret_box)),
             metrics: Arc::clone(&context.metrics),
             group_tokens: Some(Arc::clone(&context.group_tokens)),
+            mailer,
         };
         let engine = Engine::new(
             context.store,

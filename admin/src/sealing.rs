@@ -59,8 +59,27 @@ impl SecretBox {
 
     /// Seals `plaintext` as the value of `owner`'s secret `name`.
     pub fn seal(&self, owner: VariableOwner, name: &str, plaintext: &str) -> String {
+        self.seal_bound(&associated_data(owner, name), plaintext)
+    }
+
+    /// Opens what [`SecretBox::seal`] produced for the same owner and name.
+    pub fn open(&self, owner: VariableOwner, name: &str, sealed: &str) -> Result<String, SealError> {
+        self.open_bound(&associated_data(owner, name), sealed)
+    }
+
+    /// Seals the secrets of the alarm channel `name` (its webhook URL and signing key).
+    pub fn seal_channel(&self, name: &str, plaintext: &str) -> String {
+        self.seal_bound(&format!("jobwheel-secret:v1:alarm-channel:{name}"), plaintext)
+    }
+
+    /// Opens what [`SecretBox::seal_channel`] produced for the same channel name.
+    pub fn open_channel(&self, name: &str, sealed: &str) -> Result<String, SealError> {
+        self.open_bound(&format!("jobwheel-secret:v1:alarm-channel:{name}"), sealed)
+    }
+
+    /// Seals `plaintext` with `aad` authenticated beside it.
+    fn seal_bound(&self, aad: &str, plaintext: &str) -> String {
         let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
-        let aad = associated_data(owner, name);
         let sealed = self
             .cipher
             .encrypt(&nonce, Payload { msg: plaintext.as_bytes(), aad: aad.as_bytes() })
@@ -71,14 +90,13 @@ impl SecretBox {
         hex::encode(out)
     }
 
-    /// Opens what [`SecretBox::seal`] produced for the same owner and name.
-    pub fn open(&self, owner: VariableOwner, name: &str, sealed: &str) -> Result<String, SealError> {
+    /// Opens what [`SecretBox::seal_bound`] produced with the same `aad`.
+    fn open_bound(&self, aad: &str, sealed: &str) -> Result<String, SealError> {
         let bytes = hex::decode(sealed).map_err(|_| SealError::WrongKey)?;
         if bytes.len() < NONCE_BYTES {
             return Err(SealError::WrongKey);
         }
         let (nonce, sealed) = bytes.split_at(NONCE_BYTES);
-        let aad = associated_data(owner, name);
         let plain = self
             .cipher
             .decrypt(XNonce::from_slice(nonce), Payload { msg: sealed, aad: aad.as_bytes() })

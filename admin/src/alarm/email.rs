@@ -129,14 +129,14 @@ impl AlarmChannel for EmailAlarm {
 }
 
 /// The distinct addresses of a comma-separated `alarm_email` (a job's or a workflow's).
-fn addresses(list: &str) -> BTreeSet<&str> {
+pub(crate) fn addresses(list: &str) -> BTreeSet<&str> {
     list.split(',').map(str::trim).filter(|a| !a.is_empty()).collect()
 }
 
 impl EmailAlarm {
-    /// Mails `body` to each of `recipients`; like upstream, every address is tried and any
-    /// failure is reported. `what` names the alarm in the log.
-    async fn send(
+    /// Mails `body` (HTML) to each of `recipients`; like upstream, every address is tried and
+    /// any failure is reported. `what` names the alarm in the log.
+    pub(crate) async fn send(
         &self,
         recipients: BTreeSet<&str>,
         subject: &str,

@@ -6,6 +6,11 @@
 //! - [`WebhookAlarm`]: jobwheel's JSON POST (upstream issues #475, #3675, #3816).
 //!
 //! Workflows (jobwheel) alarm through the same channels ([`WorkflowAlarmEvent`]).
+//!
+//! Configured channels (jobwheel, docs/alarms.md) are the second way: stored channel objects
+//! of six kinds (`channel.rs`, `vendors.rs`), chosen per job, group or workflow; an event is
+//! raised into an outbox (`outbox.rs`, with folding) and delivered with retries by the engine's
+//! alarm desk through a [`ChannelSender`]. The [`Notice`] is what every channel tells.
 
 use std::sync::Arc;
 
@@ -13,11 +18,19 @@ use async_trait::async_trait;
 
 use crate::store::{GroupRow, JobRow, LogRow};
 
+mod channel;
 mod email;
+mod notice;
+pub mod outbox;
+mod sender;
+pub mod vendors;
 mod webhook;
 mod workflow;
 
+pub use channel::{ChannelKind, ChannelSecret, ChannelSettings};
 pub use email::{EmailAlarm, SmtpConfig, SmtpTls};
+pub use notice::{EventKind, Notice, plain_text};
+pub use sender::{Attempt, ChannelSender, SEND_TIMEOUT};
 pub use webhook::{WebhookAlarm, WebhookPayload};
 pub use workflow::{FailedNode, WorkflowAlarmEvent, WorkflowWebhookPayload};
 
@@ -75,6 +88,11 @@ impl Alarmer {
     /// An alarmer running `channels`.
     pub fn new(channels: Vec<Arc<dyn AlarmChannel>>) -> Self {
         Self { channels }
+    }
+
+    /// Whether no channel is configured (no SMTP, no `--alarm-webhook-url`).
+    pub fn is_empty(&self) -> bool {
+        self.channels.is_empty()
     }
 
     /// Runs all channels; true if every one succeeded. Like upstream, no channels at all is

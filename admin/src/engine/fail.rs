@@ -15,6 +15,7 @@
 use std::sync::Arc;
 
 use super::EngineError;
+use super::alarm_desk::{AlarmDesk, classify};
 use super::i18n::{separator, texts};
 use super::trigger::{TriggerPath, TriggerRequest};
 use crate::alarm::{AlarmEvent, Alarmer};
@@ -52,6 +53,8 @@ pub struct FailMonitor {
     store: Arc<dyn Store>,
     triggers: Arc<TriggerPath>,
     alarmer: Alarmer,
+    /// Configured channels (docs/alarms.md): told once a failure has no retries left.
+    desk: Arc<AlarmDesk>,
     /// The admin's `--retry-backoff*`, for jobs without their own.
     retry_backoff: RetryBackoff,
     metrics: Arc<AdminMetrics>,
@@ -61,7 +64,7 @@ pub struct FailMonitor {
 impl FailMonitor {
     pub(super) fn new(
         triggers: Arc<TriggerPath>,
-        alarmer: Alarmer,
+        (alarmer, desk): (Alarmer, Arc<AlarmDesk>),
         retry_backoff: RetryBackoff,
         lang: MessageLang,
     ) -> Self {
@@ -70,6 +73,7 @@ impl FailMonitor {
             metrics: Arc::clone(&triggers.metrics),
             triggers,
             alarmer,
+            desk,
             retry_backoff,
             lang,
         }
@@ -97,14 +101,14 @@ impl FailMonitor {
             if !self.store.claim_alarm(log_id).await? {
                 continue; // another admin took it
             }
-            handled.push(self.handle_failure(log).await?);
+            handled.push(self.handle_failure(log, now_ms).await?);
         }
         for log_id in self.store.due_failure_ids(now_ms, FAIL_BATCH).await? {
             if !self.store.claim_due_failure(log_id).await? {
                 continue; // another admin took it, or the log was deleted
             }
             match self.store.load_log(log_id).await? {
-                Some(log) => handled.push(self.handle_failure(log).await?),
+                Some(log) => handled.push(self.handle_failure(log, now_ms).await?),
                 None => continue,
             }
         }
@@ -134,7 +138,7 @@ impl FailMonitor {
         Ok(since.saturating_add(backoff.wait_ms(attempt, rand::random::<f64>())))
     }
 
-    async fn handle_failure(&self, log: LogRow) -> Result<FailHandled, EngineError> {
+    async fn handle_failure(&self, log: LogRow, now_ms: i64) -> Result<FailHandled, EngineError> {
         let job = self.store.load_job(log.job_id).await?;
         let retried = log.executor_fail_retry_count > 0;
         if retried {
@@ -166,8 +170,17 @@ impl FailMonitor {
         let status = match job {
             Some(job) => {
                 let group = self.store.load_group(job.job.job_group).await?;
+                // Configured channels hear of a failure once its retries are spent.
+                let queued = if retried {
+                    0
+                } else {
+                    self.desk.raise_log(classify(&log), &job, group.as_ref(), &log, now_ms).await?
+                };
                 let event = AlarmEvent { job, group, log: log.clone() };
-                let delivered = self.alarmer.alarm(&event).await;
+                // Upstream: no channel at all is a failed alarm. Queued deliveries count as
+                // handled; their own outcome is in the delivery log.
+                let delivered =
+                    if self.alarmer.is_empty() { queued > 0 } else { self.alarmer.alarm(&event).await };
                 self.metrics.alarm(delivered);
                 if delivered { alarm_status::SENT } else { alarm_status::FAILED }
             }

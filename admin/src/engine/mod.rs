@@ -15,6 +15,7 @@
 //! | [`Completion`] | `complete.rs` (+ lost monitor, kill), `restarts.rs`, `fix_delay.rs` | `JobCompleteHelper`, `XxlJobCompleter` |
 //! | [`Workflows`] | `workflows.rs`, `workflow_advance.rs`, `workflow_sweep.rs` | — (DAG workflows, docs/workflows.md) |
 //! | [`RegistryMonitor`], [`FailMonitor`], [`ReportMonitor`] | `registry.rs`, `fail.rs`, `report.rs` | `JobRegistryHelper`, `JobFailMonitorHelper`, `JobLogReportHelper` |
+//! | [`AlarmDesk`] | `alarm_desk.rs` | — (alarm channels, docs/alarms.md) |
 //!
 //! `tasks.rs` spawns them all; `start.rs` is `JobInfoController.start`'s first fire time.
 
@@ -29,6 +30,7 @@ use crate::executor_client::ExecutorApi;
 use crate::routing::Router;
 use crate::store::{GroupId, JobId, LogId, Store, StoreError};
 
+mod alarm_desk;
 mod batch;
 mod claims;
 mod clients;
@@ -64,6 +66,7 @@ mod workflow_sweep;
 mod workflows;
 
 pub use crate::domain::TriggerType;
+pub use alarm_desk::{AlarmDesk, RETRY_DELAYS_MS};
 pub use complete::{Completion, LOST_AFTER_MS};
 pub use config::{
     EngineConfig, EngineServices, FAST_POOL_FLOOR, FIRE_LEAD, MAX_FIRE_LEAD, MIN_LOG_RETENTION_DAYS,
@@ -127,6 +130,7 @@ pub struct Engine {
     registry: Arc<RegistryMonitor>,
     failures: Arc<FailMonitor>,
     report: Arc<ReportMonitor>,
+    alarms: Arc<AlarmDesk>,
     tracker: TaskTracker,
 }
 
@@ -167,8 +171,14 @@ impl Engine {
             tracker.clone(),
         );
         let scheduler = Scheduler::new(Arc::clone(&store), Arc::clone(&triggers), shared, &config, &services);
-        let workflows =
-            Workflows::new(Arc::clone(&triggers), tracker.clone(), config.time_zone, alarmer.clone());
+        let sender = crate::alarm::ChannelSender::new(services.mailer.clone(), services.secrets.clone());
+        let alarms = Arc::new(AlarmDesk::new(Arc::clone(&store), sender));
+        let workflows = Workflows::new(
+            Arc::clone(&triggers),
+            tracker.clone(),
+            config.time_zone,
+            (alarmer.clone(), Arc::clone(&alarms)),
+        );
         let completion = Completion::new(
             Arc::clone(&triggers),
             (fix_delay, Arc::clone(&workflows)),
@@ -176,7 +186,12 @@ impl Engine {
             &services,
             tracker.clone(),
         );
-        let failures = FailMonitor::new(Arc::clone(&triggers), alarmer, config.retry_backoff, config.lang);
+        let failures = FailMonitor::new(
+            Arc::clone(&triggers),
+            (alarmer, Arc::clone(&alarms)),
+            config.retry_backoff,
+            config.lang,
+        );
         let clock = Arc::clone(&services.clock);
         Arc::new(Self {
             registry: Arc::new(RegistryMonitor::new(
@@ -193,6 +208,7 @@ impl Engine {
             completion: Arc::new(completion),
             workflows,
             failures: Arc::new(failures),
+            alarms,
             triggers,
             store,
             clients,
@@ -215,6 +231,11 @@ impl Engine {
     /// Workflow instances.
     pub fn workflows(&self) -> &Arc<Workflows> {
         &self.workflows
+    }
+
+    /// The alarm channels' desk: raising and delivering.
+    pub fn alarms(&self) -> &Arc<AlarmDesk> {
+        &self.alarms
     }
 
     /// The trigger path.

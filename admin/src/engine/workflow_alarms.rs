@@ -9,8 +9,8 @@ use std::sync::Arc;
 use super::EngineError;
 use super::workflow_advance::node_states;
 use super::workflows::Workflows;
-use crate::alarm::{FailedNode, WorkflowAlarmEvent};
-use crate::store::{InstanceRow, instance_alarm as alarm, run_status as rs};
+use crate::alarm::{EventKind, FailedNode, Notice, WorkflowAlarmEvent};
+use crate::store::{InstanceRow, instance_alarm as alarm, instance_status, run_status as rs};
 use crate::workflow::NodeState;
 
 /// Alarms one sweep claims at most.
@@ -29,7 +29,16 @@ impl Workflows {
             self.tracker.spawn(async move {
                 let id = instance.id;
                 let sent = match this.alarm_event(instance).await {
-                    Ok(Some(event)) => this.alarmer.alarm_workflow(&event).await,
+                    Ok(Some(event)) => {
+                        let queued = match this.desk.raise_workflow(channel_notice(&event, this.clock.now_ms()), this.clock.now_ms()).await {
+                            Ok(queued) => queued,
+                            Err(error) => {
+                                tracing::error!(instance = id.0, %error, "workflow alarm not raised on channels");
+                                0
+                            }
+                        };
+                        if this.alarmer.is_empty() { queued > 0 } else { this.alarmer.alarm_workflow(&event).await }
+                    }
                     Ok(None) => false,
                     Err(error) => {
                         tracing::error!(instance = id.0, %error, "workflow alarm not built");
@@ -65,5 +74,28 @@ impl Workflows {
             })
             .collect();
         Ok(Some(WorkflowAlarmEvent { workflow, group, instance, failed_nodes }))
+    }
+}
+
+/// The configured channels' notice of a workflow alarm.
+fn channel_notice(event: &WorkflowAlarmEvent, now_ms: i64) -> Notice {
+    let kind = if event.instance.status == instance_status::MISSED {
+        EventKind::WorkflowMissed
+    } else {
+        EventKind::WorkflowFailed
+    };
+    let w = &event.workflow;
+    Notice {
+        kind: kind.as_str().to_owned(),
+        title: w.workflow.name.clone(),
+        group_id: Some(w.workflow.job_group.0),
+        group_title: event.group.as_ref().map(|g| g.group.title.clone()),
+        workflow_id: Some(w.id.0),
+        instance_id: Some(event.instance.id.0),
+        trigger_time: Some(event.instance.fire_time_ms),
+        failed_nodes: event.failed_nodes.iter().map(|n| format!("{}: {}", n.node, n.message)).collect(),
+        at_ms: now_ms,
+        alarm_email: Some(w.workflow.alarm_email.clone()).filter(|e| !e.is_empty()),
+        ..Notice::default()
     }
 }

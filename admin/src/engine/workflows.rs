@@ -40,6 +40,8 @@ pub struct Workflows {
     pub(super) time_zone: chrono_tz::Tz,
     /// Where failed instances and missed starts are told (`workflow_alarms.rs`).
     pub(super) alarmer: Alarmer,
+    /// The configured channels' desk (docs/alarms.md).
+    pub(super) desk: Arc<super::AlarmDesk>,
 }
 
 /// Why a start was refused.
@@ -64,7 +66,7 @@ impl Workflows {
         triggers: Arc<TriggerPath>,
         tracker: TaskTracker,
         time_zone: chrono_tz::Tz,
-        alarmer: Alarmer,
+        (alarmer, desk): (Alarmer, Arc<super::AlarmDesk>),
     ) -> Arc<Self> {
         Arc::new(Self {
             store: Arc::clone(&triggers.store),
@@ -73,6 +75,7 @@ impl Workflows {
             tracker,
             time_zone,
             alarmer,
+            desk,
         })
     }
 

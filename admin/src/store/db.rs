@@ -23,7 +23,8 @@ use super::dialect::{Dialect, Sql};
 pub(crate) use super::query_buf::QueryBuf;
 use super::schema::Naming;
 use super::{
-    Backend, CalendarId, ClaimId, GroupId, InstanceId, JobId, LogId, RunId, StoreError, UserId, WorkflowId,
+    Backend, CalendarId, ChannelId, ClaimId, DeliveryId, EventId, GroupId, InstanceId, JobId, LogId, RunId,
+    StoreError, UserId, WorkflowId,
 };
 use crate::domain::{KnownName, Named};
 
@@ -112,6 +113,9 @@ arg_from! {
     WorkflowId => |v| Arg::I64(Some(v.0)),
     InstanceId => |v| Arg::I64(Some(v.0)),
     RunId => |v| Arg::I64(Some(v.0)),
+    ChannelId => |v| Arg::I64(Some(v.0)),
+    EventId => |v| Arg::I64(Some(v.0)),
+    DeliveryId => |v| Arg::I64(Some(v.0)),
 }
 
 /// A stored strategy or type binds as its name (`domain::Named`).

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+mod alarm_store;
 mod calendar_store;
 mod db;
 mod dialect;
@@ -33,6 +34,7 @@ mod time;
 mod types;
 mod workflow_store;
 
+pub use alarm_store::AlarmStore;
 pub use calendar_store::CalendarStore;
 pub use db::statement_seconds;
 pub use error::StoreError;
@@ -48,7 +50,7 @@ pub use workflow_store::{Admission, InstanceTx, RunEnd, RunTake, WorkflowAlarmSt
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
-        AuditStore, CalendarStore, CredentialStore, GrantStore, GroupStore, JobStore, LeaseStore,
+        AlarmStore, AuditStore, CalendarStore, CredentialStore, GrantStore, GroupStore, JobStore, LeaseStore,
         LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store, TagStore, UserStore, WasmStore,
         WorkflowAlarmStore, WorkflowStore,
     };
@@ -103,6 +105,7 @@ pub trait Store:
     + CalendarStore
     + WorkflowStore
     + WorkflowAlarmStore
+    + AlarmStore
     + Send
     + Sync
 {

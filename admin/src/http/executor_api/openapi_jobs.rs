@@ -213,6 +213,7 @@ async fn save(
         only_on: None,
         never_on: None,
         exclusion_windows: None,
+        alarms: Default::default(),
     };
     if operation == Operation::Add {
         let (_, Json(view)) =

@@ -59,6 +59,8 @@ pub(crate) enum Subject {
     /// Not read: a token's row holds nothing beyond its name, which the detail records.
     Token,
     Workflow,
+    /// An alarm channel (its view: never the URL or key).
+    AlarmChannel,
     /// Nothing to read: the change is said by its action, target and detail.
     None,
 }
@@ -143,6 +145,12 @@ fn action(method: &Method, route: &str) -> Option<Action> {
         "/api/v1/workflow-instances/{id}/nodes/{name}/done" if post => {
             Action { body_detail: true, ..act("workflow.instance.mark_done", Subject::None) }
         }
+        "/api/v1/alarm-channels" if post => {
+            Action { creates: true, ..act("alarm_channel.create", Subject::AlarmChannel) }
+        }
+        "/api/v1/alarm-channels/{id}" if put => act("alarm_channel.update", Subject::AlarmChannel),
+        "/api/v1/alarm-channels/{id}" if delete => act("alarm_channel.delete", Subject::AlarmChannel),
+        "/api/v1/alarm-channels/{id}/test" if post => act("alarm_channel.test", Subject::None),
         "/api/v1/logs/clear" if post => Action { body_detail: true, ..act("log.clear", Subject::None) },
         "/api/v1/logs/{id}/kill" if post => act("log.kill", Subject::None),
         _ => return None,
@@ -346,6 +354,8 @@ fn target(subject: Subject, route: &str, id: Option<i64>) -> String {
         Subject::User => "user",
         Subject::Calendar => "calendar",
         Subject::Workflow => "workflow",
+        Subject::AlarmChannel => "alarm_channel",
+        Subject::None if route.starts_with("/api/v1/alarm-channels") => "alarm_channel",
         Subject::None if route.starts_with("/api/v1/workflow-instances") => "workflow_instance",
         Subject::None if route.starts_with("/api/v1/workflows") => "workflow",
         Subject::Token => "token",

@@ -11,12 +11,13 @@ use chrono::Utc;
 use jobwheel_protocol::REGISTRY_GROUP_EXECUTOR;
 use serde::{Deserialize, Serialize};
 
+use super::alarm_routes::{self, AlarmForm, AlarmView};
 use super::auth::Principal;
 use super::{ApiJson, ApiQuery, Listed, Paging, ms};
 use crate::engine::DEAD_TIMEOUT_MS;
 use crate::http::{ApiError, HttpState};
 use crate::routing::sort_addresses;
-use crate::store::{Group, GroupId, GroupRow, JobFilter, Page};
+use crate::store::{Group, GroupId, GroupRow, JobFilter, Page, route_scope};
 
 /// Upstream's AppName length rule.
 const APPNAME_CHARS: std::ops::RangeInclusive<usize> = 4..=64;
@@ -42,6 +43,9 @@ pub(crate) struct GroupView {
     access_token_set: bool,
     /// jobwheel: the cap on the group's runs in flight across its executors; null: none.
     max_running: Option<i32>,
+    /// jobwheel: `alarmChannels` (docs/alarms.md); jobs of the group without their own use them.
+    #[serde(flatten)]
+    alarms: AlarmView,
     /// Only in `GET /groups/{id}`: live registrations of its AppName.
     #[serde(skip_serializing_if = "Option::is_none")]
     registered: Option<Vec<String>>,
@@ -58,6 +62,7 @@ impl From<GroupRow> for GroupView {
             update_time: ms(row.group.update_time),
             access_token_set: false,
             max_running: row.max_running,
+            alarms: AlarmView::default(),
             registered: None,
         }
     }
@@ -71,7 +76,11 @@ pub(crate) async fn with_tokens(state: &HttpState) -> Result<BTreeSet<GroupId>, 
 /// The view of `row`, saying whether it has its own access token.
 pub(crate) async fn view(state: &HttpState, row: GroupRow) -> Result<GroupView, ApiError> {
     let access_token_set = with_tokens(state).await?.contains(&row.id);
-    Ok(GroupView { access_token_set, ..row.into() })
+    let alarms = alarm_routes::views(state, route_scope::GROUP, &[i64::from(row.id.0)])
+        .await?
+        .pop()
+        .unwrap_or_default();
+    Ok(GroupView { access_token_set, alarms, ..row.into() })
 }
 
 #[derive(Deserialize)]
@@ -106,9 +115,13 @@ pub(crate) async fn list(
         .collect();
     let total = matching.len() as u64;
     let tokens = with_tokens(&state).await?;
-    let items = matching.into_iter().skip(page.offset as usize).take(page.limit as usize).map(|row| {
+    let rows: Vec<GroupRow> =
+        matching.into_iter().skip(page.offset as usize).take(page.limit as usize).collect();
+    let ids: Vec<i64> = rows.iter().map(|r| i64::from(r.id.0)).collect();
+    let alarms = alarm_routes::views(&state, route_scope::GROUP, &ids).await?;
+    let items = rows.into_iter().zip(alarms).map(|(row, alarms)| {
         let access_token_set = tokens.contains(&row.id);
-        GroupView { access_token_set, ..row.into() }
+        GroupView { access_token_set, alarms, ..row.into() }
     });
     Ok(Json(Listed { total, items: items.collect() }))
 }
@@ -167,6 +180,9 @@ pub(crate) struct GroupInput {
     /// jobwheel: runs of the group in flight at most; 0 removes the cap, absent keeps it.
     #[serde(default)]
     max_running: Option<i64>,
+    /// jobwheel: `alarmChannels`; absent keeps them.
+    #[serde(flatten)]
+    alarms: AlarmForm,
 }
 
 /// The largest cap accepted (a cap above the executors' capacity is no cap).
@@ -267,12 +283,15 @@ pub(crate) async fn create(
     principal.require_admin()?;
     let group = input.check()?;
     let cap = input.cap()?;
+    let alarms = input.alarms.check(&state, route_scope::GROUP).await?;
     unique_app_name(&state, &group.app_name, None).await?;
     let id = state.store.add_group(&group).await?;
     if let Some(cap) = cap {
         state.store.set_group_cap(id, cap).await?;
     }
-    Ok((StatusCode::CREATED, Json(saved(&state, id, &group).await?.into())))
+    alarms.store(state.store.as_ref(), route_scope::GROUP, i64::from(id.0)).await?;
+    let row = saved(&state, id, &group).await?;
+    Ok((StatusCode::CREATED, Json(view(&state, row).await?)))
 }
 
 /// Refuses an AppName another group has: executors register by AppName, so two groups with one
@@ -300,6 +319,7 @@ pub(crate) async fn update(
     let current = load(&state, id).await?;
     let mut group = input.check()?;
     let cap = input.cap()?;
+    let alarms = input.alarms.check(&state, route_scope::GROUP).await?;
     unique_app_name(&state, &group.app_name, Some(current.id)).await?;
     if group.address_type == AUTO
         && current.group.address_type == AUTO
@@ -314,6 +334,7 @@ pub(crate) async fn update(
     if let Some(cap) = cap {
         state.store.set_group_cap(current.id, cap).await?;
     }
+    alarms.store(state.store.as_ref(), route_scope::GROUP, i64::from(current.id.0)).await?;
     // A token is presented with the AppName, which may just have changed.
     state.group_tokens.invalidate();
     let row = saved(&state, current.id, &group).await?;
@@ -343,6 +364,7 @@ pub(crate) async fn delete(
         return Err(ApiError::NotFound(format!("executor group {id} not found")));
     }
     state.group_tokens.invalidate();
+    alarm_routes::forget(&state, route_scope::GROUP, i64::from(group.id.0)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -236,6 +236,7 @@ fn input(entry: &JobEntry, group: GroupId, calendars: &CalendarPlan) -> JobInput
         only_on: Some(calendars.ids(&entry.only_on)),
         never_on: Some(calendars.ids(&entry.never_on)),
         exclusion_windows: Some(entry.exclusion_windows.clone()),
+        alarms: Default::default(),
     }
 }
 

@@ -4,13 +4,14 @@
 
 use serde::Deserialize;
 
+use super::alarm_routes::{AlarmForm, CheckedAlarm};
 use super::auth::Principal;
 use super::job_days::{self, CheckedDays, DaysForm};
 use super::job_settings::{JobSettings, trimmed};
 use crate::cron::{Schedule, parse_time_zone};
 use crate::domain::{GlueType, Priority, ScheduleType};
 use crate::http::{ApiError, HttpState};
-use crate::store::{GroupId, Job, JobId, RetryBackoff, Store};
+use crate::store::{GroupId, Job, JobId, RetryBackoff, Store, route_scope};
 
 /// Upstream's form limits (characters).
 const DESC_MAX: usize = 50;
@@ -53,6 +54,9 @@ pub(crate) struct JobInput {
     /// jobwheel extension: daily `HH:MM-HH:MM` windows without fires; absent keeps them.
     #[serde(default)]
     pub(crate) exclusion_windows: Option<Vec<String>>,
+    /// jobwheel extension: `alarmChannels` and `doneWithin` (docs/alarms.md); absent keeps them.
+    #[serde(flatten)]
+    pub(crate) alarms: AlarmForm,
 }
 
 /// A checked form: the parsed pieces the handlers need.
@@ -68,6 +72,8 @@ pub(crate) struct Checked {
     pub(crate) priority: Option<Priority>,
     /// Calendars and windows to store, if the form named any.
     pub(crate) days: Option<CheckedDays>,
+    /// Alarm channels and duration to store, if the form named them.
+    pub(crate) alarms: CheckedAlarm,
 }
 
 impl Checked {
@@ -86,7 +92,7 @@ impl Checked {
         if let Some(days) = &self.days {
             store.set_job_days(id, &days.days).await?;
         }
-        Ok(())
+        self.alarms.store(store, route_scope::JOB, i64::from(id.0)).await
     }
 }
 
@@ -198,7 +204,18 @@ impl JobInput {
             exclusion_windows: self.exclusion_windows.as_deref(),
         };
         let days = job_days::check(state, &form, this).await?;
-        Ok(Checked { group, schedule_type, glue_type, time_zone, retry_backoff, tags, priority, days })
+        let alarms = self.alarms.check(state, route_scope::JOB).await?;
+        Ok(Checked {
+            group,
+            schedule_type,
+            glue_type,
+            time_zone,
+            retry_backoff,
+            tags,
+            priority,
+            days,
+            alarms,
+        })
     }
 
     /// Child job ids: numeric, existing, permitted, not the job itself (CVE-2024-42681 was

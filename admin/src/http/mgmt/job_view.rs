@@ -5,13 +5,14 @@
 
 use serde::Serialize;
 
+use super::alarm_routes::{self, AlarmView};
 use super::auth::Principal;
 use super::job_retry::RetryForm;
 use super::job_settings::JobSettings;
 use super::{job_days, job_tags, ms};
 use crate::domain::Priority;
 use crate::http::{ApiError, HttpState};
-use crate::store::{JobId, JobRow};
+use crate::store::{JobId, JobRow, route_scope};
 
 /// A job as the API shows it: its settings and what the admin keeps about it.
 #[derive(Debug, Serialize)]
@@ -33,6 +34,9 @@ pub(crate) struct JobView {
     pub(crate) never_on: Vec<i64>,
     /// jobwheel: daily windows without fires, `HH:MM-HH:MM`.
     pub(crate) exclusion_windows: Vec<String>,
+    /// jobwheel: `alarmChannels` and `doneWithin` (docs/alarms.md).
+    #[serde(flatten)]
+    pub(crate) alarms: AlarmView,
     trigger_status: i16,
     trigger_last_time: i64,
     trigger_next_time: i64,
@@ -55,6 +59,7 @@ impl From<JobRow> for JobView {
             only_on: Vec::new(),
             never_on: Vec::new(),
             exclusion_windows: Vec::new(),
+            alarms: AlarmView::default(),
             trigger_status: j.trigger_status,
             // The scheduler parks FIX_DELAY jobs at i64::MAX while a run is out; show "none".
             trigger_last_time: j.trigger_last_time,
@@ -89,8 +94,18 @@ pub(crate) async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiE
     view[0].settings.retry = retry;
     job_tags::attach(state, &mut view).await?;
     job_days::attach(state, &mut view).await?;
+    attach_alarms(state, &mut view).await?;
     let [view] = view;
     Ok(view)
+}
+
+/// Fills the alarm fields of `views` (one read).
+pub(crate) async fn attach_alarms(state: &HttpState, views: &mut [JobView]) -> Result<(), ApiError> {
+    let ids: Vec<i64> = views.iter().map(|v| i64::from(v.id)).collect();
+    for (view, alarms) in views.iter_mut().zip(alarm_routes::views(state, route_scope::JOB, &ids).await?) {
+        view.alarms = alarms;
+    }
+    Ok(())
 }
 
 /// A job as `GET /api/v1/jobs/{id}` shows it, for the audit log.

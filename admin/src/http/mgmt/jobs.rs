@@ -66,6 +66,7 @@ pub(crate) async fn list(
     let mut items: Vec<JobView> = paged.rows.into_iter().map(JobView::from).collect();
     job_tags::attach(&state, &mut items).await?;
     job_days::attach(&state, &mut items).await?;
+    super::job_view::attach_alarms(&state, &mut items).await?;
     Ok(Json(Listed { total: paged.total, items }))
 }
 
@@ -166,6 +167,7 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     let job = permitted_job(&state, &principal, id).await?;
     state.store.delete_job(job.id).await?;
+    super::alarm_routes::forget(&state, crate::store::route_scope::JOB, i64::from(job.id.0)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -21,6 +21,9 @@ use serde::{Deserialize, Serialize};
 use crate::http::{ApiError, HttpState};
 use crate::store::{Page, UserRow};
 
+mod alarm_channels;
+mod alarm_deliveries;
+mod alarm_routes;
 pub(crate) mod audit;
 mod audit_list;
 pub(crate) mod auth;
@@ -78,6 +81,7 @@ pub(crate) fn audit_snapshots() -> audit::Snapshots {
         (Subject::User, &users::UserSnapshot),
         (Subject::Calendar, &calendars::CalendarSnapshot),
         (Subject::Workflow, &workflows::WorkflowSnapshot),
+        (Subject::AlarmChannel, &alarm_channels::ChannelSnapshot),
     ])
 }
 
@@ -122,6 +126,13 @@ pub(crate) fn router() -> Router<Arc<HttpState>> {
         .route("/api/v1/calendars", get(calendars::list).post(calendars::create))
         .route("/api/v1/calendars/import", post(calendars::import))
         .route("/api/v1/calendars/{id}", get(calendars::get).put(calendars::update).delete(calendars::delete))
+        .route("/api/v1/alarm-channels", get(alarm_channels::list).post(alarm_channels::create))
+        .route(
+            "/api/v1/alarm-channels/{id}",
+            get(alarm_channels::get).put(alarm_channels::update).delete(alarm_channels::delete),
+        )
+        .route("/api/v1/alarm-channels/{id}/test", post(alarm_channels::test))
+        .route("/api/v1/alarm-deliveries", get(alarm_deliveries::deliveries))
         .route("/api/v1/groups", get(groups::list).post(groups::create))
         .route("/api/v1/groups/{id}", get(groups::get).put(groups::update).delete(groups::delete))
         .route("/api/v1/groups/{id}/executors", get(group_executors::list))

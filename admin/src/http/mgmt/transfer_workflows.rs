@@ -208,6 +208,7 @@ impl WorkflowPlan {
                 overflow: entry.overflow,
                 alarm_email: Some(entry.alarm_email),
                 days,
+                alarms: Default::default(),
                 graph,
             };
             let shared = State(Arc::clone(state));

@@ -15,13 +15,14 @@ use axum::http::StatusCode;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
+use super::alarm_routes::{self, AlarmForm, AlarmView};
 use super::auth::Principal;
 use super::jobs::zone;
 use super::{ApiJson, ApiQuery, MAX_LIMIT};
 use crate::calendar::{DayRules, next_fire};
 use crate::domain::{KnownName, ScheduleType};
 use crate::http::{ApiError, HttpState};
-use crate::store::{GroupId, JobId, NewWorkflow, Page, WorkflowId, WorkflowRow};
+use crate::store::{GroupId, JobId, NewWorkflow, Page, WorkflowId, WorkflowRow, route_scope};
 use crate::workflow::{DaysError, Graph, WorkflowDays};
 
 /// Characters of a workflow's name (`varchar(255)`).
@@ -53,6 +54,9 @@ pub(crate) struct WorkflowView {
     /// `onlyOn`, `neverOn`, `exclusionWindows`.
     #[serde(flatten)]
     days: WorkflowDays,
+    /// `alarmChannels`, `doneWithin` (docs/alarms.md).
+    #[serde(flatten)]
+    alarms: AlarmView,
     graph: Graph,
 }
 
@@ -76,8 +80,16 @@ impl WorkflowView {
             update_time: w.update_ms,
             days: WorkflowDays::from_stored(&w.days),
             alarm_email: w.alarm_email,
+            alarms: AlarmView::default(),
         }
     }
+}
+
+/// The view of `row` with its alarm fields.
+async fn shown(state: &HttpState, row: WorkflowRow) -> Result<WorkflowView, ApiError> {
+    let alarms =
+        alarm_routes::views(state, route_scope::WORKFLOW, &[row.id.0]).await?.pop().unwrap_or_default();
+    Ok(WorkflowView { alarms, ..WorkflowView::of(row) })
 }
 
 fn default_schedule() -> String {
@@ -117,6 +129,9 @@ pub(crate) struct WorkflowInput {
     /// `onlyOn`, `neverOn`, `exclusionWindows` (calendar ids and `HH:MM-HH:MM` windows).
     #[serde(flatten)]
     pub(crate) days: WorkflowDays,
+    /// `alarmChannels`, `doneWithin`; absent keeps them.
+    #[serde(flatten)]
+    pub(crate) alarms: AlarmForm,
     pub(crate) graph: Graph,
 }
 
@@ -255,7 +270,14 @@ pub(crate) async fn list(
         None => Some(principal.groups().into_iter().collect()),
     };
     let rows = state.store.list_workflows(groups.as_deref()).await?;
-    Ok(Json(rows.into_iter().map(WorkflowView::of).collect()))
+    let ids: Vec<i64> = rows.iter().map(|r| r.id.0).collect();
+    let alarms = alarm_routes::views(&state, route_scope::WORKFLOW, &ids).await?;
+    Ok(Json(
+        rows.into_iter()
+            .zip(alarms)
+            .map(|(row, alarms)| WorkflowView { alarms, ..WorkflowView::of(row) })
+            .collect(),
+    ))
 }
 
 /// `GET /api/v1/workflows/{id}`.
@@ -264,7 +286,7 @@ pub(crate) async fn get(
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<WorkflowView>, ApiError> {
-    Ok(Json(WorkflowView::of(permitted(&state, &principal, id).await?)))
+    Ok(Json(shown(&state, permitted(&state, &principal, id).await?).await?))
 }
 
 /// `POST /api/v1/workflows`: created with its schedule off.
@@ -273,9 +295,11 @@ pub(crate) async fn create(
     principal: Principal,
     ApiJson(input): ApiJson<WorkflowInput>,
 ) -> Result<(StatusCode, Json<WorkflowView>), ApiError> {
+    let alarms = input.alarms.check(&state, route_scope::WORKFLOW).await?;
     let workflow = checked(&state, &principal, input, &principal.user.user.username).await?;
     let id = state.store.add_workflow(&workflow).await?;
-    Ok((StatusCode::CREATED, Json(WorkflowView::of(permitted(&state, &principal, id.0).await?))))
+    alarms.store(state.store.as_ref(), route_scope::WORKFLOW, id.0).await?;
+    Ok((StatusCode::CREATED, Json(shown(&state, permitted(&state, &principal, id.0).await?).await?)))
 }
 
 /// `PUT /api/v1/workflows/{id}`: running instances keep the graph they started with; a running
@@ -287,6 +311,7 @@ pub(crate) async fn update(
     ApiJson(input): ApiJson<WorkflowInput>,
 ) -> Result<Json<WorkflowView>, ApiError> {
     let current = permitted(&state, &principal, id).await?;
+    let alarms = input.alarms.check(&state, route_scope::WORKFLOW).await?;
     let mut workflow = checked(&state, &principal, input, &principal.user.user.username).await?;
     if current.workflow.status == 1 {
         let rules = WorkflowDays::from_stored(&workflow.days).rules(&*state.store).await?;
@@ -301,7 +326,8 @@ pub(crate) async fn update(
         workflow.trigger_last_time = current.workflow.trigger_last_time;
     }
     state.store.update_workflow(current.id, &workflow).await?;
-    Ok(Json(WorkflowView::of(permitted(&state, &principal, id).await?)))
+    alarms.store(state.store.as_ref(), route_scope::WORKFLOW, current.id.0).await?;
+    Ok(Json(shown(&state, permitted(&state, &principal, id).await?).await?))
 }
 
 /// `DELETE /api/v1/workflows/{id}`: refused while an instance runs (stop it first).
@@ -319,6 +345,7 @@ pub(crate) async fn delete(
         )));
     }
     state.store.delete_workflow(current.id).await?;
+    alarm_routes::forget(&state, route_scope::WORKFLOW, current.id.0).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -338,7 +365,7 @@ pub(crate) async fn start(
     w.status = 1;
     w.trigger_next_time = next;
     state.store.update_workflow(row.id, &row.workflow).await?;
-    Ok(Json(WorkflowView::of(permitted(&state, &principal, id).await?)))
+    Ok(Json(shown(&state, permitted(&state, &principal, id).await?).await?))
 }
 
 /// `POST /api/v1/workflows/{id}/stop`: its schedule stops (running instances go on).
@@ -351,7 +378,7 @@ pub(crate) async fn stop(
     row.workflow.status = 0;
     row.workflow.trigger_next_time = 0;
     state.store.update_workflow(row.id, &row.workflow).await?;
-    Ok(Json(WorkflowView::of(permitted(&state, &principal, id).await?)))
+    Ok(Json(shown(&state, permitted(&state, &principal, id).await?).await?))
 }
 
 /// The audit log's view of a workflow: what the API shows.

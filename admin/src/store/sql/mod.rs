@@ -35,6 +35,7 @@ macro_rules! log_columns {
     };
 }
 
+mod alarms;
 mod audit;
 mod batch;
 mod calendars;

@@ -9,6 +9,7 @@
 
 use chrono::{DateTime, Utc};
 
+mod alarms;
 mod audit;
 mod calendars;
 mod credentials;
@@ -18,6 +19,7 @@ mod logs;
 mod retry;
 mod workflows;
 
+pub use alarms::*;
 pub use audit::*;
 pub use calendars::*;
 pub use credentials::*;
@@ -65,6 +67,18 @@ id_type!(
 id_type!(
     /// `jobwheel_calendar.id`.
     CalendarId(i64)
+);
+id_type!(
+    /// `jobwheel_alarm_channel.id`.
+    ChannelId(i64)
+);
+id_type!(
+    /// `jobwheel_alarm_event.id`.
+    EventId(i64)
+);
+id_type!(
+    /// `jobwheel_alarm_delivery.id`.
+    DeliveryId(i64)
 );
 id_type!(
     /// `jobwheel_workflow.id`.

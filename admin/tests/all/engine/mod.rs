@@ -3,6 +3,8 @@
 //! the trigger path and the monitors against a fake executor, alarms to local SMTP and webhook
 //! receivers, and one end-to-end run on a real in-process executor.
 
+mod alarm_channels;
+pub(crate) mod alarm_vendors;
 mod broadcast_recovery;
 mod calendars;
 mod client;

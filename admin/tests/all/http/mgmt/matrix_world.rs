@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use chrono::Utc;
 use jobwheel_admin::store::{
-    Group, GroupId, JobId, LogId, LogTriggerUpdate, NewApiToken, NewCalendar, NewLog, NewWasmVersion, UserId,
-    VariableOwner,
+    Group, GroupId, JobId, LogId, LogTriggerUpdate, NewApiToken, NewCalendar, NewChannel, NewLog,
+    NewWasmVersion, UserId, VariableOwner,
 };
 use jobwheel_executor::{ExecutorConfig, Handlers, JobContext};
 use serde_json::{Value, json};
@@ -243,6 +243,12 @@ impl World {
                 body = Body::Json(json!({"name": self.unique("cal-"), "dates": ["2031-01-01"]}));
                 path.to_owned()
             }
+            ("POST", "/api/v1/alarm-channels") => {
+                body = Body::Json(
+                    json!({"name": self.unique("alarm-"), "kind": "email", "recipients": ["ops@example.com"]}),
+                );
+                path.to_owned()
+            }
             ("POST", "/api/v1/calendars/import") => {
                 body = Body::Calendar(MATRIX_ICS);
                 format!("{path}?name={}", self.unique("ics-"))
@@ -381,6 +387,21 @@ impl World {
                 };
                 let id = self.env.store().add_calendar(&calendar).await.expect("calendar");
                 (id.0, json_if(method == "PUT", json!({"name": name, "dates": ["2031-01-02"]})))
+            }
+            p if p.starts_with("/api/v1/alarm-channels/{id}") => {
+                let name = self.unique("alarm-");
+                let channel = NewChannel {
+                    name: name.clone(),
+                    kind: "email".to_owned(),
+                    config: "{}".to_owned(),
+                    sealed: String::new(),
+                    events: "FAILED".to_owned(),
+                    fold_secs: 0,
+                    enabled: 1,
+                    update_ms: 0,
+                };
+                let id = self.env.store().add_channel(&channel).await.expect("channel").expect("new name");
+                (id.0, json_if(method == "PUT", json!({"name": name, "kind": "email"})))
             }
             "/api/v1/tokens/{id}" => {
                 let owner = if side == Side::Own { self.alice } else { self.bob };

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::http::{Admin, sqlite_url, test_config};
 
 mod adoption;
+mod alarm_channels;
 mod audit;
 mod authz;
 mod calendars;
