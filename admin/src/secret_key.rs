@@ -106,6 +106,9 @@ pub fn check_key_file(path: &Path) -> Result<(), KeyError> {
 
 /// What the text of a sealed value is about, for messages (never its value).
 fn describe(value: &SealedValue) -> String {
+    if let Some(channel) = &value.channel {
+        return format!("the URL and signing key of alarm channel {channel:?}");
+    }
     match (&value.owner, &value.name) {
         (VariableOwner::Group(g), None) => format!("the access token of executor group {g}"),
         (VariableOwner::Group(g), Some(name)) => format!("secret `{name}` of executor group {g}"),
@@ -120,7 +123,23 @@ fn seal_name(value: &SealedValue) -> &str {
 }
 
 fn opens(key: &SecretBox, value: &SealedValue) -> bool {
-    key.open(value.owner, seal_name(value), &value.sealed).is_ok()
+    open(key, value).is_ok()
+}
+
+/// `value` opened with `key`.
+fn open(key: &SecretBox, value: &SealedValue) -> Result<String, crate::sealing::SealError> {
+    match &value.channel {
+        Some(channel) => key.open_channel(channel, &value.sealed),
+        None => key.open(value.owner, seal_name(value), &value.sealed),
+    }
+}
+
+/// `plain` sealed with `key` as `value` is.
+fn seal(key: &SecretBox, value: &SealedValue, plain: &str) -> String {
+    match &value.channel {
+        Some(channel) => key.seal_channel(channel, plain),
+        None => key.seal(value.owner, seal_name(value), plain),
+    }
 }
 
 /// Runs `command` against the database at `database_url`; the text to print on stdout.
@@ -155,8 +174,8 @@ pub async fn run(
     }
     let outcome = store
         .reseal_all(&|value| {
-            let plain = old.open(value.owner, seal_name(value), &value.sealed).ok()?;
-            Some(new.seal(value.owner, seal_name(value), &plain))
+            let plain = open(&old, value).ok()?;
+            Some(seal(&new, value, &plain))
         })
         .await;
     let count = match outcome {

@@ -27,26 +27,33 @@ pub fn init_logging() {
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM. A signal that cannot be listened for is logged and
 /// never resolves, so the other one still works.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
+///
+/// The handlers are installed when this is called, not when the future is first polled: a
+/// daemon serves requests before it waits for its shutdown, and a SIGTERM in between would
+/// otherwise find no handler and kill the process without its graceful stop (a test that
+/// stopped an admin right after its first answer saw exactly that). Call it inside the runtime.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listen = |kind: SignalKind, name: &'static str| {
+        let installed = signal(kind);
+        async move {
+            match installed {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot listen for {name}");
+                    std::future::pending::<()>().await;
+                }
+            }
         }
     };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
+    let interrupt = listen(SignalKind::interrupt(), "SIGINT");
+    let terminate = listen(SignalKind::terminate(), "SIGTERM");
+    async move {
+        tokio::select! {
+            () = interrupt => tracing::info!("SIGINT received"),
+            () = terminate => tracing::info!("SIGTERM received"),
         }
-    };
-    tokio::select! {
-        () = ctrl_c => tracing::info!("SIGINT received"),
-        () = terminate => tracing::info!("SIGTERM received"),
     }
 }

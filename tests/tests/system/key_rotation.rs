@@ -1,7 +1,7 @@
 //! `jobwheel-admin secrets rotate-key` and the key file's checks, from the operator's side
-//! (security review L8), against real `jobwheel-admin` processes on SQLite: a secret and a
-//! group token set through the API are re-sealed under a new key that the old one no longer
-//! opens, and the restarted admin works with it; a key file others can read, and a rotation
+//! (security review L8), against real `jobwheel-admin` processes on SQLite: a secret, a group
+//! token and an alarm channel's URL set through the API are re-sealed under a new key that the
+//! old one no longer opens, and the restarted admin works with it; a key file others can read, and a rotation
 //! that stopped between the database and the file, keep the admin from starting with a message
 //! that says what to do; a wrong current key changes nothing.
 
@@ -84,6 +84,11 @@ async fn rotate_key_reseals_everything_and_bad_key_files_are_refused() -> anyhow
     api.put(&format!("/groups/{group}/access-token"), json!({"accessToken": GROUP_TOKEN})).await?;
     let job = JobId(i32::try_from(api.job(i64::from(group.0), "uses a secret", json!({})).await?)?);
     api.put(&format!("/jobs/{job}/secrets/API_KEY"), json!({"value": SECRET})).await?;
+    // An alarm channel's URL is sealed too (docs/alarms.md); its host shows only when it opens.
+    let channel = api
+        .post("/alarm-channels", json!({"name": "rot-slack", "kind": "slack", "url": "https://hooks.slack.invalid/services/T/B/x"}))
+        .await?;
+    let channel = channel["id"].as_i64().context("channel id")?;
     let code = register_with_group_token(&admin.base).await?;
     ensure!(code == 200, "the group token works before: {code}\n{}", admin.log_tail(10));
     admin.stop().await?;
@@ -103,7 +108,7 @@ async fn rotate_key_reseals_everything_and_bad_key_files_are_refused() -> anyhow
 
     // The rotation: every sealed value under a new key, which replaces the file (still 0600).
     let (ok, text) = admin_command(&[&db_args[..], &["secrets", "rotate-key"]].concat()).await?;
-    ensure!(ok && text.contains("re-sealed 2 secret value(s)"), "{text}");
+    ensure!(ok && text.contains("re-sealed 3 secret value(s)"), "{text}");
     let new = key_in(&data)?;
     ensure!(new != old && !text.contains(&new), "a new key, not printed: {text}");
     ensure!(std::fs::metadata(data.join("secret-key"))?.permissions().mode() & 0o777 == 0o600);
@@ -114,6 +119,8 @@ async fn rotate_key_reseals_everything_and_bad_key_files_are_refused() -> anyhow
         register_with_group_token(&admin.base).await? == 200,
         "the restarted admin opens the group token"
     );
+    let shown = Api::new(&admin.base, API_TOKEN).get(&format!("/alarm-channels/{channel}")).await?;
+    ensure!(shown["urlHost"] == "hooks.slack.invalid", "the channel's URL opens under the new key: {shown}");
     admin.stop().await?;
 
     // A key file other users may read: the admin does not start, and says how to fix it.

@@ -61,6 +61,10 @@ static SEALED_TOKENS: Sql =
     Sql::new("SELECT group_id, sealed FROM jobwheel_group_token ORDER BY group_id FOR UPDATE");
 static RESEAL_SECRET: Sql =
     Sql::new("UPDATE jobwheel_variable SET value = ? WHERE group_id = ? AND job_id = ? AND name = ?");
+/// Alarm channels' URLs and signing keys (docs/alarms.md); e-mail channels have none.
+static SEALED_CHANNELS: Sql =
+    Sql::new("SELECT id, name, sealed FROM jobwheel_alarm_channel WHERE sealed <> '' ORDER BY id");
+static RESEAL_CHANNEL: Sql = Sql::new("UPDATE jobwheel_alarm_channel SET sealed = ? WHERE id = ?");
 static RESEAL_TOKEN: Sql = Sql::new("UPDATE jobwheel_group_token SET sealed = ? WHERE group_id = ?");
 static NTH_HISTORY_ID: Sql = Sql::new(
     "SELECT id FROM jobwheel_grant_history WHERE group_id = ? AND job_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?",
@@ -157,16 +161,24 @@ impl GrantStore for SqlStore {
             } else {
                 VariableOwner::Job(JobId(job_id))
             };
-            let value = SealedValue { owner, name: Some(name), sealed };
+            let value = SealedValue { owner, name: Some(name), sealed, channel: None };
             let Some(resealed) = reseal(&value) else { return Ok(Err(value)) };
             let name = value.name.as_deref().unwrap_or_default();
             tx.ex().execute(&RESEAL_SECRET, &args![resealed.as_str(), group_id, job_id, name]).await?;
             replaced += 1;
         }
         for (group, sealed) in tokens {
-            let value = SealedValue { owner: VariableOwner::Group(group), name: None, sealed };
+            let value = SealedValue { owner: VariableOwner::Group(group), name: None, sealed, channel: None };
             let Some(resealed) = reseal(&value) else { return Ok(Err(value)) };
             tx.ex().execute(&RESEAL_TOKEN, &args![resealed.as_str(), group]).await?;
+            replaced += 1;
+        }
+        let channels: Vec<(i64, String, String)> = tx.ex().fetch_all(&SEALED_CHANNELS, &[]).await?;
+        for (id, name, sealed) in channels {
+            let owner = VariableOwner::Group(GroupId(0));
+            let value = SealedValue { owner, name: None, sealed, channel: Some(name) };
+            let Some(resealed) = reseal(&value) else { return Ok(Err(value)) };
+            tx.ex().execute(&RESEAL_CHANNEL, &args![resealed.as_str(), id]).await?;
             replaced += 1;
         }
         tx.commit().await?;

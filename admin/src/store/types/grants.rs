@@ -59,6 +59,9 @@ pub struct SealedValue {
     pub name: Option<String>,
     /// The sealed text.
     pub sealed: String,
+    /// `Some(name)`: the URL and key of the alarm channel `name`, sealed under its name
+    /// (`SecretBox::seal_channel`; `owner` and `name` are unused then).
+    pub channel: Option<String>,
 }
 
 // The sealed text stays out of logs (it is ciphertext, but nobody needs to see it).
