@@ -35,11 +35,12 @@ if ! command -v php >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends php-cli
 fi
 # A third-party executor for the interop tests (pyxxl from PyPI) and the Prometheus project's
-# OpenMetrics parser for the /metrics tests (prometheus-client), in a venv kept beside the build.
+# OpenMetrics parser for the /metrics tests (prometheus-client) and the official MCP client for the
+# MCP server's test (mcp), in a venv kept beside the build.
 venv="$(realpath -m "${CARGO_TARGET_DIR:-target}")/pyxxl-venv"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyxxl, prometheus_client' 2>/dev/null; then
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyxxl, prometheus_client, mcp' 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check 'pyxxl==0.4.8' 'prometheus-client==0.21.1'
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'pyxxl==0.4.8' 'prometheus-client==0.21.1' 'mcp==1.30.0'
 fi
 export JOBWHEEL_PYXXL_PYTHON="$venv/bin/python"
 export JOBWHEEL_OPENMETRICS_PYTHON="$venv/bin/python"

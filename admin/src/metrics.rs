@@ -16,6 +16,19 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::domain::TriggerType;
 
+/// The trigger lateness and missed fire times since start ([`AdminMetrics::lateness_snapshot`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LatenessSnapshot {
+    /// `(upper bound, seconds; cumulative count)`.
+    pub(crate) buckets: Vec<(f64, u64)>,
+    /// Sum of all latenesses, seconds.
+    pub(crate) sum: f64,
+    /// Triggers observed.
+    pub(crate) count: u64,
+    /// Missed fire times by misfire strategy.
+    pub(crate) misfires: std::collections::BTreeMap<String, u64>,
+}
+
 /// The content type of the OpenMetrics text format `/metrics` answers with.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -271,6 +284,36 @@ impl AdminMetrics {
         self.alarms.get_or_create(&ResultLabels { result }).inc();
     }
 
+    /// The trigger lateness histogram (`(upper bound s, cumulative count)`, sum, count) and the
+    /// missed fire times by misfire strategy, since start (the MCP lateness report). Read through
+    /// a registry of their own, so the levels `/metrics` sets are left alone.
+    pub(crate) fn lateness_snapshot(&self) -> LatenessSnapshot {
+        let mut registry = Registry::default();
+        registry.register("lateness", "", self.lateness.clone());
+        registry.register("misfires", "", self.misfires.clone());
+        let mut text = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+        let (mut buckets, mut sum, mut count, mut misfires) =
+            (Vec::new(), 0.0, 0, std::collections::BTreeMap::new());
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let Some((series, value)) = line.rsplit_once(' ') else { continue };
+            let quoted = |key: &str| series.split(key).nth(1).and_then(|rest| rest.split('"').next());
+            if series.starts_with("lateness_bucket") {
+                let le = quoted("le=\"").and_then(|v| v.parse::<f64>().ok()).unwrap_or(f64::INFINITY);
+                buckets.push((le, value.parse().unwrap_or(0)));
+            } else if series == "lateness_sum" {
+                sum = value.parse().unwrap_or(0.0);
+            } else if series == "lateness_count" {
+                count = value.parse().unwrap_or(0);
+            } else if series.starts_with("misfires_total") {
+                let strategy = quoted("strategy=\"").unwrap_or_default().to_owned();
+                misfires.insert(strategy, value.parse().unwrap_or(0));
+            }
+        }
+        LatenessSnapshot { buckets, sum, count, misfires }
+    }
+
     /// Sets the levels and encodes every series in the OpenMetrics text format.
     pub fn encode(&self, levels: &Levels) -> String {
         self.ring_depth.set(gauge(levels.ring_depth));
@@ -332,6 +375,10 @@ mod tests {
         assert!(text.contains("jobwheel_triggers_total{type=\"manual\",result=\"fail\"} 1\n"), "{text}");
         assert!(text.contains("jobwheel_results_stored_total{result=\"timeout\"} 1\n"), "{text}");
         assert!(text.contains("jobwheel_trigger_lateness_seconds_bucket{le=\"0.025\"} 1\n"), "{text}");
+        let snapshot = metrics.lateness_snapshot();
+        let (buckets, count) = (snapshot.buckets, snapshot.count);
+        assert_eq!(count, 1);
+        assert!(buckets.iter().any(|(le, c)| (*le - 0.025).abs() < 1e-9 && *c == 1), "{buckets:?}");
         assert!(text.contains("jobwheel_ring_depth 3\n"), "{text}");
         assert!(text.contains("jobwheel_executors_registered{group=\"app-a\"} 2\n"), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");

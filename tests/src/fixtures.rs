@@ -26,6 +26,7 @@ pub async fn api_administrator(store: &dyn Store, username: &str, token: &str) -
             name: username.to_owned(),
             token_hash,
             created_ms: now_ms(),
+            scope: "write".to_owned(),
         })
         .await?;
     Ok(())

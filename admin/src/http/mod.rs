@@ -20,6 +20,7 @@ pub mod core;
 pub mod error;
 mod executor_api;
 mod health;
+mod mcp;
 mod metrics;
 mod mgmt;
 mod ui;
@@ -77,7 +78,10 @@ pub(crate) fn router(state: Arc<HttpState>) -> Router {
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), mgmt::audit::record))
         .layer(axum::extract::DefaultBodyLimit::max(mgmt::MAX_JSON_BYTES))
         .layer(axum::middleware::from_fn(mgmt::json_errors));
+    // MCP tools call the management API in-process, with the caller's token (docs/mcp.md).
+    let mcp = mcp::router(management.clone().with_state(Arc::clone(&state)), Arc::clone(&state));
     Router::new()
+        .merge(mcp)
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(metrics::guarded))

@@ -45,6 +45,7 @@ pub(crate) static ASSETS: &[(&str, &[u8])] = assets![
     "js/i18n/en.js",
     "js/i18n/zh_CN.js",
     "js/ui.js",
+    "js/pages/alarms.js",
     "js/pages/audit.js",
     "js/pages/calendars.js",
     "js/pages/dashboard.js",

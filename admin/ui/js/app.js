@@ -4,6 +4,7 @@ import { ApiError, get, del, onUnauthorized, setCsrfToken } from './api.js';
 import { h, replace } from './dom.js';
 import { LANGUAGES, hasText, language, languageChosen, setLanguage, t } from './i18n.js';
 import { notify } from './ui.js';
+import * as alarms from './pages/alarms.js';
 import * as audit from './pages/audit.js';
 import * as calendars from './pages/calendars.js';
 import * as dashboard from './pages/dashboard.js';
@@ -40,6 +41,7 @@ const ROUTES = [
   { path: /^\/logs\/(\d+)$/, page: logDetail, menu: 'logs' },
   { path: /^\/groups$/, page: groups, menu: 'groups', admin: true },
   { path: /^\/calendars$/, page: calendars, menu: 'calendars', admin: true },
+  { path: /^\/alarms$/, page: alarms, menu: 'alarms', admin: true },
   { path: /^\/users$/, page: users, menu: 'users', admin: true },
   { path: /^\/audit$/, page: audit, menu: 'audit', admin: true },
   { path: /^\/tokens$/, page: tokens, menu: 'tokens' },
@@ -54,6 +56,7 @@ const MENU = [
   { key: 'workflows', href: '#/workflows' },
   { key: 'groups', href: '#/groups', admin: true },
   { key: 'calendars', href: '#/calendars', admin: true },
+  { key: 'alarms', href: '#/alarms', admin: true },
   { key: 'users', href: '#/users', admin: true },
   { key: 'audit', href: '#/audit', admin: true },
   { key: 'tokens', href: '#/tokens' },

@@ -1,6 +1,6 @@
 //! The admin web UI in headless Chromium, driven through chromedriver (WebDriver) against a
-//! real admin and a real executor: the main story (`story`), workflows (`workflows`) and an XSS
-//! probe (`xss`).
+//! real admin and a real executor: the main story (`story`), workflows (`workflows`), alarm
+//! channels (`alarms`) and an XSS probe (`xss`).
 //!
 //! One browser and one stack serve both, keeping the CI cost to a single chromedriver.
 //! Without chromedriver the test is skipped with a note, except under `CI=true`, where it
@@ -13,6 +13,7 @@
     reason = "a skipped browser test and a failure screenshot are reported to the person running the tests"
 )]
 
+mod alarms;
 mod calendars;
 mod driver;
 mod stack;
@@ -33,6 +34,7 @@ async fn the_admin_ui_walks_the_main_story_and_shows_hostile_text_as_text() -> a
     let outcome = async {
         let echo_job = story::run(&browser, &stack, dir.path()).await.context("the main story")?;
         workflows::run(&browser, echo_job).await.context("the workflow editor and instance page")?;
+        alarms::run(&browser, echo_job).await.context("an alarm channel and its delivery log")?;
         xss::run(&browser, story::GROUP_TITLE, echo_job).await.context("the XSS probe")
     }
     .await;

@@ -180,11 +180,19 @@ pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request
     let Some(action) = route.as_deref().and_then(|route| action(request.method(), route)) else {
         return next.run(request).await;
     };
+    // A dry run changes nothing (a job's `?dryRun=true`).
+    if request.uri().query().is_some_and(|q| q.split('&').any(|p| p == "dryRun=true" || p == "dryRun=1")) {
+        return next.run(request).await;
+    }
     let route = route.unwrap_or_default();
     let (id, name) = path_params(&route, request.uri().path());
-    let client = request.extensions().get::<ConnectInfo<SocketAddr>>().map_or_else(String::new, |peer| {
-        state.trusted_proxies.client(peer.0.ip(), request.headers()).to_string()
-    });
+    let client = match request.extensions().get::<crate::http::mcp::McpToken>() {
+        // A call an MCP tool made in-process: the client is the agent's token.
+        Some(token) => format!("MCP token {:?}", token.name),
+        None => request.extensions().get::<ConnectInfo<SocketAddr>>().map_or_else(String::new, |peer| {
+            state.trusted_proxies.client(peer.0.ip(), request.headers()).to_string()
+        }),
+    };
     let (mut request, body) = if action.body_detail {
         let (parts, body) = request.into_parts();
         let Ok(bytes) = axum::body::to_bytes(body, MAX_JSON_BYTES).await else {

@@ -9,12 +9,13 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, MatchedPath};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, header};
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
+use super::token_scope::TokenScope;
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, UserRow};
 
@@ -32,7 +33,7 @@ const TOUCH_EVERY_MS: i64 = 60_000;
 pub(crate) enum Credential {
     /// A browser session: the stored digest of its cookie and its CSRF token.
     Session { id_hash: String, csrf_token: String },
-    /// An API token.
+    /// An API token (its scope was checked against the route when it was accepted).
     Token,
 }
 
@@ -121,7 +122,7 @@ pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<&str> {
         .filter(|value| !value.is_empty())
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
@@ -148,6 +149,10 @@ impl FromRequestParts<Arc<HttpState>> for Principal {
             if row.last_used_ms.is_none_or(|last| now_ms - last >= TOUCH_EVERY_MS) {
                 state.store.touch_api_token(row.id, now_ms).await?;
             }
+            // Unknown scopes (a newer admin's) get the least.
+            let scope = TokenScope::parse(&row.scope).unwrap_or(TokenScope::Read);
+            let route = parts.extensions.get::<MatchedPath>().map_or("", MatchedPath::as_str);
+            scope.check(&parts.method, route)?;
             note_for_audit(parts, &user);
             return Ok(Self { user, credential: Credential::Token });
         }

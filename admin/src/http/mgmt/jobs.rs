@@ -7,6 +7,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde::Deserialize;
 
@@ -78,6 +79,61 @@ pub(crate) async fn get(
 ) -> Result<Json<JobView>, ApiError> {
     let row = permitted_job(&state, &principal, id).await?;
     Ok(Json(reload(&state, row.id).await?))
+}
+
+/// `?dryRun=true` on a job's create or update: check everything, save nothing.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WriteQuery {
+    #[serde(default)]
+    dry_run: Option<String>,
+}
+
+impl WriteQuery {
+    fn dry(&self) -> bool {
+        matches!(self.dry_run.as_deref().map(str::trim), Some("true" | "1"))
+    }
+}
+
+/// What a dry run answers: the form passed every check; `next` is the job's next fire time
+/// (a running job; an edit of its schedule recomputes it when saved).
+fn dry_answer(next: Option<i64>) -> Response {
+    let msg = "dry run: the job passed every check; nothing was saved";
+    Json(serde_json::json!({"dryRun": true, "valid": true, "msg": msg, "triggerNextTime": next}))
+        .into_response()
+}
+
+/// `POST /api/v1/jobs` as routed: [`create`], or with `?dryRun=true` only its checks.
+pub(crate) async fn create_route(
+    state: State<Arc<HttpState>>,
+    principal: Principal,
+    ApiQuery(query): ApiQuery<WriteQuery>,
+    input: ApiJson<JobInput>,
+) -> Result<Response, ApiError> {
+    if query.dry() {
+        input.0.check(&state, &principal, None).await?;
+        return Ok(dry_answer(None));
+    }
+    Ok(create(state, principal, input).await?.into_response())
+}
+
+/// `PUT /api/v1/jobs/{id}` as routed: [`update`], or with `?dryRun=true` only its checks.
+pub(crate) async fn update_route(
+    state: State<Arc<HttpState>>,
+    principal: Principal,
+    Path(id): Path<i32>,
+    ApiQuery(query): ApiQuery<WriteQuery>,
+    input: ApiJson<JobInput>,
+) -> Result<Response, ApiError> {
+    if query.dry() {
+        let current = permitted_job(&state, &principal, id).await?;
+        if input.0.settings.glue_type != current.job.glue_type {
+            return Err(ApiError::BadRequest("glueType: cannot change after the job was created".to_owned()));
+        }
+        input.0.check(&state, &principal, Some(current.id)).await?;
+        return Ok(dry_answer((current.job.trigger_status == 1).then_some(current.job.trigger_next_time)));
+    }
+    Ok(update(state, principal, Path(id), input).await?.into_response())
 }
 
 /// `POST /api/v1/jobs`: a new, stopped job.
@@ -276,6 +332,9 @@ pub(crate) struct NextQuery {
     /// Comma-separated `HH:MM-HH:MM` windows.
     #[serde(default)]
     exclusion_windows: Option<String>,
+    /// How many fire times (1–100, default 5).
+    #[serde(default)]
+    count: Option<String>,
 }
 
 /// A comma-separated list of calendar ids.
@@ -315,7 +374,13 @@ pub(crate) async fn next_times(
     };
     let rules = job_days::check(&state, &form, None).await?.map(|d| d.rules).unwrap_or_default();
     let now_ms = Utc::now().timestamp_millis();
-    let times = next_fires(schedule_type, query.schedule_conf.trim(), tz, &rules, now_ms, 5)
+    let count = match query.count.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
+        None => 5,
+        Some(text) => text.parse::<usize>().ok().filter(|c| (1..=100).contains(c)).ok_or_else(|| {
+            ApiError::BadRequest(format!("count: {text:?} is not a whole number from 1 to 100"))
+        })?,
+    };
+    let times = next_fires(schedule_type, query.schedule_conf.trim(), tz, &rules, now_ms, count)
         .map_err(|e| ApiError::BadRequest(format!("scheduleConf: {e}")))?;
     Ok(Json(serde_json::json!({"times": times})))
 }

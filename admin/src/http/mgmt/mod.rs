@@ -49,6 +49,7 @@ pub(crate) mod login_limit;
 mod logs;
 mod meta;
 mod session;
+pub(crate) mod token_scope;
 mod tokens;
 mod transfer;
 mod transfer_workflows;
@@ -92,11 +93,11 @@ pub(crate) fn router() -> Router<Arc<HttpState>> {
         .route("/api/v1/session/password", put(session::change_password))
         .route("/api/v1/meta", get(meta::meta))
         .route("/api/v1/openapi.json", get(meta::openapi))
-        .route("/api/v1/jobs", get(jobs::list).post(jobs::create))
+        .route("/api/v1/jobs", get(jobs::list).post(jobs::create_route))
         .route("/api/v1/jobs/tags", get(job_tags::list))
         .route("/api/v1/jobs/export", get(transfer::export))
         .route("/api/v1/jobs/import", post(import::import))
-        .route("/api/v1/jobs/{id}", get(jobs::get).put(jobs::update).delete(jobs::delete))
+        .route("/api/v1/jobs/{id}", get(jobs::get).put(jobs::update_route).delete(jobs::delete))
         .route("/api/v1/jobs/{id}/start", post(jobs::start))
         .route("/api/v1/jobs/{id}/stop", post(jobs::stop))
         .route("/api/v1/jobs/{id}/trigger", post(jobs::trigger))

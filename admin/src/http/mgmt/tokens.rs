@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ApiJson;
 use super::auth::{Principal, digest, new_secret};
+use super::token_scope::TokenScope;
 use crate::http::{ApiError, HttpState};
 use crate::store::{ApiTokenRow, NewApiToken};
 
@@ -24,11 +25,19 @@ pub(crate) struct TokenView {
     name: String,
     created_at: i64,
     last_used_at: Option<i64>,
+    /// `read`, `run` or `write`.
+    scope: String,
 }
 
 impl From<ApiTokenRow> for TokenView {
     fn from(row: ApiTokenRow) -> Self {
-        Self { id: row.id, name: row.name, created_at: row.created_ms, last_used_at: row.last_used_ms }
+        Self {
+            id: row.id,
+            name: row.name,
+            created_at: row.created_ms,
+            last_used_at: row.last_used_ms,
+            scope: row.scope,
+        }
     }
 }
 
@@ -44,6 +53,9 @@ pub(crate) async fn list(
 #[derive(Deserialize)]
 pub(crate) struct NewTokenBody {
     name: String,
+    /// `read`, `run` or `write` (default: `write`, what tokens could always do).
+    #[serde(default)]
+    scope: Option<String>,
 }
 
 /// The answer to a creation: the only time `token` is shown.
@@ -54,6 +66,7 @@ pub(crate) struct CreatedToken {
     name: String,
     token: String,
     created_at: i64,
+    scope: &'static str,
 }
 
 /// `POST /api/v1/tokens`.
@@ -66,6 +79,11 @@ pub(crate) async fn create(
     if name.is_empty() || name.chars().count() > NAME_MAX {
         return Err(ApiError::BadRequest(format!("name: must be 1 to {NAME_MAX} characters")));
     }
+    let scope = match body.scope.as_deref() {
+        None => TokenScope::Write,
+        Some(name) => TokenScope::parse(name)
+            .ok_or_else(|| ApiError::BadRequest("scope: must be read, run or write".to_owned()))?,
+    };
     let token = new_secret();
     let created_at = chrono::Utc::now().timestamp_millis();
     let id = state
@@ -75,9 +93,11 @@ pub(crate) async fn create(
             name: name.to_owned(),
             token_hash: digest(&token),
             created_ms: created_at,
+            scope: scope.as_str().to_owned(),
         })
         .await?;
-    Ok((StatusCode::CREATED, Json(CreatedToken { id, name: name.to_owned(), token, created_at })))
+    let created = CreatedToken { id, name: name.to_owned(), token, created_at, scope: scope.as_str() };
+    Ok((StatusCode::CREATED, Json(created)))
 }
 
 /// `DELETE /api/v1/tokens/{id}`: only the caller's own tokens (another user's id is 404).

@@ -21,11 +21,11 @@ static DELETE_USER_SESSIONS_EXCEPT: Sql =
     Sql::new("DELETE FROM jobwheel_session WHERE user_id = ? AND id_hash <> ?");
 static PURGE_SESSIONS: Sql = Sql::new("DELETE FROM jobwheel_session WHERE expires_ms <= ?");
 static INSERT_TOKEN: Sql = Sql::new(
-    "INSERT INTO jobwheel_api_token (user_id, name, token_hash, created_ms) VALUES (?, ?, ?, ?) RETURNING id",
+    "INSERT INTO jobwheel_api_token (user_id, name, token_hash, created_ms, scope) VALUES (?, ?, ?, ?, ?) RETURNING id",
 );
 macro_rules! token_select {
     () => {
-        "SELECT id, user_id, name, created_ms, last_used_ms FROM jobwheel_api_token"
+        "SELECT id, user_id, name, created_ms, last_used_ms, scope FROM jobwheel_api_token"
     };
 }
 static LIST_TOKENS: Sql = Sql::new(concat!(token_select!(), " WHERE user_id = ? ORDER BY id DESC"));
@@ -62,7 +62,7 @@ impl CredentialStore for SqlStore {
     }
 
     async fn add_api_token(&self, t: &NewApiToken) -> Result<i64, StoreError> {
-        let args = args![t.user_id, &t.name, &t.token_hash, t.created_ms];
+        let args = args![t.user_id, &t.name, &t.token_hash, t.created_ms, &t.scope];
         self.ex().insert_id(&INSERT_TOKEN, &args).await
     }
 

@@ -46,6 +46,8 @@ pub struct NewApiToken {
     pub token_hash: String,
     /// Epoch ms.
     pub created_ms: i64,
+    /// `read`, `run` or `write` (docs/security.md).
+    pub scope: String,
 }
 
 /// A stored API token (never the token itself).
@@ -61,4 +63,6 @@ pub struct ApiTokenRow {
     pub created_ms: i64,
     /// Epoch ms of the last request it authenticated (updated at most once a minute).
     pub last_used_ms: Option<i64>,
+    /// `read`, `run` or `write`.
+    pub scope: String,
 }

@@ -6,8 +6,11 @@ import { del, get, post, put } from '../api.js';
 import { h, routeHref, routeQuery } from '../dom.js';
 import { t } from '../i18n.js';
 import { confirmDialog, field, guarded, modal, notify, pageHeader, pager, table } from '../ui.js';
+import { channelSelect, chosen } from './job_form.js';
 
 const LIMIT = 20;
+/** The alarm channels the edit dialog offers (read with the page). */
+let channelList = [];
 
 export async function render({ main, app }) {
   const q = routeQuery();
@@ -21,7 +24,8 @@ export async function render({ main, app }) {
     event.preventDefault();
     app.navigate(routeHref('/groups', Object.fromEntries(new FormData(form))));
   });
-  const page = await get('/groups', { ...filters, offset, limit: LIMIT });
+  const [page, channels] = await Promise.all([get('/groups', { ...filters, offset, limit: LIMIT }), get('/alarm-channels')]);
+  channelList = channels;
   const rows = page.items.map((g) => h('tr', { dataset: { groupId: g.id } },
     h('td', {}, String(g.id)),
     h('td', { class: 'mono' }, g.appname),
@@ -115,6 +119,7 @@ function edit(group, app) {
   const addresses = h('textarea', { id: 'group-addresses', rows: 3, placeholder: 'http://127.0.0.1:9999' });
   addresses.value = group && group.addressList ? group.addressList : '';
   const addressRow = field(t('groups.addresses'), addresses, t('groups.addressHint'));
+  const alarmChannels = channelSelect('groupAlarmChannels', channelList, group ? group.alarmChannels : []);
   const cap = h('input', { id: 'group-maxRunning', inputmode: 'numeric', maxlength: 6, placeholder: '0', value: group && group.maxRunning ? String(group.maxRunning) : '' });
   const sync = () => {
     addressRow.hidden = !man.checked;
@@ -128,7 +133,8 @@ function edit(group, app) {
     field(t('groups.addressType'), h('div', { class: 'radios' },
       h('label', {}, auto, ' ', t('groups.auto')), h('label', {}, man, ' ', t('groups.manual')))),
     addressRow,
-    field(t('groups.maxRunning'), cap, t('groups.maxRunningHint'))), [
+    field(t('groups.maxRunning'), cap, t('groups.maxRunningHint')),
+    field(t('alarms.channelsField'), alarmChannels, t('alarms.groupChannelsHint'))), [
     {
       name: 'save', label: t('common.save'), kind: 'btn-primary', action: async (close) => {
         const body = {
@@ -137,6 +143,7 @@ function edit(group, app) {
           addressType: man.checked ? 1 : 0,
           addressList: man.checked ? addresses.value.split(/[\s,]+/).filter(Boolean).join(',') : '',
           maxRunning: cap.value.trim() === '' ? 0 : Number(cap.value.trim()),
+          alarmChannels: chosen(alarmChannels),
         };
         if (!Number.isInteger(body.maxRunning) || body.maxRunning < 0 || body.maxRunning > 100000) throw new Error(t('groups.maxRunningRule'));
         const problem = validate(body);

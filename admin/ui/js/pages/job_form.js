@@ -21,7 +21,7 @@ export async function render({ main, params, app }) {
   const id = params[0] ? Number(params[0]) : null;
   const q = routeQuery();
   const groups = await all('/groups');
-  const calendars = await get('/calendars');
+  const [calendars, channels] = await Promise.all([get('/calendars'), get('/alarm-channels')]);
   let job = { ...DEFAULTS, jobGroup: q.get('jobGroup') || (groups[0] && groups[0].id) || '' };
   if (id) job = await get(`/jobs/${id}`);
   else if (q.get('copy')) job = { ...(await get(`/jobs/${q.get('copy')}`)), id: undefined };
@@ -45,6 +45,8 @@ export async function render({ main, params, app }) {
       calendars.map((c) => h('option', { value: String(c.id), selected: (job[name] || []).includes(c.id) }, c.name)));
     return el;
   };
+  const alarmChannels = channelSelect('alarmChannels', channels, job.alarmChannels);
+  const doneWithin = input('doneWithin', { inputmode: 'numeric', maxlength: 6, placeholder: '0', value: job.doneWithin ? String(job.doneWithin) : '' });
   const onlyOn = calendarSelect('onlyOn');
   const neverOn = calendarSelect('neverOn');
   const windows = input('exclusionWindows', { maxlength: 120, placeholder: '23:00-01:00', value: (job.exclusionWindows || []).join(', ') });
@@ -83,6 +85,8 @@ export async function render({ main, params, app }) {
       field(t('job.jobDesc'), input('jobDesc', { maxlength: 50 })),
       field(t('job.author'), input('author', { maxlength: 50 })),
       field(t('job.alarmEmail'), input('alarmEmail', { maxlength: 100 }), t('job.alarmEmailHint')),
+      field(t('alarms.channelsField'), alarmChannels, t('alarms.channelsHint')),
+      field(t('alarms.doneWithin'), doneWithin, t('alarms.doneWithinHint')),
       field(t('job.tags'), input('tags', { maxlength: 600, value: (job.tags || []).join(', '), placeholder: 'etl, nightly' }), t('job.tagsHint'))),
     h('fieldset', {}, h('legend', {}, t('job.sectionSchedule')),
       field(t('job.scheduleType'), scheduleType),
@@ -127,7 +131,13 @@ export async function render({ main, params, app }) {
       error.hidden = false;
       return;
     }
-    const body = { ...toInput(values, id), ...days() };
+    const within = Number(doneWithin.value.trim() || 0);
+    if (!Number.isInteger(within) || within < 0 || within > 604800) {
+      error.textContent = t('alarms.doneWithinRule');
+      error.hidden = false;
+      return;
+    }
+    const body = { ...toInput(values, id), ...days(), alarmChannels: chosen(alarmChannels), doneWithin: within };
     try {
       const saved = id ? await put(`/jobs/${id}`, body) : await post('/jobs', body);
       notify(t('common.saved'));
@@ -176,6 +186,12 @@ function validate(v) {
   const tags = splitTags(v.tags);
   if (tags.length > 16 || tags.some((tag) => tag.length > 32 || !/^[\p{L}\p{N}_.:/-]+$/u.test(tag))) problems.push(t('job.tagsRule'));
   return problems;
+}
+
+/** A multiple select of alarm channels, `ids` chosen (shared by the job, group and workflow forms). */
+export function channelSelect(name, channels, ids) {
+  return h('select', { name, id: `${name}-select`, multiple: true, size: Math.min(4, Math.max(2, channels.length)) },
+    channels.map((c) => h('option', { value: String(c.id), selected: (ids || []).includes(c.id) }, c.name)));
 }
 
 /** The chosen calendar ids of a multiple select. */

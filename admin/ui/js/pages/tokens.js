@@ -3,20 +3,21 @@
 import { del, get, post } from '../api.js';
 import { formatTime, h } from '../dom.js';
 import { t } from '../i18n.js';
-import { confirmDialog, guarded, modal, notify, pageHeader, table } from '../ui.js';
+import { confirmDialog, guarded, modal, notify, pageHeader, select, table } from '../ui.js';
 
 export async function render({ main, app }) {
   const list = await get('/tokens');
   const items = Array.isArray(list) ? list : list.items || [];
   const name = h('input', { id: 'token-name', maxlength: 100, placeholder: t('tokens.namePlaceholder') });
-  const form = h('form', { class: 'filters', id: 'token-form' }, name,
+  const scope = select('scope', ['read', 'run', 'write'].map((s) => ({ value: s, label: t(`tokens.scope.${s}`) })), 'write', { id: 'token-scope' });
+  const form = h('form', { class: 'filters', id: 'token-form' }, name, scope,
     h('button', { type: 'submit', class: 'btn btn-primary', id: 'token-create' }, t('tokens.create')));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     guarded(async () => {
       const value = name.value.trim();
       if (!value || value.length > 100) throw new Error(t('tokens.nameRule'));
-      const created = await post('/tokens', { name: value });
+      const created = await post('/tokens', { name: value, scope: scope.value });
       const box = h('input', { class: 'mono token-value', id: 'token-value', readonly: true, value: created.token });
       const copy = h('button', { type: 'button', class: 'btn btn-sm' }, t('tokens.copy'));
       copy.addEventListener('click', () => {
@@ -31,6 +32,7 @@ export async function render({ main, app }) {
   });
   const rows = items.map((tk) => [
     tk.name,
+    t(`tokens.scope.${tk.scope || 'write'}`),
     formatTime(tk.createdAt),
     tk.lastUsedAt ? formatTime(tk.lastUsedAt) : t('tokens.never'),
     h('button', {
@@ -46,5 +48,5 @@ export async function render({ main, app }) {
     pageHeader(t('menu.tokens')),
     h('p', { class: 'muted' }, t('tokens.intro')),
     form,
-    h('div', { class: 'card' }, table([t('tokens.name'), t('tokens.createdAt'), t('tokens.lastUsedAt'), t('common.actions')], rows, { id: 'token-table', empty: t('tokens.none') })));
+    h('div', { class: 'card' }, table([t('tokens.name'), t('tokens.scopeLabel'), t('tokens.createdAt'), t('tokens.lastUsedAt'), t('common.actions')], rows, { id: 'token-table', empty: t('tokens.none') })));
 }

@@ -8,7 +8,7 @@ import { h, replace, routeQuery } from '../dom.js';
 import { t } from '../i18n.js';
 import { drawGraph } from '../graph.js';
 import { field, notify, pageHeader, select } from '../ui.js';
-import { chosen, splitWindows } from './job_form.js';
+import { channelSelect, chosen, splitWindows } from './job_form.js';
 import { jobLabel } from './workflows.js';
 
 const DEFAULTS = {
@@ -21,7 +21,7 @@ const NODE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export async function render({ main, params, app }) {
   const id = params[0] ? Number(params[0]) : null;
   const groups = await all('/groups');
-  const calendars = await get('/calendars');
+  const [calendars, channels] = await Promise.all([get('/calendars'), get('/alarm-channels')]);
   const workflow = id ? await get(`/workflows/${id}`)
     : { ...DEFAULTS, jobGroup: routeQuery().get('jobGroup') || (groups[0] && groups[0].id) || '' };
   // Every job the user may use, by id: nodes may run jobs of any of the user's groups.
@@ -55,6 +55,8 @@ export async function render({ main, params, app }) {
   const neverOn = calendarSelect('neverOn');
   const windows = input('exclusionWindows', { maxlength: 120, placeholder: '23:00-01:00', value: (workflow.exclusionWindows || []).join(', ') });
   const alarmEmail = input('alarmEmail', { maxlength: 255, value: workflow.alarmEmail || '' });
+  const alarmChannels = channelSelect('workflowAlarmChannels', channels, workflow.alarmChannels);
+  const doneWithin = input('doneWithin', { inputmode: 'numeric', maxlength: 6, placeholder: '0', value: workflow.doneWithin ? String(workflow.doneWithin) : '' });
   const confRow = field(t('job.scheduleConf'), scheduleConf, t('wf.scheduleHint'));
   const syncSchedule = () => { confRow.hidden = scheduleType.value === 'NONE'; };
   scheduleType.addEventListener('change', syncSchedule);
@@ -180,6 +182,8 @@ export async function render({ main, params, app }) {
       neverOn: chosen(neverOn),
       exclusionWindows: splitWindows(windows.value),
       alarmEmail: alarmEmail.value.trim(),
+      alarmChannels: chosen(alarmChannels),
+      doneWithin: Number(doneWithin.value.trim() || 0),
       graph: {
         nodes: nodes.map((n) => {
           const at = lastPositions.get(n.name);
@@ -205,7 +209,9 @@ export async function render({ main, params, app }) {
       field(t('job.misfireStrategy'), misfire, t('wf.misfireHint')), field(t('wf.maxInstances'), maxInstances),
       field(t('wf.overflow'), overflow)),
     h('fieldset', {}, h('legend', {}, t('wf.alarms')),
-      field(t('job.alarmEmail'), alarmEmail, t('wf.alarmHint'))),
+      field(t('job.alarmEmail'), alarmEmail, t('wf.alarmHint')),
+      field(t('alarms.channelsField'), alarmChannels, t('alarms.channelsHint')),
+      field(t('alarms.doneWithin'), doneWithin, t('alarms.doneWithinHint'))),
     h('fieldset', {}, h('legend', {}, t('wf.graph')),
       h('p', { class: 'hint' }, t('wf.canvasHint')),
       drawing,

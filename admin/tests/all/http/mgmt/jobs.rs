@@ -149,6 +149,7 @@ async fn normal_users_reach_only_their_groups_and_tokens_act_as_their_owner() ->
         name: "ci".to_owned(),
         token_hash: sha256_hex("alice-token"),
         created_ms: 0,
+        scope: "write".to_owned(),
     };
     env.store().add_api_token(&token).await?;
     let bot = env.anonymous().with_token("alice-token");

@@ -187,6 +187,7 @@ impl World {
             name: "matrix".to_owned(),
             token_hash: hex::encode(Sha256::digest(secret.as_bytes())),
             created_ms: Utc::now().timestamp_millis(),
+            scope: "write".to_owned(),
         };
         (self.env.store().add_api_token(&token).await.expect("token"), secret)
     }

@@ -27,6 +27,7 @@ mod logs;
 pub(crate) mod matrix;
 mod matrix_workflows;
 mod matrix_world;
+mod mcp;
 mod openapi_jobs;
 mod priority;
 mod recording_executor;

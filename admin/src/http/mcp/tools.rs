@@ -1,0 +1,397 @@
+//! The tools (docs/mcp.md has each with its REST route and scope): jobs (search, get, explain
+//! the schedule, create and update with a dry run, start, stop, trigger), runs (list, read the
+//! log from a line on), workflows (search, get, start an instance, read its state), the
+//! lateness and missed-fire report and the dashboard figures.
+
+use std::sync::Arc;
+
+use axum::http::Method;
+use axum::http::request::Parts;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::Extension;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
+use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::api::{Api, McpToken};
+use crate::http::HttpState;
+
+type Reply = Result<CallToolResult, ErrorData>;
+
+/// The server's tools, one instance per request.
+#[derive(Clone)]
+pub(crate) struct Jobwheel {
+    api: Api,
+    state: Arc<HttpState>,
+    #[allow(dead_code, reason = "read by the code #[tool_handler] generates")]
+    tool_router: ToolRouter<Self>,
+}
+
+/// Which job or workflow.
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub(crate) struct ById {
+    /// Its id.
+    id: i64,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SearchJobs {
+    /// Words to look for in the description, handler and author (fuzzy; best first).
+    #[serde(default)]
+    query: Option<String>,
+    /// Only this executor group's jobs.
+    #[serde(default)]
+    group: Option<i64>,
+    /// Only jobs with this tag.
+    #[serde(default)]
+    tag: Option<String>,
+    /// At most this many (default 20, at most 200).
+    #[serde(default)]
+    limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub(crate) struct Explain {
+    /// The job.
+    id: i64,
+    /// How many fire times (default 10, at most 100).
+    #[serde(default)]
+    count: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CreateJob {
+    /// The job as POST /api/v1/jobs takes it (jobGroup, jobDesc, author, scheduleType,
+    /// scheduleConf, glueType, executorHandler, …; see the admin's /api/v1/openapi.json).
+    job: Value,
+    /// Check it and say what would happen, without saving.
+    #[serde(default)]
+    dry_run: bool,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct UpdateJob {
+    /// The job.
+    id: i64,
+    /// The fields to change (the rest stay as they are), in the API's names.
+    changes: Value,
+    /// Check the result and say what would happen, without saving.
+    #[serde(default)]
+    dry_run: bool,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Trigger {
+    /// The job.
+    id: i64,
+    /// The parameter of this run (none: the job's own).
+    #[serde(default)]
+    param: Option<String>,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListRuns {
+    /// Only this job's runs.
+    #[serde(default)]
+    job_id: Option<i64>,
+    /// Only this executor group's runs.
+    #[serde(default)]
+    group: Option<i64>,
+    /// 1 succeeded, 2 failed, 3 running (none: all).
+    #[serde(default)]
+    status: Option<i32>,
+    /// At most this many, newest first (default 20, at most 200).
+    #[serde(default)]
+    limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ReadLog {
+    /// The run (log id).
+    run_id: i64,
+    /// The first line to read (default 1); pass the answer's `nextLine` to read on.
+    #[serde(default)]
+    from_line: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub(crate) struct StartWorkflow {
+    /// The workflow.
+    id: i64,
+    /// The instance's start context (a JSON object its nodes read).
+    #[serde(default)]
+    context: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub(crate) struct ByGroup {
+    /// Only this executor group's.
+    #[serde(default)]
+    group: Option<i64>,
+}
+
+/// The tool's answer: JSON text, or the API's refusal as a tool error the agent can read.
+fn reply(result: Result<Value, String>) -> Reply {
+    Ok(match result {
+        Ok(value) => CallToolResult::success(vec![ContentBlock::text(
+            serde_json::to_string_pretty(&value).unwrap_or_default(),
+        )]),
+        Err(msg) => CallToolResult::error(vec![ContentBlock::text(msg)]),
+    })
+}
+
+fn token(parts: &Parts) -> Result<McpToken, ErrorData> {
+    parts.extensions.get::<McpToken>().cloned().ok_or_else(|| ErrorData::internal_error("no caller", None))
+}
+
+fn limit(value: Option<u32>, default: u32) -> u32 {
+    value.unwrap_or(default).clamp(1, 200)
+}
+
+/// `?a=1&b=x` from the pairs that are set, escaped.
+fn query(pairs: &[(&str, Option<String>)]) -> String {
+    let mut url = reqwest::Url::parse("http://localhost/").expect("a valid base");
+    for (key, value) in pairs {
+        if let Some(value) = value {
+            url.query_pairs_mut().append_pair(key, value);
+        }
+    }
+    url.query().map_or_else(String::new, |q| format!("?{q}"))
+}
+
+#[tool_router]
+impl Jobwheel {
+    pub(crate) fn new(api: Api, state: Arc<HttpState>) -> Self {
+        Self { api, state, tool_router: Self::tool_router() }
+    }
+
+    async fn get(&self, parts: &Parts, path: &str) -> Result<Result<Value, String>, ErrorData> {
+        Ok(self.api.call(&token(parts)?, Method::GET, path, None).await.ok())
+    }
+
+    async fn send(
+        &self,
+        parts: &Parts,
+        method: Method,
+        path: &str,
+        body: &Value,
+    ) -> Result<Result<Value, String>, ErrorData> {
+        Ok(self.api.call(&token(parts)?, method, path, Some(body)).await.ok())
+    }
+
+    #[tool(
+        description = "Search jobs by words (fuzzy over description, handler and author), group or tag. Answers {total, items}."
+    )]
+    async fn search_jobs(
+        &self,
+        Parameters(p): Parameters<SearchJobs>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let q = query(&[
+            ("q", p.query),
+            ("jobGroup", p.group.map(|g| g.to_string())),
+            ("tag", p.tag),
+            ("limit", Some(limit(p.limit, 20).to_string())),
+        ]);
+        reply(self.get(&parts, &format!("/api/v1/jobs{q}")).await?)
+    }
+
+    #[tool(
+        description = "One job with all its settings: schedule, time zone, calendars, retries, alarm channels."
+    )]
+    async fn get_job(&self, Parameters(p): Parameters<ById>, Extension(parts): Extension<Parts>) -> Reply {
+        reply(self.get(&parts, &format!("/api/v1/jobs/{}", p.id)).await?)
+    }
+
+    #[tool(
+        description = "Explain a job's schedule: its next fire times with its calendars and exclusion windows applied, in its time zone (and UTC)."
+    )]
+    async fn explain_schedule(
+        &self,
+        Parameters(p): Parameters<Explain>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let job = match self.get(&parts, &format!("/api/v1/jobs/{}", p.id)).await? {
+            Ok(job) => job,
+            Err(e) => return reply(Err(e)),
+        };
+        reply(
+            super::report::explain(&self.api, &token(&parts)?, &job, p.count.unwrap_or(10).clamp(1, 100))
+                .await,
+        )
+    }
+
+    #[tool(
+        description = "Create a job (stopped). With dryRun the job is checked and nothing is saved. Needs a write token."
+    )]
+    async fn create_job(
+        &self,
+        Parameters(p): Parameters<CreateJob>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let dry = if p.dry_run { "?dryRun=true" } else { "" };
+        reply(self.send(&parts, Method::POST, &format!("/api/v1/jobs{dry}"), &p.job).await?)
+    }
+
+    #[tool(
+        description = "Change some of a job's settings; the others stay. With dryRun the result is checked and nothing is saved. Needs a write token."
+    )]
+    async fn update_job(
+        &self,
+        Parameters(p): Parameters<UpdateJob>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let mut job = match self.get(&parts, &format!("/api/v1/jobs/{}", p.id)).await? {
+            Ok(job) => job,
+            Err(e) => return reply(Err(e)),
+        };
+        let (Some(fields), Some(changes)) = (job.as_object_mut(), p.changes.as_object()) else {
+            return reply(Err("changes: give an object of the fields to change".to_owned()));
+        };
+        for (key, value) in changes {
+            fields.insert(key.clone(), value.clone());
+        }
+        let dry = if p.dry_run { "?dryRun=true" } else { "" };
+        reply(self.send(&parts, Method::PUT, &format!("/api/v1/jobs/{}{dry}", p.id), &job).await?)
+    }
+
+    #[tool(description = "Start a job's schedule. Needs a run token.")]
+    async fn start_job(&self, Parameters(p): Parameters<ById>, Extension(parts): Extension<Parts>) -> Reply {
+        reply(self.send(&parts, Method::POST, &format!("/api/v1/jobs/{}/start", p.id), &json!({})).await?)
+    }
+
+    #[tool(description = "Stop a job's schedule (runs in flight go on). Needs a run token.")]
+    async fn stop_job(&self, Parameters(p): Parameters<ById>, Extension(parts): Extension<Parts>) -> Reply {
+        reply(self.send(&parts, Method::POST, &format!("/api/v1/jobs/{}/stop", p.id), &json!({})).await?)
+    }
+
+    #[tool(
+        description = "Run a job once now, optionally with a parameter of its own. Needs a run token. Then use list_runs and read_run_log."
+    )]
+    async fn trigger_job(
+        &self,
+        Parameters(p): Parameters<Trigger>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let body = json!({"executorParam": p.param});
+        reply(self.send(&parts, Method::POST, &format!("/api/v1/jobs/{}/trigger", p.id), &body).await?)
+    }
+
+    #[tool(description = "List runs (trigger and result of each), newest first, by job, group or status.")]
+    async fn list_runs(
+        &self,
+        Parameters(p): Parameters<ListRuns>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let q = query(&[
+            ("jobId", p.job_id.map(|j| j.to_string())),
+            ("jobGroup", p.group.map(|g| g.to_string())),
+            ("logStatus", p.status.map(|s| s.to_string())),
+            ("limit", Some(limit(p.limit, 20).to_string())),
+        ]);
+        reply(self.get(&parts, &format!("/api/v1/logs{q}")).await?)
+    }
+
+    #[tool(
+        description = "Read a run's log from a line on (default the first). Answers the text, nextLine to read on from, and whether the log has ended."
+    )]
+    async fn read_run_log(
+        &self,
+        Parameters(p): Parameters<ReadLog>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let from = p.from_line.unwrap_or(1).max(1);
+        let read = self.get(&parts, &format!("/api/v1/logs/{}/content?fromLine={from}", p.run_id)).await?;
+        reply(read.map(|c| {
+            let to = c["toLineNum"].as_i64().unwrap_or(from - 1);
+            json!({"text": c["logContent"], "fromLine": from, "nextLine": to + 1, "ended": c["end"]})
+        }))
+    }
+
+    #[tool(description = "List workflows (DAGs of jobs), optionally of one executor group.")]
+    async fn search_workflows(
+        &self,
+        Parameters(p): Parameters<ByGroup>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let q = query(&[("jobGroup", p.group.map(|g| g.to_string()))]);
+        reply(self.get(&parts, &format!("/api/v1/workflows{q}")).await?)
+    }
+
+    #[tool(description = "One workflow with its graph (nodes, edges) and schedule.")]
+    async fn get_workflow(
+        &self,
+        Parameters(p): Parameters<ById>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        reply(self.get(&parts, &format!("/api/v1/workflows/{}", p.id)).await?)
+    }
+
+    #[tool(
+        description = "Start an instance of a workflow now with an optional JSON context. Needs a run token. Then use get_workflow_instance."
+    )]
+    async fn start_workflow(
+        &self,
+        Parameters(p): Parameters<StartWorkflow>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let body = json!({"context": p.context});
+        reply(self.send(&parts, Method::POST, &format!("/api/v1/workflows/{}/instances", p.id), &body).await?)
+    }
+
+    #[tool(
+        description = "A workflow instance's state: each node's runs, outputs and messages, and the context."
+    )]
+    async fn get_workflow_instance(
+        &self,
+        Parameters(p): Parameters<ById>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        reply(self.get(&parts, &format!("/api/v1/workflow-instances/{}", p.id)).await?)
+    }
+
+    #[tool(
+        description = "How late triggers left this admin (quantiles since it started) and how many fire times were missed, by misfire strategy."
+    )]
+    async fn lateness_report(&self, Extension(parts): Extension<Parts>) -> Reply {
+        // Any valid token may read it (it names no job); the route check still runs.
+        if let Err(e) = self.get(&parts, "/api/v1/dashboard").await? {
+            return reply(Err(e));
+        }
+        reply(Ok(super::report::lateness(&self.state)))
+    }
+
+    #[tool(description = "The dashboard's figures: jobs, runs, executors, and runs by outcome.")]
+    async fn dashboard(&self, Extension(parts): Extension<Parts>) -> Reply {
+        reply(self.get(&parts, "/api/v1/dashboard").await?)
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Jobwheel {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "jobwheel: an xxl-job-compatible job scheduler. Find jobs with search_jobs, inspect them with \
+             get_job and explain_schedule, run them with trigger_job and follow with list_runs and \
+             read_run_log. Changes need a token whose scope allows them (read < run < write).",
+        )
+    }
+}
