@@ -12,6 +12,7 @@
 //! Every pass takes `now_ms`, so tests drive retries, folding and durations with controlled time.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use tokio::task::JoinSet;
 
@@ -33,10 +34,16 @@ const SWEEP_LIMIT: u32 = 100;
 /// A claim outlives the longest attempt.
 const LEASE_MS: i64 = 3 * SEND_TIMEOUT.as_millis() as i64;
 
+/// How often the duration and recovery sweeps run (deliveries go every pass, each second): an
+/// overdue run is told within 5 s of its limit, for a few queries every 5 s.
+pub const SWEEP_EVERY_MS: i64 = 5_000;
+
 /// Raises and delivers alarms on configured channels.
 pub struct AlarmDesk {
     store: Arc<dyn Store>,
     sender: ChannelSender,
+    /// When the sweeps last ran, epoch ms.
+    last_sweep_ms: AtomicI64,
 }
 
 /// Which configured-channel event a failed log is: a missed fire and a lost run are told
@@ -83,7 +90,7 @@ pub(super) fn log_notice(
 
 impl AlarmDesk {
     pub(super) fn new(store: Arc<dyn Store>, sender: ChannelSender) -> Self {
-        Self { store, sender }
+        Self { store, sender, last_sweep_ms: AtomicI64::new(i64::MIN) }
     }
 
     /// Raises `kind` for `log` on its job's channels (its own, else its group's); how many
@@ -133,12 +140,16 @@ impl AlarmDesk {
         Ok(outbox::raise(self.store.as_ref(), &raise, now_ms).await?)
     }
 
-    /// One pass: the duration sweeps, recoveries, then the due deliveries; answers the
-    /// deliveries attempted with the status each ended in.
+    /// One pass: every [`SWEEP_EVERY_MS`] the duration sweeps and recoveries, then the due
+    /// deliveries; answers the deliveries attempted with the status each ended in.
     pub async fn pass(&self, now_ms: i64) -> Result<Vec<(DeliveryRow, i32)>, EngineError> {
-        self.overdue_runs(now_ms).await?;
-        self.overdue_instances(now_ms).await?;
-        self.recoveries(now_ms).await?;
+        let last = self.last_sweep_ms.load(Ordering::Relaxed);
+        if now_ms.saturating_sub(last) >= SWEEP_EVERY_MS {
+            self.last_sweep_ms.store(now_ms, Ordering::Relaxed);
+            self.overdue_runs(now_ms).await?;
+            self.overdue_instances(now_ms).await?;
+            self.recoveries(now_ms).await?;
+        }
         self.deliver_due(now_ms).await
     }
 
@@ -150,7 +161,8 @@ impl AlarmDesk {
             let Some(job) = self.store.load_job(crate::store::JobId(job_id)).await? else { continue };
             let within_ms = i64::from(route.done_within_secs) * 1000;
             let before_secs = (now_ms - within_ms).div_euclid(1000);
-            let logs = self.store.running_logs_before(job.id, before_secs, SWEEP_LIMIT).await?;
+            let logs =
+                self.store.running_logs_before(job.id, job.job.job_group, before_secs, SWEEP_LIMIT).await?;
             if logs.is_empty() {
                 continue;
             }

@@ -66,7 +66,7 @@ mod workflow_sweep;
 mod workflows;
 
 pub use crate::domain::TriggerType;
-pub use alarm_desk::{AlarmDesk, RETRY_DELAYS_MS};
+pub use alarm_desk::{AlarmDesk, RETRY_DELAYS_MS, SWEEP_EVERY_MS};
 pub use complete::{Completion, LOST_AFTER_MS};
 pub use config::{
     EngineConfig, EngineServices, FAST_POOL_FLOOR, FIRE_LEAD, MAX_FIRE_LEAD, MIN_LOG_RETENTION_DAYS,

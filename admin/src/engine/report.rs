@@ -85,6 +85,11 @@ impl ReportMonitor {
             if audited > 0 {
                 tracing::info!(deleted = audited, retention_days = retention, "old audit entries deleted");
             }
+            // So is the alarm delivery log, with its events (docs/alarms.md).
+            let alarms = self.store.purge_alarms(before.timestamp_millis()).await?;
+            if alarms > 0 {
+                tracing::info!(deleted = alarms, retention_days = retention, "old alarm deliveries deleted");
+            }
         }
         self.store.purge_claims(now_ms - CLAIM_KEEP_MS).await?;
         Ok(deleted)

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use super::{
     ChannelId, ChannelRow, DeliveryFilter, DeliveryId, DeliveryListRow, DeliveryOutcome, DeliveryRow,
-    EventId, EventRow, FailingJob, InstanceRow, JobId, LogId, LogRow, NewChannel, NewEvent, Page, Paged,
-    RouteRow, StoreError,
+    EventId, EventRow, FailingJob, GroupId, InstanceRow, JobId, LogId, LogRow, NewChannel, NewEvent, Page,
+    Paged, RouteRow, StoreError,
 };
 
 /// Alarm channels and their traffic.
@@ -76,6 +76,10 @@ pub trait AlarmStore: Send + Sync {
         page: Page,
     ) -> Result<Paged<DeliveryListRow>, StoreError>;
 
+    /// Deletes deliveries and events recorded before `before_ms` (log retention); how many
+    /// deliveries. A delivery still waiting to be sent is kept, and so is its event.
+    async fn purge_alarms(&self, before_ms: i64) -> Result<u64, StoreError>;
+
     /// Remembers that `job`'s last alarm was the failure of `log`.
     async fn mark_failing(&self, job: JobId, log: LogId, now_ms: i64) -> Result<(), StoreError>;
     /// The jobs marked failing.
@@ -85,10 +89,12 @@ pub trait AlarmStore: Send + Sync {
     /// Forgets `job`'s failure if it is still `log`'s; false if another admin did first.
     async fn clear_failing(&self, job: JobId, log: LogId) -> Result<bool, StoreError>;
 
-    /// Runs of `job` triggered at or before `before_secs` (epoch seconds), still without a result.
+    /// Runs of `job` (of `group`) triggered at or before `before_secs` (epoch seconds), still
+    /// without a result.
     async fn running_logs_before(
         &self,
         job: JobId,
+        group: GroupId,
         before_secs: i64,
         limit: u32,
     ) -> Result<Vec<LogRow>, StoreError>;

@@ -1,9 +1,9 @@
 //! `jobwheel-admin secrets rotate-key` and the key file's checks, from the operator's side
 //! (security review L8), against real `jobwheel-admin` processes on SQLite: a secret, a group
 //! token and an alarm channel's URL set through the API are re-sealed under a new key that the
-//! old one no longer opens, and the restarted admin works with it; a key file others can read, and a rotation
-//! that stopped between the database and the file, keep the admin from starting with a message
-//! that says what to do; a wrong current key changes nothing.
+//! old one no longer opens, and the restarted admin works with it; a key file others can read,
+//! and a rotation that stopped between the database and the file, keep the admin from starting
+//! with a message that says what to do; a wrong current key changes nothing.
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;

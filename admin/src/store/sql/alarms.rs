@@ -8,8 +8,8 @@ use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
 use crate::store::{
     AlarmStore, ChannelId, ChannelRow, DeliveryFilter, DeliveryId, DeliveryListRow, DeliveryOutcome,
-    DeliveryRow, EventId, EventRow, FailingJob, InstanceRow, JobId, LogId, LogRow, NewChannel, NewEvent,
-    Page, Paged, RouteRow, StoreError, delivery_status as ds, instance_status,
+    DeliveryRow, EventId, EventRow, FailingJob, GroupId, InstanceRow, JobId, LogId, LogRow, NewChannel,
+    NewEvent, Page, Paged, RouteRow, StoreError, delivery_status as ds, instance_status,
 };
 
 macro_rules! channel_columns {
@@ -86,6 +86,14 @@ static FINISH: Sql = Sql::new(
 static LOAD_DELIVERY: Sql =
     Sql::new(concat!("SELECT ", delivery_columns!(), " FROM jobwheel_alarm_delivery d WHERE d.id = ?"));
 
+static PURGE_DELIVERIES: Sql =
+    Sql::new("DELETE FROM jobwheel_alarm_delivery WHERE created_ms < ? AND status NOT IN (?, ?)");
+/// A derived table, because MySQL refuses a subquery on the table being deleted from (and the
+/// events of deliveries still waiting stay).
+static PURGE_EVENTS: Sql = Sql::new(
+    "DELETE FROM jobwheel_alarm_event WHERE created_ms < ? AND id NOT IN \
+    (SELECT event_id FROM (SELECT event_id FROM jobwheel_alarm_delivery) d)",
+);
 static MARK_FAILING: Sql = Sql::new(
     "INSERT INTO jobwheel_alarm_failing (job_id, log_id, since_ms) VALUES (?, ?, ?) \
     ON CONFLICT (job_id) DO UPDATE SET log_id = excluded.log_id, since_ms = excluded.since_ms",
@@ -95,10 +103,12 @@ static SUCCESS_AFTER: Sql = Sql::new(
     "SELECT id FROM xxl_job_log WHERE job_id = ? AND id > ? AND handle_code = 200 ORDER BY id LIMIT 1",
 );
 static CLEAR_FAILING: Sql = Sql::new("DELETE FROM jobwheel_alarm_failing WHERE job_id = ? AND log_id = ?");
+/// Through `i_log_group_running (job_group, handle_code, trigger_code)`: only the group's
+/// running logs are read, however long the job's history.
 static RUNNING_BEFORE: Sql = Sql::new(concat!(
     "SELECT ",
     log_columns!(),
-    " FROM xxl_job_log WHERE job_id = ? AND trigger_code = 200 AND handle_code = 0 \
+    " FROM xxl_job_log WHERE job_group = ? AND handle_code = 0 AND trigger_code = 200 AND job_id = ? \
     AND trigger_time <= TS(?) ORDER BY id LIMIT ?"
 ));
 static INSTANCES_BEFORE: Sql = Sql::new(
@@ -271,6 +281,13 @@ impl AlarmStore for SqlStore {
         Ok(Paged { rows, total: u64::try_from(total).unwrap_or(0) })
     }
 
+    async fn purge_alarms(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let deleted =
+            self.ex().execute(&PURGE_DELIVERIES, &args![before_ms, ds::PENDING, ds::SENDING]).await?;
+        self.ex().execute(&PURGE_EVENTS, &args![before_ms]).await?;
+        Ok(deleted)
+    }
+
     async fn mark_failing(&self, job: JobId, log: LogId, now_ms: i64) -> Result<(), StoreError> {
         self.ex().execute(&MARK_FAILING, &args![job, log, now_ms]).await?;
         Ok(())
@@ -291,10 +308,11 @@ impl AlarmStore for SqlStore {
     async fn running_logs_before(
         &self,
         job: JobId,
+        group: GroupId,
         before_secs: i64,
         limit: u32,
     ) -> Result<Vec<LogRow>, StoreError> {
-        self.ex().fetch_all(&RUNNING_BEFORE, &args![job, before_secs, i64::from(limit)]).await
+        self.ex().fetch_all(&RUNNING_BEFORE, &args![group, job, before_secs, i64::from(limit)]).await
     }
 
     async fn running_instances_before(

@@ -260,6 +260,12 @@ async fn run_on(db: &Db) -> anyhow::Result<()> {
         let d = row.delivery;
         assert!(!d.request.contains("tok-") && !d.answer.contains("tok-"), "{d:?}");
     }
+
+    // Retention: what was sent or given up goes, a delivery still waiting (with its event) stays.
+    assert!(store.purge_alarms(T0 + 10_000_000).await? > 0);
+    let left = store.page_deliveries(&DeliveryFilter::default(), Page { offset: 0, limit: 500 }).await?;
+    assert!(!left.rows.is_empty(), "the retry still waiting is kept");
+    assert!(left.rows.iter().all(|r| r.delivery.status == ds::PENDING), "{:?}", left.rows);
     Ok(())
 }
 
