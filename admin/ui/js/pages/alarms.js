@@ -34,7 +34,7 @@ export async function render({ main, app }) {
       h('button', { type: 'button', class: 'btn btn-sm', dataset: { action: 'test' }, disabled: !c.enabled, onclick: () => guarded(async () => {
         await post(`/alarm-channels/${c.id}/test`, {});
         notify(t('alarms.testQueued'));
-        setTimeout(() => app.refresh(), 1500);
+        app.refresh();
       }) }, t('alarms.test')),
       h('button', { type: 'button', class: 'btn btn-sm', dataset: { action: 'edit' }, onclick: () => edit(c, app) }, t('common.edit')),
       h('button', { type: 'button', class: 'btn btn-sm btn-danger', dataset: { action: 'delete' }, onclick: () => guarded(async () => {
