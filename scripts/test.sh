@@ -78,6 +78,21 @@ if [ "$(cat "$components/stamp" 2>/dev/null)" != "$stamp" ]; then
 fi
 export JOBWHEEL_GUEST_COMPONENTS="$components"
 
+# Real identity servers for the single sign-on tests (docs/sso.md): Debian's OpenLDAP slapd, which
+# the LDAP test starts on a free port with its own directory (admin/tests/all/http/mgmt/sso_ldap.rs),
+# and the npm package oidc-provider, pinned and kept beside the build, which the browser test runs
+# as its OpenID provider (admin/tests/interop/oidc_provider.mjs).
+if [ ! -x /usr/sbin/slapd ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slapd
+fi
+oidc="$tools/oidc"
+if [ "$(node -p "require('$oidc/node_modules/oidc-provider/package.json').version" 2>/dev/null)" != "9.13.3" ]; then
+  rm -rf "$oidc" && mkdir -p "$oidc"
+  (cd "$oidc" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund 'oidc-provider@9.13.3')
+fi
+export JOBWHEEL_OIDC_PROVIDER="$oidc/node_modules/oidc-provider"
+
 export JOBWHEEL_TEST_POSTGRES_URL="${JOBWHEEL_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
 export JOBWHEEL_TEST_MYSQL_URL="${JOBWHEEL_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/test}"
 

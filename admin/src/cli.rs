@@ -155,6 +155,10 @@ pub struct Cli {
     /// `.wasm` module (what `scripts/run.sh` does for a first run). Ignored otherwise.
     #[arg(long, env = "JOBWHEEL_DEMO_JOB", value_name = "MODULE.wasm")]
     pub demo_job: Option<PathBuf>,
+    /// Single sign-on settings (a TOML file: OpenID Connect and LDAP providers, their group
+    /// mapping, whether local passwords stay on; docs/sso.md).
+    #[arg(long, env = "JOBWHEEL_SSO_CONFIG", value_name = "FILE.toml")]
+    pub sso_config: Option<PathBuf>,
 }
 
 /// One-off tasks of `jobwheel-admin`.

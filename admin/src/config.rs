@@ -46,6 +46,8 @@ pub enum ConfigError {
     BadTrustedProxies(String),
     #[error("{0}")]
     BadRetryBackoff(String),
+    #[error(transparent)]
+    Sso(#[from] crate::sso::SsoConfigError),
 }
 
 /// Concurrency of the two trigger pools (upstream `xxl.job.triggerpool.{fast,slow}.max`).
@@ -103,6 +105,8 @@ pub struct AdminConfig {
     pub openapi_rate_limit: u32,
     /// `--exclusive-scheduling`: upstream's one-admin-at-a-time pre-read even on a shared database.
     pub exclusive_scheduling: bool,
+    /// `--sso-config`, read and checked: single sign-on providers (docs/sso.md).
+    pub sso: Option<crate::sso::SsoConfig>,
 }
 
 // Database URLs and tokens carry secrets; `{:?}` shows neither.
@@ -130,6 +134,7 @@ impl std::fmt::Debug for AdminConfig {
             .field("metrics_listen", &self.metrics_listen)
             .field("openapi_rate_limit", &self.openapi_rate_limit)
             .field("exclusive_scheduling", &self.exclusive_scheduling)
+            .field("sso", &self.sso)
             .finish()
     }
 }
@@ -161,6 +166,7 @@ impl AdminConfig {
             metrics_listen: None,
             openapi_rate_limit: 100,
             exclusive_scheduling: false,
+            sso: None,
         }
     }
 
@@ -217,6 +223,7 @@ impl AdminConfig {
         config.metrics_listen = cli.metrics_listen;
         config.openapi_rate_limit = cli.openapi_rate_limit;
         config.exclusive_scheduling = cli.exclusive_scheduling;
+        config.sso = cli.sso_config.as_deref().map(crate::sso::SsoConfig::load).transpose()?;
         Ok(config)
     }
 }

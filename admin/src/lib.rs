@@ -28,6 +28,7 @@ pub mod routing;
 pub mod sealing;
 pub mod secret_key;
 pub mod secrets;
+pub mod sso;
 pub mod store;
 pub mod trusted_proxies;
 pub mod users;

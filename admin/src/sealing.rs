@@ -77,6 +77,17 @@ impl SecretBox {
         self.open_bound(&format!("jobwheel-secret:v1:alarm-channel:{name}"), sealed)
     }
 
+    /// Seals what a browser carries through a single sign-on login (its state, nonce and PKCE
+    /// verifier, docs/sso.md): it cannot read or forge it, and no admin needs to remember it.
+    pub fn seal_login(&self, plaintext: &str) -> String {
+        self.seal_bound("jobwheel-sso-login:v1", plaintext)
+    }
+
+    /// Opens what [`SecretBox::seal_login`] produced.
+    pub fn open_login(&self, sealed: &str) -> Result<String, SealError> {
+        self.open_bound("jobwheel-sso-login:v1", sealed)
+    }
+
     /// Seals `plaintext` with `aad` authenticated beside it.
     fn seal_bound(&self, aad: &str, plaintext: &str) -> String {
         let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);

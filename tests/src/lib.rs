@@ -14,6 +14,7 @@ pub mod openmetrics;
 pub mod outcomes;
 pub mod procs;
 pub mod sample_jobs;
+pub mod sso_servers;
 pub mod wait;
 
 pub use executor_harness::{TOKEN, TestExecutor, now_ms, test_config, trigger, wasm_trigger};

@@ -69,6 +69,8 @@ pub(crate) struct HttpState {
     pub(crate) token_failures: TokenFailures,
     /// Who reads each audited resource for its before/after snapshots.
     pub(crate) audit_snapshots: mgmt::audit::Snapshots,
+    /// Single sign-on providers and whether local passwords are on (docs/sso.md).
+    pub(crate) sso: Arc<crate::sso::Sso>,
 }
 
 /// All routes of the admin.

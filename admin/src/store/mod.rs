@@ -322,6 +322,18 @@ pub trait CredentialStore: Send + Sync {
     async fn delete_api_token(&self, id: i64, user_id: UserId) -> Result<bool, StoreError>;
     /// Deletes every token of a user (the user was deleted).
     async fn delete_user_tokens(&self, user_id: UserId) -> Result<u64, StoreError>;
+    /// The user a single sign-on provider's `subject` signs in as (`jobwheel_user_identity`).
+    async fn find_identity(&self, provider: &str, subject: &str) -> Result<Option<UserId>, StoreError>;
+    /// Records that `provider`'s `subject` is `user_id`; a duplicate is a unique violation.
+    async fn add_identity(
+        &self,
+        provider: &str,
+        subject: &str,
+        user_id: UserId,
+        at_ms: i64,
+    ) -> Result<(), StoreError>;
+    /// Forgets a user's identities (the user was deleted, or an identity points at none).
+    async fn delete_user_identities(&self, user_id: UserId) -> Result<u64, StoreError>;
 }
 
 /// What Wasm jobs are granted: network policy and limits per job, variables and secrets per

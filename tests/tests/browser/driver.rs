@@ -231,15 +231,24 @@ impl Browser {
 
     /// Waits until the hash route ends with `suffix`; returns it without the `#`.
     pub(crate) async fn wait_hash(&self, suffix: &str) -> anyhow::Result<String> {
+        self.wait_hash_where(&format!("…{suffix}"), |hash| hash.ends_with(suffix)).await
+    }
+
+    /// Waits until the hash route contains `part`; returns it without the `#`.
+    pub(crate) async fn wait_hash_containing(&self, part: &str) -> anyhow::Result<String> {
+        self.wait_hash_where(&format!("…{part}…"), |hash| hash.contains(part)).await
+    }
+
+    async fn wait_hash_where(&self, what: &str, ok: impl Fn(&str) -> bool) -> anyhow::Result<String> {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let hash = self.hash().await?;
-            if hash.ends_with(suffix) {
+            if ok(&hash) {
                 return Ok(hash);
             }
             if Instant::now() > deadline {
                 let page = self.js("return document.body.innerText;").await?;
-                bail!("the app did not go to …{suffix}; at #{hash}: {page}");
+                bail!("the app did not go to {what}; at #{hash}: {page}");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

@@ -1,6 +1,7 @@
 //! The admin web UI in headless Chromium, driven through chromedriver (WebDriver) against a
 //! real admin and a real executor: the main story (`story`), workflows (`workflows`), alarm
-//! channels (`alarms`) and an XSS probe (`xss`).
+//! channels (`alarms`), an XSS probe (`xss`) and single sign-on with a real OpenID provider
+//! (`sso`).
 //!
 //! One browser and one stack serve both, keeping the CI cost to a single chromedriver.
 //! Without chromedriver the test is skipped with a note, except under `CI=true`, where it
@@ -16,6 +17,7 @@
 mod alarms;
 mod calendars;
 mod driver;
+mod sso;
 mod stack;
 mod story;
 mod workflows;
@@ -35,7 +37,11 @@ async fn the_admin_ui_walks_the_main_story_and_shows_hostile_text_as_text() -> a
         let echo_job = story::run(&browser, &stack, dir.path()).await.context("the main story")?;
         workflows::run(&browser, echo_job).await.context("the workflow editor and instance page")?;
         alarms::run(&browser, echo_job).await.context("an alarm channel and its delivery log")?;
-        xss::run(&browser, story::GROUP_TITLE, echo_job).await.context("the XSS probe")
+        xss::run(&browser, story::GROUP_TITLE, echo_job).await.context("the XSS probe")?;
+        if stack.idp.is_some() {
+            sso::run(&browser, story::GROUP_TITLE).await.context("single sign-on")?;
+        }
+        anyhow::Ok(())
     }
     .await;
     if outcome.is_err() {

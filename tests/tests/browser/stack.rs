@@ -1,6 +1,7 @@
 //! The system under test, in-process: `jobwheel-admin` as its binary wires it (HTTP edge plus
 //! scheduling engine) on a temporary SQLite database, an administrator created through the
-//! store, and a real executor registered with the admin.
+//! store, a real executor registered with the admin, and a real OpenID provider (npm
+//! `oidc-provider`) the admin offers single sign-on with.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,8 +13,10 @@ use jobwheel_admin::config::AdminConfig;
 use jobwheel_admin::engine_core::EngineCore;
 use jobwheel_admin::http::AdminCore;
 use jobwheel_admin::lang::MessageLang;
+use jobwheel_admin::sso::SsoConfig;
 use jobwheel_admin::store::User;
 use jobwheel_executor::{ExecutorConfig, Handlers};
+use jobwheel_tests::sso_servers::OidcProvider;
 use tokio::sync::oneshot;
 
 /// The executors' access token.
@@ -22,6 +25,34 @@ const TOKEN: &str = "browser-test-token-42";
 pub(crate) const APP_NAME: &str = "ui-story-app";
 pub(crate) const ADMIN_USER: &str = "uiadmin";
 pub(crate) const ADMIN_PASSWORD: &str = "ui-pass-1";
+/// The id of the OpenID provider in the admin's SSO settings (`#sso-idp` on the login page).
+pub(crate) const IDP: &str = "idp";
+
+/// The admin's single sign-on settings: `oidc_provider.mjs`'s groups mapped to an
+/// administrator and to a user of the story's executor group.
+fn sso_settings(base: &str, issuer: &str) -> String {
+    format!(
+        r#"
+public_url = "{base}"
+
+[[oidc]]
+id = "{IDP}"
+name = "Test IdP"
+issuer = "{issuer}"
+client_id = "jobwheel"
+client_secret = "{OIDC_SECRET}"
+
+[[oidc.map]]
+group = "jobwheel-admins"
+role = "admin"
+
+[[oidc.map]]
+group = "team-billing"
+executor_groups = ["{APP_NAME}"]
+"#
+    )
+}
+const OIDC_SECRET: &str = "browser-oidc-client-secret";
 
 type Task = tokio::task::JoinHandle<anyhow::Result<()>>;
 
@@ -31,6 +62,8 @@ pub(crate) struct Stack {
     pub(crate) executor_address: String,
     admin: Option<(oneshot::Sender<()>, Task)>,
     executor: Option<(oneshot::Sender<()>, Task)>,
+    /// The OpenID provider, when it is installed (always under `CI=true`).
+    pub(crate) idp: Option<OidcProvider>,
 }
 
 impl Stack {
@@ -43,6 +76,11 @@ impl Stack {
         let engine_config = config.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
+        let idp = OidcProvider::start(&format!("{base}/api/v1/sso/oidc/{IDP}/callback"), OIDC_SECRET).await?;
+        if let Some(idp) = &idp {
+            let settings = SsoConfig::parse(&sso_settings(&base, &idp.issuer)).map_err(anyhow::Error::msg)?;
+            config.sso = Some(settings);
+        }
         let (store_tx, store_rx) = oneshot::channel();
         let make_core = move |context: CoreContext| {
             let _ = store_tx.send(Arc::clone(&context.store));
@@ -90,6 +128,7 @@ impl Stack {
             executor_address,
             admin: Some((stop_admin, admin)),
             executor: Some((stop_executor, executor)),
+            idp,
         })
     }
 

@@ -390,6 +390,10 @@ fn detail(action: &Action, body: Option<&Bytes>, name: Option<&str>) -> Option<V
     }
     let body: Value = serde_json::from_slice(body?).ok()?;
     match action.name {
+        // The LDAP provider a login went through, if any (docs/sso.md).
+        "session.login" if body["provider"].is_string() => {
+            Some(json!({ "username": body["username"], "provider": body["provider"] }))
+        }
         "session.login" => Some(json!({ "username": body["username"] })),
         _ => Some(body),
     }

@@ -49,6 +49,7 @@ pub(crate) mod login_limit;
 mod logs;
 mod meta;
 mod session;
+mod sso;
 pub(crate) mod token_scope;
 mod tokens;
 mod transfer;
@@ -91,6 +92,9 @@ pub(crate) fn router() -> Router<Arc<HttpState>> {
     Router::new()
         .route("/api/v1/session", post(session::login).get(session::current).delete(session::logout))
         .route("/api/v1/session/password", put(session::change_password))
+        .route("/api/v1/sso", get(sso::providers))
+        .route("/api/v1/sso/oidc/{id}/login", get(sso::oidc_login))
+        .route("/api/v1/sso/oidc/{id}/callback", get(sso::oidc_callback))
         .route("/api/v1/meta", get(meta::meta))
         .route("/api/v1/openapi.json", get(meta::openapi))
         .route("/api/v1/jobs", get(jobs::list).post(jobs::create_route))

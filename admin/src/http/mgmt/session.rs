@@ -1,4 +1,5 @@
-//! `/api/v1/session`: log in (sets the session cookie), who am I, log out, change password.
+//! `/api/v1/session`: log in with a password or through an LDAP directory (sets the session
+//! cookie), who am I, log out, change password.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,10 +11,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
-use super::auth::{Credential, Principal, SESSION_COOKIE, digest, new_secret};
+use super::auth::{Credential, Principal, ROLE_ADMIN, SESSION_COOKIE, digest, new_secret};
 use super::{ApiJson, UserView};
 use crate::http::{ApiError, HttpState};
 use crate::secrets;
+use crate::sso::LocalPasswords;
 use crate::store::{NewSession, UserRow};
 
 /// Server-side lifetime of a "remember me" session (and its cookie's Max-Age).
@@ -30,6 +32,9 @@ pub(crate) struct LoginBody {
     password: String,
     #[serde(default)]
     remember: bool,
+    /// An LDAP provider's id (docs/sso.md); absent for jobwheel's own passwords.
+    #[serde(default)]
+    provider: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -51,25 +56,39 @@ pub(crate) async fn login(
     // The place under the throttle is taken before the password is checked (review M1).
     let attempt =
         state.login_limit.reserve(&username, addr, Instant::now()).map_err(ApiError::TooManyRequests)?;
-    let user = state.store.find_user(&username).await?;
-    let verified = match user {
-        Some(user) => check_password(&state, user, body.password).await?,
-        None => {
-            // Spend the same time as for a real user, so response times do not reveal names.
-            let _ = verify_blocking(body.password, DUMMY_HASH.to_owned()).await?;
-            None
-        }
+    let verified = match body.provider.as_deref().filter(|p| !p.is_empty()) {
+        Some(provider) => super::sso::ldap_login(&state, provider, &username, &body.password).await,
+        None => local_login(&state, &username, body.password).await,
     };
-    let Some(user) = verified else {
-        attempt.failed(Instant::now());
-        return Err(ApiError::Unauthenticated("wrong username or password".to_owned()));
+    let user = match verified {
+        Ok(Some(user)) => user,
+        Ok(None) => {
+            attempt.failed(Instant::now());
+            return Err(ApiError::Unauthenticated("wrong username or password".to_owned()));
+        }
+        // Refused by the mapping or the password policy: the password was right, so it does not
+        // count towards the throttle; the directory being down does not either.
+        Err(e) => return Err(e),
     };
     attempt.succeeded();
+    let (cookie, csrf_token) = open_session(&state, &user, body.remember).await?;
+    let mut response =
+        Json(SessionView { user: UserView::from(&user), csrf_token: Some(csrf_token) }).into_response();
+    response.headers_mut().insert(header::SET_COOKIE, cookie);
+    Ok(response)
+}
 
+/// A new session for `user` (after a password, LDAP or OpenID Connect login): its `Set-Cookie`
+/// header and its CSRF token.
+pub(crate) async fn open_session(
+    state: &HttpState,
+    user: &UserRow,
+    remember: bool,
+) -> Result<(HeaderValue, String), ApiError> {
     let now_ms = chrono::Utc::now().timestamp_millis();
     let cookie = new_secret();
     let csrf_token = new_secret();
-    let lifetime = if body.remember { REMEMBER_MS } else { SESSION_MS };
+    let lifetime = if remember { REMEMBER_MS } else { SESSION_MS };
     state
         .store
         .insert_session(&NewSession {
@@ -82,11 +101,30 @@ pub(crate) async fn login(
         .await?;
     // Expired sessions are deleted here rather than by a timer: logins are rare and cheap.
     state.store.purge_sessions(now_ms).await?;
-    let max_age = body.remember.then_some(REMEMBER_MS / 1000);
-    let mut response =
-        Json(SessionView { user: UserView::from(&user), csrf_token: Some(csrf_token) }).into_response();
-    response.headers_mut().insert(header::SET_COOKIE, cookie_header(&cookie, max_age, state.secure_cookie));
-    Ok(response)
+    let max_age = remember.then_some(REMEMBER_MS / 1000);
+    Ok((cookie_header(&cookie, max_age, state.secure_cookie), csrf_token))
+}
+
+/// A password checked against `xxl_job_user`; `Ok(None)` when it does not match.
+async fn local_login(
+    state: &HttpState,
+    username: &str,
+    password: String,
+) -> Result<Option<UserRow>, ApiError> {
+    let Some(user) = state.store.find_user(username).await? else {
+        // Spend the same time as for a real user, so response times do not reveal names.
+        let _ = verify_blocking(password, DUMMY_HASH.to_owned()).await?;
+        return Ok(None);
+    };
+    let Some(user) = check_password(state, user, password).await? else { return Ok(None) };
+    // Checked after the password, so the answer tells nobody without it who is an administrator.
+    if state.sso.config.local_passwords == LocalPasswords::Administrators && user.user.role != ROLE_ADMIN {
+        return Err(ApiError::Forbidden(
+            "password sign-in is turned off for this account: sign in with your organisation's provider"
+                .to_owned(),
+        ));
+    }
+    Ok(Some(user))
 }
 
 /// The password check, with upstream's hashes (adopted databases: 2.x MD5 hex, 3.2+ SHA-256
@@ -201,7 +239,7 @@ pub(crate) async fn hash_blocking(password: String) -> Result<String, ApiError> 
         .map_err(ApiError::internal)
 }
 
-fn cookie_header(value: &str, max_age: Option<i64>, secure: bool) -> HeaderValue {
+pub(crate) fn cookie_header(value: &str, max_age: Option<i64>, secure: bool) -> HeaderValue {
     let mut cookie = format!("{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict");
     if let Some(seconds) = max_age {
         cookie.push_str(&format!("; Max-Age={seconds}"));

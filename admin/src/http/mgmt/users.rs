@@ -186,7 +186,8 @@ pub(crate) async fn update(
     Ok(Json(UserView::from(&row)))
 }
 
-/// `DELETE /api/v1/users/{id}`: the user's sessions and API tokens end with it.
+/// `DELETE /api/v1/users/{id}`: the user's sessions, API tokens and single sign-on identities
+/// end with it.
 pub(crate) async fn delete(
     State(state): State<Arc<HttpState>>,
     principal: Principal,
@@ -196,6 +197,7 @@ pub(crate) async fn delete(
     let row = other_user(&state, &principal, id, "delete").await?;
     state.store.delete_user_sessions(row.id, None).await?;
     state.store.delete_user_tokens(row.id).await?;
+    state.store.delete_user_identities(row.id).await?;
     if !state.store.delete_user(row.id).await? {
         return Err(ApiError::NotFound(format!("user {id} not found")));
     }

@@ -1,5 +1,6 @@
 //! Login sessions (`jobwheel_session`) and API tokens (`jobwheel_api_token`), both keyed by
-//! SHA-256 digests computed by the callers.
+//! SHA-256 digests computed by the callers, and single sign-on identities
+//! (`jobwheel_user_identity`).
 
 use async_trait::async_trait;
 
@@ -33,6 +34,12 @@ static FIND_TOKEN: Sql = Sql::new(concat!(token_select!(), " WHERE token_hash = 
 static TOUCH_TOKEN: Sql = Sql::new("UPDATE jobwheel_api_token SET last_used_ms = ? WHERE id = ?");
 static DELETE_TOKEN: Sql = Sql::new("DELETE FROM jobwheel_api_token WHERE id = ? AND user_id = ?");
 static DELETE_USER_TOKENS: Sql = Sql::new("DELETE FROM jobwheel_api_token WHERE user_id = ?");
+static FIND_IDENTITY: Sql =
+    Sql::new("SELECT user_id FROM jobwheel_user_identity WHERE provider = ? AND subject = ?");
+static INSERT_IDENTITY: Sql = Sql::new(
+    "INSERT INTO jobwheel_user_identity (provider, subject, user_id, created_ms) VALUES (?, ?, ?, ?)",
+);
+static DELETE_USER_IDENTITIES: Sql = Sql::new("DELETE FROM jobwheel_user_identity WHERE user_id = ?");
 
 #[async_trait]
 impl CredentialStore for SqlStore {
@@ -85,5 +92,25 @@ impl CredentialStore for SqlStore {
 
     async fn delete_user_tokens(&self, user_id: UserId) -> Result<u64, StoreError> {
         self.ex().execute(&DELETE_USER_TOKENS, &args![user_id]).await
+    }
+
+    async fn find_identity(&self, provider: &str, subject: &str) -> Result<Option<UserId>, StoreError> {
+        let row: Option<(i32,)> = self.ex().fetch_optional(&FIND_IDENTITY, &args![provider, subject]).await?;
+        Ok(row.map(|(id,)| UserId(id)))
+    }
+
+    async fn add_identity(
+        &self,
+        provider: &str,
+        subject: &str,
+        user_id: UserId,
+        at_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.ex().execute(&INSERT_IDENTITY, &args![provider, subject, user_id, at_ms]).await?;
+        Ok(())
+    }
+
+    async fn delete_user_identities(&self, user_id: UserId) -> Result<u64, StoreError> {
+        self.ex().execute(&DELETE_USER_IDENTITIES, &args![user_id]).await
     }
 }

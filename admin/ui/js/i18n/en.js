@@ -16,6 +16,8 @@ export default {
 
   'login.subtitle': 'Distributed job scheduling', 'login.username': 'Username', 'login.password': 'Password',
   'login.remember': 'Remember me for 30 days', 'login.submit': 'Log in', 'login.required': 'Enter your username and password.',
+  'login.with': 'Sign in with {name}', 'login.or': 'or', 'login.provider': 'Sign in with',
+  'login.local': 'jobwheel password', 'login.localAdmins': 'jobwheel password (administrators)',
 
   'password.old': 'Current password', 'password.new': 'New password', 'password.confirm': 'Repeat new password',
   'password.rule': 'The new password must be 4–20 characters.', 'password.mismatch': 'The two new passwords differ.',

@@ -16,6 +16,8 @@ export default {
 
   'login.subtitle': '分布式任务调度平台', 'login.username': '账号', 'login.password': '密码',
   'login.remember': '记住密码（30 天）', 'login.submit': '登录', 'login.required': '请输入账号和密码。',
+  'login.with': '使用 {name} 登录', 'login.or': '或', 'login.provider': '登录方式',
+  'login.local': 'jobwheel 密码', 'login.localAdmins': 'jobwheel 密码（仅管理员）',
 
   'password.old': '旧密码', 'password.new': '新密码', 'password.confirm': '确认新密码',
   'password.rule': '新密码长度限制为 4~20 个字符。', 'password.mismatch': '两次输入的新密码不一致。',

@@ -27,8 +27,10 @@ export async function render({ main, app }) {
         app.isAdmin() ? h('a', { href: '#/groups' }, t('jobs.createGroup')) : null));
     return;
   }
+  // Only administrators may list all groups at once; a normal user starts on their first group,
+  // as upstream's page does (the API refuses a normal user's list without one).
   const filters = {
-    jobGroup: q.get('jobGroup') || '',
+    jobGroup: q.get('jobGroup') || (app.isAdmin() ? '' : String(groups[0].id)),
     triggerStatus: q.get('triggerStatus') || '-1',
     jobDesc: q.get('jobDesc') || '',
     executorHandler: q.get('executorHandler') || '',
@@ -40,11 +42,11 @@ export async function render({ main, app }) {
   const groupName = new Map(groups.map((g) => [g.id, g.title]));
 
   // Tags of the chosen group (all groups only for administrators, as the API allows).
-  const tagScope = filters.jobGroup || (app.isAdmin() ? '' : groups[0].id);
+  const tagScope = filters.jobGroup;
   const tags = await get('/jobs/tags', tagScope ? { jobGroup: tagScope } : {});
   const form = h('form', { class: 'filters', id: 'job-filters' },
     h('input', { name: 'q', type: 'search', placeholder: t('jobs.fuzzySearch'), value: filters.q, 'aria-label': t('jobs.fuzzySearch') }),
-    select('jobGroup', [{ value: '', label: t('common.allGroups') }, ...groups.map((g) => ({ value: g.id, label: g.title }))],
+    select('jobGroup', [...(app.isAdmin() ? [{ value: '', label: t('common.allGroups') }] : []), ...groups.map((g) => ({ value: g.id, label: g.title }))],
       filters.jobGroup, { 'aria-label': t('job.jobGroup') }),
     select('triggerStatus', [
       { value: '-1', label: t('jobs.statusAll') },

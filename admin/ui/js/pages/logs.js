@@ -19,8 +19,11 @@ function todayRange() {
 export async function render({ main, app }) {
   const q = routeQuery();
   const [today0, today1] = todayRange();
+  const groups = await all('/groups');
+  // Only administrators may read every group's logs at once; a normal user starts on their
+  // first group (the API refuses a normal user's list without one).
   const filters = {
-    jobGroup: q.get('jobGroup') || '',
+    jobGroup: q.get('jobGroup') || (app.isAdmin() || !groups.length ? '' : String(groups[0].id)),
     jobId: q.get('jobId') || '',
     status: q.get('status') || 'all',
     from: q.get('from') || today0,
@@ -28,11 +31,10 @@ export async function render({ main, app }) {
     executorAddress: q.get('executorAddress') || '',
   };
   const offset = Number(q.get('offset') || 0);
-  const groups = await all('/groups');
   const jobs = await all('/jobs', { jobGroup: filters.jobGroup });
   const jobName = new Map(jobs.map((j) => [j.id, j.jobDesc]));
 
-  const groupSelect = select('jobGroup', [{ value: '', label: t('common.allGroups') }, ...groups.map((g) => ({ value: g.id, label: g.title }))],
+  const groupSelect = select('jobGroup', [...(app.isAdmin() ? [{ value: '', label: t('common.allGroups') }] : []), ...groups.map((g) => ({ value: g.id, label: g.title }))],
     filters.jobGroup, { 'aria-label': t('job.jobGroup'), id: 'log-group' });
   const jobSelect = select('jobId', [{ value: '', label: t('logs.allJobs') }, ...jobs.map((j) => ({ value: j.id, label: `#${j.id} ${j.jobDesc}` }))],
     filters.jobId, { 'aria-label': t('logs.job'), id: 'log-job' });

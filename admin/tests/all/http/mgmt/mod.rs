@@ -33,6 +33,7 @@ mod priority;
 mod recording_executor;
 mod session;
 mod sharing;
+mod sso_ldap;
 mod tokens;
 mod transfer;
 mod trigger_addresses;

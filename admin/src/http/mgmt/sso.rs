@@ -1,0 +1,278 @@
+//! Single sign-on at the edge (docs/sso.md): `GET /api/v1/sso` (what the login page offers),
+//! the OpenID Connect redirect and callback, and the LDAP branch of `POST /api/v1/session`.
+//!
+//! Between the redirect and the callback the browser carries the login's state, nonce and PKCE
+//! verifier in a cookie sealed with the admin's key: any admin sharing the database can finish a
+//! login another started, and the callback is bound to the browser that began it (a forged
+//! callback link carries no cookie and is refused before anything in it is read).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use subtle::ConstantTimeEq as _;
+
+use super::auth::cookie;
+use super::session::open_session;
+use crate::http::{ApiError, HttpState};
+use crate::sso::mapping::{self, Matching};
+use crate::sso::oidc::{self, PendingLogin};
+use crate::sso::{LocalPasswords, SsoError, account, ldap};
+use crate::store::{NewAudit, UserRow};
+
+/// The cookie that carries a login from the redirect to the callback.
+const LOGIN_COOKIE: &str = "jobwheel_sso";
+/// How long a login at the provider may take.
+const LOGIN_MS: i64 = 10 * 60 * 1000;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ProviderView {
+    id: String,
+    name: String,
+    /// `oidc` (a button) or `ldap` (the login form, with this provider chosen).
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SsoView {
+    local_passwords: LocalPasswords,
+    providers: Vec<ProviderView>,
+}
+
+/// `GET /api/v1/sso`: public, for the login page.
+pub(crate) async fn providers(State(state): State<Arc<HttpState>>) -> Json<SsoView> {
+    let config = &state.sso.config;
+    let oidc =
+        config.oidc.iter().map(|p| ProviderView { id: p.id.clone(), name: p.name.clone(), kind: "oidc" });
+    let ldap =
+        config.ldap.iter().map(|p| ProviderView { id: p.id.clone(), name: p.name.clone(), kind: "ldap" });
+    Json(SsoView { local_passwords: config.local_passwords, providers: oidc.chain(ldap).collect() })
+}
+
+/// `GET /api/v1/sso/oidc/{id}/login`: off to the provider.
+pub(crate) async fn oidc_login(State(state): State<Arc<HttpState>>, Path(id): Path<String>) -> Response {
+    let Some((provider, callback)) = oidc_provider(&state, &id) else {
+        return unknown(&id);
+    };
+    let expires_ms = chrono::Utc::now().timestamp_millis() + LOGIN_MS;
+    match oidc::begin(provider, &callback, &state.sso.http, expires_ms).await {
+        Ok((url, pending)) => {
+            let sealed = state.secret_box.seal_login(&serde_json::to_string(&pending).unwrap_or_default());
+            let mut response = redirect(&url);
+            response
+                .headers_mut()
+                .insert(header::SET_COOKIE, login_cookie(&sealed, LOGIN_MS / 1000, state.secure_cookie));
+            response
+        }
+        Err(e) => {
+            tracing::warn!(provider = %id, error = %e, "cannot start an OpenID Connect login");
+            back_to_login(&state, &e.to_string())
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+/// `GET /api/v1/sso/oidc/{id}/callback`: the provider sends the browser back here.
+pub(crate) async fn oidc_callback(
+    State(state): State<Arc<HttpState>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Query(query): Query<CallbackQuery>,
+) -> Response {
+    if oidc_provider(&state, &id).is_none() {
+        return unknown(&id);
+    }
+    let client = state.trusted_proxies.client(peer.ip(), &headers).to_string();
+    let mut username = String::new();
+    let outcome = callback(&state, &id, &headers, query, &mut username).await;
+    let mut response = match outcome {
+        Ok(user) => match open_session(&state, &user, false).await {
+            Ok((cookie, _csrf)) => {
+                audit(&state, client, Some(&user), &username, "session.login", json!({ "provider": id }))
+                    .await;
+                let mut response = redirect(&home(&state, "#/dashboard"));
+                response.headers_mut().append(header::SET_COOKIE, cookie);
+                response
+            }
+            Err(e) => e.into_response(),
+        },
+        Err(e) => {
+            tracing::info!(provider = %id, username, error = %e, "a single sign-on was refused");
+            let detail = json!({ "provider": id, "reason": e.to_string() });
+            audit(&state, client, None, &username, "session.login_failed", detail).await;
+            back_to_login(&state, &e.to_string())
+        }
+    };
+    response.headers_mut().append(header::SET_COOKIE, login_cookie("", 0, state.secure_cookie));
+    response
+}
+
+async fn callback(
+    state: &HttpState,
+    id: &str,
+    headers: &HeaderMap,
+    query: CallbackQuery,
+    username: &mut String,
+) -> Result<UserRow, SsoError> {
+    let again =
+        || SsoError::Refused("the sign-in expired or began in another browser: sign in again".to_owned());
+    let Some((provider, callback_url)) = oidc_provider(state, id) else {
+        return Err(SsoError::Refused(format!("there is no OpenID Connect provider {id:?}")));
+    };
+    let sealed = cookie(headers, LOGIN_COOKIE).ok_or_else(again)?;
+    let pending: PendingLogin = state
+        .secret_box
+        .open_login(sealed)
+        .ok()
+        .and_then(|json| serde_json::from_str(&json).ok())
+        .ok_or_else(again)?;
+    let given = query.state.unwrap_or_default();
+    let same_state = bool::from(given.as_bytes().ct_eq(pending.state.as_bytes()));
+    if !same_state || pending.provider != id || pending.expires_ms < chrono::Utc::now().timestamp_millis() {
+        return Err(again());
+    }
+    if let Some(error) = query.error {
+        let about = query.error_description.map(|d| format!(" ({d})")).unwrap_or_default();
+        return Err(SsoError::Provider(format!("{} did not sign you in: {error}{about}", provider.name)));
+    }
+    let code = query
+        .code
+        .ok_or_else(|| SsoError::Provider(format!("{} sent no authorization code", provider.name)))?;
+    let identity = oidc::finish(provider, &callback_url, &state.sso.http, pending, code).await?;
+    username.clone_from(&identity.username);
+    let Some(grant) = mapping::grant(&provider.map, &identity.groups, Matching::Exact) else {
+        return Err(outside(&identity.username, &provider.name));
+    };
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    account::sign_in(state.store.as_ref(), &provider.id, &identity, &grant, now_ms).await
+}
+
+/// The LDAP branch of `POST /api/v1/session`: `Ok(None)` for a wrong name or password.
+pub(crate) async fn ldap_login(
+    state: &HttpState,
+    provider: &str,
+    username: &str,
+    password: &str,
+) -> Result<Option<UserRow>, ApiError> {
+    let Some(directory) = state.sso.ldap(provider) else {
+        return Err(ApiError::BadRequest(format!("provider: there is no LDAP provider {provider:?}")));
+    };
+    let identity = match ldap::authenticate(directory, username, password).await {
+        Ok(Some(identity)) => identity,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(api_error(e)),
+    };
+    let Some(grant) = mapping::grant(&directory.map, &identity.groups, Matching::IgnoreCase) else {
+        return Err(api_error(outside(username, &directory.name)));
+    };
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    account::sign_in(state.store.as_ref(), &directory.id, &identity, &grant, now_ms)
+        .await
+        .map(Some)
+        .map_err(api_error)
+}
+
+/// A provider id that is not configured (a stale link): a 404 rather than the login page.
+fn unknown(id: &str) -> Response {
+    ApiError::NotFound(format!("there is no OpenID Connect provider {id:?}")).into_response()
+}
+
+fn outside(username: &str, provider: &str) -> SsoError {
+    SsoError::Refused(format!(
+        "{username:?} signed in with {provider} but is in none of the groups jobwheel is set up to admit; \
+         ask an administrator to add you to one"
+    ))
+}
+
+fn api_error(e: SsoError) -> ApiError {
+    match e {
+        SsoError::Provider(message) => ApiError::BadGateway(message),
+        SsoError::Refused(message) => ApiError::Forbidden(message),
+        SsoError::Store(e) => e.into(),
+    }
+}
+
+fn oidc_provider<'a>(
+    state: &'a HttpState,
+    id: &str,
+) -> Option<(&'a crate::sso::config::OidcProvider, String)> {
+    let provider = state.sso.oidc(id)?;
+    Some((provider, state.sso.config.callback_url(id)?))
+}
+
+/// The UI at `fragment`, under the configured public URL.
+fn home(state: &HttpState, fragment: &str) -> String {
+    let base = state.sso.config.public_url.as_deref().unwrap_or("").trim_end_matches('/');
+    format!("{base}/{fragment}")
+}
+
+/// The login page with `message` shown (as text: the UI never parses it as HTML).
+fn back_to_login(state: &HttpState, message: &str) -> Response {
+    let query: String = url_encode(message);
+    redirect(&home(state, &format!("#/login?error={query}")))
+}
+
+fn url_encode(text: &str) -> String {
+    reqwest::Url::parse_with_params("x:", [("e", text)])
+        .ok()
+        .and_then(|u| u.query().map(|q| q.trim_start_matches("e=").to_owned()))
+        .unwrap_or_default()
+}
+
+fn redirect(location: &str) -> Response {
+    match HeaderValue::from_str(location) {
+        Ok(value) => (StatusCode::SEE_OTHER, [(header::LOCATION, value)]).into_response(),
+        Err(_) => {
+            ApiError::BadGateway("the provider's login address is not a valid URL".to_owned()).into_response()
+        }
+    }
+}
+
+/// `SameSite=Lax`, unlike the session cookie: the provider sends the browser back with a
+/// cross-site top-level GET, which `Strict` would strip the cookie from.
+fn login_cookie(value: &str, max_age: i64, secure: bool) -> HeaderValue {
+    let secure = if secure { "; Secure" } else { "" };
+    let cookie = format!(
+        "{LOGIN_COOKIE}={value}; Path=/api/v1/sso/oidc/; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}"
+    );
+    HeaderValue::from_str(&cookie).expect("sealed values are hex")
+}
+
+async fn audit(
+    state: &HttpState,
+    client: String,
+    user: Option<&UserRow>,
+    username: &str,
+    action: &str,
+    detail: serde_json::Value,
+) {
+    let entry = NewAudit {
+        at_ms: chrono::Utc::now().timestamp_millis(),
+        user_id: user.map(|u| u.id),
+        username: username.chars().take(50).collect(),
+        client,
+        action: action.to_owned(),
+        target: String::new(),
+        detail: Some(detail.to_string()),
+        before_json: None,
+        after_json: None,
+    };
+    if let Err(error) = state.store.add_audit(&entry).await {
+        tracing::error!(%error, action, "cannot record an audit entry");
+    }
+}

@@ -1,0 +1,98 @@
+//! Single sign-on (docs/sso.md): OpenID Connect providers (`oidc.rs`) and LDAP directories
+//! (`ldap.rs`) from the settings file (`config.rs`), their groups turned into jobwheel's role
+//! and executor groups (`mapping.rs`), and the jobwheel user a person signs in as, created at
+//! the first login and brought in line with the mapping at every one (`account.rs`).
+//!
+//! The HTTP edge (`http/mgmt/sso.rs`, `http/mgmt/session.rs`) turns a signed-in [`Identity`] into
+//! the same session a password login makes.
+
+pub mod account;
+pub mod config;
+pub mod ldap;
+pub mod mapping;
+pub mod oidc;
+
+use std::time::Duration;
+
+pub use config::{LocalPasswords, SsoConfig, SsoConfigError};
+
+/// Who a provider says signed in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The provider's stable id for the person: the ID token's `sub`, the LDAP bind DN.
+    pub subject: String,
+    /// The jobwheel username (a claim, or the LDAP login name).
+    pub username: String,
+    /// The provider's groups, as the mapping names them.
+    pub groups: Vec<String>,
+}
+
+/// Why a single sign-on login did not end in a session. Messages name no secret.
+#[derive(Debug, thiserror::Error)]
+pub enum SsoError {
+    /// The provider could not be asked, or answered something unusable.
+    #[error("{0}")]
+    Provider(String),
+    /// The person is known but may not use jobwheel (no mapped group, a name taken locally).
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// The configured providers and the client they are reached with.
+#[derive(Debug)]
+pub struct Sso {
+    pub config: SsoConfig,
+    /// For OpenID Connect: redirects are not followed (the library's advice: a provider's
+    /// endpoint must not send the client secret on to another host).
+    pub http: reqwest::Client,
+}
+
+/// How long a provider may take to answer one request.
+const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Sso {
+    pub fn new(config: SsoConfig) -> Sso {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(PROVIDER_TIMEOUT)
+            .build()
+            .unwrap_or_default();
+        Sso { config, http }
+    }
+
+    /// No providers, passwords for everyone: an admin started without `--sso-config`.
+    pub fn disabled() -> Sso {
+        Sso::new(SsoConfig {
+            public_url: None,
+            local_passwords: LocalPasswords::Everyone,
+            oidc: Vec::new(),
+            ldap: Vec::new(),
+        })
+    }
+
+    pub fn oidc(&self, id: &str) -> Option<&config::OidcProvider> {
+        self.config.oidc.iter().find(|p| p.id == id)
+    }
+
+    pub fn ldap(&self, id: &str) -> Option<&config::LdapProvider> {
+        self.config.ldap.iter().find(|p| p.id == id)
+    }
+}
+
+/// An error and its sources on one line (the crates' top-level messages are often generic,
+/// "Request failed", with the cause below).
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let next = cause.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        source = cause.source();
+    }
+    text
+}
