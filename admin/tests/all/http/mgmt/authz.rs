@@ -39,7 +39,10 @@ async fn every_documented_operation_exists_and_refuses_anonymous_callers() -> an
             let no_provider = status == 404
                 && path.starts_with("/api/v1/sso/oidc/")
                 && body["msg"].as_str().is_some_and(|m| m.contains("no OpenID Connect provider"));
-            assert!(status == 200 || status == 400 || no_provider, "{method} {path}: public, got {status} {body}");
+            assert!(
+                status == 200 || status == 400 || no_provider,
+                "{method} {path}: public, got {status} {body}"
+            );
         } else {
             assert_eq!(status, 401, "{method} {path}: {body}");
         }
