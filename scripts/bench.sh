@@ -3,12 +3,12 @@
 # bench-admin for trigger throughput (FIX_RATE, SQLite, PostgreSQL and MariaDB), a manual-trigger flood,
 # lateness with 10 000 cron jobs, and cost at 1k/10k/100k jobs. Job logs go to tmpfs.
 #   scripts/bench.sh            # everything (about 20 minutes)
-#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale | shared | monitors | ratchjob
+#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale | shared | monitors | ratchjob | e2e
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
 duration="${JOBWHEEL_BENCH_SECONDS:-60}"
-cargo build --release -p jobwheel-admin -p jobwheel-executor -p jobwheel-tests --bin bench-admin --bin bench-monitors --bin jobwheel-admin
+cargo build --release -p jobwheel-admin -p jobwheel-executor -p jobwheel-tests --bin bench-admin --bin bench-monitors --bin jobwheel-admin --bin jobwheel-executor
 bench="$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/bench-admin"
 export TMPDIR="${TMPDIR:-/dev/shm}" RUST_LOG=error
 pg="${JOBWHEEL_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}"
@@ -70,4 +70,10 @@ if [[ $part == all || $part == ratchjob ]]; then
     run --ratchjob "$ratchjob" --jobs "$jobs" --duration "$duration"
     run --jobs "$jobs" --duration "$duration"
   done
+fi
+if [[ $part == all || $part == e2e ]]; then
+  # End to end (issue 34): real jobwheel-executor processes, CRON jobs, a run counted when it
+  # starts (its job-log file's birth time), not when a request reaches an in-process handler.
+  for jobs in 1000 3000; do run --executor-process --mode cron --cron-period 1 --jobs "$jobs" --duration "$duration"; done
+  run --executor-process --mode cron --cron-period 60 --jobs 10000 --duration "$duration"
 fi

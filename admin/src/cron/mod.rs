@@ -10,6 +10,7 @@
 mod days;
 mod expression;
 mod field;
+mod memo;
 mod schedule;
 mod zone;
 

@@ -28,7 +28,7 @@ pub enum Schedule {
     /// NONE.
     None,
     /// CRON.
-    Cron(Box<CronExpression>),
+    Cron(std::sync::Arc<CronExpression>),
     /// FIX_RATE, in seconds.
     FixRate(u32),
     /// FIX_DELAY, in seconds.
@@ -50,7 +50,7 @@ impl Schedule {
         };
         Ok(match schedule_type {
             ScheduleType::None => Self::None,
-            ScheduleType::Cron => Self::Cron(Box::new(CronExpression::parse(conf)?)),
+            ScheduleType::Cron => Self::Cron(super::memo::parse(conf)?),
             ScheduleType::FixRate => Self::FixRate(interval()?),
             ScheduleType::FixDelay => Self::FixDelay(interval()?),
         })

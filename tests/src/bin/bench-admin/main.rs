@@ -4,12 +4,15 @@
 //! `--cron-period` seconds, or stopped jobs for a manual-trigger flood through the management
 //! API), starts `--executors` executors in this process (a no-op BEAN handler that records when
 //! each run arrived) and the `jobwheel-admin` binary beside this one, lets it warm up, measures
-//! `--duration` seconds, stops the jobs and waits for the last callbacks. Every scheduled
+//! `--duration` seconds, stops the jobs and waits for the last callbacks. With
+//! `--executor-process` the executors are real `jobwheel-executor` processes instead and a run
+//! counts when it starts on one (`end_to_end.rs`). Every scheduled
 //! trigger of the window is then checked in the database (durable-ring claim → log row →
 //! trigger code → handle code), so lost and doubled triggers are counted, not guessed.
 //! Lateness is (run arrival on the executor − scheduled fire time). `--ratchjob` runs the same
 //! load against ratchjob instead (`ratchjob.rs`). See docs/benchmarks.md.
 
+mod end_to_end;
 mod measure;
 mod ratchjob;
 mod setup;
@@ -59,6 +62,10 @@ struct Args {
     /// `jobwheel-admin`; see `ratchjob.rs`.
     #[arg(long)]
     ratchjob: Option<std::path::PathBuf>,
+    /// End to end: `--executors` real `jobwheel-executor` processes running `demoJobHandler`,
+    /// a run counted when its job-log file is created (`end_to_end.rs`).
+    #[arg(long)]
+    executor_process: bool,
 }
 
 #[tokio::main]
@@ -88,13 +95,26 @@ async fn main() -> anyhow::Result<()> {
     let admin_urls: Vec<String> = ports.iter().map(|p| format!("http://127.0.0.1:{p}")).collect();
     let admin_url = admin_urls[0].clone();
 
-    let (executors, arrivals) = setup::executors(args.executors, dir.path(), &admin_urls).await;
-    let addresses: Vec<String> = executors.iter().map(|e| format!("http://{}/", e.addr)).collect();
+    let (executors, arrivals, processes) = if args.executor_process {
+        let processes = end_to_end::ExecutorProcesses::start(args.executors, dir.path(), &admin_urls).await?;
+        (Vec::new(), setup::Arrivals::default(), Some(processes))
+    } else {
+        let (executors, arrivals) = setup::executors(args.executors, dir.path(), &admin_urls).await;
+        (executors, arrivals, None)
+    };
+    let addresses: Vec<String> = match &processes {
+        Some(processes) => processes.addresses.clone(),
+        None => executors.iter().map(|e| format!("http://{}/", e.addr)).collect(),
+    };
+    let handler = if processes.is_some() { end_to_end::HANDLER } else { setup::HANDLER };
+    let executor_pids =
+        processes.as_ref().map(end_to_end::ExecutorProcesses::pids).transpose()?.unwrap_or_default();
     let store = jobwheel_admin::store::connect(&url).await.context("connecting to the database")?;
     let first_fire_ms = (now_ms() / 1000 + 8) * 1000;
     let started = std::time::Instant::now();
     let jobs =
-        setup::database(&*store, &addresses, args.jobs, args.mode, args.cron_period, first_fire_ms).await?;
+        setup::database(&*store, &addresses, handler, args.jobs, args.mode, args.cron_period, first_fire_ms)
+            .await?;
     let written = started.elapsed();
     let mut admins = Vec::new();
     for (n, port) in ports.iter().enumerate() {
@@ -120,10 +140,14 @@ async fn main() -> anyhow::Result<()> {
     sleep_until(window_start).await;
     let before: Vec<ProcSample> = pids.iter().map(|p| sample(*p)).collect::<Result<_, _>>()?;
     let own_before = sample(std::process::id())?;
+    let executors_before: Vec<ProcSample> =
+        executor_pids.iter().map(|p| sample(*p)).collect::<Result<_, _>>()?;
     let flood_before = flood.load(Ordering::Relaxed);
     sleep_until(window_end).await;
     let after: Vec<ProcSample> = pids.iter().map(|p| sample(*p)).collect::<Result<_, _>>()?;
     let own_after = sample(std::process::id())?;
+    let executors_after: Vec<ProcSample> =
+        executor_pids.iter().map(|p| sample(*p)).collect::<Result<_, _>>()?;
     let flood_during = flood.load(Ordering::Relaxed) - flood_before;
     if let Some(flooding) = flooding {
         flooding.await??;
@@ -146,14 +170,28 @@ async fn main() -> anyhow::Result<()> {
     }
     let own = Cost::between(own_before, own_after, args.duration);
     println!("{} jobs written in {:.1} s", jobs.len(), written.as_secs_f64());
-    println!(
-        "executors + load generator (this process): CPU {:.2} cores, RSS {:.0} MiB",
-        own.cores, own.rss_mib
-    );
+    if executor_pids.is_empty() {
+        println!(
+            "executors + load generator (this process): CPU {:.2} cores, RSS {:.0} MiB",
+            own.cores, own.rss_mib
+        );
+    } else {
+        let costs: Vec<Cost> = executors_before
+            .iter()
+            .zip(&executors_after)
+            .map(|(b, a)| Cost::between(*b, *a, args.duration))
+            .collect();
+        let executors = Cost::total(&costs);
+        println!(
+            "jobwheel-executor process(es): CPU {:.2} cores, RSS {:.0} MiB; this process {:.2} cores",
+            executors.cores, executors.rss_mib, own.cores
+        );
+    }
     match args.mode {
         Mode::Manual => report_manual(&url, &args, flood_during, cost).await?,
         Mode::FixRate | Mode::Cron => {
-            report_scheduled(&url, &args, window_start, window_end, &arrivals, cost).await?;
+            let window = (window_start, window_end);
+            report_scheduled(&url, &args, window, &arrivals, processes.as_ref(), cost).await?;
         }
     }
     drop(admins);
@@ -284,9 +322,9 @@ fn cron_fires_in(jobs: u64, period: u64, from_ms: i64, to_ms: i64) -> u64 {
 async fn report_scheduled(
     url: &str,
     args: &Args,
-    from: i64,
-    to: i64,
+    (from, to): (i64, i64),
     arrivals: &setup::Arrivals,
+    processes: Option<&end_to_end::ExecutorProcesses>,
     cost: Cost,
 ) -> anyhow::Result<()> {
     // Wait for the window's last runs to call back (bounded).
@@ -300,6 +338,10 @@ async fn report_scheduled(
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     };
+    // Every settled run has started, so its job-log file exists.
+    if let Some(processes) = processes {
+        processes.collect(arrivals)?;
+    }
     let per_second = match args.mode {
         Mode::FixRate => args.jobs as f64,
         _ => args.jobs as f64 / f64::from(args.cron_period),
@@ -372,7 +414,7 @@ fn print_latest_seconds(late: &[(i64, i64)], from_ms: i64) {
 fn print_lateness_and_cost(lateness: &mut [i64], cost: Cost) {
     let (p50, p99, max) = percentiles(lateness);
     println!(
-        "  lateness (executor arrival - scheduled) p50 {p50} ms, p99 {p99} ms, max {max} ms over {} runs",
+        "  lateness (run start on the executor - scheduled) p50 {p50} ms, p99 {p99} ms, max {max} ms over {} runs",
         lateness.len()
     );
     println!(

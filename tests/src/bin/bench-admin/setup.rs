@@ -84,11 +84,13 @@ pub(crate) async fn executors(
     (started, arrivals)
 }
 
-/// Fills an empty database: one group on `addresses`, `jobs` jobs of `mode` whose first fire is
+/// Fills an empty database: one group on `addresses`, `jobs` jobs of `mode` running `handler`
+/// whose first fire is
 /// spread over the second after `first_fire_ms`, an administrator and its API token.
 pub(crate) async fn database(
     store: &dyn Store,
     addresses: &[String],
+    handler: &str,
     jobs: usize,
     mode: Mode,
     cron_period: u32,
@@ -109,12 +111,20 @@ pub(crate) async fn database(
     jobwheel_tests::fixtures::api_administrator(store, "bench", API_TOKEN).await?;
     let mut ids = Vec::with_capacity(jobs);
     for i in 0..jobs {
-        ids.push(store.add_job(&job(group, i, jobs, mode, cron_period, first_fire_ms)).await?);
+        ids.push(store.add_job(&job(group, handler, i, jobs, mode, cron_period, first_fire_ms)).await?);
     }
     Ok(ids)
 }
 
-fn job(group: GroupId, i: usize, jobs: usize, mode: Mode, cron_period: u32, first_fire_ms: i64) -> Job {
+fn job(
+    group: GroupId,
+    handler: &str,
+    i: usize,
+    jobs: usize,
+    mode: Mode,
+    cron_period: u32,
+    first_fire_ms: i64,
+) -> Job {
     // Spread over a second (FIX_RATE) or the cron period, as jobs started at random times are.
     let offset = i64::try_from(i * 1000 / jobs.max(1)).unwrap_or(0);
     let (schedule_type, conf, status, next) = match mode {
@@ -135,7 +145,7 @@ fn job(group: GroupId, i: usize, jobs: usize, mode: Mode, cron_period: u32, firs
         }
         Mode::Manual => ("NONE", String::new(), 0, 0),
     };
-    let mut job = jobwheel_tests::fixtures::bean_job(group, &format!("bench job {i}"), HANDLER);
+    let mut job = jobwheel_tests::fixtures::bean_job(group, &format!("bench job {i}"), handler);
     job.schedule_type = schedule_type.into();
     job.schedule_conf = (!conf.is_empty()).then_some(conf);
     job.executor_route_strategy = Some("ROUND".into());
