@@ -45,9 +45,26 @@ pub(crate) struct LeasePlan {
     pub(crate) release: Vec<i32>,
 }
 
+/// How long a partition may lie free before a node already at its share takes it anyway.
+///
+/// Why: shares count the admins that heartbeat within the lease time, and a killed admin is
+/// counted until its own leases run out. When admins die one after another (or one restarts
+/// under a new name and dies again), the living ones' shares can add up to less than 32 while
+/// a dead admin's partitions are already free: nobody had room for them, their jobs were not
+/// pre-read, and a job found late resumes from now — its seconds in between never fired (the
+/// chaos suite caught it on MariaDB). A free partition is taken regardless of the share once it
+/// has been free this long: longer than a pre-read period, so a node below its share (one that
+/// just joined) gets the rows given up for it first; short enough that a dead holder's
+/// partition (claimed up to 5 s ahead, leased for 3 s) is pre-read again within 2 s of its
+/// expiry, before its next fire is a second late. The taker gives the extra rows up again at
+/// its next pre-read once the dead admin leaves the count.
+pub(crate) const ORPHAN_MS: i64 = 1_500;
+
 /// Keeps the node's own partitions up to its share (lowest first), gives up the rest, and fills
 /// the share from the free or expired ones (lowest first). A live lease of another node is
-/// never taken, whatever the share says: it is the other node's to give up.
+/// never taken, whatever the share says: it is the other node's to give up. Beyond the share it
+/// takes the partitions free for [`ORPHAN_MS`] (a given-up row is free from when it was given
+/// up: `lease_until_ms` then records that time).
 pub(crate) fn plan_leases(rows: &[LeaseRow], node: &str, now_ms: i64, share: usize) -> LeasePlan {
     let mut plan = LeasePlan::default();
     for row in rows {
@@ -55,9 +72,12 @@ pub(crate) fn plan_leases(rows: &[LeaseRow], node: &str, now_ms: i64, share: usi
             if plan.keep.len() < share { plan.keep.push(row.part) } else { plan.release.push(row.part) }
         }
     }
-    for row in rows {
-        let free = row.owner.is_none() || row.lease_until_ms < now_ms;
-        if free && row.owner.as_deref() != Some(node) && plan.keep.len() + plan.take.len() < share {
+    let free = |row: &&LeaseRow| {
+        (row.owner.is_none() || row.lease_until_ms < now_ms) && row.owner.as_deref() != Some(node)
+    };
+    for row in rows.iter().filter(free) {
+        let orphan = row.lease_until_ms < now_ms - ORPHAN_MS;
+        if plan.keep.len() + plan.take.len() < share || orphan {
             plan.take.push(row.part);
         }
     }
@@ -73,7 +93,8 @@ impl LeasePlan {
     }
 }
 
-/// Renews `held` until the lease's end and releases `release`, in one upsert by primary key:
+/// Renews `held` until the lease's end and releases `release` (free from `now_ms`, see
+/// [`ORPHAN_MS`]), in one upsert by primary key:
 /// on MariaDB an `UPDATE … WHERE part IN (…)` of this small table scans it whole and, under
 /// REPEATABLE READ, would lock every row, even the other admins' ones.
 async fn write_leases(
@@ -87,7 +108,8 @@ async fn write_leases(
     }
     let mut q = QueryBuf::new("INSERT INTO jobwheel_schedule_lease (part, owner, lease_until_ms) VALUES ");
     let rows = held.iter().map(|p| (*p, Some(lease.node), lease.until_ms));
-    for (i, (part, owner, until)) in rows.chain(release.iter().map(|p| (*p, None, 0))).enumerate() {
+    let released = release.iter().map(|p| (*p, None, lease.now_ms));
+    for (i, (part, owner, until)) in rows.chain(released).enumerate() {
         q.push(if i == 0 { "(" } else { ", (" })
             .bind(part)
             .push(", ")
@@ -174,11 +196,37 @@ mod tests {
 
     #[test]
     fn a_node_keeps_its_share_releases_the_rest_and_fills_up_from_free_rows() {
-        let rows = [row(0, Some("a"), 50), row(1, Some("a"), 50), row(2, Some("a"), 50), row(3, None, 0)];
-        let plan = plan_leases(&rows, "a", 10, 2);
+        let now = 10_000;
+        let rows = [
+            row(0, Some("a"), now + 50),
+            row(1, Some("a"), now + 50),
+            row(2, Some("a"), now + 50),
+            row(3, None, now),
+        ];
+        let plan = plan_leases(&rows, "a", now, 2);
         assert_eq!(plan, LeasePlan { keep: vec![0, 1], take: vec![], release: vec![2] });
-        let plan = plan_leases(&rows, "b", 10, 2);
+        let plan = plan_leases(&rows, "b", now, 2);
         assert_eq!(plan, LeasePlan { keep: vec![], take: vec![3], release: vec![] });
+    }
+
+    #[test]
+    fn a_partition_free_for_long_is_taken_beyond_the_share() {
+        let now = 100_000;
+        // "a" is at its share of 1; partition 1 was given up just now (for a newcomer), 2 ran
+        // out 1 s ago, 3 ran out 2 s ago and nobody took it: only 3 is an orphan.
+        let rows = [
+            row(0, Some("a"), now + 3_000),
+            row(1, None, now - 100),
+            row(2, Some("dead"), now - 1_000),
+            row(3, Some("dead"), now - ORPHAN_MS - 500),
+        ];
+        let plan = plan_leases(&rows, "a", now, 1);
+        assert_eq!(plan, LeasePlan { keep: vec![0], take: vec![3], release: vec![] });
+        // A node below its share takes the fresh ones too, lowest first.
+        assert_eq!(plan_leases(&rows, "b", now, 2).take, vec![1, 2, 3]);
+        // Next time round the taker gives back what exceeds its share.
+        let held = [row(0, Some("a"), now + 3_000), row(3, Some("a"), now + 3_000)];
+        assert_eq!(plan_leases(&held, "a", now + 1_000, 1).release, vec![3]);
     }
 
     #[test]
