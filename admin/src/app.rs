@@ -114,7 +114,13 @@ where
         openapi_limit: http::OpenApiLimit::new(config.openapi_rate_limit),
         token_failures: http::TokenFailures::default(),
         audit_snapshots: http::audit_snapshots(),
-        sso: Arc::new(config.sso.clone().map_or_else(crate::sso::Sso::disabled, crate::sso::Sso::new)),
+        sso: Arc::new(
+            config
+                .sso
+                .clone()
+                .map_or_else(crate::sso::Sso::disabled, crate::sso::Sso::new)
+                .context("starting the HTTP client for single sign-on")?,
+        ),
     });
     drop(secrets);
     let metrics_listener = MetricsListener::bind(config.metrics_listen).await?;

@@ -53,17 +53,18 @@ pub struct Sso {
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Sso {
-    pub fn new(config: SsoConfig) -> Sso {
+    /// Fails only when the TLS backend cannot start; the default client it would otherwise
+    /// fall back to follows redirects, which the providers' client must not.
+    pub fn new(config: SsoConfig) -> Result<Sso, reqwest::Error> {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(PROVIDER_TIMEOUT)
-            .build()
-            .unwrap_or_default();
-        Sso { config, http }
+            .build()?;
+        Ok(Sso { config, http })
     }
 
     /// No providers, passwords for everyone: an admin started without `--sso-config`.
-    pub fn disabled() -> Sso {
+    pub fn disabled() -> Result<Sso, reqwest::Error> {
         Sso::new(SsoConfig {
             public_url: None,
             local_passwords: LocalPasswords::Everyone,

@@ -277,11 +277,16 @@ pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request
         before_json: before.map(|v| v.to_string()),
         after_json: after.map(|v| v.to_string()),
     };
-    if let Err(error) = state.store.add_audit(&entry).await {
-        // The change itself is done; its record is what is missing.
+    store_entry(&state, &entry).await;
+    response
+}
+
+/// Stores one entry. The change itself is done by now; if its record cannot be written, the
+/// error log says what is missing (an audit failure never turns a done change into an error).
+pub(crate) async fn store_entry(state: &HttpState, entry: &NewAudit) {
+    if let Err(error) = state.store.add_audit(entry).await {
         tracing::error!(%error, action = %entry.action, target = %entry.target, "cannot record an audit entry");
     }
-    response
 }
 
 /// Records a change to job `job` made outside `/api/v1` (xxl-job 3.5's job OpenAPI, by
@@ -349,9 +354,7 @@ async fn record_change(state: &HttpState, client: String, username: String, chan
         before_json: change.before.map(|v| v.to_string()),
         after_json: after.map(|v| v.to_string()),
     };
-    if let Err(error) = state.store.add_audit(&entry).await {
-        tracing::error!(%error, action = %entry.action, target = %entry.target, "cannot record an audit entry");
-    }
+    store_entry(state, &entry).await;
 }
 
 /// `job 12`, `group 3`, … from the route's resource and the id.

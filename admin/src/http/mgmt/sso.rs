@@ -17,9 +17,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use subtle::ConstantTimeEq as _;
 
+use super::audit::store_entry;
 use super::auth::cookie;
 use super::session::open_session;
 use crate::http::{ApiError, HttpState};
+use crate::sso::config::OidcProvider;
 use crate::sso::mapping::{self, Matching};
 use crate::sso::oidc::{self, PendingLogin};
 use crate::sso::{LocalPasswords, SsoError, account, ldap};
@@ -94,12 +96,12 @@ pub(crate) async fn oidc_callback(
     headers: HeaderMap,
     Query(query): Query<CallbackQuery>,
 ) -> Response {
-    if oidc_provider(&state, &id).is_none() {
+    let Some(provider) = oidc_provider(&state, &id) else {
         return unknown(&id);
-    }
+    };
     let client = state.trusted_proxies.client(peer.ip(), &headers).to_string();
     let mut username = String::new();
-    let outcome = callback(&state, &id, &headers, query, &mut username).await;
+    let outcome = callback(&state, provider, &headers, query, &mut username).await;
     let mut response = match outcome {
         Ok(user) => match open_session(&state, &user, false).await {
             Ok((cookie, _csrf)) => {
@@ -124,16 +126,14 @@ pub(crate) async fn oidc_callback(
 
 async fn callback(
     state: &HttpState,
-    id: &str,
+    (provider, callback_url): (&OidcProvider, String),
     headers: &HeaderMap,
     query: CallbackQuery,
     username: &mut String,
 ) -> Result<UserRow, SsoError> {
     let again =
         || SsoError::Refused("the sign-in expired or began in another browser: sign in again".to_owned());
-    let Some((provider, callback_url)) = oidc_provider(state, id) else {
-        return Err(SsoError::Refused(format!("there is no OpenID Connect provider {id:?}")));
-    };
+    let id = provider.id.as_str();
     let sealed = cookie(headers, LOGIN_COOKIE).ok_or_else(again)?;
     let pending: PendingLogin = state
         .secret_box
@@ -207,10 +207,7 @@ fn api_error(e: SsoError) -> ApiError {
     }
 }
 
-fn oidc_provider<'a>(
-    state: &'a HttpState,
-    id: &str,
-) -> Option<(&'a crate::sso::config::OidcProvider, String)> {
+fn oidc_provider<'a>(state: &'a HttpState, id: &str) -> Option<(&'a OidcProvider, String)> {
     let provider = state.sso.oidc(id)?;
     Some((provider, state.sso.config.callback_url(id)?))
 }
@@ -223,15 +220,8 @@ fn home(state: &HttpState, fragment: &str) -> String {
 
 /// The login page with `message` shown (as text: the UI never parses it as HTML).
 fn back_to_login(state: &HttpState, message: &str) -> Response {
-    let query: String = url_encode(message);
+    let query: String = form_urlencoded::byte_serialize(message.as_bytes()).collect();
     redirect(&home(state, &format!("#/login?error={query}")))
-}
-
-fn url_encode(text: &str) -> String {
-    reqwest::Url::parse_with_params("x:", [("e", text)])
-        .ok()
-        .and_then(|u| u.query().map(|q| q.trim_start_matches("e=").to_owned()))
-        .unwrap_or_default()
 }
 
 fn redirect(location: &str) -> Response {
@@ -272,7 +262,5 @@ async fn audit(
         before_json: None,
         after_json: None,
     };
-    if let Err(error) = state.store.add_audit(&entry).await {
-        tracing::error!(%error, action, "cannot record an audit entry");
-    }
+    store_entry(state, &entry).await;
 }
