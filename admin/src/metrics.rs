@@ -96,6 +96,7 @@ pub struct AdminMetrics {
     alarms: Family<ResultLabels, Counter>,
     executors: Family<GroupLabels, Gauge>,
     partitions: Gauge,
+    pre_read: Histogram,
     workflow_instances: Family<ResultLabels, Counter>,
     workflow_handoff: Histogram,
 }
@@ -124,6 +125,7 @@ impl AdminMetrics {
             alarms: Family::default(),
             executors: Family::default(),
             partitions: Gauge::default(),
+            pre_read: Histogram::new(STORE_BUCKETS),
             workflow_instances: Family::default(),
             workflow_handoff: Histogram::new(LATENESS_BUCKETS),
             registry: Registry::default(),
@@ -188,6 +190,12 @@ impl AdminMetrics {
             "Job partitions this admin pre-reads (32 alone or exclusive; its share when shared)",
             metrics.partitions.clone(),
         );
+        r.register_with_unit(
+            "schedule_pre_read",
+            "One pre-read: from taking the schedule lock (or the leases) to its commit",
+            Unit::Seconds,
+            metrics.pre_read.clone(),
+        );
         r.register(
             "workflow_instances_ended",
             "Workflow instances that ended, by outcome (succeeded, failed, stopped)",
@@ -246,6 +254,11 @@ impl AdminMetrics {
     /// The job partitions this admin's last pre-read held.
     pub(crate) fn schedule_partitions(&self, held: usize) {
         self.partitions.set(gauge(held));
+    }
+
+    /// A pre-read took `seconds` from its lock to its commit.
+    pub(crate) fn pre_read(&self, seconds: f64) {
+        self.pre_read.observe(seconds);
     }
 
     /// A scheduled trigger answered `late_ms` after its fire second.

@@ -188,6 +188,7 @@ impl Scheduler {
     /// trigger, commit; then fire the "now" triggers on the pools and push the rest into the
     /// ring.
     pub async fn schedule_cycle(&self, now_ms: i64) -> Result<CycleReport, EngineError> {
+        let started = std::time::Instant::now();
         let mut tx = self.leases.begin(now_ms).await?;
         let jobs = tx.due_jobs(now_ms + PRE_READ_MS, self.pre_read_count).await?;
         let mut report = CycleReport { pre_read: jobs.len(), ..CycleReport::default() };
@@ -239,6 +240,7 @@ impl Scheduler {
             tx.record_missed(&rows).await?;
         }
         tx.commit().await?;
+        self.metrics.pre_read(started.elapsed().as_secs_f64());
         for (job, _) in skipped {
             self.missed.recorded(job.id, 1);
         }

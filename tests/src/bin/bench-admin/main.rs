@@ -15,6 +15,7 @@
 mod end_to_end;
 mod measure;
 mod ratchjob;
+mod scale;
 mod setup;
 
 use std::collections::HashMap;
@@ -36,7 +37,8 @@ struct Args {
     mode: Mode,
     #[arg(long, default_value_t = 1000)]
     jobs: usize,
-    /// Seconds between fires of each CRON job (a divisor of 60).
+    /// Seconds between fires of each CRON job: a divisor of 60, or whole minutes dividing an
+    /// hour (3600: hourly jobs spread over the hour).
     #[arg(long, default_value_t = 10)]
     cron_period: u32,
     #[arg(long, default_value_t = 1)]
@@ -66,6 +68,10 @@ struct Args {
     /// a run counted when its job-log file is created (`end_to_end.rs`).
     #[arg(long)]
     executor_process: bool,
+    /// After the window: the pre-read's time, the job list's query times, and the time from
+    /// a SIGKILLed admin's restart to its first fresh fire (`scale.rs`; in-process executors).
+    #[arg(long)]
+    scale_checks: bool,
 }
 
 #[tokio::main]
@@ -78,7 +84,10 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    anyhow::ensure!(60 % args.cron_period == 0, "--cron-period must divide 60");
+    anyhow::ensure!(
+        setup::valid_period(args.cron_period),
+        "--cron-period must divide 60, or be whole minutes dividing 3600"
+    );
     if let Some(binary) = &args.ratchjob {
         return ratchjob::run(&args, binary).await;
     }
@@ -116,9 +125,13 @@ async fn main() -> anyhow::Result<()> {
         setup::database(&*store, &addresses, handler, args.jobs, args.mode, args.cron_period, first_fire_ms)
             .await?;
     let written = started.elapsed();
+    let per_second = match args.mode {
+        Mode::Cron => args.jobs / usize::try_from(args.cron_period)?,
+        _ => args.jobs,
+    };
     let mut admins = Vec::new();
     for (n, port) in ports.iter().enumerate() {
-        admins.push(setup::admin(&url, *port, &dir.path().join(format!("admin-{n}")), args.jobs).await?);
+        admins.push(setup::admin(&url, *port, &dir.path().join(format!("admin-{n}")), per_second).await?);
     }
     let pids: Vec<u32> = admins.iter().map(|a| a.id().context("admin pid")).collect::<Result<_, _>>()?;
 
@@ -156,8 +169,34 @@ async fn main() -> anyhow::Result<()> {
         let (scrapes, bytes) = scraping.await??;
         println!("metrics: scraped {scrapes} times during the window, last page {bytes} bytes");
     }
-    for id in &jobs {
-        store.stop_job(*id, chrono::Utc::now()).await?;
+    if args.scale_checks {
+        anyhow::ensure!(!args.executor_process, "--scale-checks counts fires at in-process executors");
+        let (mean, p99, count) = scale::pre_read_time(&admin_url).await?;
+        println!("pre-read (lock to commit): mean {mean:.1} ms, p99 ≤ {p99:.0} ms over {count} pre-reads");
+        let group = store.list_groups().await?.iter().find(|g| g.group.app_name == "bench").map(|g| g.id.0);
+        for (name, ms) in scale::list_queries(&admin_url, i64::from(group.unwrap_or(1)), jobs.len()).await? {
+            println!("job list, {name}: {ms:.0} ms");
+        }
+        // The window's last runs are done by now; killing the admin earlier would leave their
+        // claims to the restarted one and count its recovery as the window's lateness.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let rss_before = sample(pids[0])?.rss_kib / 1024;
+        let place = (url.as_str(), ports[0], dir.path().join("admin-0"));
+        let (child, answered, fired) =
+            scale::restart(&mut admins[0], (place.0, place.1, &place.2), per_second, &arrivals).await?;
+        admins[0] = child;
+        println!(
+            "restart after SIGKILL (RSS before {rss_before} MiB): answering HTTP after {:.1} s, first fresh fire after {:.1} s",
+            answered.as_secs_f64(),
+            fired.as_secs_f64()
+        );
+    }
+    if jobs.len() > 10_000 {
+        scale::stop_all(&url).await?;
+    } else {
+        for id in &jobs {
+            store.stop_job(*id, chrono::Utc::now()).await?;
+        }
     }
 
     let costs: Vec<Cost> =

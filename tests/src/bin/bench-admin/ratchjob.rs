@@ -179,11 +179,9 @@ async fn create_jobs(
             // The same seconds as setup.rs's Quartz expressions, in the `cron` crate's fields.
             let second = i % period as usize;
             body["scheduleType"] = json!("CRON");
-            body["cronValue"] = json!(if period == 60 {
-                format!("{second} * * * * *")
-            } else {
-                format!("{second}/{period} * * * * *")
-            });
+            // Quartz's trailing `?` (day of week) is `*` there.
+            let quartz = crate::setup::cron_conf(i64::try_from(second)?, period);
+            body["cronValue"] = json!(quartz.replace('?', "*"));
         }
         let (http, url) = (http.clone(), url.clone());
         pending.spawn(async move {

@@ -132,16 +132,11 @@ fn job(
         Mode::Cron => {
             let second = i64::try_from(i).unwrap_or(0) % i64::from(cron_period);
             // The first whole second at or after `first_fire_ms` that the expression matches
-            // (the period divides 60, so matching the epoch second modulo it is enough).
+            // (the period divides 60 or 3600, and whole hours are whole multiples of 3600 s
+            // since the epoch in UTC, so matching the epoch second modulo it is enough).
             let base = (first_fire_ms + 999) / 1000;
             let wait = (second - base).rem_euclid(i64::from(cron_period));
-            // Quartz refuses an increment of 60; once a minute is just the second.
-            let conf = if cron_period == 60 {
-                format!("{second} * * * * ?")
-            } else {
-                format!("{second}/{cron_period} * * * * ?")
-            };
-            ("CRON", conf, 1, (base + wait) * 1000)
+            ("CRON", cron_conf(second, cron_period), 1, (base + wait) * 1000)
         }
         Mode::Manual => ("NONE", String::new(), 0, 0),
     };
@@ -152,6 +147,23 @@ fn job(
     job.trigger_status = status;
     job.trigger_next_time = next;
     job
+}
+
+/// The Quartz expression of a job firing at offset `second` of every `period` seconds (a
+/// divisor of 60, or a whole number of minutes dividing an hour).
+pub(crate) fn cron_conf(second: i64, period: u32) -> String {
+    match period {
+        // Quartz refuses an increment of 60; once a minute is just the second.
+        60 => format!("{second} * * * * ?"),
+        3600 => format!("{} {} * * * ?", second % 60, second / 60),
+        p if p > 60 => format!("{} {}/{} * * * ?", second % 60, second / 60, p / 60),
+        p => format!("{second}/{p} * * * * ?"),
+    }
+}
+
+/// Whether `--cron-period` is one [`cron_conf`] can express.
+pub(crate) fn valid_period(period: u32) -> bool {
+    period > 0 && (60 % period == 0 || (period.is_multiple_of(60) && 3600 % period == 0))
 }
 
 /// The `jobwheel-admin` binary beside this one (same profile).
@@ -167,19 +179,19 @@ pub(crate) fn admin_binary() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// Starts the admin on `port` over `database_url`, sized for `jobs` jobs; its log goes to
-/// `data_dir/admin.log`.
+/// Starts the admin on `port` over `database_url`, sized for `per_second` triggers a second;
+/// its log goes to `data_dir/admin.log` (appended: a restarted admin adds to it).
 pub(crate) async fn admin(
     database_url: &str,
     port: u16,
     data_dir: &Path,
-    jobs: usize,
+    per_second: usize,
 ) -> anyhow::Result<Child> {
     // Upstream reads at most (fast + slow pool size) × 10 jobs per pre-read, one pre-read a
-    // second: a second-by-second schedule of `jobs` jobs needs a fast pool of `jobs / 10`.
-    let fast_pool = (jobs / 10).max(300);
+    // second: `per_second` triggers a second need a fast pool of `per_second / 10`.
+    let fast_pool = (per_second / 10).max(300);
     std::fs::create_dir_all(data_dir)?;
-    let log = std::fs::File::create(data_dir.join("admin.log"))?;
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(data_dir.join("admin.log"))?;
     let child = Command::new(admin_binary()?)
         .args(["--listen", &format!("127.0.0.1:{port}"), "--database-url", database_url])
         .args(["--access-token", TOKEN, "--i18n", "en"])
