@@ -90,9 +90,12 @@ async fn glue_reloads_only_when_the_update_time_changes() {
     let second = rig.admin.callback_for(41, SETTLE).await;
     rig.executor.run(script(8, 42, "GLUE_SHELL", "echo version-two", "", 200)).await;
     let third = rig.admin.callback_for(42, SETTLE).await;
-    assert!(rig.executor.log_text(40, first.log_date_tim).await.contains("version-one"));
-    assert!(rig.executor.log_text(41, second.log_date_tim).await.contains("version-one"));
-    assert!(rig.executor.log_text(42, third.log_date_tim).await.contains("version-two"));
+    for (log_id, done, expected) in
+        [(40, &first, "version-one"), (41, &second, "version-one"), (42, &third, "version-two")]
+    {
+        let text = rig.executor.log_text(log_id, done.log_date_tim).await;
+        assert!(text.contains(expected), "log {log_id} ({done:?}):\n{text}");
+    }
     let files: Vec<_> = std::fs::read_dir(rig.dir.path().join("gluesource"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
