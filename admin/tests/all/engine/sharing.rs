@@ -11,7 +11,7 @@ use anyhow::ensure;
 use jobwheel_admin::alarm::Alarmer;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{Engine, LEASE_MS, ring_second};
-use jobwheel_admin::store::{JobId, SCHEDULE_PARTITIONS};
+use jobwheel_admin::store::{JobId, SCHEDULE_PARTITIONS, Store};
 
 use crate::engine::support::{Db, FakeExecutor, T0, engine_configured, group, job};
 
@@ -55,55 +55,33 @@ async fn mariadb_recovery_leaves_a_slow_admins_claims_to_it_while_it_is_live() -
 /// partitions; those must not wait for the count to drop, or their jobs are found a second
 /// late and the seconds in between never fire.
 async fn cascade(db: &Db) -> anyhow::Result<()> {
-    let clock = Arc::new(ManualClock::new(T0));
-    let fake = Arc::new(FakeExecutor::default());
-    let a = shared_engine(db, &fake, &clock, "a").await?;
-    let b = shared_engine(db, &fake, &clock, "b").await?;
-    let c = shared_engine(db, &fake, &clock, "c").await?;
-    let store = db.connect().await?;
-    let g = group(&*store, "app", &["http://a:9999/"]).await?;
-    let mut jobs = Vec::new();
-    for _ in 0..JOBS {
-        jobs.push(store.add_job(&job(g, T0 + 1000)).await?);
-    }
+    let Cluster { clock, admins, store, jobs, .. } =
+        Cluster::new(db, &["a", "b", "c"], JOBS, T0 + 1000).await?;
+    let [a, b, c] = &admins[..] else { unreachable!("three admins") };
     let mut claimed = Claimed::new();
     for s in 0..8 {
-        second(&[("a", &a), ("b", &b)], &clock, s, &mut claimed).await?;
+        second(&[("a", a), ("b", b)], &clock, s, &mut claimed).await?;
     }
     let b_held = store.schedule_leases().await?.iter().filter(|l| l.owner.as_deref() == Some("b")).count();
     ensure!(b_held == 16, "a and b share the partitions: b holds {b_held}");
     // "b" dies at 8 (its leases run out at 10.5, when it leaves the count); "c" joins at 10,
     // finds nothing free and dies, counted until 13.5: "a"'s share stays 16 meanwhile.
     for s in 8..10 {
-        second(&[("a", &a)], &clock, s, &mut claimed).await?;
+        second(&[("a", a)], &clock, s, &mut claimed).await?;
     }
-    second(&[("a", &a), ("c", &c)], &clock, 10, &mut claimed).await?;
+    second(&[("a", a), ("c", c)], &clock, 10, &mut claimed).await?;
     ensure!(!claimed.values().any(|who| who.contains(&"c")), "c held nothing");
     for s in 11..20 {
-        second(&[("a", &a)], &clock, s, &mut claimed).await?;
+        second(&[("a", a)], &clock, s, &mut claimed).await?;
     }
-    let horizon = T0 + 20 * 1000;
-    for job in &jobs {
-        for fire_ms in (1..(horizon - T0) / 1000).map(|s| T0 + s * 1000) {
-            let who = claimed.get(&(*job, fire_ms)).map_or(&[][..], Vec::as_slice);
-            ensure!(who.len() == 1, "job {job} second {}: claimed by {who:?}", (fire_ms - T0) / 1000);
-        }
-    }
-    Ok(())
+    each_second_claimed_once(&jobs, &claimed, T0 + 20 * 1000)
 }
 
 /// "a" claims but its ring falls behind (it never drains); while it keeps pre-reading (live),
 /// "b"'s recovery leaves its overdue claims alone; once "a" falls silent, "b" recovers them.
 async fn slow_not_dead(db: &Db) -> anyhow::Result<()> {
-    let clock = Arc::new(ManualClock::new(T0));
-    let fake = Arc::new(FakeExecutor::default());
-    let a = shared_engine(db, &fake, &clock, "a").await?;
-    let b = shared_engine(db, &fake, &clock, "b").await?;
-    let store = db.connect().await?;
-    let g = group(&*store, "app", &["http://a:9999/"]).await?;
-    for _ in 0..4 {
-        store.add_job(&job(g, T0 + 2000)).await?;
-    }
+    let Cluster { clock, fake, admins, store, .. } = Cluster::new(db, &["a", "b"], 4, T0 + 2000).await?;
+    let [a, b] = &admins[..] else { unreachable!("two admins") };
     clock.set(T0 + 500);
     let claimed = a.scheduler().schedule_cycle(T0 + 500).await?.fires.len();
     ensure!(claimed >= 4, "a claims its jobs' window: {claimed}");
@@ -158,26 +136,18 @@ async fn second(
 }
 
 async fn share(db: &Db) -> anyhow::Result<()> {
-    let clock = Arc::new(ManualClock::new(T0));
-    let fake = Arc::new(FakeExecutor::default());
-    let a = shared_engine(db, &fake, &clock, "a").await?;
-    let b = shared_engine(db, &fake, &clock, "b").await?;
-    let store = db.connect().await?;
-    let g = group(&*store, "app", &["http://a:9999/"]).await?;
-    let mut jobs = Vec::new();
-    for _ in 0..JOBS {
-        jobs.push(store.add_job(&job(g, T0 + 1000)).await?);
-    }
+    let Cluster { clock, fake, admins, jobs, .. } = Cluster::new(db, &["a", "b"], JOBS, T0 + 1000).await?;
+    let [a, b] = &admins[..] else { unreachable!("two admins") };
     let upper = |j: &JobId| j.0 % SCHEDULE_PARTITIONS >= SCHEDULE_PARTITIONS / 2;
 
     let mut claimed = Claimed::new();
     // "a" alone for two seconds: every partition.
     for s in 0..2 {
-        second(&[("a", &a)], &clock, s, &mut claimed).await?;
+        second(&[("a", a)], &clock, s, &mut claimed).await?;
     }
     // "b" joins: within a few seconds it holds half the partitions and claims their jobs.
     for s in 2..12 {
-        second(&[("a", &a), ("b", &b)], &clock, s, &mut claimed).await?;
+        second(&[("a", a), ("b", b)], &clock, s, &mut claimed).await?;
     }
     let late_ms = T0 + 10_000;
     for (&(job, fire_ms), who) in claimed.range((JobId(0), late_ms)..) {
@@ -190,19 +160,13 @@ async fn share(db: &Db) -> anyhow::Result<()> {
     // out, still before the seconds "b" had claimed are over.
     let died = 12;
     for s in died..died + 10 {
-        second(&[("a", &a)], &clock, s, &mut claimed).await?;
+        second(&[("a", a)], &clock, s, &mut claimed).await?;
     }
     let last_claim = claimed.keys().filter(|(j, _)| upper(j)).map(|(_, f)| *f).max().unwrap_or(0);
     ensure!(last_claim > T0 + (died + 5) * 1000 + LEASE_MS, "a took over b's partitions");
 
     // Every job's every second from the first up to what "a" has pre-read: exactly one claim.
-    let horizon = T0 + (died + 10) * 1000;
-    for job in &jobs {
-        for fire_ms in (1..(horizon - T0) / 1000).map(|s| T0 + s * 1000) {
-            let who = claimed.get(&(*job, fire_ms)).map_or(&[][..], Vec::as_slice);
-            ensure!(who.len() == 1, "job {job} second {fire_ms}: claimed by {who:?}");
-        }
-    }
+    each_second_claimed_once(&jobs, &claimed, T0 + (died + 10) * 1000)?;
     // Each claimed second fired exactly once, by the admin that claimed it, up to the last
     // second that admin drained; "b"'s later claims, in a dead admin's ring, are left to
     // recovery (not run here).
@@ -226,15 +190,45 @@ async fn share(db: &Db) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// An engine scheduling as `node`, on its own connection pool.
-async fn shared_engine(
-    db: &Db,
-    fake: &Arc<FakeExecutor>,
-    clock: &Arc<ManualClock>,
-    node: &str,
-) -> anyhow::Result<Arc<Engine>> {
-    let store = db.connect().await?;
-    Ok(engine_configured(store, fake.clone(), clock.clone(), Alarmer::default(), |c| {
-        c.schedule_node = Some(node.to_owned());
-    }))
+/// Admins sharing one database under one controlled clock, with one fake executor, and `jobs`
+/// every-second jobs from `first_fire_ms`.
+struct Cluster {
+    clock: Arc<ManualClock>,
+    fake: Arc<FakeExecutor>,
+    /// One engine per node name, each scheduling as that node on its own connection pool.
+    admins: Vec<Arc<Engine>>,
+    store: Arc<dyn Store>,
+    jobs: Vec<JobId>,
+}
+
+impl Cluster {
+    async fn new(db: &Db, nodes: &[&str], jobs: i32, first_fire_ms: i64) -> anyhow::Result<Self> {
+        let clock = Arc::new(ManualClock::new(T0));
+        let fake = Arc::new(FakeExecutor::default());
+        let mut admins = Vec::new();
+        for node in nodes {
+            let store = db.connect().await?;
+            admins.push(engine_configured(store, fake.clone(), clock.clone(), Alarmer::default(), |c| {
+                c.schedule_node = Some((*node).to_owned());
+            }));
+        }
+        let store = db.connect().await?;
+        let g = group(&*store, "app", &["http://a:9999/"]).await?;
+        let mut ids = Vec::new();
+        for _ in 0..jobs {
+            ids.push(store.add_job(&job(g, first_fire_ms)).await?);
+        }
+        Ok(Self { clock, fake, admins, store, jobs: ids })
+    }
+}
+
+/// Every job's every second from `T0 + 1000` up to `horizon`: exactly one admin claimed it.
+fn each_second_claimed_once(jobs: &[JobId], claimed: &Claimed, horizon: i64) -> anyhow::Result<()> {
+    for job in jobs {
+        for fire_ms in (1..(horizon - T0) / 1000).map(|s| T0 + s * 1000) {
+            let who = claimed.get(&(*job, fire_ms)).map_or(&[][..], Vec::as_slice);
+            ensure!(who.len() == 1, "job {job} second {}: claimed by {who:?}", (fire_ms - T0) / 1000);
+        }
+    }
+    Ok(())
 }

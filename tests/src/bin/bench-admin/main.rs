@@ -118,13 +118,14 @@ async fn main() -> anyhow::Result<()> {
     let handler = if processes.is_some() { end_to_end::HANDLER } else { setup::HANDLER };
     let executor_pids =
         processes.as_ref().map(end_to_end::ExecutorProcesses::pids).transpose()?.unwrap_or_default();
-    let store = jobwheel_admin::store::connect(&url).await.context("connecting to the database")?;
-    let first_fire_ms = (now_ms() / 1000 + 8) * 1000;
+    let store = jobwheel_admin::store::connect(&setup::writing_url(&url))
+        .await
+        .context("connecting to the database")?;
     let started = std::time::Instant::now();
-    let jobs =
-        setup::database(&*store, &addresses, handler, args.jobs, args.mode, args.cron_period, first_fire_ms)
-            .await?;
+    let jobs = setup::database(&*store, &addresses, handler, args.jobs, args.mode, args.cron_period).await?;
     let written = started.elapsed();
+    let first_fire_ms = (now_ms() / 1000 + 8) * 1000;
+    setup::start_jobs(&url, &jobs, args.mode, args.cron_period, first_fire_ms).await?;
     let per_second = match args.mode {
         Mode::Cron => args.jobs / usize::try_from(args.cron_period)?,
         _ => args.jobs,

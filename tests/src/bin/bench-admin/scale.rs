@@ -8,7 +8,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sqlx::Executor as _;
 use tokio::process::Child;
 
 use crate::setup::{API_TOKEN, Arrivals, now_ms};
@@ -16,12 +15,7 @@ use crate::setup::{API_TOKEN, Arrivals, now_ms};
 /// Stops every job of the benchmark in one statement.
 pub(crate) async fn stop_all(url: &str) -> anyhow::Result<()> {
     let sql = "UPDATE xxl_job_info SET trigger_status = 0, trigger_next_time = 0";
-    let stopped = match url.split(':').next().unwrap_or_default() {
-        "sqlite" => sqlx::SqlitePool::connect(url).await?.execute(sql).await?.rows_affected(),
-        "mysql" => sqlx::MySqlPool::connect(url).await?.execute(sql).await?.rows_affected(),
-        _ => sqlx::PgPool::connect(url).await?.execute(sql).await?.rows_affected(),
-    };
-    anyhow::ensure!(stopped > 0, "no job stopped");
+    anyhow::ensure!(crate::setup::execute(url, sql).await? > 0, "no job stopped");
     Ok(())
 }
 

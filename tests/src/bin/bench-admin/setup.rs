@@ -84,9 +84,9 @@ pub(crate) async fn executors(
     (started, arrivals)
 }
 
-/// Fills an empty database: one group on `addresses`, `jobs` jobs of `mode` running `handler`
-/// whose first fire is
-/// spread over the second after `first_fire_ms`, an administrator and its API token.
+/// Fills an empty database: one group on `addresses`, `jobs` stopped jobs of `mode` running
+/// `handler`, an administrator and its API token; the jobs' ids, contiguous and in order (job
+/// `i` has id `ids[0] + i`, which [`start_jobs`] relies on).
 pub(crate) async fn database(
     store: &dyn Store,
     addresses: &[String],
@@ -94,7 +94,6 @@ pub(crate) async fn database(
     jobs: usize,
     mode: Mode,
     cron_period: u32,
-    first_fire_ms: i64,
 ) -> anyhow::Result<Vec<JobId>> {
     if store.list_groups().await?.iter().any(|g| g.group.app_name == "bench") {
         bail!("the database already holds a benchmark; point --database-url at an empty one");
@@ -111,42 +110,93 @@ pub(crate) async fn database(
     jobwheel_tests::fixtures::api_administrator(store, "bench", API_TOKEN).await?;
     let mut ids = Vec::with_capacity(jobs);
     for i in 0..jobs {
-        ids.push(store.add_job(&job(group, handler, i, jobs, mode, cron_period, first_fire_ms)).await?);
+        ids.push(store.add_job(&job(group, handler, i, mode, cron_period)).await?);
     }
+    let contiguous = ids.windows(2).all(|pair| pair[1].0 == pair[0].0 + 1);
+    anyhow::ensure!(contiguous, "the database numbered the jobs with gaps (auto-increment step > 1?)");
     Ok(ids)
 }
 
-fn job(
-    group: GroupId,
-    handler: &str,
-    i: usize,
-    jobs: usize,
-    mode: Mode,
-    cron_period: u32,
-    first_fire_ms: i64,
-) -> Job {
-    // Spread over a second (FIX_RATE) or the cron period, as jobs started at random times are.
-    let offset = i64::try_from(i * 1000 / jobs.max(1)).unwrap_or(0);
-    let (schedule_type, conf, status, next) = match mode {
-        Mode::FixRate => ("FIX_RATE", "1".to_owned(), 1, first_fire_ms + offset),
+/// The URL the set-up writes the jobs through: on PostgreSQL without waiting for each commit's
+/// flush (`synchronous_commit=off`, this session only), which turns a million single-job
+/// transactions from half an hour into minutes. The admin under test connects with `url` as
+/// given, so what is measured keeps its durable commits.
+pub(crate) fn writing_url(url: &str) -> String {
+    if url.starts_with("postgres") {
+        let joint = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{joint}options=-c%20synchronous_commit%3Doff")
+    } else {
+        url.to_owned()
+    }
+}
+
+/// A stopped job (`trigger_next_time` 0): [`start_jobs`] starts them all at once when they are
+/// written, so a setup that takes minutes (a million jobs) does not start the admin into a
+/// backlog of fire times that passed while it wrote.
+fn job(group: GroupId, handler: &str, i: usize, mode: Mode, cron_period: u32) -> Job {
+    let (schedule_type, conf) = match mode {
+        Mode::FixRate => ("FIX_RATE", "1".to_owned()),
         Mode::Cron => {
-            let second = i64::try_from(i).unwrap_or(0) % i64::from(cron_period);
-            // The first whole second at or after `first_fire_ms` that the expression matches
-            // (the period divides 60 or 3600, and whole hours are whole multiples of 3600 s
-            // since the epoch in UTC, so matching the epoch second modulo it is enough).
-            let base = (first_fire_ms + 999) / 1000;
-            let wait = (second - base).rem_euclid(i64::from(cron_period));
-            ("CRON", cron_conf(second, cron_period), 1, (base + wait) * 1000)
+            ("CRON", cron_conf(i64::try_from(i).unwrap_or(0) % i64::from(cron_period), cron_period))
         }
-        Mode::Manual => ("NONE", String::new(), 0, 0),
+        Mode::Manual => ("NONE", String::new()),
     };
     let mut job = jobwheel_tests::fixtures::bean_job(group, &format!("bench job {i}"), handler);
     job.schedule_type = schedule_type.into();
     job.schedule_conf = (!conf.is_empty()).then_some(conf);
     job.executor_route_strategy = Some("ROUND".into());
-    job.trigger_status = status;
-    job.trigger_next_time = next;
+    job.trigger_status = 0;
+    job.trigger_next_time = 0;
     job
+}
+
+/// Starts the jobs `ids` (as [`database`] wrote them) in one statement, their first fires spread
+/// over the second after `first_fire_ms` (FIX_RATE) or over the cron period, as jobs started at
+/// random times are. Job `i`'s CRON fire is the first whole second at or after `first_fire_ms`
+/// whose offset in the period is `i % period`: the period divides 60 or 3600, and whole hours
+/// are whole multiples of 3600 s since the epoch in UTC, so the epoch second modulo it is the
+/// offset. Manual jobs stay stopped.
+pub(crate) async fn start_jobs(
+    url: &str,
+    ids: &[JobId],
+    mode: Mode,
+    cron_period: u32,
+    first_fire_ms: i64,
+) -> anyhow::Result<()> {
+    let (Some(first), Some(last)) = (ids.first(), ids.last()) else { return Ok(()) };
+    let (first, last) = (first.0, last.0);
+    let next = match mode {
+        Mode::Manual => return Ok(()),
+        Mode::FixRate => {
+            let div = if url.starts_with("mysql:") { "DIV" } else { "/" };
+            format!("{first_fire_ms} + ((id - {first}) * 1000) {div} {}", ids.len())
+        }
+        Mode::Cron => {
+            let (base, period) = ((first_fire_ms + 999) / 1000, i64::from(cron_period));
+            let shift = base.rem_euclid(period);
+            format!("({base} + ((id - {first}) % {period} - {shift} + {period}) % {period}) * 1000")
+        }
+    };
+    let sql = format!(
+        "UPDATE xxl_job_info SET trigger_status = 1, trigger_next_time = {next} \
+         WHERE id BETWEEN {first} AND {last}"
+    );
+    let started = execute(url, &sql).await?;
+    anyhow::ensure!(started == ids.len() as u64, "started {started} of {} jobs", ids.len());
+    Ok(())
+}
+
+/// Runs one statement of the benchmark's own (a bulk start or stop) straight on the database;
+/// the rows it changed.
+pub(crate) async fn execute(url: &str, sql: &str) -> anyhow::Result<u64> {
+    use sqlx::Executor as _;
+    // The statement is the benchmark's own text (numbers it computed), never input.
+    let sql = sqlx::AssertSqlSafe(sql.to_owned());
+    Ok(match url.split(':').next().unwrap_or_default() {
+        "sqlite" => sqlx::SqlitePool::connect(url).await?.execute(sql).await?.rows_affected(),
+        "mysql" => sqlx::MySqlPool::connect(url).await?.execute(sql).await?.rows_affected(),
+        _ => sqlx::PgPool::connect(url).await?.execute(sql).await?.rows_affected(),
+    })
 }
 
 /// The Quartz expression of a job firing at offset `second` of every `period` seconds (a
