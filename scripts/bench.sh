@@ -3,7 +3,7 @@
 # bench-admin for trigger throughput (FIX_RATE, SQLite, PostgreSQL and MariaDB), a manual-trigger flood,
 # lateness with 10 000 cron jobs, and cost at 1k/10k/100k jobs. Job logs go to tmpfs.
 #   scripts/bench.sh            # everything (about 20 minutes)
-#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale | shared | monitors | ratchjob | e2e
+#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale | million | shared | monitors | ratchjob | e2e
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
@@ -45,6 +45,13 @@ if [[ $part == all || $part == lateness ]]; then
 fi
 if [[ $part == all || $part == scale ]]; then
   for jobs in 1000 10000 100000; do run --mode cron --jobs "$jobs" --cron-period 60 --duration "$duration"; done
+fi
+if [[ $part == all || $part == million ]]; then
+  # A million hourly CRON jobs (issue 34): lateness, RSS, pre-read and job-list times, restart.
+  for db in sqlite pg; do
+    args=(--mode cron --cron-period 3600 --jobs 1000000 --duration 30 --warmup 10 --scale-checks)
+    if [[ $db == pg ]]; then run_pg "${args[@]}"; else run "${args[@]}"; fi
+  done
 fi
 if [[ $part == all || $part == shared ]]; then
   # One admin against two sharing the scheduling (issue 14), same load, same database server.

@@ -178,9 +178,9 @@ async fn main() -> anyhow::Result<()> {
         for (name, ms) in scale::list_queries(&admin_url, i64::from(group.unwrap_or(1)), jobs.len()).await? {
             println!("job list, {name}: {ms:.0} ms");
         }
-        // The window's last runs are done by now; killing the admin earlier would leave their
-        // claims to the restarted one and count its recovery as the window's lateness.
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        // Killing the admin before the window's last runs are out would leave their claims to
+        // the restarted one and count its recovery as the window's lateness.
+        scale::wait_for_fire_after(&arrivals, window_end, Duration::from_secs(10)).await?;
         let rss_before = sample(pids[0])?.rss_kib / 1024;
         let place = (url.as_str(), ports[0], dir.path().join("admin-0"));
         let (child, answered, fired) =

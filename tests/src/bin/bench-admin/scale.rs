@@ -86,6 +86,21 @@ pub(crate) async fn list_queries(
     Ok(timed)
 }
 
+/// Waits until a run of a second at or after `after_ms` arrived: the ring hands seconds over in
+/// order, so by then every run of the seconds before it is out.
+pub(crate) async fn wait_for_fire_after(
+    arrivals: &Arrivals,
+    after_ms: i64,
+    patience: Duration,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + patience;
+    while !arrivals.lock().expect("arrivals").iter().rev().any(|a| a.scheduled_ms >= after_ms) {
+        anyhow::ensure!(Instant::now() < deadline, "no run of a second after the window within {patience:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(())
+}
+
 /// SIGKILLs the admin, starts it again on the same port and database, and measures how long
 /// until it answers HTTP and until the first run of a second after the restart arrives at an
 /// executor (runs of earlier seconds are the dead process's claims, recovered).
