@@ -1,5 +1,5 @@
 //! Group commit for the trigger path's hot store calls: concurrent callers of one operation
-//! (load a job, consume a claim and insert its log row, write a trigger's outcome) are served by
+//! (read the job epoch, load a job, consume a claim and insert its log row, write a trigger's outcome) are served by
 //! one batched statement instead of one round trip each.
 //!
 //! Why: every store call is a round trip to the database (for SQLite, two thread hand-offs to
@@ -116,6 +116,7 @@ pub(crate) struct Batches {
     max_defer: Duration,
     jobs: Coalescer<JobId, Option<JobRow>>,
     groups: Coalescer<GroupId, Option<GroupRow>>,
+    epochs: Coalescer<(), i64>,
     claimed_logs: Coalescer<(ClaimId, NewLog), Option<LogId>>,
     taken_claims: Coalescer<ClaimId, bool>,
     trigger_updates: Coalescer<LogTriggerUpdate, bool>,
@@ -129,6 +130,7 @@ impl Batches {
             max_defer,
             jobs: Coalescer::new(MAX_BATCH),
             groups: Coalescer::new(MAX_BATCH),
+            epochs: Coalescer::new(MAX_BATCH),
             claimed_logs: Coalescer::new(MAX_BATCH),
             taken_claims: Coalescer::new(MAX_BATCH),
             trigger_updates: Coalescer::new(MAX_BATCH),
@@ -144,6 +146,18 @@ impl Batches {
                     store.load_jobs(&ids).await?.into_iter().map(|row| (row.id, row)).collect();
                 // Cloned, not moved: the same job may be asked for twice in one batch.
                 Ok(ids.iter().map(|id| rows.get(id).cloned()).collect())
+            })
+            .await
+    }
+
+    /// [`JobStore::job_epoch`](crate::store::JobStore::job_epoch), batched: one read serves
+    /// every concurrent caller.
+    pub(crate) async fn job_epoch(&self) -> Result<i64, StoreError> {
+        let store = &self.store;
+        self.epochs
+            .call((), None, |asks| async move {
+                let epoch = store.job_epoch().await?;
+                Ok(vec![epoch; asks.len()])
             })
             .await
     }

@@ -86,7 +86,7 @@ pub use scheduler::Scheduler;
 pub use sending::MAX_DEFER;
 pub use share::{LEASE_MS, fair_share, schedule_node_name};
 pub use start::first_fire_time;
-pub use trigger::{TriggerOutcome, TriggerPath, TriggerRequest};
+pub use trigger::{JobSnapshot, TriggerOutcome, TriggerPath, TriggerRequest};
 pub use workflow_ops::{InstanceOp, OpError, instance_status_name};
 pub use workflow_sweep::{RUN_GRACE_MS, SweepReport};
 pub use workflows::{MAX_CONTEXT, MAX_NODE_OUTPUT, StartError, Workflows};

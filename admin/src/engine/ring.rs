@@ -9,7 +9,7 @@
 //!
 //! Early: the ring thread wakes [`EngineConfig::fire_lead`](super::EngineConfig::fire_lead)
 //! (200 ms) before each second and hands that second's slot to the pools then. Each trigger
-//! reads its job and group and takes its claim at once, without a pool slot, then waits for
+//! reads its group (and its job, unless the pre-read's row is still current) and takes its claim at once, without a pool slot, then waits for
 //! its second, takes a slot, routes with the live registry and sends `/run`. So the work left
 //! at the second is the route and the request — every trigger of a second is due at its start,
 //! and database work done at it made the second's last triggers late. No trigger leaves before
@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
 use super::scheduler::Scheduler;
-use super::trigger::TriggerRequest;
+use super::trigger::{JobSnapshot, TriggerRequest};
 use crate::domain::TriggerType;
 use crate::store::{ClaimId, JobId, LogId};
 
@@ -32,7 +32,7 @@ pub fn ring_second(time_ms: i64) -> u32 {
 }
 
 /// One scheduled trigger waiting in the ring.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RingEntry {
     /// The pending claim to consume when firing.
     pub claim: ClaimId,
@@ -43,6 +43,8 @@ pub struct RingEntry {
     /// The log row the pre-read staged for it (`None`: a broadcast, whose shards are decided
     /// at fire time).
     pub staged_log: Option<LogId>,
+    /// The job as the pre-read read it: the trigger fires with it unless a job was edited since.
+    pub job: Option<JobSnapshot>,
 }
 
 /// Slots by second.
@@ -112,6 +114,7 @@ impl Scheduler {
                 claim: Some(entry.claim),
                 scheduled_ms: Some(entry.fire_time_ms),
                 staged_log: entry.staged_log,
+                snapshot: entry.job.clone(),
                 release_ms,
                 ..TriggerRequest::new(entry.job_id, TriggerType::Cron)
             };
@@ -132,7 +135,7 @@ mod tests {
     use super::*;
 
     fn entry(claim: i64) -> RingEntry {
-        RingEntry { claim: ClaimId(claim), job_id: JobId(1), fire_time_ms: 0, staged_log: None }
+        RingEntry { claim: ClaimId(claim), job_id: JobId(1), fire_time_ms: 0, staged_log: None, job: None }
     }
 
     #[test]

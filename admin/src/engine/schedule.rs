@@ -5,6 +5,9 @@
 //! [`Scheduler::schedule_cycle`] takes `now_ms` so tests drive it with controlled time; the spawned
 //! loop in `scheduler.rs` only adds the clock and upstream's aligned sleeps.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use chrono_tz::Tz;
 
 use super::EngineError;
@@ -12,7 +15,7 @@ use super::fix_delay::FIX_DELAY_PARKED;
 use super::ring::{RingEntry, ring_second};
 use super::scheduler::Scheduler;
 use super::shard::route_strategy;
-use super::trigger::{TriggerRequest, to_datetime};
+use super::trigger::{JobSnapshot, TriggerRequest, to_datetime};
 use crate::calendar::{DayRules, next_fire, rules_by_job};
 use crate::cron::parse_time_zone;
 use crate::domain::TriggerType;
@@ -189,6 +192,8 @@ impl Scheduler {
     /// ring.
     pub async fn schedule_cycle(&self, now_ms: i64) -> Result<CycleReport, EngineError> {
         let started = std::time::Instant::now();
+        // Before the jobs: a row read after it is current while the epoch stands.
+        let epoch = self.store.job_epoch().await?;
         let mut tx = self.leases.begin(now_ms).await?;
         let jobs = tx.due_jobs(now_ms + PRE_READ_MS, self.pre_read_count).await?;
         let mut report = CycleReport { pre_read: jobs.len(), ..CycleReport::default() };
@@ -244,6 +249,8 @@ impl Scheduler {
         for (job, _) in skipped {
             self.missed.recorded(job.id, 1);
         }
+        let snapshots: HashMap<JobId, JobSnapshot> =
+            jobs.into_iter().map(|row| (row.id, JobSnapshot { row: Arc::new(row), epoch })).collect();
 
         for ((job_id, fire_time_ms, trigger_type, placement), (claim, staged_log)) in
             planned.into_iter().zip(claim_ids)
@@ -257,12 +264,14 @@ impl Scheduler {
                         // A misfire's compensation fires "now": it has no second to be late for.
                         scheduled_ms: (trigger_type == TriggerType::Cron).then_some(fire_time_ms),
                         staged_log,
+                        snapshot: snapshots.get(&job_id).cloned(),
                         ..TriggerRequest::new(job_id, trigger_type)
                     };
                     self.triggers.submit(request);
                 }
                 Placement::Ring(second) => {
-                    self.ring.push(second, RingEntry { claim, job_id, fire_time_ms, staged_log });
+                    let job = snapshots.get(&job_id).cloned();
+                    self.ring.push(second, RingEntry { claim, job_id, fire_time_ms, staged_log, job });
                 }
             }
         }

@@ -24,7 +24,7 @@ use crate::store::{GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, Store};
 /// (`process_trigger`'s `shard` and `log_id`).
 pub(super) struct Resolved<'r> {
     pub(super) request: &'r TriggerRequest,
-    pub(super) job: JobRow,
+    pub(super) job: Arc<JobRow>,
     pub(super) targets: Targets,
     pub(super) strategy: Option<ExecutorRouteStrategy>,
     pub(super) is_broadcast: bool,

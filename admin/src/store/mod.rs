@@ -154,6 +154,10 @@ pub trait JobStore: Send + Sync {
         }
         Ok(rows)
     }
+    /// The job epoch: a number every job edit through this store moves (`update_job`,
+    /// `delete_job`, `start_job`, `stop_job`, `set_job_time_zone`, `set_job_priority`). A job
+    /// row read after reading the epoch is still current while the epoch has not moved.
+    async fn job_epoch(&self) -> Result<i64, StoreError>;
     /// What completing runs of `ids` needs of their jobs (a callback batch's follow-up: a few
     /// columns, not whole rows); missing ids are left out, the order is unspecified.
     async fn follow_ups(&self, ids: &[JobId]) -> Result<Vec<JobFollowUp>, StoreError>;
@@ -252,7 +256,8 @@ pub trait ScheduleStore: Send + Sync {
 #[async_trait]
 pub trait ScheduleTx: Send {
     /// Upstream `scheduleJobQuery`: running jobs with `trigger_next_time <= max_next_time_ms`,
-    /// by id, at most `limit`.
+    /// by id, at most `limit`; whole rows as [`JobStore::load_job`] reads them (zone and
+    /// priority included), so a trigger can fire with them.
     async fn due_jobs(&mut self, max_next_time_ms: i64, limit: u32) -> Result<Vec<JobRow>, StoreError>;
     /// Upstream ≥ 3.4 batch update (`CASE id WHEN …`, 100 jobs per statement) guarded by
     /// `AND trigger_status = 1`, so a job stopped meanwhile is not resurrected. Returns the

@@ -67,20 +67,10 @@ fn job_values<'a>(before: Option<Arg<'a>>, job: &'a Job, after: Option<Arg<'a>>)
     before.into_iter().chain(values).chain(after).collect()
 }
 
-/// The job with its jobwheel time zone (`jobwheel_job_zone` has no column named like one of
-/// `xxl_job_info`'s, so the unqualified column list stays unambiguous).
-macro_rules! job_with_zone {
-    () => {
-        concat!(
-            "SELECT ",
-            job_columns!(),
-            ", z.time_zone FROM xxl_job_info LEFT JOIN jobwheel_job_zone z ON z.job_id = xxl_job_info.id"
-        )
-    };
-}
-pub(super) use job_with_zone;
-/// [`job_with_zone`] plus the job's priority: what the trigger path and single-job reads load
-/// (the pre-read does not need it).
+/// The job with its jobwheel time zone and priority (neither side table has a column named like
+/// one of `xxl_job_info`'s, so the unqualified column list stays unambiguous): what the trigger
+/// path, the pre-read (whose rows a trigger fires with while the job epoch stands) and single-job
+/// reads load.
 macro_rules! job_full {
     () => {
         concat!(
@@ -123,6 +113,10 @@ static STOP_JOB: Sql = Sql::new(
     "UPDATE xxl_job_info SET trigger_status = 0, trigger_last_time = 0, \
     trigger_next_time = 0, update_time = TS(?) WHERE id = ?",
 );
+/// Moves the job epoch (`0028_job_epoch`): written after every job edit, so a trigger holding
+/// a job row its pre-read read before the edit sees the epoch moved and reads the job again.
+static BUMP_JOB_EPOCH: Sql = Sql::new("UPDATE jobwheel_job_epoch SET epoch = epoch + 1 WHERE id = 1");
+static JOB_EPOCH: Sql = Sql::new("SELECT epoch FROM jobwheel_job_epoch WHERE id = 1");
 /// Upstream deletes a job's logs and GLUE history with it; our tables follow — its grant, its
 /// sealed secrets and variables and their history too, so a later job that gets the same id
 /// (MySQL re-derives AUTO_INCREMENT after a restart) inherits nothing (review L1).
@@ -191,7 +185,9 @@ impl JobStore for SqlStore {
 
     async fn update_job(&self, id: JobId, job: &Job) -> Result<bool, StoreError> {
         let args = job_values(None, job, Some(id.into()));
-        Ok(self.ex().execute(&UPDATE_JOB, &args).await? > 0)
+        let updated = self.ex().execute(&UPDATE_JOB, &args).await? > 0;
+        self.bump_job_epoch().await?;
+        Ok(updated)
     }
 
     async fn delete_job(&self, id: JobId) -> Result<bool, StoreError> {
@@ -200,6 +196,7 @@ impl JobStore for SqlStore {
         for sql in &DELETE_JOB {
             deleted = tx.ex().execute(sql, &args![id]).await?;
         }
+        tx.ex().execute(&BUMP_JOB_EPOCH, &args![]).await?;
         tx.commit().await?;
         // The last statement deletes the job itself.
         Ok(deleted > 0)
@@ -211,6 +208,10 @@ impl JobStore for SqlStore {
 
     async fn load_jobs(&self, ids: &[JobId]) -> Result<Vec<JobRow>, StoreError> {
         self.load_jobs_batch(ids).await
+    }
+
+    async fn job_epoch(&self) -> Result<i64, StoreError> {
+        Ok(self.ex().fetch_value::<i64>(&JOB_EPOCH, &args![]).await?.unwrap_or(0))
     }
 
     async fn follow_ups(&self, ids: &[JobId]) -> Result<Vec<JobFollowUp>, StoreError> {
@@ -234,11 +235,15 @@ impl JobStore for SqlStore {
     }
 
     async fn start_job(&self, id: JobId, next_ms: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        Ok(self.ex().execute(&START_JOB, &args![next_ms, secs(now), id]).await? > 0)
+        let started = self.ex().execute(&START_JOB, &args![next_ms, secs(now), id]).await? > 0;
+        self.bump_job_epoch().await?;
+        Ok(started)
     }
 
     async fn stop_job(&self, id: JobId, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        Ok(self.ex().execute(&STOP_JOB, &args![secs(now), id]).await? > 0)
+        let stopped = self.ex().execute(&STOP_JOB, &args![secs(now), id]).await? > 0;
+        self.bump_job_epoch().await?;
+        Ok(stopped)
     }
 
     async fn set_job_time_zone(&self, id: JobId, time_zone: Option<&str>) -> Result<(), StoreError> {
@@ -246,7 +251,7 @@ impl JobStore for SqlStore {
             Some(zone) => self.ex().execute(&SET_JOB_ZONE, &args![zone, id]).await?,
             None => self.ex().execute(&CLEAR_JOB_ZONE, &args![id]).await?,
         };
-        Ok(())
+        self.bump_job_epoch().await
     }
 
     async fn job_retry_backoff(&self, id: JobId) -> Result<Option<RetryBackoff>, StoreError> {
@@ -272,7 +277,7 @@ impl JobStore for SqlStore {
             Some(priority) => self.ex().execute(&SET_JOB_PRIORITY, &args![priority, id]).await?,
             None => self.ex().execute(&CLEAR_JOB_PRIORITY, &args![id]).await?,
         };
-        Ok(())
+        self.bump_job_epoch().await
     }
 
     async fn set_job_retry_backoff(
@@ -315,5 +320,12 @@ impl JobStore for SqlStore {
 
     async fn list_glue_history(&self, job_id: JobId) -> Result<Vec<GlueHistoryRow>, StoreError> {
         self.ex().fetch_all(&LIST_GLUE, &args![job_id]).await
+    }
+}
+
+impl SqlStore {
+    async fn bump_job_epoch(&self) -> Result<(), StoreError> {
+        self.ex().execute(&BUMP_JOB_EPOCH, &args![]).await?;
+        Ok(())
     }
 }

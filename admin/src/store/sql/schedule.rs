@@ -11,7 +11,7 @@
 use async_trait::async_trait;
 
 use super::SqlStore;
-use super::jobs::job_with_zone;
+use super::jobs::job_full;
 use super::logs::INSERT_LOG;
 use crate::store::PARTITION_COUNT;
 use crate::store::db::{QueryBuf, args};
@@ -36,7 +36,7 @@ static LOCK_ROW: Sql =
 /// only differs from upstream's when more jobs are due than the pre-read takes, and then the
 /// earliest due go first rather than the lowest ids.
 static DUE_JOBS: Sql = Sql::new(concat!(
-    job_with_zone!(),
+    job_full!(),
     " WHERE trigger_status = 1 AND trigger_next_time <= ? ORDER BY trigger_next_time ASC, id ASC LIMIT ?"
 ));
 static PENDING_CLAIMS: Sql = Sql::new(
@@ -226,7 +226,7 @@ impl ScheduleTx for SqlScheduleTx {
             Some(partitions) if partitions.is_empty() => return Ok(Vec::new()),
             Some(partitions) => {
                 let mut q = QueryBuf::new(concat!(
-                    job_with_zone!(),
+                    job_full!(),
                     " WHERE trigger_status = 1 AND trigger_next_time <= "
                 ));
                 q.bind(max_next_time_ms)

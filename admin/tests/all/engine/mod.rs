@@ -11,6 +11,7 @@ mod client;
 pub(crate) mod completion;
 mod early;
 mod group_cap;
+mod job_epoch;
 mod missed_fire;
 mod real_executor;
 mod retention;

@@ -17,6 +17,7 @@ pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
     priorities(admins).await?;
     registry(admins).await?;
     jobs(admins).await?;
+    job_epoch(admins).await?;
     glue_history(admins).await?;
     users(admins).await?;
     wasm(admins).await?;
@@ -293,6 +294,37 @@ async fn jobs(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     a.clear_logs(&LogClear { job_group: Some(g2), ..LogClear::default() }).await?;
     a.delete_group(g1).await?;
     a.delete_group(g2).await?;
+    Ok(())
+}
+
+/// Every job edit moves the job epoch, as the other admin reads it; reads and the pre-read's
+/// own trigger-time writes do not (a trigger fires with its pre-read's row while it stands).
+async fn job_epoch(Admins { a, b }: &Admins) -> anyhow::Result<()> {
+    let g = group(&**a, "epoch").await?;
+    let id = a.add_job(&job(g, "epoch job")).await?;
+    let now = at("2030-01-03T00:00:00Z");
+    let mut last = b.job_epoch().await?;
+    let edited = job(g, "epoch job, edited");
+    for edit in ["update", "start", "stop", "time zone", "priority", "delete"] {
+        match edit {
+            "update" => ensure!(a.update_job(id, &edited).await?),
+            "start" => ensure!(a.start_job(id, 1_893_456_000_000, now).await?),
+            "stop" => ensure!(a.stop_job(id, now).await?),
+            "time zone" => a.set_job_time_zone(id, Some("Asia/Shanghai")).await?,
+            "priority" => a.set_job_priority(id, Some("HIGH")).await?,
+            _ => ensure!(a.delete_job(id).await?),
+        }
+        let epoch = b.job_epoch().await?;
+        ensure!(epoch > last, "{edit} did not move the job epoch ({last} → {epoch})");
+        last = epoch;
+    }
+    b.load_job(id).await?;
+    b.page_jobs(&JobFilter::default(), Page { offset: 0, limit: 10 }).await?;
+    let mut tx = a.begin_schedule().await?;
+    tx.due_jobs(i64::MAX, 10).await?;
+    tx.commit().await?;
+    ensure!(b.job_epoch().await? == last, "reads moved the job epoch");
+    a.delete_group(g).await?;
     Ok(())
 }
 

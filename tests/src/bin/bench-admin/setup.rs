@@ -174,7 +174,10 @@ pub(crate) async fn start_jobs(
         Mode::Cron => {
             let (base, period) = ((first_fire_ms + 999) / 1000, i64::from(cron_period));
             let shift = base.rem_euclid(period);
-            format!("({base} + ((id - {first}) % {period} - {shift} + {period}) % {period}) * 1000")
+            // The epoch milliseconds as one literal, too big for a 32-bit integer: PostgreSQL
+            // computes `id`-sized (int4) arithmetic otherwise, and ms since 1970 overflow it.
+            let base_ms = base * 1000;
+            format!("{base_ms} + (((id - {first}) % {period} - {shift} + {period}) % {period}) * 1000")
         }
     };
     let sql = format!(
