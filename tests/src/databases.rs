@@ -109,3 +109,16 @@ fn with_database(base: &str, database: &str) -> anyhow::Result<String> {
         None => format!("{}/{database}", &before_query[..path]),
     })
 }
+
+/// Runs one statement of a test's or benchmark's own (never input) straight on the database at
+/// `url`, past any store: a change behind the admins' backs, or a bulk start or stop. The rows it
+/// changed.
+pub async fn execute_sql(url: &str, sql: String) -> anyhow::Result<u64> {
+    use sqlx::Executor as _;
+    let sql = sqlx::AssertSqlSafe(sql);
+    Ok(match url.split(':').next().unwrap_or_default() {
+        "sqlite" => sqlx::SqlitePool::connect(url).await?.execute(sql).await?.rows_affected(),
+        "mysql" => sqlx::MySqlPool::connect(url).await?.execute(sql).await?.rows_affected(),
+        _ => sqlx::PgPool::connect(url).await?.execute(sql).await?.rows_affected(),
+    })
+}

@@ -10,7 +10,6 @@ use jobwheel_admin::alarm::Alarmer;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::ring_second;
 use jobwheel_admin::store::JobId;
-use sqlx::Executor as _;
 
 use crate::engine::support::{Db, FakeExecutor, T0, engine_with, group, job, load, logs};
 
@@ -78,15 +77,8 @@ async fn edits(db: &Db) -> anyhow::Result<()> {
 /// Changes a job's parameter without going through a jobwheel store, as an upstream admin on
 /// the same database would.
 async fn set_param_in_sql(url: &str, job: JobId, param: &str) -> anyhow::Result<()> {
-    let sql = sqlx::AssertSqlSafe(format!(
-        "UPDATE xxl_job_info SET executor_param = '{param}' WHERE id = {}",
-        job.0
-    ));
-    let changed = match url.split(':').next().unwrap_or_default() {
-        "sqlite" => sqlx::SqlitePool::connect(url).await?.execute(sql).await?.rows_affected(),
-        "mysql" => sqlx::MySqlPool::connect(url).await?.execute(sql).await?.rows_affected(),
-        _ => sqlx::PgPool::connect(url).await?.execute(sql).await?.rows_affected(),
-    };
+    let sql = format!("UPDATE xxl_job_info SET executor_param = '{param}' WHERE id = {}", job.0);
+    let changed = jobwheel_tests::databases::execute_sql(url, sql).await?;
     anyhow::ensure!(changed == 1, "job {job} not changed");
     Ok(())
 }

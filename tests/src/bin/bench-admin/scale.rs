@@ -15,7 +15,7 @@ use crate::setup::{API_TOKEN, Arrivals, now_ms};
 /// Stops every job of the benchmark in one statement.
 pub(crate) async fn stop_all(url: &str) -> anyhow::Result<()> {
     let sql = "UPDATE xxl_job_info SET trigger_status = 0, trigger_next_time = 0";
-    anyhow::ensure!(crate::setup::execute(url, sql).await? > 0, "no job stopped");
+    anyhow::ensure!(jobwheel_tests::databases::execute_sql(url, sql.to_owned()).await? > 0, "no job stopped");
     Ok(())
 }
 

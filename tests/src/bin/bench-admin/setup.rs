@@ -184,22 +184,9 @@ pub(crate) async fn start_jobs(
         "UPDATE xxl_job_info SET trigger_status = 1, trigger_next_time = {next} \
          WHERE id BETWEEN {first} AND {last}"
     );
-    let started = execute(url, &sql).await?;
+    let started = jobwheel_tests::databases::execute_sql(url, sql).await?;
     anyhow::ensure!(started == ids.len() as u64, "started {started} of {} jobs", ids.len());
     Ok(())
-}
-
-/// Runs one statement of the benchmark's own (a bulk start or stop) straight on the database;
-/// the rows it changed.
-pub(crate) async fn execute(url: &str, sql: &str) -> anyhow::Result<u64> {
-    use sqlx::Executor as _;
-    // The statement is the benchmark's own text (numbers it computed), never input.
-    let sql = sqlx::AssertSqlSafe(sql.to_owned());
-    Ok(match url.split(':').next().unwrap_or_default() {
-        "sqlite" => sqlx::SqlitePool::connect(url).await?.execute(sql).await?.rows_affected(),
-        "mysql" => sqlx::MySqlPool::connect(url).await?.execute(sql).await?.rows_affected(),
-        _ => sqlx::PgPool::connect(url).await?.execute(sql).await?.rows_affected(),
-    })
 }
 
 /// The Quartz expression of a job firing at offset `second` of every `period` seconds (a
