@@ -10,7 +10,8 @@
 //! with a fake; [`HttpExecutorClient`] is the real implementation and also the router's
 //! [`Probe`] for FAILOVER/BUSYOVER.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -95,6 +96,37 @@ pub struct HttpExecutorClient {
     /// Set for a group with its own token: that token and the AppName go with every call,
     /// and a trigger is `/trigger` (Gen C).
     group: Option<Arc<GroupCredential>>,
+    /// Calls in flight per executor address, shared by the group clients.
+    lanes: Arc<Lanes>,
+    timeout: Duration,
+}
+
+/// At most this many calls to one executor address at once, so at most this many
+/// connections to it. Without a bound reqwest opens a connection for every request that finds
+/// none idle: a second's burst of 1 000 triggers to one executor left ~360 connections open
+/// (each with its buffers and a task on both sides). HTTP/1.1 carries one request at a time
+/// per connection, so the rest wait their turn here, within the call's timeout.
+const CALLS_PER_ADDRESS: usize = 32;
+/// Addresses whose lanes are kept; beyond it, idle lanes are forgotten.
+const MAX_LANES: usize = 4096;
+
+/// The per-address bounds on calls in flight.
+#[derive(Debug, Default)]
+struct Lanes(Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>);
+
+impl Lanes {
+    fn for_address(&self, address: &str) -> Arc<tokio::sync::Semaphore> {
+        let mut lanes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(lane) = lanes.get(address) {
+            return Arc::clone(lane);
+        }
+        if lanes.len() >= MAX_LANES {
+            lanes.retain(|_, lane| lane.available_permits() < CALLS_PER_ADDRESS);
+        }
+        let lane = Arc::new(tokio::sync::Semaphore::new(CALLS_PER_ADDRESS));
+        lanes.insert(address.to_owned(), Arc::clone(&lane));
+        lane
+    }
 }
 
 impl HttpExecutorClient {
@@ -112,7 +144,7 @@ impl HttpExecutorClient {
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .build()?;
-        Ok(Self { http, access_token, group: None })
+        Ok(Self { http, access_token, group: None, lanes: Arc::default(), timeout })
     }
 
     /// POSTs `body` as JSON to `{address}/{method}` and decodes the envelope, reading at most
@@ -123,7 +155,18 @@ impl HttpExecutorClient {
         T: DeserializeOwned,
     {
         let url = endpoint(address, method);
-        let mut request = self.http.post(&url).header("Content-Type", "application/json;charset=UTF-8");
+        // The call's timeout covers the wait for a lane as well as the exchange.
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let lane = self.lanes.for_address(address.trim_end_matches('/'));
+        let Ok(Ok(_permit)) = tokio::time::timeout_at(deadline, lane.acquire_owned()).await else {
+            return Envelope::fail(format!(
+                "xxl-job remoting error(timed out waiting for one of the {} connections to the executor), for url : {url}",
+                CALLS_PER_ADDRESS
+            ));
+        };
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let mut request =
+            self.http.post(&url).timeout(left).header("Content-Type", "application/json;charset=UTF-8");
         match (&self.group, &self.access_token) {
             (Some(group), _) => {
                 request = request
@@ -281,6 +324,8 @@ impl ExecutorApi for HttpExecutorClient {
             http: self.http.clone(),
             access_token: None,
             group: Some(Arc::clone(credential)),
+            lanes: Arc::clone(&self.lanes),
+            timeout: self.timeout,
         }))
     }
 }

@@ -1,9 +1,14 @@
 //! `HttpExecutorClient` against a local axum server: URL joining for addresses with a path,
-//! the token header, non-200 statuses and unparsable bodies as code 500, and `/log` payloads
-//! under `content` (Gen A) or `data` (Gen B).
+//! the token header, non-200 statuses and unparsable bodies as code 500, `/log` payloads
+//! under `content` (Gen A) or `data` (Gen B), and the bound on connections to one executor.
 
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use axum::extract::ConnectInfo;
 
 use axum::http::{HeaderMap, StatusCode};
 use jobwheel_admin::executor_client::{ExecutorApi, HttpExecutorClient};
@@ -81,5 +86,100 @@ async fn client_speaks_the_executor_api() -> anyhow::Result<()> {
     let refused = client.beat("http://127.0.0.1:1/").await;
     assert_eq!(refused.code, 500);
     assert!(refused.msg.as_deref().unwrap_or_default().starts_with("xxl-job remoting error("));
+    Ok(())
+}
+
+/// What the holding executor saw: calls in flight now and at most, and the connections
+/// (client ports) they came on.
+#[derive(Default)]
+struct Held {
+    in_flight: AtomicUsize,
+    most: AtomicUsize,
+    connections: Mutex<HashSet<SocketAddr>>,
+    release: tokio::sync::Notify,
+    released: std::sync::atomic::AtomicBool,
+}
+
+/// An executor whose `/run` answers only once `held.release` is notified; its base URL.
+async fn holding_executor(held: Arc<Held>) -> anyhow::Result<String> {
+    let app = axum::Router::new().route(
+        "/run",
+        axum::routing::post(move |ConnectInfo(peer): ConnectInfo<SocketAddr>| {
+            let held = Arc::clone(&held);
+            async move {
+                held.connections.lock().expect("lock").insert(peer);
+                let now = held.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                held.most.fetch_max(now, Ordering::SeqCst);
+                let released = held.release.notified();
+                if !held.released.load(Ordering::SeqCst) {
+                    released.await;
+                }
+                held.in_flight.fetch_sub(1, Ordering::SeqCst);
+                axum::Json(json!({"code": 200, "msg": null}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}/", listener.local_addr()?);
+    tokio::spawn(async move {
+        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await
+    });
+    Ok(base)
+}
+
+/// A burst of triggers to one executor goes over at most 32 connections at once (reqwest
+/// alone opens one per request that finds none idle: ~360 for a second of 1 000 triggers);
+/// the rest wait for a lane and are all delivered.
+#[tokio::test]
+async fn calls_to_one_executor_share_at_most_32_connections() -> anyhow::Result<()> {
+    let held = Arc::new(Held::default());
+    let base = holding_executor(Arc::clone(&held)).await?;
+    let client = Arc::new(HttpExecutorClient::new(None, Duration::from_secs(30))?);
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..100 {
+        let (client, base) = (Arc::clone(&client), base.clone());
+        calls.spawn(async move { client.run(&base, &TriggerParam::default()).await.code });
+    }
+    // The executor holds every call it gets: wait until the lanes are full.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while held.in_flight.load(Ordering::SeqCst) < 32 {
+        assert!(Instant::now() < deadline, "only {} calls arrived", held.in_flight.load(Ordering::SeqCst));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    held.released.store(true, Ordering::SeqCst);
+    held.release.notify_waiters();
+    let mut codes = Vec::new();
+    while let Some(code) = calls.join_next().await {
+        codes.push(code?);
+    }
+    assert_eq!(codes, vec![200; 100]);
+    assert_eq!(held.most.load(Ordering::SeqCst), 32, "calls in flight at once");
+    let connections = held.connections.lock().expect("lock").len();
+    assert!(connections <= 32, "{connections} connections for 100 calls");
+    Ok(())
+}
+
+/// Waiting for a lane is part of the call's timeout: with an executor that never answers,
+/// calls beyond the 32 in flight fail when their own timeout ends, not a timeout later.
+#[tokio::test]
+async fn waiting_for_a_lane_counts_against_the_timeout() -> anyhow::Result<()> {
+    let held = Arc::new(Held::default());
+    let base = holding_executor(Arc::clone(&held)).await?;
+    let timeout = Duration::from_secs(2);
+    let client = Arc::new(HttpExecutorClient::new(None, timeout)?);
+    let started = Instant::now();
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..40 {
+        let (client, base) = (Arc::clone(&client), base.clone());
+        calls.spawn(async move { (client.run(&base, &TriggerParam::default()).await, started.elapsed()) });
+    }
+    while let Some(done) = calls.join_next().await {
+        let (reply, took) = done?;
+        assert_eq!(reply.code, 500, "{reply:?}");
+        // Without the shared deadline the last 8 would wait up to 2 s for a lane, then 2 s more.
+        assert!(took < timeout * 3 / 2 + Duration::from_millis(500), "a call took {took:?}: {reply:?}");
+    }
+    held.released.store(true, Ordering::SeqCst);
+    held.release.notify_waiters();
     Ok(())
 }
