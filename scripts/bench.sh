@@ -3,7 +3,7 @@
 # bench-admin for trigger throughput (FIX_RATE, SQLite, PostgreSQL and MariaDB), a manual-trigger flood,
 # lateness with 10 000 cron jobs, and cost at 1k/10k/100k jobs. Job logs go to tmpfs.
 #   scripts/bench.sh            # everything (about 20 minutes)
-#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale | million | shared | monitors | ratchjob | e2e
+#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale | million | shared | monitors | ratchjob | e2e | ratchjob-e2e
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
@@ -66,16 +66,30 @@ if [[ $part == all || $part == monitors ]]; then
   run_pg --logs 1000000
   run_my --logs 1000000
 fi
-if [[ $part == all || $part == ratchjob ]]; then
-  # The same loads against ratchjob (issue 14's comparison), runs interleaved. Its binary is
-  # built once from crates.io into the target directory (about 10 minutes).
-  ratchjob="$(dirname "$bench")/../ratchjob/bin/ratchjob"
+# ratchjob's binary, built once from crates.io into the target directory (about 10 minutes).
+ratchjob="$(dirname "$bench")/../ratchjob/bin/ratchjob"
+need_ratchjob() {
   if [[ ! -x $ratchjob ]]; then
     cargo install ratchjob --version 0.3.1 --locked --root "$(dirname "$bench")/../ratchjob"
   fi
+}
+if [[ $part == all || $part == ratchjob ]]; then
+  # The same loads against ratchjob (issue 14's comparison), runs interleaved.
+  need_ratchjob
   for jobs in 1000 3000 6000 10000; do
     run --ratchjob "$ratchjob" --jobs "$jobs" --duration "$duration"
     run --jobs "$jobs" --duration "$duration"
+  done
+fi
+if [[ $part == all || $part == ratchjob-e2e ]]; then
+  # Issue 34's comparison end to end: the same jobwheel-executor process behind both admins,
+  # CRON jobs, a run counted when it starts; runs interleaved.
+  need_ratchjob
+  for load in "1000 1" "3000 1" "10000 60"; do
+    read -r jobs period <<<"$load"
+    e2e=(--executor-process --mode cron --cron-period "$period" --jobs "$jobs" --duration "$duration")
+    run --ratchjob "$ratchjob" "${e2e[@]}"
+    run "${e2e[@]}"
   done
 fi
 if [[ $part == all || $part == e2e ]]; then

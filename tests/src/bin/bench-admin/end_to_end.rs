@@ -90,8 +90,10 @@ impl ExecutorProcesses {
         self.children.iter().map(|c| c.id().context("executor pid")).collect()
     }
 
-    /// Every run started so far, from the job-log files' birth times, into `arrivals`.
-    pub(crate) fn collect(&self, arrivals: &Arrivals) -> anyhow::Result<()> {
+    /// Every run started so far, from the job-log files' birth times, into `arrivals`; with
+    /// `with_jobs`, each with its job's id, read from the file's first line (the admin's
+    /// database knows it otherwise; ratchjob's cannot be read).
+    pub(crate) fn collect(&self, arrivals: &Arrivals, with_jobs: bool) -> anyhow::Result<()> {
         let mut found = Vec::new();
         for logs in &self.log_dirs {
             for day in std::fs::read_dir(logs)? {
@@ -109,11 +111,22 @@ impl ExecutorProcesses {
                         .created()
                         .context("this file system keeps no birth times; use the in-process executors")?;
                     let at_ms = i64::try_from(born.duration_since(UNIX_EPOCH)?.as_millis())?;
-                    found.push(Arrival { log_id, job_id: 0, scheduled_ms: 0, at_ms });
+                    let job_id = if with_jobs { job_of(&path)? } else { 0 };
+                    found.push(Arrival { log_id, job_id, scheduled_ms: 0, at_ms });
                 }
             }
         }
         arrivals.lock().expect("arrivals").extend(found);
         Ok(())
     }
+}
+
+/// The job id of the job-log file `path`: its lines read `{time} [JobThread-{jobId}] …`.
+fn job_of(path: &Path) -> anyhow::Result<i32> {
+    let text = std::fs::read_to_string(path)?;
+    let id = text
+        .split_once("[JobThread-")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .and_then(|(id, _)| id.parse().ok());
+    id.with_context(|| format!("no job id in {}", path.display()))
 }

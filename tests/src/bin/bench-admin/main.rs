@@ -61,7 +61,8 @@ struct Args {
     #[arg(long, default_value_t = 0)]
     scrape_every: u64,
     /// Run the same load against this ratchjob binary (crates.io `ratchjob`) instead of
-    /// `jobwheel-admin`; see `ratchjob.rs`.
+    /// `jobwheel-admin`, with in-process executors or (`--executor-process`) end to end; see
+    /// `ratchjob.rs`.
     #[arg(long)]
     ratchjob: Option<std::path::PathBuf>,
     /// End to end: `--executors` real `jobwheel-executor` processes running `demoJobHandler`,
@@ -380,7 +381,7 @@ async fn report_scheduled(
     };
     // Every settled run has started, so its job-log file exists.
     if let Some(processes) = processes {
-        processes.collect(arrivals)?;
+        processes.collect(arrivals, false)?;
     }
     let per_second = match args.mode {
         Mode::FixRate => args.jobs as f64,

@@ -9,6 +9,13 @@
 //! and scheduled second of the window, identified by `(jobId, logDateTime)` of the `/run`
 //! request (ratchjob sends the scheduled second there, as upstream does). Callbacks are not
 //! checked; lateness, lost and doubled are.
+//!
+//! With `--executor-process` the executors are real `jobwheel-executor` processes, as in
+//! `end_to_end.rs`, and a run counts when its job-log file is born. Nothing on the executor
+//! records the scheduled second there, so a run is given the second its start falls in: exact
+//! while runs start within a second of it. A run later than that shows as an early run of the
+//! next second, and a job then has two runs in one second; the report counts such seconds
+//! ("ambiguous") rather than calling them doubled or lost.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -20,12 +27,15 @@ use jobwheel_tests::TOKEN;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
+use super::end_to_end::{self, ExecutorProcesses};
 use super::measure::sample;
 use super::setup::{self, HANDLER, Mode, now_ms};
 use super::{Args, Cost, cron_fires_in, print_lateness_and_cost, sleep_until};
 
-/// The executors' app name (`jobwheel_tests::test_config`), which they register under.
+/// The in-process executors' app name (`jobwheel_tests::test_config`), which they register
+/// under; the executor processes register as `bench` (`end_to_end.rs`).
 const APP: &str = "test-app";
+const PROCESS_APP: &str = "bench";
 /// ratchjob's namespace for executors that register without one.
 const NAMESPACE: &str = "xxl";
 
@@ -39,13 +49,22 @@ pub(crate) async fn run(args: &Args, binary: &Path) -> anyhow::Result<()> {
     let api = format!("http://127.0.0.1:{port}");
     let admin = start(binary, port, dir.path()).await?;
     let pid = admin.id().context("ratchjob pid")?;
-    let (executors, arrivals) =
-        setup::executors(args.executors, dir.path(), &[format!("{api}/xxl-job-admin")]).await;
+    let admin_urls = [format!("{api}/xxl-job-admin")];
+    let (executors, arrivals, processes) = if args.executor_process {
+        let processes = ExecutorProcesses::start(args.executors, dir.path(), &admin_urls).await?;
+        (Vec::new(), setup::Arrivals::default(), Some(processes))
+    } else {
+        let (executors, arrivals) = setup::executors(args.executors, dir.path(), &admin_urls).await;
+        (executors, arrivals, None)
+    };
+    let (app, handler) =
+        if processes.is_some() { (PROCESS_APP, end_to_end::HANDLER) } else { (APP, HANDLER) };
+    let executor_pids = processes.as_ref().map(ExecutorProcesses::pids).transpose()?.unwrap_or_default();
     let http = reqwest::Client::new();
-    wait_for_instances(&http, &api, args.executors).await?;
+    wait_for_instances(&http, &api, app, args.executors).await?;
 
     let started = std::time::Instant::now();
-    create_jobs(&http, &api, args.jobs, args.mode, args.cron_period).await?;
+    create_jobs(&http, &api, (app, handler), args.jobs, args.mode, args.cron_period).await?;
     let written = started.elapsed();
     // An INTERVAL job's first fire is a second after its creation; let every job start.
     let window_start = now_ms() + 2_000 + i64::try_from(args.warmup * 1000)?;
@@ -53,13 +72,28 @@ pub(crate) async fn run(args: &Args, binary: &Path) -> anyhow::Result<()> {
     let window_end = window_start + i64::try_from(args.duration * 1000)?;
     sleep_until(window_start).await;
     let (before, own_before) = (sample(pid)?, sample(std::process::id())?);
+    let executors_before: Vec<_> = executor_pids.iter().map(|p| sample(*p)).collect::<Result<_, _>>()?;
     sleep_until(window_end).await;
     let (after, own_after) = (sample(pid)?, sample(std::process::id())?);
+    let executors_after: Vec<_> = executor_pids.iter().map(|p| sample(*p)).collect::<Result<_, _>>()?;
     // Runs of the window's last second still on their way (bounded).
     sleep_until(window_end + 3_000).await;
+    if let Some(processes) = &processes {
+        processes.collect(&arrivals, true)?;
+        for a in arrivals.lock().expect("arrivals").iter_mut() {
+            a.scheduled_ms = a.at_ms - a.at_ms.rem_euclid(1000);
+        }
+    }
 
     let cost = Cost::between(before, after, args.duration);
     let own = Cost::between(own_before, own_after, args.duration);
+    let executors_cost = Cost::total(
+        &executors_before
+            .iter()
+            .zip(&executors_after)
+            .map(|(b, a)| Cost::between(*b, *a, args.duration))
+            .collect::<Vec<_>>(),
+    );
     let expected = match args.mode {
         Mode::FixRate => args.jobs as u64 * args.duration,
         _ => cron_fires_in(args.jobs as u64, u64::from(args.cron_period), window_start, window_end),
@@ -71,6 +105,7 @@ pub(crate) async fn run(args: &Args, binary: &Path) -> anyhow::Result<()> {
         }
     }
     let doubled = runs.values().filter(|v| v.len() > 1).count();
+    let (doubled, ambiguous) = if processes.is_some() { (0, doubled) } else { (doubled, 0) };
     let mut lateness: Vec<i64> =
         runs.iter().flat_map(|((_, scheduled), at)| at.iter().map(move |t| t - scheduled)).collect();
     let mut per_second: HashMap<i64, u64> = HashMap::new();
@@ -80,10 +115,17 @@ pub(crate) async fn run(args: &Args, binary: &Path) -> anyhow::Result<()> {
     let slowest = per_second.values().min().copied().unwrap_or(0);
 
     println!("{} jobs created in {:.1} s", args.jobs, written.as_secs_f64());
-    println!(
-        "executors + load generator (this process): CPU {:.2} cores, RSS {:.0} MiB",
-        own.cores, own.rss_mib
-    );
+    if executor_pids.is_empty() {
+        println!(
+            "executors + load generator (this process): CPU {:.2} cores, RSS {:.0} MiB",
+            own.cores, own.rss_mib
+        );
+    } else {
+        println!(
+            "jobwheel-executor process(es): CPU {:.2} cores, RSS {:.0} MiB; this process {:.2} cores",
+            executors_cost.cores, executors_cost.rss_mib, own.cores
+        );
+    }
     println!(
         "mode {:?}, {} jobs, {} executor(s), ratchjob {}, {} s window",
         args.mode,
@@ -98,6 +140,11 @@ pub(crate) async fn run(args: &Args, binary: &Path) -> anyhow::Result<()> {
         runs.len() as f64 / args.duration as f64,
         expected.saturating_sub(runs.len() as u64)
     );
+    if processes.is_some() {
+        println!(
+            "  ambiguous (a job with two runs starting in one second: a run over 1 s late, or doubled) {ambiguous}"
+        );
+    }
     print_lateness_and_cost(&mut lateness, cost);
     drop(admin);
     for executor in executors {
@@ -139,8 +186,13 @@ async fn start(binary: &Path, port: u16, dir: &Path) -> anyhow::Result<Child> {
 }
 
 /// Waits (bounded) until ratchjob lists `count` instances of the executors' app.
-async fn wait_for_instances(http: &reqwest::Client, api: &str, count: usize) -> anyhow::Result<()> {
-    let url = format!("{api}/ratch/v1/app/instance/addrs?namespace={NAMESPACE}&appName={APP}");
+async fn wait_for_instances(
+    http: &reqwest::Client,
+    api: &str,
+    app: &str,
+    count: usize,
+) -> anyhow::Result<()> {
+    let url = format!("{api}/ratch/v1/app/instance/addrs?namespace={NAMESPACE}&appName={app}");
     let deadline = now_ms() + 30_000;
     loop {
         let reply: Value = http.get(&url).send().await?.json().await?;
@@ -155,10 +207,11 @@ async fn wait_for_instances(http: &reqwest::Client, api: &str, count: usize) -> 
     }
 }
 
-/// Creates the `jobs` jobs through the open API, 16 requests in flight.
+/// Creates the `jobs` jobs of `(app, handler)` through the open API, 16 requests in flight.
 async fn create_jobs(
     http: &reqwest::Client,
     api: &str,
+    (app, handler): (&str, &str),
     jobs: usize,
     mode: Mode,
     period: u32,
@@ -167,8 +220,8 @@ async fn create_jobs(
     let mut pending = tokio::task::JoinSet::new();
     for i in 0..jobs {
         let mut body = json!({
-            "appName": APP, "namespace": NAMESPACE, "key": format!("bench-{i}"),
-            "description": format!("bench job {i}"), "handleName": HANDLER, "runMode": "BEAN",
+            "appName": app, "namespace": NAMESPACE, "key": format!("bench-{i}"),
+            "description": format!("bench job {i}"), "handleName": handler, "runMode": "BEAN",
             "routerStrategy": "ROUND_ROBIN", "blockingStrategy": "SERIAL_EXECUTION",
             "pastDueStrategy": "DEFAULT", "enable": true,
         });
