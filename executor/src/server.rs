@@ -1,6 +1,7 @@
 //! The executor HTTP API: `POST /beat`, `/idleBeat`, `/run` (also as xxl-job 3.5's
 //! `/trigger`), `/kill`, `/log` (upstream `EmbedServer` + `ExecutorBizImpl`), optionally under a
-//! path prefix. A request naming an AppName (`XXL-JOB-APPNAME`, 3.5) must name this executor's.
+//! path prefix, and jobwheel's `/runBatch` (several `/run`s in one request, offered on every
+//! `/run` reply by a response header). A request naming an AppName (`XXL-JOB-APPNAME`, 3.5) must name this executor's.
 //!
 //! Dispatch is one handler that validates in upstream's order — method, path, token, route —
 //! because upstream peers expect exactly those messages, and every reply is HTTP 200 with the
@@ -21,6 +22,7 @@ use axum::{Json, Router};
 use jobwheel_protocol::envelope::Envelope;
 use jobwheel_protocol::{
     ACCESS_TOKEN_HEADER, APPNAME_HEADER, ExecutorRequest, ExecutorRequestError, OutstandingRuns,
+    RUN_BATCH_HEADER,
 };
 use serde_json::json;
 use subtle::ConstantTimeEq;
@@ -138,10 +140,12 @@ async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) ->
             incarnation: state.incarnation.clone(),
             log_ids: state.jobs.owed_among(&query.log_ids),
         })),
-        ExecutorRequest::Run(p) => match state.jobs.run(*p) {
-            Ok(()) => reply(&Envelope::<()>::success()),
-            Err(msg) => reply(&Envelope::<()>::fail(msg)),
-        },
+        ExecutorRequest::Run(p) => offering_batches(reply(&run_one(&state, *p))),
+        // Each trigger exactly as its own `/run`, in order (docs/executor.md, "Batched triggers").
+        ExecutorRequest::RunBatch(params) => {
+            let replies: Vec<Envelope<()>> = params.into_iter().map(|p| run_one(&state, p)).collect();
+            offering_batches(reply(&replies))
+        }
         ExecutorRequest::Kill(p) if state.jobs.kill(p.job_id) => reply(&Envelope::<()>::success()),
         ExecutorRequest::Kill(_) => reply(&Envelope::<()>::success_msg("job thread already killed.")),
         ExecutorRequest::WasmPrepare(module) => match state.jobs.prepare_wasm(module) {
@@ -194,7 +198,21 @@ fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     bool::from(Md5::digest(given).ct_eq(&Md5::digest(expected)))
 }
 
-fn reply<T: serde::Serialize>(envelope: &Envelope<T>) -> Response {
+/// What `/run` answers for one trigger.
+fn run_one(state: &ApiState, param: jobwheel_protocol::TriggerParam) -> Envelope<()> {
+    match state.jobs.run(param) {
+        Ok(()) => Envelope::success(),
+        Err(msg) => Envelope::fail(msg),
+    }
+}
+
+/// Marks a `/run` or `/runBatch` reply as coming from an executor that takes `/runBatch`.
+fn offering_batches(mut response: Response) -> Response {
+    response.headers_mut().insert(RUN_BATCH_HEADER, HeaderValue::from_static("1"));
+    response
+}
+
+fn reply<T: serde::Serialize + ?Sized>(envelope: &T) -> Response {
     let mut response = axum::Json(envelope).into_response();
     response
         .headers_mut()

@@ -16,6 +16,7 @@ const PATHS: [&str; 10] = [
     paths::WASM_PREPARE,
     paths::STATUS,
     paths::OUTSTANDING,
+    paths::RUN_BATCH,
     "/nope",
 ];
 

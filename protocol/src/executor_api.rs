@@ -27,6 +27,11 @@ pub mod paths {
     /// [`OutstandingRuns`](super::OutstandingRuns). Sent by an admin after a restart of the
     /// executor on the same address (a new `incarnation` in its registry beat).
     pub const OUTSTANDING: &str = "/outstanding";
+    /// jobwheel extension: several triggers in one request. Body: a JSON array of
+    /// [`TriggerParam`](super::TriggerParam); the reply a JSON array of `{code, msg}`
+    /// envelopes, one per trigger in order, each what `/run` would have answered. Offered by
+    /// an executor through [`RUN_BATCH_HEADER`](crate::RUN_BATCH_HEADER) on its `/run` replies.
+    pub const RUN_BATCH: &str = "/runBatch";
 }
 
 /// Body of `/outstanding` (jobwheel only): log ids an admin has as running on this executor.

@@ -34,6 +34,10 @@ pub const ACCESS_TOKEN_HEADER: &str = "XXL-JOB-ACCESS-TOKEN";
 /// access token, which is checked against that AppName's group.
 pub const APPNAME_HEADER: &str = "XXL-JOB-APPNAME";
 
+/// Response header of a jobwheel executor's `/run` reply (value `1`): it also takes
+/// `/runBatch`. A header, not a reply field, so upstream's reply body stays byte for byte.
+pub const RUN_BATCH_HEADER: &str = "X-Jobwheel-Run-Batch";
+
 /// Seconds between executor registry heartbeats (upstream `BEAT_TIMEOUT`).
 pub const BEAT_TIMEOUT_SECS: u64 = 30;
 

@@ -40,6 +40,8 @@ pub enum ExecutorRequest {
     Status,
     /// `/outstanding` (jobwheel only).
     Outstanding(OutstandingQuery),
+    /// `/runBatch` (jobwheel only): several `/run`s in one request.
+    RunBatch(Vec<TriggerParam>),
 }
 
 /// Why an executor request was not decoded. The messages are upstream's.
@@ -63,6 +65,7 @@ impl ExecutorRequest {
             paths::WASM_PREPARE => executor_json(path, body).map(Self::WasmPrepare),
             paths::STATUS => Ok(Self::Status),
             paths::OUTSTANDING => executor_json(path, body).map(Self::Outstanding),
+            paths::RUN_BATCH => executor_json(path, body).map(Self::RunBatch),
             _ => Err(ExecutorRequestError::UnknownPath),
         }
     }

@@ -23,6 +23,17 @@ fn executor_requests_are_routed_by_path() {
         other => panic!("{other:?}"),
     }
     assert_eq!(ExecutorRequest::parse("/run/", b"{}"), Err(ExecutorRequestError::UnknownPath));
+    match ExecutorRequest::parse("/runBatch", br#"[{"jobId":1,"logId":"5"},{"jobId":2}]"#) {
+        Ok(ExecutorRequest::RunBatch(batch)) => {
+            assert_eq!(batch.iter().map(|p| (p.job_id, p.log_id)).collect::<Vec<_>>(), vec![(1, 5), (2, 0)]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A batch is a list: one trigger alone is refused, not taken as a batch of one.
+    assert!(matches!(
+        ExecutorRequest::parse("/runBatch", br#"{"jobId":1}"#),
+        Err(ExecutorRequestError::InvalidBody(_))
+    ));
 }
 
 #[test]

@@ -231,3 +231,41 @@ async fn a_bean_only_executor_refuses_every_glue_type_with_xxl_job_3_5s_message(
     let status = rig.executor.post("/status", json!({})).await;
     assert_eq!(status["content"]["glueEnabled"], false, "{status}");
 }
+
+/// jobwheel's `/runBatch`: each trigger is answered exactly as its own `/run` would be, in
+/// order, and the accepted ones run; a wrong token refuses the whole request with upstream's
+/// one envelope and runs nothing; every `/run` reply offers batches by a header.
+#[tokio::test]
+async fn run_batch_answers_each_trigger_as_its_own_run_would() {
+    let rig = rig(bean_handlers(), |_| {}).await;
+    let batch = json!([
+        trigger(7, 200, "BEAN", "ok", "a"),
+        trigger(1, 201, "BEAN", "missing", ""),
+        trigger(8, 202, "BEAN", "ok", "b"),
+    ]);
+    let replies = rig.executor.post_raw("/runBatch", &batch.to_string(), Some(TOKEN)).await;
+    assert_eq!(
+        replies,
+        json!([{"code": 200}, {"code": 500, "msg": "job handler [missing] not found."}, {"code": 200}])
+    );
+    assert_eq!(rig.admin.callback_for(200, SETTLE).await.handle_code, 200);
+    assert_eq!(rig.admin.callback_for(202, SETTLE).await.handle_code, 200);
+
+    let stolen = json!([trigger(9, 203, "BEAN", "ok", "")]).to_string();
+    let refused = rig.executor.post_raw("/runBatch", &stolen, Some("not-the-token")).await;
+    assert_eq!(refused, json!({"code": 500, "msg": "The access token is wrong."}));
+
+    let response = reqwest::Client::new()
+        .post(format!("http://{}/run", rig.executor.addr))
+        .header(jobwheel_protocol::ACCESS_TOKEN_HEADER, TOKEN)
+        .json(&trigger(10, 204, "BEAN", "ok", ""))
+        .send()
+        .await
+        .expect("executor reachable");
+    let offered = response.headers().get(jobwheel_protocol::RUN_BATCH_HEADER).cloned();
+    assert_eq!(offered.as_ref().map(|v| v.as_bytes()), Some(&b"1"[..]));
+    assert_eq!(response.json::<serde_json::Value>().await.expect("JSON"), json!({"code": 200}));
+    // Runs are called back in the order they finish; 204 ran after the refused batch.
+    rig.admin.callback_for(204, SETTLE).await;
+    assert!(rig.admin.recorded().callbacks.iter().all(|c| c.log_id != 203), "the refused batch ran");
+}

@@ -1,6 +1,7 @@
 //! `HttpExecutorClient` against a local axum server: URL joining for addresses with a path,
 //! the token header, non-200 statuses and unparsable bodies as code 500, `/log` payloads
-//! under `content` (Gen A) or `data` (Gen B), and the bound on connections to one executor.
+//! under `content` (Gen A) or `data` (Gen B), the bound on connections to one executor, and
+//! batched triggers (`/runBatch`) with their fallbacks.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 use axum::extract::ConnectInfo;
 
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
 use jobwheel_admin::executor_client::{ExecutorApi, HttpExecutorClient};
 use jobwheel_admin::protocol::{LogParam, TriggerParam};
 use jobwheel_admin::routing::Probe;
@@ -181,5 +183,126 @@ async fn waiting_for_a_lane_counts_against_the_timeout() -> anyhow::Result<()> {
     }
     held.released.store(true, Ordering::SeqCst);
     held.release.notify_waiters();
+    Ok(())
+}
+
+/// What a batching executor does with `/runBatch` in a test.
+#[derive(Clone, Copy, PartialEq)]
+enum BatchMode {
+    /// Answers each trigger.
+    Takes,
+    /// Answers one "not found" envelope, as an executor without the path does.
+    Unknown,
+    /// Answers HTTP 500.
+    Broken,
+}
+
+/// A jobwheel-like executor offering `/runBatch` on its `/run` replies; every trigger is answered
+/// `{"code": 200, "msg": "job <jobId>"}`. Its base URL, the `/run`s seen and the batch sizes.
+async fn batching_executor(
+    mode: BatchMode,
+) -> anyhow::Result<(String, Arc<AtomicUsize>, Arc<Mutex<Vec<usize>>>)> {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let batches: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let answer = |t: &serde_json::Value| json!({"code": 200, "msg": format!("job {}", t["jobId"])});
+    let (seen_runs, seen_batches) = (Arc::clone(&runs), Arc::clone(&batches));
+    let app = axum::Router::new()
+        .route(
+            "/run",
+            axum::routing::post(move |axum::Json(t): axum::Json<serde_json::Value>| {
+                seen_runs.fetch_add(1, Ordering::SeqCst);
+                async move { ([("X-Jobwheel-Run-Batch", "1")], axum::Json(answer(&t))) }
+            }),
+        )
+        .route(
+            "/runBatch",
+            axum::routing::post(move |axum::Json(ts): axum::Json<Vec<serde_json::Value>>| {
+                seen_batches.lock().expect("lock").push(ts.len());
+                async move {
+                    match mode {
+                        BatchMode::Takes => {
+                            axum::Json(json!(ts.iter().map(answer).collect::<Vec<_>>())).into_response()
+                        }
+                        BatchMode::Unknown => axum::Json(
+                            json!({"code": 500, "msg": "invalid request, uri-mapping(/runBatch) not found."}),
+                        )
+                        .into_response(),
+                        BatchMode::Broken => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+                    }
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}/", listener.local_addr()?);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok((base, runs, batches))
+}
+
+/// `count` triggers for jobs `1..=count` at once; each reply with its job id.
+async fn burst(
+    client: &Arc<HttpExecutorClient>,
+    base: &str,
+    count: i32,
+) -> anyhow::Result<Vec<(i32, i32, String)>> {
+    let mut calls = tokio::task::JoinSet::new();
+    for job_id in 1..=count {
+        let (client, base) = (Arc::clone(client), base.to_owned());
+        calls.spawn(async move {
+            let param = TriggerParam { job_id, ..TriggerParam::default() };
+            let reply = client.run(&base, &param).await;
+            (job_id, reply.code, reply.msg.unwrap_or_default())
+        });
+    }
+    let mut replies = Vec::new();
+    while let Some(reply) = calls.join_next().await {
+        replies.push(reply?);
+    }
+    replies.sort_unstable();
+    Ok(replies)
+}
+
+/// Once an executor's `/run` reply offers `/runBatch`, a burst goes out in a few requests, and
+/// each trigger still gets its own answer.
+#[tokio::test]
+async fn a_burst_to_a_batching_executor_goes_in_few_requests() -> anyhow::Result<()> {
+    let (base, runs, batches) = batching_executor(BatchMode::Takes).await?;
+    let client = Arc::new(HttpExecutorClient::new(None, Duration::from_secs(10))?);
+    // The first trigger is a plain `/run`: that is where the offer is learnt.
+    let first = client.run(&base, &TriggerParam { job_id: 0, ..TriggerParam::default() }).await;
+    assert_eq!((first.code, first.msg.as_deref()), (200, Some("job 0")));
+    let replies = burst(&client, &base, 100).await?;
+    let expected: Vec<(i32, i32, String)> = (1..=100).map(|id| (id, 200, format!("job {id}"))).collect();
+    assert_eq!(replies, expected);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "only the first trigger went as /run");
+    let sizes = batches.lock().expect("lock").clone();
+    assert_eq!(sizes.iter().sum::<usize>(), 100, "{sizes:?}");
+    assert!(sizes.len() <= 4, "100 triggers took {} requests: {sizes:?}", sizes.len());
+    Ok(())
+}
+
+/// An executor that offers batches but answers `/runBatch` with one envelope took none of the
+/// batch: every trigger is sent again as a plain `/run`, and the address is no longer batched.
+/// One that fails the request answers every trigger of it with the failure, sent once.
+#[tokio::test]
+async fn a_refused_batch_falls_back_to_run_and_a_failed_one_fails_each_trigger() -> anyhow::Result<()> {
+    let (base, runs, batches) = batching_executor(BatchMode::Unknown).await?;
+    let client = Arc::new(HttpExecutorClient::new(None, Duration::from_secs(10))?);
+    assert_eq!(client.run(&base, &TriggerParam::default()).await.code, 200);
+    let replies = burst(&client, &base, 20).await?;
+    assert!(replies.iter().all(|(id, code, msg)| *code == 200 && *msg == format!("job {id}")), "{replies:?}");
+    let tried = batches.lock().expect("lock").len();
+    assert!(tried >= 1, "a batch was tried");
+    assert_eq!(runs.load(Ordering::SeqCst), 21, "each trigger went as /run exactly once");
+
+    let (base, runs, batches) = batching_executor(BatchMode::Broken).await?;
+    assert_eq!(client.run(&base, &TriggerParam::default()).await.code, 200);
+    let replies = burst(&client, &base, 20).await?;
+    for (_, code, msg) in &replies {
+        assert_eq!(*code, 500);
+        assert!(msg.starts_with("xxl-job remoting fail, StatusCode(500) invalid. for url : "), "{msg}");
+        assert!(msg.ends_with("/runBatch"), "{msg}");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "a failed batch is not sent again");
+    assert_eq!(batches.lock().expect("lock").iter().sum::<usize>(), 20);
     Ok(())
 }

@@ -4,14 +4,14 @@
 //!
 //! The executors of a group with its own access token are called the way xxl-job 3.5 calls
 //! them (Gen C): the group's token and `XXL-JOB-APPNAME` on every request, `/trigger` instead of
-//! `/run` ([`ExecutorApi::for_group`]).
+//! `/run` ([`ExecutorApi::for_group`]). A jobwheel executor that offers `/runBatch` on its `/run`
+//! replies gets its triggers in batches (`batch.rs`).
 //!
 //! The engine talks to executors only through [`ExecutorApi`], so its tests can script replies
 //! with a fake; [`HttpExecutorClient`] is the real implementation and also the router's
 //! [`Probe`] for FAILOVER/BUSYOVER.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -26,8 +26,13 @@ use serde::de::DeserializeOwned;
 
 use crate::credentials::GroupCredential;
 use crate::routing::{Probe, ProbeResult};
+use batch::Batches;
+use lanes::{CALLS_PER_ADDRESS, Lanes};
 
-pub use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
+pub use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER, RUN_BATCH_HEADER};
+
+mod batch;
+mod lanes;
 
 /// Upstream's default `xxl.job.timeout`: 3 s for connect and read.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -98,35 +103,9 @@ pub struct HttpExecutorClient {
     group: Option<Arc<GroupCredential>>,
     /// Calls in flight per executor address, shared by the group clients.
     lanes: Arc<Lanes>,
+    /// The addresses that take `/runBatch`, each with its queue (`batch.rs`).
+    batches: Arc<Batches>,
     timeout: Duration,
-}
-
-/// At most this many calls to one executor address at once, so at most this many
-/// connections to it. Without a bound reqwest opens a connection for every request that finds
-/// none idle: a second's burst of 1 000 triggers to one executor left ~360 connections open
-/// (each with its buffers and a task on both sides). HTTP/1.1 carries one request at a time
-/// per connection, so the rest wait their turn here, within the call's timeout.
-const CALLS_PER_ADDRESS: usize = 32;
-/// Addresses whose lanes are kept; beyond it, idle lanes are forgotten.
-const MAX_LANES: usize = 4096;
-
-/// The per-address bounds on calls in flight.
-#[derive(Debug, Default)]
-struct Lanes(Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>);
-
-impl Lanes {
-    fn for_address(&self, address: &str) -> Arc<tokio::sync::Semaphore> {
-        let mut lanes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(lane) = lanes.get(address) {
-            return Arc::clone(lane);
-        }
-        if lanes.len() >= MAX_LANES {
-            lanes.retain(|_, lane| lane.available_permits() < CALLS_PER_ADDRESS);
-        }
-        let lane = Arc::new(tokio::sync::Semaphore::new(CALLS_PER_ADDRESS));
-        lanes.insert(address.to_owned(), Arc::clone(&lane));
-        lane
-    }
 }
 
 impl HttpExecutorClient {
@@ -144,7 +123,7 @@ impl HttpExecutorClient {
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .build()?;
-        Ok(Self { http, access_token, group: None, lanes: Arc::default(), timeout })
+        Ok(Self { http, access_token, group: None, lanes: Arc::default(), batches: Arc::default(), timeout })
     }
 
     /// POSTs `body` as JSON to `{address}/{method}` and decodes the envelope, reading at most
@@ -155,18 +134,36 @@ impl HttpExecutorClient {
         T: DeserializeOwned,
     {
         let url = endpoint(address, method);
+        let body = match body.map(serde_json::to_vec).transpose() {
+            Ok(body) => body,
+            Err(e) => return Envelope::fail(format!("xxl-job remoting error({e}), for url : {url}")),
+        };
+        match self.exchange(address, &url, body, limit).await {
+            Ok(reply) => decode(&reply.bytes, &url),
+            Err(msg) => Envelope::fail(msg),
+        }
+    }
+
+    /// One POST of `body` to `url` (an endpoint of `address`) within the call's timeout: the
+    /// reply's body (at most `limit` bytes), or upstream's message for what went wrong.
+    async fn exchange(
+        &self,
+        address: &str,
+        url: &str,
+        body: Option<Vec<u8>>,
+        limit: usize,
+    ) -> Result<Exchanged, String> {
         // The call's timeout covers the wait for a lane as well as the exchange.
         let deadline = tokio::time::Instant::now() + self.timeout;
         let lane = self.lanes.for_address(address.trim_end_matches('/'));
         let Ok(Ok(_permit)) = tokio::time::timeout_at(deadline, lane.acquire_owned()).await else {
-            return Envelope::fail(format!(
-                "xxl-job remoting error(timed out waiting for one of the {} connections to the executor), for url : {url}",
-                CALLS_PER_ADDRESS
+            return Err(format!(
+                "xxl-job remoting error(timed out waiting for one of the {CALLS_PER_ADDRESS} connections to the executor), for url : {url}"
             ));
         };
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let mut request =
-            self.http.post(&url).timeout(left).header("Content-Type", "application/json;charset=UTF-8");
+            self.http.post(url).timeout(left).header("Content-Type", "application/json;charset=UTF-8");
         match (&self.group, &self.access_token) {
             (Some(group), _) => {
                 request = request
@@ -177,34 +174,48 @@ impl HttpExecutorClient {
             (None, None) => {}
         }
         if let Some(body) = body {
-            request = request.json(body);
+            request = request.body(body);
         }
-        let response = match request.send().await {
-            Ok(response) => response,
-            Err(e) => return Envelope::fail(format!("xxl-job remoting error({e}), for url : {url}")),
-        };
+        let response =
+            request.send().await.map_err(|e| format!("xxl-job remoting error({e}), for url : {url}"))?;
         let status = response.status();
         if status != reqwest::StatusCode::OK {
-            return Envelope::fail(format!(
+            return Err(format!(
                 "xxl-job remoting fail, StatusCode({}) invalid. for url : {url}",
                 status.as_u16()
             ));
         }
-        let bytes = match read_capped(response, limit).await {
-            Ok(Some(bytes)) => bytes,
+        let offers_batches = response.headers().get(RUN_BATCH_HEADER).is_some_and(|v| v.as_bytes() == b"1");
+        match read_capped(response, limit).await {
+            Ok(Some(bytes)) => Ok(Exchanged { bytes, offers_batches }),
             Ok(None) => {
-                return Envelope::fail(format!(
-                    "xxl-job remoting (url={url}) response larger than {limit} bytes, not read."
-                ));
+                Err(format!("xxl-job remoting (url={url}) response larger than {limit} bytes, not read."))
             }
-            Err(e) => return Envelope::fail(format!("xxl-job remoting error({e}), for url : {url}")),
-        };
-        match serde_json::from_slice::<Envelope<T>>(&bytes) {
-            Ok(envelope) => envelope,
-            Err(_) => Envelope::fail(format!(
-                "xxl-job remoting (url={url}) response content invalid({}).",
-                excerpt(&bytes)
-            )),
+            Err(e) => Err(format!("xxl-job remoting error({e}), for url : {url}")),
+        }
+    }
+
+    /// A plain `/run` (or Gen C's `/trigger`): its reply, and whether the executor said it
+    /// takes `/runBatch` too.
+    async fn run_single(&self, address: &str, param: &TriggerParam) -> (ExecutorReply, bool) {
+        match serde_json::to_vec(param) {
+            Ok(body) => self.run_body(address, body).await,
+            Err(e) => {
+                (fail(format!("xxl-job remoting error({e}), for url : {}", endpoint(address, "run"))), false)
+            }
+        }
+    }
+
+    /// [`Self::run_single`] of a trigger already serialized.
+    async fn run_body(&self, address: &str, body: Vec<u8>) -> (ExecutorReply, bool) {
+        let method = if self.group.is_some() { "trigger" } else { "run" };
+        let url = endpoint(address, method);
+        match self.exchange(address, &url, Some(body), ACK_LIMIT).await {
+            Ok(reply) => {
+                let envelope: AckEnvelope = decode(&reply.bytes, &url);
+                (ProbeResult { code: envelope.code, msg: envelope.msg }, reply.offers_batches)
+            }
+            Err(msg) => (fail(msg), false),
         }
     }
 
@@ -229,6 +240,28 @@ const STATUS_LIMIT: usize = 1024 * 1024;
 const OUTSTANDING_LIMIT: usize = 8 * 1024 * 1024;
 /// How much of a reply that is not an envelope goes into the message (and so `triggerMsg`).
 const EXCERPT_CHARS: usize = 200;
+
+/// A reply as read: its body, and whether it offered `/runBatch` ([`RUN_BATCH_HEADER`]).
+struct Exchanged {
+    bytes: Vec<u8>,
+    offers_batches: bool,
+}
+
+/// The envelope in `bytes`, or upstream's message for a reply that is not one.
+fn decode<T: DeserializeOwned>(bytes: &[u8], url: &str) -> Envelope<T> {
+    match serde_json::from_slice::<Envelope<T>>(bytes) {
+        Ok(envelope) => envelope,
+        Err(_) => Envelope::fail(format!(
+            "xxl-job remoting (url={url}) response content invalid({}).",
+            excerpt(bytes)
+        )),
+    }
+}
+
+/// A failed call's reply.
+fn fail(msg: String) -> ExecutorReply {
+    ExecutorReply { code: FAIL_CODE, msg: Some(msg) }
+}
 
 /// The body, or `None` once it passes `limit` bytes (the rest is never read).
 async fn read_capped(
@@ -277,8 +310,17 @@ impl Probe for HttpExecutorClient {
 #[async_trait]
 impl ExecutorApi for HttpExecutorClient {
     async fn run(&self, address: &str, param: &TriggerParam) -> ExecutorReply {
-        let method = if self.group.is_some() { "trigger" } else { "run" };
-        self.ack(address, method, Some(param)).await
+        // Gen C (a group's own token) always goes one `/trigger` at a time.
+        if self.group.is_none()
+            && let Some(batcher) = self.batches.batcher(address)
+        {
+            return batcher.send(self, address, param).await;
+        }
+        let (reply, offers_batches) = self.run_single(address, param).await;
+        if self.group.is_none() {
+            self.batches.learn(address, offers_batches);
+        }
+        reply
     }
 
     async fn kill(&self, address: &str, job_id: i32) -> ExecutorReply {
@@ -325,6 +367,7 @@ impl ExecutorApi for HttpExecutorClient {
             access_token: None,
             group: Some(Arc::clone(credential)),
             lanes: Arc::clone(&self.lanes),
+            batches: Arc::clone(&self.batches),
             timeout: self.timeout,
         }))
     }
