@@ -25,7 +25,8 @@ use jobwheel_protocol::envelope::AckEnvelope;
 use jobwheel_protocol::executor_api::TriggerParam;
 use tokio::sync::oneshot;
 
-use super::{ACK_LIMIT, ExecutorReply, HttpExecutorClient, endpoint, fail};
+use super::reply::{ACK_LIMIT, address_key, endpoint, excerpt, fail, remoting_error};
+use super::{ExecutorReply, HttpExecutorClient};
 
 /// Requests at once per address: while one is out, the next batch fills.
 const SENDERS: usize = 2;
@@ -44,12 +45,12 @@ pub(super) struct Batches(Mutex<HashMap<String, Arc<Batcher>>>);
 impl Batches {
     /// The queue of `address`, if it takes `/runBatch`.
     pub(super) fn batcher(&self, address: &str) -> Option<Arc<Batcher>> {
-        self.lock().get(address.trim_end_matches('/')).cloned()
+        self.lock().get(address_key(address)).cloned()
     }
 
     /// Records what `address`'s latest `/run` reply said about `/runBatch`.
     pub(super) fn learn(&self, address: &str, offered: bool) {
-        let key = address.trim_end_matches('/');
+        let key = address_key(address);
         let mut batchers = self.lock();
         if !offered {
             batchers.remove(key);
@@ -96,7 +97,7 @@ impl Batcher {
         let url = endpoint(address, "runBatch");
         let body = match serde_json::to_vec(param) {
             Ok(body) => body,
-            Err(e) => return fail(format!("xxl-job remoting error({e}), for url : {url}")),
+            Err(e) => return fail(remoting_error(e, &url)),
         };
         let (reply, answer) = oneshot::channel();
         let start_sender = {
@@ -112,16 +113,19 @@ impl Batcher {
             let (batcher, client, address) = (Arc::clone(&self), client.clone(), address.to_owned());
             tokio::spawn(async move { batcher.drain(&client, &address).await });
         }
-        answer.await.unwrap_or_else(|_| {
-            fail(format!("xxl-job remoting error(the batch was dropped), for url : {url}"))
-        })
+        answer.await.unwrap_or_else(|_| fail(remoting_error("the batch was dropped", &url)))
     }
 
     /// A sender task: sends what is queued until the queue is empty.
     async fn drain(&self, client: &HttpExecutorClient, address: &str) {
+        // Should a send panic (none is known to), the guard still gives up this sender's place,
+        // so the queue is not left counting a sender that is gone.
+        let mut leaving = Leaving { batcher: self, armed: true };
         while let Some(batch) = self.take() {
             deliver(client, address, batch).await;
         }
+        // `take` gave up the place when it found the queue empty.
+        leaving.armed = false;
     }
 
     /// The next batch, or `None` (and one sender fewer) when nothing waits.
@@ -149,6 +153,27 @@ impl Batcher {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Gives up a sender's place if its task ends without finding the queue empty (a panic).
+struct Leaving<'a> {
+    batcher: &'a Batcher,
+    armed: bool,
+}
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let mut queue = self.batcher.lock();
+        queue.senders -= 1;
+        if queue.senders == 0 {
+            // No sender is left to take them: dropping their reply channels answers each
+            // trigger that its batch was dropped, rather than leaving it to its timeout.
+            queue.waiting.clear();
+        }
     }
 }
 
@@ -187,14 +212,14 @@ async fn deliver(client: &HttpExecutorClient, address: &str, batch: Vec<Waiting>
             }
             Err(_) => Err(format!(
                 "xxl-job remoting (url={url}) response content invalid({}).",
-                super::excerpt(&reply.bytes)
+                excerpt(&reply.bytes)
             )),
         },
     };
     match replies {
         Ok(replies) => {
             for (waiting, envelope) in batch.into_iter().zip(replies) {
-                let _ = waiting.reply.send(ExecutorReply { code: envelope.code, msg: envelope.msg });
+                let _ = waiting.reply.send(envelope.into());
             }
         }
         Err(msg) => {

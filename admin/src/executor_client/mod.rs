@@ -15,8 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use jobwheel_protocol::envelope::FAIL_CODE;
-use jobwheel_protocol::envelope::{AckEnvelope, Envelope};
+use jobwheel_protocol::envelope::{AckEnvelope, Envelope, FAIL_CODE};
 use jobwheel_protocol::executor_api::{
     ExecutorStatus, IdleBeatParam, KillParam, LogParam, LogResult, OutstandingQuery, OutstandingRuns,
     TriggerParam, WasmModuleRef,
@@ -28,11 +27,18 @@ use crate::credentials::GroupCredential;
 use crate::routing::{Probe, ProbeResult};
 use batch::Batches;
 use lanes::{CALLS_PER_ADDRESS, Lanes};
+use reply::{
+    ACK_LIMIT, Exchanged, LOG_LIMIT, OUTSTANDING_LIMIT, STATUS_LIMIT, address_key, decode, fail, read_capped,
+    remoting_error,
+};
+
+pub use reply::endpoint;
 
 pub use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER, RUN_BATCH_HEADER};
 
 mod batch;
 mod lanes;
+mod reply;
 
 /// Upstream's default `xxl.job.timeout`: 3 s for connect and read.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -136,7 +142,7 @@ impl HttpExecutorClient {
         let url = endpoint(address, method);
         let body = match body.map(serde_json::to_vec).transpose() {
             Ok(body) => body,
-            Err(e) => return Envelope::fail(format!("xxl-job remoting error({e}), for url : {url}")),
+            Err(e) => return Envelope::fail(remoting_error(e, &url)),
         };
         match self.exchange(address, &url, body, limit).await {
             Ok(reply) => decode(&reply.bytes, &url),
@@ -155,11 +161,11 @@ impl HttpExecutorClient {
     ) -> Result<Exchanged, String> {
         // The call's timeout covers the wait for a lane as well as the exchange.
         let deadline = tokio::time::Instant::now() + self.timeout;
-        let lane = self.lanes.for_address(address.trim_end_matches('/'));
+        let lane = self.lanes.for_address(address_key(address));
         let Ok(Ok(_permit)) = tokio::time::timeout_at(deadline, lane.acquire_owned()).await else {
-            return Err(format!(
-                "xxl-job remoting error(timed out waiting for one of the {CALLS_PER_ADDRESS} connections to the executor), for url : {url}"
-            ));
+            let why =
+                format!("timed out waiting for one of the {CALLS_PER_ADDRESS} connections to the executor");
+            return Err(remoting_error(why, url));
         };
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let mut request =
@@ -176,8 +182,7 @@ impl HttpExecutorClient {
         if let Some(body) = body {
             request = request.body(body);
         }
-        let response =
-            request.send().await.map_err(|e| format!("xxl-job remoting error({e}), for url : {url}"))?;
+        let response = request.send().await.map_err(|e| remoting_error(e, url))?;
         let status = response.status();
         if status != reqwest::StatusCode::OK {
             return Err(format!(
@@ -191,7 +196,7 @@ impl HttpExecutorClient {
             Ok(None) => {
                 Err(format!("xxl-job remoting (url={url}) response larger than {limit} bytes, not read."))
             }
-            Err(e) => Err(format!("xxl-job remoting error({e}), for url : {url}")),
+            Err(e) => Err(remoting_error(e, url)),
         }
     }
 
@@ -200,9 +205,7 @@ impl HttpExecutorClient {
     async fn run_single(&self, address: &str, param: &TriggerParam) -> (ExecutorReply, bool) {
         match serde_json::to_vec(param) {
             Ok(body) => self.run_body(address, body).await,
-            Err(e) => {
-                (fail(format!("xxl-job remoting error({e}), for url : {}", endpoint(address, "run"))), false)
-            }
+            Err(e) => (fail(remoting_error(e, &endpoint(address, "run"))), false),
         }
     }
 
@@ -213,7 +216,7 @@ impl HttpExecutorClient {
         match self.exchange(address, &url, Some(body), ACK_LIMIT).await {
             Ok(reply) => {
                 let envelope: AckEnvelope = decode(&reply.bytes, &url);
-                (ProbeResult { code: envelope.code, msg: envelope.msg }, reply.offers_batches)
+                (envelope.into(), reply.offers_batches)
             }
             Err(msg) => (fail(msg), false),
         }
@@ -226,73 +229,8 @@ impl HttpExecutorClient {
         body: Option<&B>,
     ) -> ExecutorReply {
         let envelope: AckEnvelope = self.call(address, method, body, ACK_LIMIT).await;
-        ProbeResult { code: envelope.code, msg: envelope.msg }
+        envelope.into()
     }
-}
-
-/// The reply of `/run`, `/kill`, `/beat`, `/idleBeat` and `/wasmPrepare`: a small envelope.
-const ACK_LIMIT: usize = 64 * 1024;
-/// A `/log` page: executors send at most 1 MiB of content (jobwheel's page size), JSON-escaped.
-const LOG_LIMIT: usize = 8 * 1024 * 1024;
-/// A `/status` reply: running jobs and queues of one executor.
-const STATUS_LIMIT: usize = 1024 * 1024;
-/// An `/outstanding` reply: at most the log ids asked (20 digits and a comma each).
-const OUTSTANDING_LIMIT: usize = 8 * 1024 * 1024;
-/// How much of a reply that is not an envelope goes into the message (and so `triggerMsg`).
-const EXCERPT_CHARS: usize = 200;
-
-/// A reply as read: its body, and whether it offered `/runBatch` ([`RUN_BATCH_HEADER`]).
-struct Exchanged {
-    bytes: Vec<u8>,
-    offers_batches: bool,
-}
-
-/// The envelope in `bytes`, or upstream's message for a reply that is not one.
-fn decode<T: DeserializeOwned>(bytes: &[u8], url: &str) -> Envelope<T> {
-    match serde_json::from_slice::<Envelope<T>>(bytes) {
-        Ok(envelope) => envelope,
-        Err(_) => Envelope::fail(format!(
-            "xxl-job remoting (url={url}) response content invalid({}).",
-            excerpt(bytes)
-        )),
-    }
-}
-
-/// A failed call's reply.
-fn fail(msg: String) -> ExecutorReply {
-    ExecutorReply { code: FAIL_CODE, msg: Some(msg) }
-}
-
-/// The body, or `None` once it passes `limit` bytes (the rest is never read).
-async fn read_capped(
-    mut response: reqwest::Response,
-    limit: usize,
-) -> Result<Option<Vec<u8>>, reqwest::Error> {
-    if response.content_length().is_some_and(|n| n > limit as u64) {
-        return Ok(None);
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        if body.len() + chunk.len() > limit {
-            return Ok(None);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(Some(body))
-}
-
-/// The first [`EXCERPT_CHARS`] characters of a reply, marked when cut.
-fn excerpt(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let mut chars = text.chars();
-    let head: String = chars.by_ref().take(EXCERPT_CHARS).collect();
-    if chars.next().is_some() { format!("{head}… ({} bytes)", bytes.len()) } else { head }
-}
-
-/// `{address}/{method}` with exactly one `/` between them, so registered addresses with or
-/// without a trailing slash, and with a path (`http://host/prefix/`), all work.
-pub fn endpoint(address: &str, method: &str) -> String {
-    format!("{}/{method}", address.trim_end_matches('/'))
 }
 
 #[async_trait]
@@ -311,15 +249,14 @@ impl Probe for HttpExecutorClient {
 impl ExecutorApi for HttpExecutorClient {
     async fn run(&self, address: &str, param: &TriggerParam) -> ExecutorReply {
         // Gen C (a group's own token) always goes one `/trigger` at a time.
-        if self.group.is_none()
-            && let Some(batcher) = self.batches.batcher(address)
-        {
+        if self.group.is_some() {
+            return self.run_single(address, param).await.0;
+        }
+        if let Some(batcher) = self.batches.batcher(address) {
             return batcher.send(self, address, param).await;
         }
         let (reply, offers_batches) = self.run_single(address, param).await;
-        if self.group.is_none() {
-            self.batches.learn(address, offers_batches);
-        }
+        self.batches.learn(address, offers_batches);
         reply
     }
 
@@ -370,27 +307,5 @@ impl ExecutorApi for HttpExecutorClient {
             batches: Arc::clone(&self.batches),
             timeout: self.timeout,
         }))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{EXCERPT_CHARS, endpoint, excerpt};
-
-    #[test]
-    fn excerpts_are_bounded_and_say_how_much_was_cut() {
-        assert_eq!(excerpt(b"<html>"), "<html>");
-        let long = "x".repeat(10_000);
-        let cut = excerpt(long.as_bytes());
-        assert!(cut.starts_with(&"x".repeat(EXCERPT_CHARS)));
-        assert!(cut.ends_with("… (10000 bytes)"), "{cut}");
-    }
-
-    #[test]
-    fn endpoint_normalises_the_trailing_slash_and_keeps_paths() {
-        assert_eq!(endpoint("http://10.0.0.5:9999/", "run"), "http://10.0.0.5:9999/run");
-        assert_eq!(endpoint("http://10.0.0.5:9999", "run"), "http://10.0.0.5:9999/run");
-        assert_eq!(endpoint("http://h/prefix/", "idleBeat"), "http://h/prefix/idleBeat");
-        assert_eq!(endpoint("http://h/prefix", "log"), "http://h/prefix/log");
     }
 }
