@@ -1,5 +1,5 @@
 //! The `jobwheel-admin` binary: secrets printed on the first start only, exit code 64 on bad
-//! configuration.
+//! configuration, no transparent huge pages.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -24,9 +24,10 @@ fn admin_command(dir: &Path) -> Command {
     command
 }
 
-/// Starts the binary, collects its stderr until it reports being started, and stops it.
-async fn output_until_started(dir: &Path) -> anyhow::Result<String> {
-    let mut child = admin_command(dir).spawn()?;
+/// Starts `command`'s admin and collects its stderr until it reports being started; the
+/// running child and what it printed.
+async fn start(mut command: Command) -> anyhow::Result<(tokio::process::Child, String)> {
+    let mut child = command.spawn()?;
     let stderr = child.stderr.take().context("stderr is piped")?;
     let mut lines = BufReader::new(stderr).lines();
     let mut output = String::new();
@@ -41,9 +42,47 @@ async fn output_until_started(dir: &Path) -> anyhow::Result<String> {
         anyhow::Ok(false)
     })
     .await;
+    if !matches!(started, Ok(Ok(true))) {
+        child.kill().await?;
+        anyhow::bail!("the admin did not start; stderr:\n{output}");
+    }
+    Ok((child, output))
+}
+
+/// Starts the binary, collects its stderr until it reports being started, and stops it.
+async fn output_until_started(dir: &Path) -> anyhow::Result<String> {
+    let (mut child, output) = start(admin_command(dir)).await?;
     child.kill().await?;
-    anyhow::ensure!(matches!(started, Ok(Ok(true))), "the admin did not start; stderr:\n{output}");
     Ok(output)
+}
+
+/// The `THP_enabled` line of a process's `/proc/<pid>/status`: 0 once it asked the kernel for
+/// no transparent huge pages.
+fn thp_enabled(pid: &str) -> anyhow::Result<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("THP_enabled:"))
+        .map(|v| v.trim().to_owned())
+        .context("the kernel reports THP_enabled")
+}
+
+#[tokio::test]
+async fn the_admin_runs_without_transparent_huge_pages_unless_allowed() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (mut child, _) = start(admin_command(dir.path())).await?;
+    let pid = child.id().context("running")?.to_string();
+    assert_eq!(thp_enabled(&pid)?, "0", "huge pages kept the admin's memory resident");
+    child.kill().await?;
+
+    // `MIMALLOC_ALLOW_THP` set: the process keeps what it inherited (this test's own setting).
+    let mut command = admin_command(dir.path());
+    command.env("MIMALLOC_ALLOW_THP", "1");
+    let (mut child, _) = start(command).await?;
+    let pid = child.id().context("running")?.to_string();
+    assert_eq!(thp_enabled(&pid)?, thp_enabled("self")?);
+    child.kill().await?;
+    Ok(())
 }
 
 #[tokio::test]
