@@ -25,7 +25,7 @@ use jobwheel_protocol::envelope::AckEnvelope;
 use jobwheel_protocol::executor_api::TriggerParam;
 use tokio::sync::oneshot;
 
-use super::reply::{ACK_LIMIT, address_key, endpoint, excerpt, fail, remoting_error};
+use super::reply::{ACK_LIMIT, address_key, content_invalid, endpoint, fail, remoting_error};
 use super::{ExecutorReply, HttpExecutorClient};
 
 /// Requests at once per address: while one is out, the next batch fills.
@@ -210,10 +210,7 @@ async fn deliver(client: &HttpExecutorClient, address: &str, batch: Vec<Waiting>
                 }
                 return;
             }
-            Err(_) => Err(format!(
-                "xxl-job remoting (url={url}) response content invalid({}).",
-                excerpt(&reply.bytes)
-            )),
+            Err(_) => Err(content_invalid(&url, &reply.bytes)),
         },
     };
     match replies {

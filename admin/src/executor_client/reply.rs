@@ -28,11 +28,13 @@ pub(super) struct Exchanged {
 pub(super) fn decode<T: DeserializeOwned>(bytes: &[u8], url: &str) -> Envelope<T> {
     match serde_json::from_slice::<Envelope<T>>(bytes) {
         Ok(envelope) => envelope,
-        Err(_) => Envelope::fail(format!(
-            "xxl-job remoting (url={url}) response content invalid({}).",
-            excerpt(bytes)
-        )),
+        Err(_) => Envelope::fail(content_invalid(url, bytes)),
     }
+}
+
+/// Upstream's message for a reply that is not what the call answers, with an excerpt of it.
+pub(super) fn content_invalid(url: &str, bytes: &[u8]) -> String {
+    format!("xxl-job remoting (url={url}) response content invalid({}).", excerpt(bytes))
 }
 
 impl From<AckEnvelope> for ExecutorReply {
@@ -87,7 +89,7 @@ pub(super) fn excerpt(bytes: &[u8]) -> String {
 /// `{address}/{method}` with exactly one `/` between them, so registered addresses with or
 /// without a trailing slash, and with a path (`http://host/prefix/`), all work.
 pub fn endpoint(address: &str, method: &str) -> String {
-    format!("{}/{method}", address.trim_end_matches('/'))
+    format!("{}/{method}", address_key(address))
 }
 
 #[cfg(test)]
