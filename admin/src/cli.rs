@@ -61,6 +61,11 @@ pub struct Cli {
     /// Triggers that may wait for the slow pool (upstream ≥ 2.5: 5000).
     #[arg(long, env = "JOBWHEEL_TRIGGER_POOL_SLOW_QUEUE", default_value_t = 5000)]
     pub trigger_pool_slow_queue: usize,
+    /// Triggers sent whose outcome is not yet written to the database; at this many the pools
+    /// stop sending until outcomes are written, so a database that falls behind slows the
+    /// triggers down instead of growing the admin's memory.
+    #[arg(long, env = "JOBWHEEL_TRIGGER_OUTCOME_BACKLOG", default_value_t = crate::engine::OUTCOME_BACKLOG)]
+    pub trigger_outcome_backlog: usize,
     /// Milliseconds before each second at which that second's triggers do their database work,
     /// so only the route and `/run` are left at it (0–400; 0: all at the second, as upstream).
     // The range is `engine::MAX_FIRE_LEAD`.

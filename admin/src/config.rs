@@ -58,6 +58,8 @@ pub struct TriggerPools {
     /// Waiting triggers each pool accepts before dropping (upstream ≥ 2.5: 2000 / 5000).
     pub fast_queue: usize,
     pub slow_queue: usize,
+    /// Triggers sent and not yet recorded before the pools stop sending (jobwheel).
+    pub outcome_backlog: usize,
 }
 
 /// Validated admin configuration.
@@ -149,7 +151,13 @@ impl AdminConfig {
             access_token,
             secret_key: None,
             i18n: MessageLang::Zh,
-            trigger_pools: TriggerPools { fast_max: 300, slow_max: 200, fast_queue: 2000, slow_queue: 5000 },
+            trigger_pools: TriggerPools {
+                fast_max: 300,
+                slow_max: 200,
+                fast_queue: 2000,
+                slow_queue: 5000,
+                outcome_backlog: crate::engine::OUTCOME_BACKLOG,
+            },
             fire_lead: crate::engine::FIRE_LEAD,
             log_retention_days: Some(30),
             executor_timeout: Duration::from_secs(3),
@@ -201,6 +209,7 @@ impl AdminConfig {
             slow_max: cli.trigger_pool_slow_max.max(TRIGGER_POOL_SLOW_FLOOR),
             fast_queue: cli.trigger_pool_fast_queue.max(1),
             slow_queue: cli.trigger_pool_slow_queue.max(1),
+            outcome_backlog: cli.trigger_outcome_backlog.max(1),
         };
         config.fire_lead = Duration::from_millis(cli.fire_lead_ms);
         config.log_retention_days = (cli.log_retention_days >= 3).then_some(cli.log_retention_days);

@@ -22,6 +22,7 @@ use crate::engine::{
 };
 use crate::executor_client::HttpExecutorClient;
 use crate::http::AdminCore;
+use crate::metrics::SchedulerLevels;
 use crate::routing::Router;
 use crate::store::{Backend, GroupId, InstanceId, JobId, LogId, StartOutcome, WorkflowId};
 
@@ -62,6 +63,7 @@ impl EngineCore {
         engine_config.slow_pool_max = config.trigger_pools.slow_max;
         engine_config.fast_queue = config.trigger_pools.fast_queue;
         engine_config.slow_queue = config.trigger_pools.slow_queue;
+        engine_config.outcome_backlog = config.trigger_pools.outcome_backlog;
         engine_config.fire_lead = config.fire_lead;
         engine_config.lost_after = config.lost_job_timeout;
         engine_config.retry_backoff = config.retry_backoff;
@@ -131,8 +133,13 @@ impl AdminCore for EngineCore {
         self.engine.scheduler().readiness()
     }
 
-    fn scheduler_levels(&self) -> (usize, (usize, usize)) {
-        (self.engine.scheduler().ring_len(), self.engine.triggers().pool_waiting())
+    fn scheduler_levels(&self) -> SchedulerLevels {
+        let triggers = self.engine.triggers();
+        SchedulerLevels {
+            ring_depth: self.engine.scheduler().ring_len(),
+            pool_waiting: triggers.pool_waiting(),
+            outcomes_unwritten: triggers.unrecorded(),
+        }
     }
 
     async fn wasm_version_changed(&self, job_id: JobId) {

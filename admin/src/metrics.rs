@@ -16,18 +16,8 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::domain::TriggerType;
 
-/// The trigger lateness and missed fire times since start ([`AdminMetrics::lateness_snapshot`]).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct LatenessSnapshot {
-    /// `(upper bound, seconds; cumulative count)`.
-    pub(crate) buckets: Vec<(f64, u64)>,
-    /// Sum of all latenesses, seconds.
-    pub(crate) sum: f64,
-    /// Triggers observed.
-    pub(crate) count: u64,
-    /// Missed fire times by misfire strategy.
-    pub(crate) misfires: std::collections::BTreeMap<String, u64>,
-}
+mod lateness;
+pub(crate) use lateness::LatenessSnapshot;
 
 /// The content type of the OpenMetrics text format `/metrics` answers with.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -66,13 +56,22 @@ struct GroupLabels {
     group: String,
 }
 
-/// Levels read at scrape time from the engine and the store.
-#[derive(Debug, Default, Clone)]
-pub struct Levels {
+/// The scheduler's levels at scrape time (zero for an admin core without a scheduler).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerLevels {
     /// Triggers waiting in the time ring.
     pub ring_depth: usize,
     /// Triggers waiting for the fast and the slow pool.
     pub pool_waiting: (usize, usize),
+    /// Triggers that took a pool slot and have not written their outcome yet.
+    pub outcomes_unwritten: usize,
+}
+
+/// Levels read at scrape time from the engine and the store.
+#[derive(Debug, Default, Clone)]
+pub struct Levels {
+    /// The time ring and the trigger pools.
+    pub scheduler: SchedulerLevels,
     /// Callback batches received and not yet stored.
     pub callback_batches: usize,
     /// `(app name, live addresses)` of every group.
@@ -88,6 +87,7 @@ pub struct AdminMetrics {
     misfires: Family<StrategyLabels, Counter>,
     ring_depth: Gauge,
     pool_waiting: Family<PoolLabels, Gauge>,
+    outcomes_unwritten: Gauge,
     callback_batches: Gauge,
     callback_store: Histogram,
     results: Family<ResultLabels, Counter>,
@@ -117,6 +117,7 @@ impl AdminMetrics {
             misfires: Family::default(),
             ring_depth: Gauge::default(),
             pool_waiting: Family::default(),
+            outcomes_unwritten: Gauge::default(),
             callback_batches: Gauge::default(),
             callback_store: Histogram::new(STORE_BUCKETS),
             results: Family::default(),
@@ -152,6 +153,11 @@ impl AdminMetrics {
             "trigger_pool_waiting",
             "Triggers waiting for a trigger pool slot",
             metrics.pool_waiting.clone(),
+        );
+        r.register(
+            "trigger_outcomes_unwritten",
+            "Triggers that took a pool slot and have not written their outcome yet",
+            metrics.outcomes_unwritten.clone(),
         );
         r.register(
             "callback_queue_batches",
@@ -297,41 +303,13 @@ impl AdminMetrics {
         self.alarms.get_or_create(&ResultLabels { result }).inc();
     }
 
-    /// The trigger lateness histogram (`(upper bound s, cumulative count)`, sum, count) and the
-    /// missed fire times by misfire strategy, since start (the MCP lateness report). Read through
-    /// a registry of their own, so the levels `/metrics` sets are left alone.
-    pub(crate) fn lateness_snapshot(&self) -> LatenessSnapshot {
-        let mut registry = Registry::default();
-        registry.register("lateness", "", self.lateness.clone());
-        registry.register("misfires", "", self.misfires.clone());
-        let mut text = String::new();
-        // Writing into a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
-        let (mut buckets, mut sum, mut count, mut misfires) =
-            (Vec::new(), 0.0, 0, std::collections::BTreeMap::new());
-        for line in text.lines().filter(|l| !l.starts_with('#')) {
-            let Some((series, value)) = line.rsplit_once(' ') else { continue };
-            let quoted = |key: &str| series.split(key).nth(1).and_then(|rest| rest.split('"').next());
-            if series.starts_with("lateness_bucket") {
-                let le = quoted("le=\"").and_then(|v| v.parse::<f64>().ok()).unwrap_or(f64::INFINITY);
-                buckets.push((le, value.parse().unwrap_or(0)));
-            } else if series == "lateness_sum" {
-                sum = value.parse().unwrap_or(0.0);
-            } else if series == "lateness_count" {
-                count = value.parse().unwrap_or(0);
-            } else if series.starts_with("misfires_total") {
-                let strategy = quoted("strategy=\"").unwrap_or_default().to_owned();
-                misfires.insert(strategy, value.parse().unwrap_or(0));
-            }
-        }
-        LatenessSnapshot { buckets, sum, count, misfires }
-    }
-
     /// Sets the levels and encodes every series in the OpenMetrics text format.
     pub fn encode(&self, levels: &Levels) -> String {
-        self.ring_depth.set(gauge(levels.ring_depth));
-        self.pool_waiting.get_or_create(&PoolLabels { pool: "fast" }).set(gauge(levels.pool_waiting.0));
-        self.pool_waiting.get_or_create(&PoolLabels { pool: "slow" }).set(gauge(levels.pool_waiting.1));
+        let scheduler = &levels.scheduler;
+        self.ring_depth.set(gauge(scheduler.ring_depth));
+        self.pool_waiting.get_or_create(&PoolLabels { pool: "fast" }).set(gauge(scheduler.pool_waiting.0));
+        self.pool_waiting.get_or_create(&PoolLabels { pool: "slow" }).set(gauge(scheduler.pool_waiting.1));
+        self.outcomes_unwritten.set(gauge(scheduler.outcomes_unwritten));
         self.callback_batches.set(gauge(levels.callback_batches));
         // Groups come and go: only the current ones are exposed.
         self.executors.clear();
@@ -382,17 +360,18 @@ mod tests {
         metrics.trigger(TriggerType::Manual, 500);
         metrics.result_stored(502);
         metrics.lateness(12);
-        let levels = Levels { ring_depth: 3, executors: vec![("app-a".to_owned(), 2)], ..Levels::default() };
+        let levels = Levels {
+            scheduler: SchedulerLevels { ring_depth: 3, outcomes_unwritten: 4, ..SchedulerLevels::default() },
+            executors: vec![("app-a".to_owned(), 2)],
+            ..Levels::default()
+        };
         let text = metrics.encode(&levels);
         assert!(text.contains("jobwheel_triggers_total{type=\"cron\",result=\"success\"} 2\n"), "{text}");
         assert!(text.contains("jobwheel_triggers_total{type=\"manual\",result=\"fail\"} 1\n"), "{text}");
         assert!(text.contains("jobwheel_results_stored_total{result=\"timeout\"} 1\n"), "{text}");
         assert!(text.contains("jobwheel_trigger_lateness_seconds_bucket{le=\"0.025\"} 1\n"), "{text}");
-        let snapshot = metrics.lateness_snapshot();
-        let (buckets, count) = (snapshot.buckets, snapshot.count);
-        assert_eq!(count, 1);
-        assert!(buckets.iter().any(|(le, c)| (*le - 0.025).abs() < 1e-9 && *c == 1), "{buckets:?}");
         assert!(text.contains("jobwheel_ring_depth 3\n"), "{text}");
+        assert!(text.contains("jobwheel_trigger_outcomes_unwritten 4\n"), "{text}");
         assert!(text.contains("jobwheel_executors_registered{group=\"app-a\"} 2\n"), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
         // A group that disappeared is no longer exposed.

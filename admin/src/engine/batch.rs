@@ -68,39 +68,52 @@ impl<Req, Resp> Coalescer<Req, Resp> {
             if let Some((gauge, max_defer)) = after {
                 gauge.wait_quiet(max_defer).await;
             }
-            let batch: Vec<(Req, Reply<Resp>)> = {
-                let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-                let take = queue.len().min(self.max_batch);
-                queue.drain(..take).collect()
-            };
-            let (requests, replies): (Vec<Req>, Vec<Reply<Resp>>) = batch.into_iter().unzip();
-            let expected = requests.len();
-            match run(requests).await {
-                Ok(responses) if responses.len() == expected => {
-                    for (reply, response) in replies.into_iter().zip(responses) {
-                        let _ = reply.send(Ok(response));
-                    }
-                }
-                Ok(responses) => {
-                    let error = Arc::new(StoreError::Batched(Arc::new(StoreError::BatchAbandoned)));
-                    tracing::error!(
-                        expected,
-                        got = responses.len(),
-                        "a batched store call answered the wrong number of rows"
-                    );
-                    for reply in replies {
-                        let _ = reply.send(Err(Arc::clone(&error)));
-                    }
-                }
-                Err(error) => {
-                    let error = Arc::new(error);
-                    for reply in replies {
-                        let _ = reply.send(Err(Arc::clone(&error)));
-                    }
-                }
+            // Everything queued, `max_batch` a call: one deferral serves the whole queue, so
+            // deferred writes keep pace with a stream of sends that never lets the gauge reach
+            // zero (one batch per deferral capped them at `max_batch` per `max_defer`).
+            let mut queued: Vec<(Req, Reply<Resp>)> =
+                std::mem::take(&mut *self.queue.lock().unwrap_or_else(PoisonError::into_inner));
+            while !queued.is_empty() {
+                let rest = queued.split_off(queued.len().min(self.max_batch));
+                let batch = std::mem::replace(&mut queued, rest);
+                write(batch, &run).await;
             }
-            // Our request was in this batch unless more than `max_batch` were queued before it;
-            // then the next turn of the loop writes the following batch.
+            // Our request was queued before the drain, so it has its answer now; the loop
+            // reads it under the lock.
+        }
+    }
+}
+
+/// Runs one batch and answers each of its callers.
+async fn write<Req, Resp, F, Fut>(batch: Vec<(Req, Reply<Resp>)>, run: &F)
+where
+    F: Fn(Vec<Req>) -> Fut,
+    Fut: Future<Output = Result<Vec<Resp>, StoreError>>,
+{
+    let (requests, replies): (Vec<Req>, Vec<Reply<Resp>>) = batch.into_iter().unzip();
+    let expected = requests.len();
+    match run(requests).await {
+        Ok(responses) if responses.len() == expected => {
+            for (reply, response) in replies.into_iter().zip(responses) {
+                let _ = reply.send(Ok(response));
+            }
+        }
+        Ok(responses) => {
+            let error = Arc::new(StoreError::Batched(Arc::new(StoreError::BatchAbandoned)));
+            tracing::error!(
+                expected,
+                got = responses.len(),
+                "a batched store call answered the wrong number of rows"
+            );
+            for reply in replies {
+                let _ = reply.send(Err(Arc::clone(&error)));
+            }
+        }
+        Err(error) => {
+            let error = Arc::new(error);
+            for reply in replies {
+                let _ = reply.send(Err(Arc::clone(&error)));
+            }
         }
     }
 }
@@ -118,7 +131,7 @@ pub(crate) struct Batches {
     groups: Coalescer<GroupId, Option<GroupRow>>,
     epochs: Coalescer<(), i64>,
     claimed_logs: Coalescer<(ClaimId, NewLog), Option<LogId>>,
-    taken_claims: Coalescer<ClaimId, bool>,
+    taken_claims: Coalescer<(ClaimId, i64), bool>,
     trigger_updates: Coalescer<LogTriggerUpdate, bool>,
 }
 
@@ -192,10 +205,17 @@ impl Batches {
     }
 
     /// [`ScheduleStore::take_claims`](crate::store::ScheduleStore::take_claims) for one staged
-    /// claim, batched: the only write a pre-staged trigger makes before its `/run`.
-    pub(crate) async fn take_claim(&self, claim: ClaimId) -> Result<bool, StoreError> {
+    /// claim taken at `now_ms`, batched: the only write a pre-staged trigger makes before its
+    /// `/run`. A batch records its latest caller's time (they differ by the batch's wait).
+    pub(crate) async fn take_claim(&self, claim: ClaimId, now_ms: i64) -> Result<bool, StoreError> {
         let store = &self.store;
-        self.taken_claims.call(claim, None, |claims| async move { store.take_claims(&claims).await }).await
+        self.taken_claims
+            .call((claim, now_ms), None, |items| async move {
+                let taken_ms = items.iter().map(|(_, at)| *at).max().unwrap_or(now_ms);
+                let claims: Vec<ClaimId> = items.into_iter().map(|(claim, _)| claim).collect();
+                store.take_claims(&claims, taken_ms).await
+            })
+            .await
     }
 
     /// [`LogStore::update_log_trigger`](crate::store::LogStore::update_log_trigger), batched;
@@ -253,6 +273,43 @@ mod tests {
             done.expect("task");
         }
         assert_eq!(batches.load(Ordering::SeqCst), 8, "500 queued calls in batches of at most 64");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_deferral_writes_everything_queued_while_sends_never_stop() {
+        let coalescer = Arc::new(Coalescer::<u32, u32>::new(8));
+        let gauge = Arc::new(SendGauge::default());
+        // A trigger on its way to /run for the whole test: every deferral runs to its bound.
+        let _sending = gauge.enter();
+        let max_defer = Duration::from_millis(100);
+        let batches = Arc::new(AtomicUsize::new(0));
+        let writing = coalescer.flush.lock().await;
+        let mut tasks = tokio::task::JoinSet::new();
+        for n in 0..100u32 {
+            let (coalescer, gauge, batches) =
+                (Arc::clone(&coalescer), Arc::clone(&gauge), Arc::clone(&batches));
+            tasks.spawn(async move {
+                let got = coalescer
+                    .call(n, Some((&gauge, max_defer)), |requests| {
+                        batches.fetch_add(1, Ordering::SeqCst);
+                        async move { Ok(requests.iter().map(|r| r + 1).collect()) }
+                    })
+                    .await
+                    .expect("answered");
+                assert_eq!(got, n + 1);
+            });
+        }
+        while coalescer.queue.lock().expect("queue").len() < 100 {
+            tokio::task::yield_now().await;
+        }
+        // The clock is paused: time moves only through the deferrals' own timers.
+        let start = tokio::time::Instant::now();
+        drop(writing);
+        while let Some(done) = tasks.join_next().await {
+            done.expect("task");
+        }
+        assert_eq!(batches.load(Ordering::SeqCst), 13, "100 calls, 8 a batch");
+        assert_eq!(start.elapsed(), max_defer, "one deferral for the whole queue, not one per batch");
     }
 
     #[tokio::test]

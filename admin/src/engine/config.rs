@@ -56,6 +56,9 @@ pub struct EngineConfig {
     pub fast_queue: usize,
     /// Triggers waiting for the slow pool before new ones are dropped (upstream ≥ 2.5: 5000).
     pub slow_queue: usize,
+    /// jobwheel: the most triggers that have taken a pool slot and not yet written their
+    /// outcome (the pools stop sending at it: `engine/pool.rs`); [`OUTCOME_BACKLOG`].
+    pub outcome_backlog: usize,
     /// The zone cron expressions and report days are evaluated in (upstream: the JVM's).
     pub time_zone: Tz,
     /// `xxl.job.logretentiondays`: logs older than this many days are deleted once a day;
@@ -85,6 +88,11 @@ pub struct EngineConfig {
     pub fire_lead: Duration,
 }
 
+/// The default [`EngineConfig::outcome_backlog`]: about two seconds of 10 000 triggers a second
+/// (outcomes are written in batches at most [`EngineConfig::max_defer`] apart when the
+/// database keeps up), a few KiB each.
+pub const OUTCOME_BACKLOG: usize = 20_000;
+
 /// The longest [`EngineConfig::fire_lead`]: the pre-read fills the next second's slot half a
 /// second before it.
 pub const MAX_FIRE_LEAD: Duration = Duration::from_millis(400);
@@ -98,6 +106,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("admin_address", &self.admin_address)
             .field("fast_pool_max", &self.fast_pool_max)
             .field("slow_pool_max", &self.slow_pool_max)
+            .field("outcome_backlog", &self.outcome_backlog)
             .field("time_zone", &self.time_zone)
             .field("log_retention_days", &self.log_retention_days)
             .field("retry_backoff", &self.retry_backoff)
@@ -121,6 +130,7 @@ impl EngineConfig {
             slow_pool_max: 200,
             fast_queue: 2000,
             slow_queue: 5000,
+            outcome_backlog: OUTCOME_BACKLOG,
             time_zone: crate::cron::local_time_zone(),
             log_retention_days: 30,
             retry_backoff: RetryBackoff::NONE,

@@ -70,7 +70,7 @@ pub use alarm_desk::{AlarmDesk, RETRY_DELAYS_MS, SWEEP_EVERY_MS};
 pub use complete::{Completion, LOST_AFTER_MS};
 pub use config::{
     EngineConfig, EngineServices, FAST_POOL_FLOOR, FIRE_LEAD, MAX_FIRE_LEAD, MIN_LOG_RETENTION_DAYS,
-    MonitorIntervals, SLOW_POOL_FLOOR,
+    MonitorIntervals, OUTCOME_BACKLOG, SLOW_POOL_FLOOR,
 };
 pub use fail::{FAIL_BATCH, FailHandled, FailMonitor};
 pub use fix_delay::FIX_DELAY_PARKED;

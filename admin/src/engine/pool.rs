@@ -8,6 +8,13 @@
 //! A trigger the ring hands over ahead of its second ([`Entry::Early`]) starts at once and
 //! takes its slot only when due: its database work is done meanwhile, and the pool still bounds
 //! the triggers being *sent* (`ring.rs`, "Early").
+//!
+//! A trigger gives its pool slot up once its `/run` is out and then waits for its outcome
+//! write, which is deferred behind the sends (`sending.rs`). Those waits are bounded too: a
+//! slot also takes one of [`EngineConfig::outcome_backlog`](super::EngineConfig::outcome_backlog)
+//! places, held until the trigger ends. When the database falls behind, the places run out, the
+//! pools stop sending, new triggers queue in the backlog and beyond it are dropped to recovery,
+//! so the admin's memory stays bounded instead of growing with the unwritten outcomes.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -55,6 +62,9 @@ pub(crate) struct PoolSlot {
     permit: Option<OwnedSemaphorePermit>,
     /// When the slot was taken, for the slow-trigger count.
     acquired: Arc<OnceLock<Instant>>,
+    /// The trigger's place among those sent and not yet recorded; kept past [`Self::release`]
+    /// until the slot is dropped, that is until the trigger's task ends.
+    unrecorded: Option<OwnedSemaphorePermit>,
 }
 
 impl PoolSlot {
@@ -62,13 +72,18 @@ impl PoolSlot {
     pub(crate) async fn acquire(&mut self) {
         let Some(pools) = self.pools.take() else { return };
         let lane = pools.lane(self.slow);
-        // The semaphore is never closed, so acquiring only fails if it were; run anyway.
+        // The semaphores are never closed, so acquiring only fails if they were; run anyway.
+        // The lane first: a trigger of a saturated slow lane must not hold an outcome place
+        // while it waits, and a trigger waiting for a place holds its lane back, which is the
+        // point (no more sends while outcomes are not being written).
         self.permit = Arc::clone(&lane.permits).acquire_owned().await.ok();
+        self.unrecorded = Arc::clone(&pools.unrecorded).acquire_owned().await.ok();
         lane.waiting.fetch_sub(1, Ordering::SeqCst);
         let _ = self.acquired.set(Instant::now());
     }
 
-    /// Gives the slot up (or the place in the backlog, if it was never taken).
+    /// Gives the slot up (or the place in the backlog, if it was never taken); the outcome
+    /// place stays until the slot is dropped.
     pub(crate) fn release(&mut self) {
         self.permit = None;
         if let Some(pools) = self.pools.take() {
@@ -101,6 +116,9 @@ pub(crate) struct TriggerPools {
     fast: Lane,
     slow: Lane,
     slow_counts: Mutex<SlowCounts>,
+    /// Places for triggers sent and not yet recorded ([`PoolSlot::unrecorded`]).
+    unrecorded: Arc<Semaphore>,
+    unrecorded_max: usize,
     clock: Arc<dyn Clock>,
     tracker: TaskTracker,
     /// Triggers submitted and not finished (waiting or running); `idle` fires when it drops
@@ -110,9 +128,12 @@ pub(crate) struct TriggerPools {
 }
 
 impl TriggerPools {
+    /// Pools of `sizes` (fast, slow) with backlogs of `queues`, and at most `unrecorded`
+    /// triggers that have taken a slot and not yet ended.
     pub(crate) fn new(
         sizes: (usize, usize),
         queues: (usize, usize),
+        unrecorded: usize,
         clock: Arc<dyn Clock>,
         tracker: TaskTracker,
     ) -> Self {
@@ -126,6 +147,8 @@ impl TriggerPools {
             fast: lane("fast", sizes.0, queues.0),
             slow: lane("slow", sizes.1, queues.1),
             slow_counts: Mutex::new(SlowCounts::default()),
+            unrecorded: Arc::new(Semaphore::new(unrecorded.max(1))),
+            unrecorded_max: unrecorded.max(1),
             clock,
             tracker,
             outstanding: AtomicUsize::new(0),
@@ -166,6 +189,7 @@ impl TriggerPools {
                     slow: use_slow,
                     permit: None,
                     acquired: Arc::clone(&acquired),
+                    unrecorded: None,
                 };
                 if entry == Entry::Now {
                     slot.acquire().await;
@@ -224,6 +248,12 @@ impl TriggerPools {
         (self.fast.waiting.load(Ordering::Relaxed), self.slow.waiting.load(Ordering::Relaxed))
     }
 
+    /// Triggers that took a slot and have not ended: sending, or sent and waiting for their
+    /// outcome write.
+    pub(crate) fn unrecorded(&self) -> usize {
+        self.unrecorded_max - self.unrecorded.available_permits()
+    }
+
     /// Whether `job_id` currently dispatches to the slow pool (for tests and diagnostics).
     pub(crate) fn is_slow(&self, job_id: JobId) -> bool {
         self.slow_count(job_id) > SLOW_COUNT_LIMIT
@@ -236,7 +266,7 @@ mod tests {
     use crate::clock::SystemClock;
 
     fn pools(size: usize) -> Arc<TriggerPools> {
-        Arc::new(TriggerPools::new((size, size), (10, 10), Arc::new(SystemClock), TaskTracker::new()))
+        Arc::new(TriggerPools::new((size, size), (10, 10), 100, Arc::new(SystemClock), TaskTracker::new()))
     }
 
     #[tokio::test]
@@ -269,6 +299,41 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), sent_rx).await.expect("slot freed").expect("sent");
         tokio::time::timeout(Duration::from_secs(10), pools.wait_idle()).await.expect("idle");
         assert_eq!(pools.waiting(), (0, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_trigger_sent_and_not_recorded_holds_its_outcome_place_until_it_ends() {
+        // Two slots, one outcome place.
+        let pools =
+            Arc::new(TriggerPools::new((2, 2), (10, 10), 1, Arc::new(SystemClock), TaskTracker::new()));
+        let written = Arc::new(tokio::sync::Notify::new());
+        let (sent_tx, sent_rx) = tokio::sync::oneshot::channel();
+        let write = Arc::clone(&written);
+        assert!(pools.submit(JobId(1), Entry::Now, move |mut slot| async move {
+            // Sent: the pool slot goes back, the outcome write is still to come.
+            slot.release();
+            let _ = sent_tx.send(());
+            write.notified().await;
+            drop(slot);
+        }));
+        sent_rx.await.expect("the first trigger is sent");
+        assert_eq!(pools.unrecorded(), 1);
+
+        // A pool slot is free, but no outcome place: the next trigger waits in the backlog.
+        let (started_tx, mut started_rx) = tokio::sync::oneshot::channel();
+        assert!(pools.submit(JobId(2), Entry::Now, move |_slot| async move {
+            let _ = started_tx.send(());
+        }));
+        // The clock is paused: this sleep ends only once every other task is blocked, so the
+        // second trigger has got as far as it can.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(started_rx.try_recv().is_err(), "started without an outcome place");
+        assert_eq!(pools.waiting(), (1, 0), "counted in the backlog while it waits");
+
+        written.notify_one();
+        tokio::time::timeout(Duration::from_secs(10), started_rx).await.expect("place freed").expect("ran");
+        tokio::time::timeout(Duration::from_secs(10), pools.wait_idle()).await.expect("idle");
+        assert_eq!((pools.waiting(), pools.unrecorded()), ((0, 0), 0));
     }
 
     #[tokio::test]

@@ -149,6 +149,7 @@ impl TriggerPath {
         let pools = Arc::new(TriggerPools::new(
             config.pool_sizes(),
             (config.fast_queue, config.slow_queue),
+            config.outcome_backlog,
             Arc::clone(&services.clock),
             tracker,
         ));
@@ -188,6 +189,12 @@ impl TriggerPath {
     /// Whether `job_id` is currently dispatched to the slow trigger pool.
     pub fn uses_slow_pool(&self, job_id: JobId) -> bool {
         self.pools.is_slow(job_id)
+    }
+
+    /// Triggers that took a pool slot and have not yet written their outcome (at most
+    /// [`EngineConfig::outcome_backlog`]).
+    pub fn unrecorded(&self) -> usize {
+        self.pools.unrecorded()
     }
 
     /// Triggers waiting for the fast and the slow trigger pool.
@@ -321,7 +328,7 @@ impl TriggerPath {
                 // Pre-staged: the row exists; taking the claim is what makes this admin the
                 // one that fires it (another admin's recovery may have been first).
                 (None, Some(claim), Some(log_id)) => {
-                    if !self.batches.take_claim(claim).await? {
+                    if !self.batches.take_claim(claim, self.clock.now_ms()).await? {
                         return Ok(TriggerOutcome::ClaimGone);
                     }
                     log_id

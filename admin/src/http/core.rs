@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use jobwheel_protocol::{HandleCallbackParam, LogResult};
 
 use crate::engine::{EngineError, InstanceOp, OpError, StartError};
+use crate::metrics::SchedulerLevels;
 use crate::store::{GroupId, InstanceId, JobId, LogId, StartOutcome, WorkflowId};
 
 /// What the operations below answer on an admin built without a scheduling engine.
@@ -113,10 +114,10 @@ pub trait AdminCore: Send + Sync + 'static {
         Err(StartError::Engine(no_engine()))
     }
 
-    /// Triggers waiting in the time ring, and for the fast and the slow trigger pool
-    /// (`/metrics`). Cores without a scheduler have none.
-    fn scheduler_levels(&self) -> (usize, (usize, usize)) {
-        (0, (0, 0))
+    /// The time ring's and the trigger pools' levels (`/metrics`). Cores without a scheduler
+    /// have none.
+    fn scheduler_levels(&self) -> SchedulerLevels {
+        SchedulerLevels::default()
     }
 
     /// Whether the core's background work runs (`/readyz`): `Err` says what does not. Cores

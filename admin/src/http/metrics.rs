@@ -35,7 +35,7 @@ pub(crate) fn open_router(state: Arc<HttpState>) -> Router {
 }
 
 async fn exposition(state: &HttpState) -> Response {
-    let (ring_depth, pool_waiting) = state.core.scheduler_levels();
+    let scheduler = state.core.scheduler_levels();
     let executors = match state.store.list_groups().await {
         Ok(groups) => groups
             .into_iter()
@@ -50,6 +50,6 @@ async fn exposition(state: &HttpState) -> Response {
             Vec::new()
         }
     };
-    let levels = Levels { ring_depth, pool_waiting, callback_batches: state.callbacks.pending(), executors };
+    let levels = Levels { scheduler, callback_batches: state.callbacks.pending(), executors };
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], state.metrics.encode(&levels)).into_response()
 }

@@ -82,7 +82,8 @@ pub trait LogStore: Send + Sync {
     async fn running_log_ids_at(&self, address: &str) -> Result<Vec<(LogId, GroupId)>, StoreError>;
     /// jobwheel: logs whose trigger never got an executor's answer (trigger code 0, no result)
     /// triggered at or before `trigger_before`, by id — their admin stopped between writing the
-    /// row and the `/run` reply. A row staged for a still-pending claim is not one of them.
+    /// row and the `/run` reply. A row staged for a still-pending claim is not one of them, nor
+    /// one whose claim was taken after `trigger_before` (a late fire, still on its way).
     async fn stalled_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError>;
 }
 

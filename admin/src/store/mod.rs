@@ -233,9 +233,9 @@ pub trait ScheduleStore: Send + Sync {
     ) -> Result<Option<(LogId, Vec<ClaimId>)>, StoreError>;
     /// Fires staged claims (see [`ScheduleTx::stage_claims`]): in one transaction, marks each
     /// claim fired **if still pending**; answers in input order whether this call took it (a
-    /// claim listed twice is taken once). Its log row exists already, so nothing else is
-    /// written before the trigger's `/run`.
-    async fn take_claims(&self, claims: &[ClaimId]) -> Result<Vec<bool>, StoreError>;
+    /// claim listed twice is taken once), recording `taken_ms` as its take time. Its log row
+    /// exists already, so nothing else is written before the trigger's `/run`.
+    async fn take_claims(&self, claims: &[ClaimId], taken_ms: i64) -> Result<Vec<bool>, StoreError>;
     /// Marks a pending claim discarded, and deletes the log row staged for it (if any, and if
     /// it has no trigger outcome); false if it was no longer pending.
     async fn discard_claim(&self, claim: ClaimId) -> Result<bool, StoreError>;

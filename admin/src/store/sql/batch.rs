@@ -177,6 +177,7 @@ pub(super) async fn insert_claims(
 async fn take_pending_claims(
     tx: &mut Tx,
     wanted: &BTreeSet<ClaimId>,
+    taken_ms: i64,
 ) -> Result<HashSet<ClaimId>, StoreError> {
     let backend = tx.ex().backend();
     if backend != Backend::Sqlite {
@@ -185,14 +186,16 @@ async fn take_pending_claims(
         let pending: Vec<ClaimId> = tx.ex().fetch_column(&lock, lock.args()).await?;
         if backend == Backend::MySql {
             if !pending.is_empty() {
-                let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE id IN (");
+                let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1, taken_at_ms = ");
+                q.bind(taken_ms).push(" WHERE id IN (");
                 q.bind_shaped(pending.iter().copied()).push(")").keep();
                 tx.ex().execute(&q, q.args()).await?;
             }
             return Ok(pending.into_iter().collect());
         }
     }
-    let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE status = 0 AND id IN (");
+    let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1, taken_at_ms = ");
+    q.bind(taken_ms).push(" WHERE status = 0 AND id IN (");
     q.bind_shaped(wanted.iter().copied()).push(")").keep();
     if backend == Backend::Sqlite {
         // No `RETURNING`: sqlx hands every returned row over separately (see `insert_rows`).
@@ -249,8 +252,10 @@ impl SqlStore {
         chunk: &[(ClaimId, NewLog)],
     ) -> Result<Vec<(usize, LogId)>, StoreError> {
         let wanted: BTreeSet<ClaimId> = chunk.iter().map(|(c, _)| *c).collect();
+        // Bare claims fire now: their rows' trigger time is the fire's time.
+        let taken_ms = chunk.iter().map(|(_, log)| log.trigger_time.timestamp_millis()).max().unwrap_or(0);
         let mut tx = self.db.begin().await?;
-        let taken = take_pending_claims(&mut tx, &wanted).await?;
+        let taken = take_pending_claims(&mut tx, &wanted, taken_ms).await?;
         // The first listing of each taken claim fires; repeats get nothing.
         let mut firing = Vec::new();
         let mut used = HashSet::new();
@@ -278,14 +283,18 @@ impl SqlStore {
         Ok(firing.into_iter().zip(log_ids).collect())
     }
 
-    pub(super) async fn take_claims_batch(&self, claims: &[ClaimId]) -> Result<Vec<bool>, StoreError> {
+    pub(super) async fn take_claims_batch(
+        &self,
+        claims: &[ClaimId],
+        taken_ms: i64,
+    ) -> Result<Vec<bool>, StoreError> {
         let mut out = Vec::with_capacity(claims.len());
         for chunk in claims.chunks(CHUNK) {
             let wanted: BTreeSet<ClaimId> = chunk.iter().copied().collect();
             let taken = retry_deadlock!(
                 async {
                     let mut tx = self.db.begin().await?;
-                    let taken = take_pending_claims(&mut tx, &wanted).await?;
+                    let taken = take_pending_claims(&mut tx, &wanted, taken_ms).await?;
                     tx.commit().await?;
                     Ok::<_, StoreError>(taken)
                 }

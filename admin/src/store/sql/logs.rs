@@ -53,12 +53,16 @@ static DELETE_DUE: Sql = Sql::new("DELETE FROM jobwheel_retry_due WHERE log_id =
 /// `alarm_status` of a failed log parked in `jobwheel_retry_due` (upstream uses 0, −1 and 1–3).
 const ALARM_DEFERRED: i16 = -2;
 /// A row staged for a claim that is still pending was never sent: claim recovery fires or
-/// discards it, so it is not "stalled" however old (all admins down for a while).
+/// discards it, so it is not "stalled" however old (all admins down for a while). Nor is a row
+/// whose claim was taken after the cut-off: a claim fired late keeps its scheduled second as
+/// trigger time, and its `/run` may be on its way (`0029_claim_taken`). Correlated on the
+/// claim's job (`i_ring_claim_job`), so only the few candidate rows look at claims.
 static STALLED_IDS: Sql = Sql::new(
-    "SELECT id FROM xxl_job_log \
-    WHERE trigger_code = 0 AND handle_code = 0 AND trigger_time <= TS(?) \
-    AND id NOT IN (SELECT log_id FROM jobwheel_ring_claim WHERE status = 0 AND log_id IS NOT NULL) \
-    ORDER BY id",
+    "SELECT l.id FROM xxl_job_log l \
+    WHERE l.trigger_code = 0 AND l.handle_code = 0 AND l.trigger_time <= TS(?) \
+    AND NOT EXISTS (SELECT 1 FROM jobwheel_ring_claim c \
+    WHERE c.job_id = l.job_id AND c.log_id = l.id AND (c.status = 0 OR c.taken_at_ms > ?)) \
+    ORDER BY l.id",
 );
 /// A range scan of `i_log_group_running` (migration 0015) over the group's running rows.
 static RUNNING_AHEAD: Sql = Sql::new(
@@ -240,6 +244,7 @@ impl LogStore for SqlStore {
     }
 
     async fn stalled_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError> {
-        self.ex().fetch_column(&STALLED_IDS, &args![secs(trigger_before)]).await
+        let before_ms = trigger_before.timestamp_millis();
+        self.ex().fetch_column(&STALLED_IDS, &args![secs(trigger_before), before_ms]).await
     }
 }

@@ -45,8 +45,9 @@ static PENDING_CLAIMS: Sql = Sql::new(
 );
 static TAKE_CLAIM: Sql = Sql::new("UPDATE jobwheel_ring_claim SET status = 1 WHERE id = ? AND status = 0");
 static SET_CLAIM_LOG: Sql = Sql::new("UPDATE jobwheel_ring_claim SET log_id = ? WHERE id = ?");
-static TAKE_FIRST_SHARD: Sql =
-    Sql::new("UPDATE jobwheel_ring_claim SET status = 1, shard = ? WHERE id = ? AND status = 0");
+static TAKE_FIRST_SHARD: Sql = Sql::new(
+    "UPDATE jobwheel_ring_claim SET status = 1, shard = ?, taken_at_ms = ? WHERE id = ? AND status = 0",
+);
 static INSERT_SHARD_CLAIM: Sql = Sql::new(
     "INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status, shard, node) \
     SELECT job_id, fire_time_ms, I64(?), 0, ?, node FROM jobwheel_ring_claim WHERE id = ? RETURNING id",
@@ -150,7 +151,7 @@ impl ScheduleStore for SqlStore {
         now_ms: i64,
     ) -> Result<Option<(LogId, Vec<ClaimId>)>, StoreError> {
         let mut tx = self.db.begin().await?;
-        if tx.ex().execute(&TAKE_FIRST_SHARD, &args![format!("0/{total}"), claim]).await? == 0 {
+        if tx.ex().execute(&TAKE_FIRST_SHARD, &args![format!("0/{total}"), now_ms, claim]).await? == 0 {
             return Ok(None);
         }
         let log_id = match staged_log(&mut tx, claim).await? {
@@ -172,8 +173,8 @@ impl ScheduleStore for SqlStore {
         Ok(Some((log_id, shards)))
     }
 
-    async fn take_claims(&self, claims: &[ClaimId]) -> Result<Vec<bool>, StoreError> {
-        self.take_claims_batch(claims).await
+    async fn take_claims(&self, claims: &[ClaimId], taken_ms: i64) -> Result<Vec<bool>, StoreError> {
+        self.take_claims_batch(claims, taken_ms).await
     }
 
     async fn discard_claim(&self, claim: ClaimId) -> Result<bool, StoreError> {

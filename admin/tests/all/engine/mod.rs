@@ -13,6 +13,7 @@ mod early;
 mod group_cap;
 mod job_epoch;
 mod missed_fire;
+mod outcome_backlog;
 mod real_executor;
 mod retention;
 mod retry_backoff;

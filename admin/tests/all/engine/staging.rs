@@ -1,14 +1,19 @@
 //! Pre-staged firing through the engine: the pre-read inserts each trigger's log row, the ring
 //! fires that row at its second (trigger time = the scheduled second), a broadcast is staged
-//! only as a claim, and a staged job that became a broadcast keeps its row as shard 0.
+//! only as a claim, and a staged job that became a broadcast keeps its row as shard 0; a row
+//! fired long after its second is not closed as "stalled" while its `/run` is on its way.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use jobwheel_admin::alarm::Alarmer;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{Placement, ring_second};
+use jobwheel_admin::protocol::HandleCallbackParam;
 
-use crate::engine::support::{Db, FakeExecutor, T0, at_ms, engine_with, group, job, load, logs};
+use crate::engine::support::{
+    Db, FakeExecutor, T0, at_ms, engine_configured, engine_with, group, job, load, logs, wait_for,
+};
 
 #[tokio::test]
 async fn the_pre_read_stages_the_log_row_and_the_second_fires_it() -> anyhow::Result<()> {
@@ -84,5 +89,57 @@ async fn broadcasts_are_claimed_bare_and_a_new_broadcast_keeps_its_staged_row() 
     assert_eq!(logs(&*store, becomes).await?[0].id, staged, "shard 0 fired the staged row");
     assert_eq!(fake.runs().len(), 4);
     assert!(store.pending_claims(i64::MAX).await?.is_empty());
+    Ok(())
+}
+
+/// Found by the chaos suite (PostgreSQL, a database outage and admin kills): a claim fired 30 s
+/// after its second — recovered, or after the outage — keeps its second as trigger time. The
+/// lost-job monitor ran while its `/run` was out, took the row with no outcome and a trigger
+/// time older than the lost-job timeout for a stalled trigger and failed it, and the executor's
+/// real result was then refused as a repeat. The take's own time now counts.
+#[tokio::test]
+async fn a_late_fire_is_not_closed_as_stalled_while_its_run_is_on_its_way() -> anyhow::Result<()> {
+    const A: &str = "http://a:9999/";
+    let db = Db::sqlite().await?;
+    let store = db.connect().await?;
+    let (fake, clock) = (Arc::new(FakeExecutor::default()), Arc::new(ManualClock::new(T0)));
+    let engine =
+        engine_configured(store.clone(), fake.clone(), clock.clone(), Alarmer::default(), |config| {
+            config.lost_after = Duration::from_secs(20);
+        });
+    let g = group(&*store, "app", &[A]).await?;
+    let mut j = job(g, T0 + 3000);
+    j.schedule_conf = Some("0/10 * * * * ?".to_owned());
+    let id = store.add_job(&j).await?;
+    engine.scheduler().schedule_cycle(T0).await?;
+    let release = fake.hold_runs_at(A);
+
+    // Fired 30 s after its second; the executor has the run and has not answered yet.
+    let late = T0 + 33_000;
+    clock.set(late);
+    engine.scheduler().drain_ring(ring_second(T0 + 3000));
+    let held = Arc::clone(&fake);
+    wait_for(Duration::from_secs(10), "the late /run", move || {
+        let sent = !held.runs().is_empty();
+        async move { Ok(sent.then_some(())) }
+    })
+    .await?;
+    assert!(engine.completion().mark_lost_jobs(late + 1000).await?.is_empty(), "its /run is on its way");
+
+    release.notify_one();
+    engine.triggers().wait_idle().await;
+    let log = logs(&*store, id).await?[0].id;
+    let result = HandleCallbackParam {
+        log_id: log.0,
+        log_date_tim: T0 + 3000,
+        handle_code: 200,
+        handle_msg: "ok".into(),
+        output: None,
+    };
+    engine.completion().on_callbacks(vec![result]).await?;
+    let row = &logs(&*store, id).await?[0];
+    assert_eq!((row.trigger_code, row.handle_code), (200, 200), "the executor's own result stands");
+    // Had it really stalled, it would be closed once its take is older than the timeout.
+    assert!(engine.completion().mark_lost_jobs(late + 21_000).await?.is_empty(), "it finished");
     Ok(())
 }

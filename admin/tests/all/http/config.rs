@@ -29,6 +29,7 @@ fn defaults_follow_upstream() -> anyhow::Result<()> {
     assert_eq!(config.executor_timeout, Duration::from_secs(3));
     assert!(config.smtp.is_none() && config.alarm_webhook_url.is_none());
     assert_eq!((config.trigger_pools.fast_queue, config.trigger_pools.slow_queue), (2000, 5000));
+    assert_eq!(config.trigger_pools.outcome_backlog, 20_000);
     assert_eq!(config.lost_job_timeout, Duration::from_secs(600));
     assert_eq!(config.executor_dead_timeout, Duration::from_secs(90));
     Ok(())
@@ -43,10 +44,13 @@ fn timeouts_and_backlogs_can_be_tuned() -> anyhow::Result<()> {
         "6",
         "--trigger-pool-fast-queue",
         "100000",
+        "--trigger-outcome-backlog",
+        "500",
     ])?;
     assert_eq!(config.lost_job_timeout, Duration::from_secs(20));
     assert_eq!(config.executor_dead_timeout, Duration::from_secs(6));
     assert_eq!(config.trigger_pools.fast_queue, 100_000);
+    assert_eq!(config.trigger_pools.outcome_backlog, 500);
     let zero = AdminConfig::from_cli(&Cli::try_parse_from(["jobwheel-admin", "--lost-job-timeout", "0"])?);
     assert!(zero.is_err_and(|e| e.to_string().contains("at least 1 second")));
     Ok(())

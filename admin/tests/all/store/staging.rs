@@ -70,7 +70,7 @@ async fn mixed(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> anyhow::Result
         }
     }
     let claims: Vec<ClaimId> = ids.iter().map(|(c, _)| *c).collect();
-    ensure!(a.take_claims(&claims).await?.iter().all(|t| *t));
+    ensure!(a.take_claims(&claims, T).await?.iter().all(|t| *t));
     Ok(())
 }
 
@@ -97,13 +97,26 @@ async fn stage_and_take(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> anyho
     let mut asked = claims[..3].to_vec();
     asked.push(claims[0]);
     asked.push(ClaimId(i64::MAX));
-    ensure!(b.take_claims(&asked).await? == [true, true, true, false, false], "each once, a missing one not");
-    ensure!(a.take_claims(&claims[..3]).await? == [false; 3], "taken already");
-    let rest = a.take_claims(&claims[3..]).await?;
+    ensure!(
+        b.take_claims(&asked, T).await? == [true, true, true, false, false],
+        "each once, a missing one not"
+    );
+    ensure!(a.take_claims(&claims[..3], T).await? == [false; 3], "taken already");
+    let rest = a.take_claims(&claims[3..], T).await?;
     ensure!(rest.iter().all(|t| *t) && rest.len() == 297, "the rest in one call");
     ensure!(a.pending_claims(i64::MAX).await?.is_empty());
     // Taken but never answered (its admin died before the outcome): now it is stalled.
     ensure!(b.stalled_log_ids(far).await?.contains(&ids[0].1), "taken: stalled");
+    // A claim fired a minute late (recovered) keeps its scheduled second as trigger time; its
+    // row is not stalled until its *take* is older than the cut-off too.
+    let (late_claim, late_log) = stage(&**a, &[staged(g, j, T + 1_500)]).await?[0];
+    ensure!(b.take_claims(&[late_claim], T + 60_000).await? == [true]);
+    let cutoff = chrono::DateTime::from_timestamp_millis(T + 10_000).expect("time");
+    let found = a.stalled_log_ids(cutoff).await?;
+    ensure!(found.contains(&ids[0].1), "taken at its second: stalled {found:?}");
+    ensure!(!found.contains(&late_log), "taken after the cut-off: on its way, not stalled");
+    let later = chrono::DateTime::from_timestamp_millis(T + 60_000).expect("time");
+    ensure!(a.stalled_log_ids(later).await?.contains(&late_log), "taken at the cut-off: stalled");
     Ok(())
 }
 
@@ -114,7 +127,7 @@ async fn take_race(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> anyhow::Re
     let mut reversed = claims.clone();
     reversed.reverse();
     let take = |store: Arc<dyn Store>, claims: Vec<ClaimId>| {
-        tokio::spawn(async move { store.take_claims(&claims).await })
+        tokio::spawn(async move { store.take_claims(&claims, T).await })
     };
     let (ra, rb) = tokio::join!(take(a.clone(), claims.clone()), take(b.clone(), reversed));
     let (ra, mut rb) = (ra??, rb??);
@@ -148,15 +161,15 @@ async fn discard_and_split(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> an
     ensure!(!a.discard_claim(split).await?);
     let filter = LogFilter { job_id: Some(j), ..LogFilter::default() };
     let logs = a.page_logs(&filter, Page { offset: 0, limit: 1 }).await?;
-    ensure!(logs.total == 300 + 40 + 3, "staged, raced and the split's rows: {}", logs.total);
+    ensure!(logs.total == 300 + 1 + 40 + 3, "staged (one late), raced and the split's rows: {}", logs.total);
 
     // Clearing a job's logs ("clear all") leaves a row whose claim is still pending.
     let pending = stage(&**a, &[staged(g, j, T + 30_000)]).await?[0].1;
     let clear = LogClear { job_group: None, job_id: Some(j), trigger_before: None, keep_newest: 0 };
-    ensure!(b.clear_logs(&clear).await? == 343, "every fired row goes");
+    ensure!(b.clear_logs(&clear).await? == 344, "every fired row goes");
     let left = a.page_logs(&filter, Page { offset: 0, limit: 10 }).await?;
     ensure!(left.total == 1 && left.rows[0].id == pending, "only the pending claim's row stays");
-    ensure!(a.take_claims(&[ids[1].0]).await? == [false], "the split claim was fired already");
+    ensure!(a.take_claims(&[ids[1].0], T).await? == [false], "the split claim was fired already");
     Ok(())
 }
 
