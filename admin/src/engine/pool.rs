@@ -26,6 +26,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::sending::SendGauge;
 use crate::clock::Clock;
 use crate::store::JobId;
 
@@ -77,7 +78,15 @@ impl PoolSlot {
         // while it waits, and a trigger waiting for a place holds its lane back, which is the
         // point (no more sends while outcomes are not being written).
         self.permit = Arc::clone(&lane.permits).acquire_owned().await.ok();
-        self.unrecorded = Arc::clone(&pools.unrecorded).acquire_owned().await.ok();
+        self.unrecorded = match Arc::clone(&pools.unrecorded).try_acquire_owned() {
+            Ok(place) => Some(place),
+            Err(_) => {
+                // At the bound: the deferred outcome writes are what this trigger waits for,
+                // so they must not wait for it (`sending.rs`).
+                let _gated = pools.sends.gated();
+                Arc::clone(&pools.unrecorded).acquire_owned().await.ok()
+            }
+        };
         lane.waiting.fetch_sub(1, Ordering::SeqCst);
         let _ = self.acquired.set(Instant::now());
     }
@@ -119,6 +128,8 @@ pub(crate) struct TriggerPools {
     /// Places for triggers sent and not yet recorded ([`PoolSlot::unrecorded`]).
     unrecorded: Arc<Semaphore>,
     unrecorded_max: usize,
+    /// The trigger path's sends gauge, told when a trigger waits for an outcome place.
+    sends: Arc<SendGauge>,
     clock: Arc<dyn Clock>,
     tracker: TaskTracker,
     /// Triggers submitted and not finished (waiting or running); `idle` fires when it drops
@@ -129,11 +140,11 @@ pub(crate) struct TriggerPools {
 
 impl TriggerPools {
     /// Pools of `sizes` (fast, slow) with backlogs of `queues`, and at most `unrecorded`
-    /// triggers that have taken a slot and not yet ended.
+    /// triggers that have taken a slot and not yet ended (`sends` hears of those waiting).
     pub(crate) fn new(
         sizes: (usize, usize),
         queues: (usize, usize),
-        unrecorded: usize,
+        (unrecorded, sends): (usize, Arc<SendGauge>),
         clock: Arc<dyn Clock>,
         tracker: TaskTracker,
     ) -> Self {
@@ -149,6 +160,7 @@ impl TriggerPools {
             slow_counts: Mutex::new(SlowCounts::default()),
             unrecorded: Arc::new(Semaphore::new(unrecorded.max(1))),
             unrecorded_max: unrecorded.max(1),
+            sends,
             clock,
             tracker,
             outstanding: AtomicUsize::new(0),
@@ -266,7 +278,13 @@ mod tests {
     use crate::clock::SystemClock;
 
     fn pools(size: usize) -> Arc<TriggerPools> {
-        Arc::new(TriggerPools::new((size, size), (10, 10), 100, Arc::new(SystemClock), TaskTracker::new()))
+        Arc::new(TriggerPools::new(
+            (size, size),
+            (10, 10),
+            (100, Arc::default()),
+            Arc::new(SystemClock),
+            TaskTracker::new(),
+        ))
     }
 
     #[tokio::test]
@@ -304,8 +322,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_trigger_sent_and_not_recorded_holds_its_outcome_place_until_it_ends() {
         // Two slots, one outcome place.
-        let pools =
-            Arc::new(TriggerPools::new((2, 2), (10, 10), 1, Arc::new(SystemClock), TaskTracker::new()));
+        let gauge = Arc::new(SendGauge::default());
+        let pools = Arc::new(TriggerPools::new(
+            (2, 2),
+            (10, 10),
+            (1, Arc::clone(&gauge)),
+            Arc::new(SystemClock),
+            TaskTracker::new(),
+        ));
         let written = Arc::new(tokio::sync::Notify::new());
         let (sent_tx, sent_rx) = tokio::sync::oneshot::channel();
         let write = Arc::clone(&written);
@@ -329,6 +353,12 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(started_rx.try_recv().is_err(), "started without an outcome place");
         assert_eq!(pools.waiting(), (1, 0), "counted in the backlog while it waits");
+        // Its wait is the outcome write's: a deferred write no longer waits for the sends.
+        let sending = gauge.enter();
+        let deferred = tokio::time::Instant::now();
+        gauge.wait_quiet(Duration::from_secs(60)).await;
+        assert_eq!(deferred.elapsed(), Duration::ZERO, "the deferral ended at once");
+        drop(sending);
 
         written.notify_one();
         tokio::time::timeout(Duration::from_secs(10), started_rx).await.expect("place freed").expect("ran");

@@ -25,10 +25,14 @@ use super::pool::PoolSlot;
 pub const MAX_DEFER: Duration = Duration::from_millis(200);
 
 /// How many triggers are between their submission and their `/run` (queued for a pool slot
-/// included), and a wake-up for when none are.
+/// included), how many of them wait for an outcome place (`pool.rs`), and a wake-up for when
+/// the deferred writes should go.
 #[derive(Debug, Default)]
 pub(crate) struct SendGauge {
     sending: AtomicUsize,
+    /// Triggers waiting for an outcome place: they wait for the deferred writes themselves, so
+    /// while there are any, deferring them only stalls both.
+    gated: AtomicUsize,
     quiet: Notify,
 }
 
@@ -44,12 +48,21 @@ impl SendGauge {
         self.sending.load(Ordering::SeqCst)
     }
 
-    /// Returns once no trigger is on its way to `/run`, or after `max`.
+    /// Counts a trigger waiting for an outcome place until the guard is dropped; deferred
+    /// writes stop waiting meanwhile.
+    pub(crate) fn gated(self: &Arc<Self>) -> Gated {
+        self.gated.fetch_add(1, Ordering::SeqCst);
+        self.quiet.notify_waiters();
+        Gated(Arc::clone(self))
+    }
+
+    /// Returns once no trigger is on its way to `/run`, or one waits for the outcomes to be
+    /// written (at the outcome backlog), or after `max`.
     pub(crate) async fn wait_quiet(&self, max: Duration) {
         let deadline = tokio::time::Instant::now() + max;
         loop {
             let quiet = self.quiet.notified();
-            if self.sending() == 0 {
+            if self.sending() == 0 || self.gated.load(Ordering::SeqCst) > 0 {
                 return;
             }
             if tokio::time::timeout_at(deadline, quiet).await.is_err() {
@@ -68,6 +81,16 @@ impl Drop for Sending {
         if self.0.sending.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.0.quiet.notify_waiters();
         }
+    }
+}
+
+/// One trigger waiting for an outcome place, counted by a [`SendGauge`].
+#[derive(Debug)]
+pub(crate) struct Gated(Arc<SendGauge>);
+
+impl Drop for Gated {
+    fn drop(&mut self) {
+        self.0.gated.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -129,6 +152,23 @@ mod tests {
         gauge.wait_quiet(bound).await;
         let waited = started.elapsed();
         assert!(waited >= bound && waited < Duration::from_secs(5), "waited {waited:?}");
+    }
+
+    #[tokio::test]
+    async fn a_trigger_waiting_for_an_outcome_place_ends_the_deferral_at_once() {
+        let gauge = Arc::new(SendGauge::default());
+        let _sending = gauge.enter();
+        let waiter = {
+            let gauge = Arc::clone(&gauge);
+            tokio::spawn(async move { gauge.wait_quiet(Duration::from_secs(60)).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "a send is out");
+        let gated = gauge.gated();
+        tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("woken").expect("no panic");
+        gauge.wait_quiet(Duration::from_secs(60)).await;
+        drop(gated);
+        assert_eq!(gauge.gated.load(Ordering::SeqCst), 0);
     }
 
     #[test]

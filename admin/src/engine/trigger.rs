@@ -146,14 +146,14 @@ impl TriggerPath {
         (in_flight, fix_delay): (Arc<InFlight>, Arc<FixDelay>),
         tracker: TaskTracker,
     ) -> Arc<Self> {
+        let sends = Arc::<SendGauge>::default();
         let pools = Arc::new(TriggerPools::new(
             config.pool_sizes(),
             (config.fast_queue, config.slow_queue),
-            config.outcome_backlog,
+            (config.outcome_backlog, Arc::clone(&sends)),
             Arc::clone(&services.clock),
             tracker,
         ));
-        let sends = Arc::<SendGauge>::default();
         Arc::new(Self {
             batches: Batches::new(Arc::clone(&store), Arc::clone(&sends), config.max_defer),
             store,
