@@ -4,6 +4,8 @@
 //! file), a Rust Wasm module (the guest SDK), and Python and JavaScript components (their SDKs).
 //! A run that is not a workflow node reports no output; an output over the limit fails the run.
 
+use std::time::Duration;
+
 use jobwheel_executor::{Handlers, JobContext};
 use jobwheel_tests::sample_jobs::{guest_components, sample_job};
 use jobwheel_tests::{trigger, wasm_trigger};
@@ -15,11 +17,26 @@ fn context() -> Value {
     json!({"day": "2030-01-01", "extract": {"rows": [1, 2, 3]}})
 }
 
+/// How long a Python or JavaScript component's run may take: the executor compiles each 15–19
+/// MB component on its first run (dev profile), which alone took over 30 s on a busy 2-core
+/// machine (as in the system test, `wasm_http.rs`).
+const FIRST_COMPILE: Duration = Duration::from_secs(300);
+
 /// Runs `body` as a workflow node with [`context`]; its callback's code, message and output.
-async fn run_node(rig: &Rig, mut body: Value, log_id: i64) -> (i32, String, Option<Value>) {
+async fn run_node(rig: &Rig, body: Value, log_id: i64) -> (i32, String, Option<Value>) {
+    run_node_within(rig, body, log_id, SETTLE).await
+}
+
+/// [`run_node`], waiting up to `timeout` for the callback.
+async fn run_node_within(
+    rig: &Rig,
+    mut body: Value,
+    log_id: i64,
+    timeout: Duration,
+) -> (i32, String, Option<Value>) {
     body["workflowContext"] = context();
     assert_eq!(rig.executor.run(body).await, json!({"code": 200}));
-    let result = rig.admin.callback_for(log_id, SETTLE).await;
+    let result = rig.admin.callback_for(log_id, timeout).await;
     let output = result.output.map(|o| serde_json::from_str(&o).expect("the output is JSON"));
     (result.handle_code, result.handle_msg, output)
 }
@@ -102,7 +119,8 @@ async fn python_and_javascript_components_read_the_context_and_set_an_output() -
     for (n, (language, bytes)) in guest_components("workflow-step")?.into_iter().enumerate() {
         let digest = rig.admin.add_module(bytes);
         let log_id = 30 + i64::try_from(n)?;
-        let (code, msg, output) = run_node(&rig, wasm_trigger(7, log_id, &digest, ""), log_id).await;
+        let (code, msg, output) =
+            run_node_within(&rig, wasm_trigger(7, log_id, &digest, ""), log_id, FIRST_COMPILE).await;
         assert_eq!(code, 200, "{language}: {msg}");
         let expected = match language {
             "python" => json!({"sum": 6, "of": "extract"}),
