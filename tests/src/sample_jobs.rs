@@ -49,6 +49,11 @@ pub fn sample_component(name: &str) -> Vec<u8> {
     read(BUILT.get_or_init(|| build("wasm32-wasip2", &["-p", "http-check", "-p", "sandbox-probe"])), name)
 }
 
+/// How long a test waits for a Python or JavaScript component's first run or preparation: the
+/// executor compiles each 15–19 MB component first (dev profile), which alone took over 30 s on a
+/// busy 2-core machine.
+pub const FIRST_COMPONENT_COMPILE: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The Python and JavaScript component `name` (`http-check`, `workflow-step`) that
 /// `scripts/test.sh` built into `JOBWHEEL_GUEST_COMPONENTS`, as `(language, bytes)`. Required
 /// under `CI`; elsewhere an empty list without it (the toolchains take minutes to install).

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use jobwheel_executor::{Handlers, JobContext};
-use jobwheel_tests::sample_jobs::{guest_components, sample_job};
+use jobwheel_tests::sample_jobs::{FIRST_COMPONENT_COMPILE, guest_components, sample_job};
 use jobwheel_tests::{trigger, wasm_trigger};
 use serde_json::{Value, json};
 
@@ -16,11 +16,6 @@ use crate::support::{Rig, SETTLE, rig};
 fn context() -> Value {
     json!({"day": "2030-01-01", "extract": {"rows": [1, 2, 3]}})
 }
-
-/// How long a Python or JavaScript component's run may take: the executor compiles each 15–19
-/// MB component on its first run (dev profile), which alone took over 30 s on a busy 2-core
-/// machine (as in the system test, `wasm_http.rs`).
-const FIRST_COMPILE: Duration = Duration::from_secs(300);
 
 /// Runs `body` as a workflow node with [`context`]; its callback's code, message and output.
 async fn run_node(rig: &Rig, body: Value, log_id: i64) -> (i32, String, Option<Value>) {
@@ -120,7 +115,8 @@ async fn python_and_javascript_components_read_the_context_and_set_an_output() -
         let digest = rig.admin.add_module(bytes);
         let log_id = 30 + i64::try_from(n)?;
         let (code, msg, output) =
-            run_node_within(&rig, wasm_trigger(7, log_id, &digest, ""), log_id, FIRST_COMPILE).await;
+            run_node_within(&rig, wasm_trigger(7, log_id, &digest, ""), log_id, FIRST_COMPONENT_COMPILE)
+                .await;
         assert_eq!(code, 200, "{language}: {msg}");
         let expected = match language {
             "python" => json!({"sum": 6, "of": "extract"}),

@@ -13,7 +13,7 @@ use anyhow::{Context as _, ensure};
 use axum::Router;
 use axum::http::HeaderMap;
 use axum::routing::get;
-use jobwheel_tests::sample_jobs::{guest_components, sample_component};
+use jobwheel_tests::sample_jobs::{FIRST_COMPONENT_COMPILE, guest_components, sample_component};
 use jobwheel_tests::wait::wait_until;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
@@ -161,7 +161,7 @@ pub(crate) async fn other_languages(stack: &Stack) -> anyhow::Result<()> {
         // The upload is announced to the group's executors (the ones still running: the lost-job
         // scenario killed one), which compile it before any trigger.
         let prepared = format!("wasm module prepared digest={digest}");
-        wait_until(Duration::from_secs(300), "every executor compiled the upload", || {
+        wait_until(FIRST_COMPONENT_COMPILE, "every executor compiled the upload", || {
             stack.executors.iter().filter(|e| e.is_running()).all(|e| e.log_count(&prepared) == 1)
         })
         .await;
@@ -170,7 +170,7 @@ pub(crate) async fn other_languages(stack: &Stack) -> anyhow::Result<()> {
         api.put(&format!("/jobs/{job}/grant"), grant).await?;
         api.put(&format!("/jobs/{job}/secrets/CHECK_TOKEN"), json!({"value": token})).await?;
         api.trigger(job, None).await?;
-        let logs = api.wait_logs(job, Duration::from_secs(300), "the run", |l| all_done(l, 1)).await?;
+        let logs = api.wait_logs(job, FIRST_COMPONENT_COMPILE, "the run", |l| all_done(l, 1)).await?;
         let content = api.content(logs[0]["id"].as_i64().context("log id")?).await?;
         ensure!(logs[0]["handleCode"] == 200, "{language}: {logs:#?}\n{content}");
         ensure!(

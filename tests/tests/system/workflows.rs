@@ -3,11 +3,9 @@
 //! the route picks, passing data all the way — the start input to the Rust node, its rows to
 //! the Python and shell nodes, and all of it to the BEAN node that joins them.
 
-use std::time::Duration;
-
 use anyhow::{Context as _, ensure};
 use jobwheel_tests::openmetrics::{parse, scrape};
-use jobwheel_tests::sample_jobs::{guest_components, sample_job};
+use jobwheel_tests::sample_jobs::{FIRST_COMPONENT_COMPILE, guest_components, sample_job};
 use jobwheel_tests::wait::wait_until_async;
 use serde_json::{Value, json};
 
@@ -54,7 +52,7 @@ pub(crate) async fn diamond(stack: &Stack) -> anyhow::Result<()> {
     let instance = started["instanceId"].as_i64().context("instance id")?;
 
     let path = format!("/workflow-instances/{instance}");
-    let view = wait_until_async(Duration::from_secs(300), "the workflow instance ends", || {
+    let view = wait_until_async(FIRST_COMPONENT_COMPILE, "the workflow instance ends", || {
         let path = &path;
         async move {
             let view = api.get(path).await.ok()?;
