@@ -71,6 +71,12 @@ pub struct Cli {
     // The range is `engine::MAX_FIRE_LEAD`.
     #[arg(long, env = "JOBWHEEL_FIRE_LEAD_MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(0..=400))]
     pub fire_lead_ms: u64,
+    /// Threads that run the admin's tasks (the engine and the HTTP edge); its SQLite
+    /// connections and blocking work (password hashing, module checks) have threads of their
+    /// own. One worker spends less CPU per trigger than two (docs/benchmarks.md, "One runtime
+    /// worker").
+    #[arg(long, env = "JOBWHEEL_WORKER_THREADS", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub worker_threads: u64,
     /// Seconds after which a running log whose executor is no longer registered is marked
     /// lost (upstream: 600). The lost-job monitor runs every minute, or every half of this.
     #[arg(long, env = "JOBWHEEL_LOST_JOB_TIMEOUT", default_value_t = 600)]

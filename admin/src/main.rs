@@ -26,8 +26,7 @@ const EX_USAGE: u8 = 64;
 /// would for any mimalloc program.
 const ALLOW_THP_VAR: &str = "MIMALLOC_ALLOW_THP";
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     init_logging();
     // Transparent huge pages off for this process (`prctl(PR_SET_THP_DISABLE)`, inherited by
     // the mappings made from now on). With the kernel's THP "always", mimalloc's arena is backed
@@ -40,6 +39,21 @@ async fn main() -> ExitCode {
         tracing::debug!("transparent huge pages stay on: {e}");
     }
     let cli = Cli::parse();
+    // Not `#[tokio::main]`: the number of workers is a flag (`--worker-threads`).
+    let workers = usize::try_from(cli.worker_threads).unwrap_or(1);
+    let runtime =
+        match tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build() {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                tracing::error!("cannot start the async runtime: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+    runtime.block_on(serve(cli))
+}
+
+/// The admin, or the one-off task the command line names.
+async fn serve(cli: Cli) -> ExitCode {
     if let Some(Command::Users(task)) = &cli.command {
         return match jobwheel_admin::users::run(&cli.database_url, task).await {
             Ok(output) => {

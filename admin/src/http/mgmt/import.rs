@@ -25,6 +25,7 @@ use super::import_modules;
 use super::job_input::JobInput;
 use super::transfer::{Bundle, FORMAT, JobEntry, VERSION};
 use super::transfer_workflows::{WorkflowItem, WorkflowPlan};
+use super::wasm_versions::off_the_workers;
 use super::{ApiJson, ApiQuery, audit, glue, grants, job_view, jobs};
 use crate::domain::{GlueType, Priority};
 use crate::http::{ApiError, HttpState};
@@ -90,7 +91,7 @@ pub(crate) async fn import(
     let bytes = axum::body::to_bytes(body, MAX_IMPORT_BYTES).await.map_err(|_| {
         ApiError::PayloadTooLarge(format!("an export file may be at most {} MiB", MAX_IMPORT_BYTES >> 20))
     })?;
-    let bundle: Bundle = serde_json::from_slice(&bytes)
+    let mut bundle: Bundle = serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::BadRequest(format!("not a jobwheel export file: {e}")))?;
     if bundle.format != FORMAT || bundle.version != VERSION {
         return Err(ApiError::BadRequest(format!(
@@ -98,8 +99,12 @@ pub(crate) async fn import(
             bundle.format, bundle.version
         )));
     }
-    let mut problems = Vec::new();
-    let modules = import_modules::decode_modules(&bundle.modules, &mut problems);
+    let encoded = std::mem::take(&mut bundle.modules);
+    let (modules, mut problems) = off_the_workers(move || {
+        let mut problems = Vec::new();
+        (import_modules::decode_modules(&encoded, &mut problems), problems)
+    })
+    .await?;
     let mut calendars = CalendarPlan::new(&state, &principal, &bundle.calendars, &mut problems).await?;
     let file_jobs: BTreeSet<i32> = bundle.jobs.iter().filter_map(|j| j.id).collect();
     let mut workflows =

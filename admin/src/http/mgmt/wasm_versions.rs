@@ -84,7 +84,8 @@ async fn module_info(state: &HttpState, digest: &str) -> Result<Arc<ModuleInfo>,
         .await?
         .ok_or_else(|| ApiError::internal(anyhow::anyhow!("module {digest} of a version is missing")))?;
     // Stored modules passed the same check on upload.
-    let info = inspect(&row.bytes).map_err(ApiError::internal)?;
+    let bytes = row.bytes;
+    let info = off_the_workers(move || inspect(&bytes)).await?.map_err(ApiError::internal)?;
     Ok(state.module_info.put(info))
 }
 
@@ -128,8 +129,18 @@ async fn read_module(body: Body) -> Result<axum::body::Bytes, ApiError> {
     })
 }
 
-fn inspected(bytes: &[u8]) -> Result<ModuleInfo, ApiError> {
-    inspect(bytes).map_err(|e| ApiError::BadRequest(e.to_string()))
+/// The upload check of `bytes`, a 400 naming what it refuses.
+async fn inspected(bytes: axum::body::Bytes) -> Result<ModuleInfo, ApiError> {
+    off_the_workers(move || inspect(&bytes)).await?.map_err(|e| ApiError::BadRequest(e.to_string()))
+}
+
+/// Runs `check` on the blocking pool: validating a module of up to 32 MiB takes tens of
+/// milliseconds of CPU, which on the runtime's worker (one by default, `--worker-threads`)
+/// would hold up the triggers due meanwhile.
+pub(super) async fn off_the_workers<T: Send + 'static>(
+    check: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(check).await.map_err(ApiError::internal)
 }
 
 #[derive(Deserialize)]
@@ -157,7 +168,7 @@ pub(crate) async fn upload(
     let job = wasm_job(&state, &principal, id).await?;
     let remark = check_remark(query.remark)?;
     let bytes = read_module(body).await?;
-    let info = inspected(&bytes)?;
+    let info = inspected(bytes.clone()).await?;
     let now_ms = chrono::Utc::now().timestamp_millis();
     state.store.put_wasm_module(&bytes, now_ms).await?;
     let version = NewWasmVersion {
@@ -237,7 +248,7 @@ pub(crate) async fn rollback(
 /// `POST /api/v1/wasm/validate`: what the UI shows before the upload is confirmed.
 pub(crate) async fn validate(_principal: Principal, body: Body) -> Result<Json<ModuleInfo>, ApiError> {
     let bytes = read_module(body).await?;
-    Ok(Json(inspected(&bytes)?))
+    Ok(Json(inspected(bytes).await?))
 }
 
 /// The digest and size of a job's current module, for the audit log.

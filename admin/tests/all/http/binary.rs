@@ -1,5 +1,5 @@
 //! The `jobwheel-admin` binary: secrets printed on the first start only, exit code 64 on bad
-//! configuration, no transparent huge pages.
+//! configuration, no transparent huge pages, the runtime's workers.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -125,5 +125,21 @@ async fn bad_configuration_exits_with_64() -> anyhow::Result<()> {
         assert!(stderr.contains("configuration error"), "{args:?}: {stderr}");
     }
     assert!(!dir.path().join("db").exists(), "nothing is created before the configuration is valid");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_runtime_workers_are_a_flag_of_at_least_one() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    // The default (one worker) is what every other test of the binary runs; more start too.
+    let mut command = admin_command(dir.path());
+    command.args(["--worker-threads", "3"]);
+    let (mut child, _) = start(command).await?;
+    child.kill().await?;
+
+    let output = admin_command(dir.path()).args(["--worker-threads", "0"]).output().await?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "no runtime without a worker: {stderr}");
+    assert!(stderr.contains("--worker-threads") && stderr.contains("1..=256"), "{stderr}");
     Ok(())
 }

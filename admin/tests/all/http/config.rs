@@ -192,3 +192,10 @@ fn the_fire_lead_defaults_to_200_ms_and_is_bounded() -> anyhow::Result<()> {
     assert!(error.contains("--fire-lead-ms") && error.contains("0..=400"), "{error}");
     Ok(())
 }
+
+#[test]
+fn one_runtime_worker_by_default() -> anyhow::Result<()> {
+    assert_eq!(Cli::try_parse_from(["jobwheel-admin"])?.worker_threads, 1);
+    assert_eq!(Cli::try_parse_from(["jobwheel-admin", "--worker-threads", "4"])?.worker_threads, 4);
+    Ok(())
+}

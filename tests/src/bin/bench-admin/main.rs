@@ -459,7 +459,7 @@ fn print_lateness_and_cost(lateness: &mut [i64], cost: Cost) {
         lateness.len()
     );
     println!(
-        "  admin CPU {:.2} cores, RSS {:.0} MiB (peak {:.0} MiB)",
+        "  admin CPU {:.3} cores, RSS {:.0} MiB (peak {:.0} MiB)",
         cost.cores, cost.rss_mib, cost.peak_rss_mib
     );
 }
