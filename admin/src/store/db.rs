@@ -21,6 +21,7 @@ use sqlx::{
 
 use super::dialect::{Dialect, Sql};
 pub(crate) use super::query_buf::QueryBuf;
+use super::readers::Readers;
 use super::schema::Naming;
 use super::{
     Backend, CalendarId, ChannelId, ClaimId, DeliveryId, EventId, GroupId, InstanceId, JobId, LogId, RunId,
@@ -198,6 +199,7 @@ pub(crate) struct Ex<'a> {
 /// A backend's pool, or the connection of an open transaction.
 pub(crate) enum Handle<'a> {
     SqlitePool(&'a sqlx::SqlitePool),
+    SqliteReaders(&'a Readers),
     SqliteConn(&'a mut SqliteConnection),
     PgPool(&'a sqlx::PgPool),
     PgConn(&'a mut PgConnection),
@@ -214,6 +216,13 @@ macro_rules! on_ex {
             Handle::SqlitePool($ex) => {
                 type $db = Sqlite;
                 let $sql = $stmt.sql(dialect);
+                $body
+            }
+            Handle::SqliteReaders(readers) => {
+                type $db = Sqlite;
+                let $sql = $stmt.sql(dialect);
+                let mut reader = readers.get().await?;
+                let $ex: &mut SqliteConnection = &mut reader;
                 $body
             }
             Handle::SqliteConn($ex) => {
@@ -259,7 +268,7 @@ impl<'a> Ex<'a> {
     /// The database behind this executor.
     pub(crate) fn backend(&self) -> Backend {
         match self.conn {
-            Handle::SqlitePool(_) | Handle::SqliteConn(_) => Backend::Sqlite,
+            Handle::SqlitePool(_) | Handle::SqliteReaders(_) | Handle::SqliteConn(_) => Backend::Sqlite,
             Handle::PgPool(_) | Handle::PgConn(_) => Backend::Postgres,
             Handle::MySqlPool(_) | Handle::MySqlConn(_) => Backend::MySql,
         }
@@ -351,6 +360,9 @@ impl<'a> Ex<'a> {
         let dialect = self.dialect();
         match self.conn {
             Handle::SqlitePool(pool) => sqlite_last_rowid(pool, dialect, stmt, args).await,
+            Handle::SqliteReaders(readers) => {
+                sqlite_last_rowid(&mut *readers.get().await?, dialect, stmt, args).await
+            }
             Handle::SqliteConn(conn) => sqlite_last_rowid(conn, dialect, stmt, args).await,
             _ => Err(StoreError::Database(sqlx::Error::Protocol(
                 "last rowid asked of a non-SQLite database".into(),

@@ -26,6 +26,7 @@ mod mysql;
 mod pool;
 mod postgres;
 mod query_buf;
+mod readers;
 mod schema;
 mod sql;
 mod sqlite;

@@ -4,11 +4,11 @@
 //! `mysql.rs` (connecting, migrating, how a write transaction begins); everything the store
 //! does with a connection is written once in `sql/`.
 
-use sqlx::{MySql, MySqlPool, PgPool, Postgres, SqlitePool, Transaction};
+use sqlx::{MySql, MySqlPool, PgPool, Postgres, Transaction};
 
 use super::db::{Ex, Handle};
 use super::schema::{Naming, Schema};
-use super::sqlite::{WriteTx, Writer};
+use super::sqlite::{SqliteConns, WriteTx};
 use super::{Backend, StoreError};
 
 /// A connected, migrated database and the schema generation it holds.
@@ -21,14 +21,7 @@ pub(crate) struct Db {
 /// The connections of a database, by backend.
 #[derive(Debug, Clone)]
 pub(crate) enum Pools {
-    Sqlite {
-        /// Reads, and single statements outside a transaction.
-        pool: SqlitePool,
-        /// The one connection every write transaction of this process runs on (see
-        /// [`WriteTx`]); `None` for an in-memory database, whose one pooled connection does
-        /// everything.
-        writer: Option<Writer>,
-    },
+    Sqlite(SqliteConns),
     Postgres(PgPool),
     MySql {
         pool: MySqlPool,
@@ -46,7 +39,7 @@ impl Db {
     /// The database behind this store.
     pub(crate) fn backend(&self) -> Backend {
         match self.pools {
-            Pools::Sqlite { .. } => Backend::Sqlite,
+            Pools::Sqlite(_) => Backend::Sqlite,
             Pools::Postgres(_) => Backend::Postgres,
             Pools::MySql { .. } => Backend::MySql,
         }
@@ -60,7 +53,8 @@ impl Db {
     /// Runs statements on the pool, each in its own implicit transaction.
     pub(crate) fn ex(&self) -> Ex<'_> {
         let conn = match &self.pools {
-            Pools::Sqlite { pool, .. } => Handle::SqlitePool(pool),
+            Pools::Sqlite(SqliteConns::File { readers, .. }) => Handle::SqliteReaders(readers),
+            Pools::Sqlite(SqliteConns::Memory(pool)) => Handle::SqlitePool(pool),
             Pools::Postgres(pool) => Handle::PgPool(pool),
             Pools::MySql { pool, .. } => Handle::MySqlPool(pool),
         };
@@ -73,7 +67,7 @@ impl Db {
     /// rows.
     pub(crate) async fn begin(&self) -> Result<Tx, StoreError> {
         let open = match &self.pools {
-            Pools::Sqlite { pool, writer } => OpenTx::Sqlite(WriteTx::begin(pool, writer.as_ref()).await?),
+            Pools::Sqlite(conns) => OpenTx::Sqlite(WriteTx::begin(conns).await?),
             Pools::Postgres(pool) => OpenTx::Postgres(pool.begin().await?),
             Pools::MySql { pool, .. } => OpenTx::MySql(pool.begin().await?),
         };
@@ -84,7 +78,7 @@ impl Db {
     pub(crate) fn id_step(&self) -> i64 {
         match self.pools {
             Pools::MySql { id_step, .. } => id_step,
-            Pools::Sqlite { .. } | Pools::Postgres(_) => 1,
+            Pools::Sqlite(_) | Pools::Postgres(_) => 1,
         }
     }
 }

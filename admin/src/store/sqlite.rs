@@ -4,7 +4,8 @@
 //! `datetime(?, 'unixepoch')` and read with `unixepoch(col)` (see `store/time.rs`).
 //!
 //! **One writer connection.** SQLite has one writer at a time, so every write transaction of
-//! the process runs on one dedicated connection ([`Writer`]) and reads use a pool of others.
+//! the process runs on one dedicated connection ([`Writer`]) and reads use a few others
+//! ([`Readers`], `readers.rs`: lent without sqlx's pool and its ping on every return).
 //! Waiting for the writer is waiting for the write lock: writers queue in arrival order and the
 //! lock passes at once, where SQLite's busy handler would *sleep* (1, 2, 5, 10 … ms) between
 //! retries. The writer is no pooled connection because sqlx's pool pings a connection when it
@@ -29,6 +30,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::StoreError;
 use super::pool::{Db, Pools};
+use super::readers::Readers;
 use super::schema::{self, Schema};
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
@@ -56,18 +58,16 @@ pub(crate) async fn connect(url: &str) -> Result<Db, StoreError> {
     if in_memory {
         let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await?;
         let schema = migrate(&pool).await?;
-        return Ok(Db::new(Pools::Sqlite { pool, writer: None }, schema));
+        return Ok(Db::new(Pools::Sqlite(SqliteConns::Memory(pool)), schema));
     }
-    let pool = SqlitePoolOptions::new()
-        .max_connections(READERS)
-        // A local file does not hang up: no ping (a round trip to the connection's thread)
-        // before every use. sqlx still pings each connection as it is returned.
-        .test_before_acquire(false)
-        .connect_with(options.clone())
-        .await?;
-    let schema = migrate(&pool).await?;
+    // sqlx's pool only migrates; reads then run on [`Readers`] (see `readers.rs` for why).
+    let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
+    let schema = migrate(&pool).await;
+    pool.close().await;
+    let schema = schema?;
     let writer = options.connect().await?;
-    Ok(Db::new(Pools::Sqlite { pool, writer: Some(Arc::new(Mutex::new(writer))) }, schema))
+    let readers = Arc::new(Readers::new(options, READERS));
+    Ok(Db::new(Pools::Sqlite(SqliteConns::File { readers, writer: Arc::new(Mutex::new(writer)) }), schema))
 }
 
 /// Applies the migrations, reading the schema's generation before and its names after.
@@ -78,8 +78,18 @@ async fn migrate(pool: &SqlitePool) -> Result<Schema, StoreError> {
     schema::around_migrations(columns_of, MIGRATOR.run(pool)).await
 }
 
-/// Pooled connections for reads (and the few single-statement writes outside a transaction).
-const READERS: u32 = 7;
+/// Connections for reads (and the few single-statement writes outside a transaction).
+const READERS: usize = 7;
+
+/// A SQLite database's connections.
+#[derive(Debug, Clone)]
+pub(crate) enum SqliteConns {
+    /// A file: read connections, and the one connection every write transaction runs on.
+    File { readers: Arc<Readers>, writer: Writer },
+    /// In memory, where a connection is a database of its own: one pooled connection does
+    /// everything.
+    Memory(SqlitePool),
+}
 
 /// The connection every write transaction of the process runs on.
 pub(crate) type Writer = Arc<Mutex<SqliteConnection>>;
@@ -103,9 +113,10 @@ pub(crate) struct WriterTx {
 }
 
 impl WriteTx {
-    pub(super) async fn begin(pool: &SqlitePool, writer: Option<&Writer>) -> Result<Self, StoreError> {
-        let Some(writer) = writer else {
-            return Ok(Self::Pooled(pool.begin_with("BEGIN IMMEDIATE").await?));
+    pub(super) async fn begin(conns: &SqliteConns) -> Result<Self, StoreError> {
+        let writer = match conns {
+            SqliteConns::File { writer, .. } => writer,
+            SqliteConns::Memory(pool) => return Ok(Self::Pooled(pool.begin_with("BEGIN IMMEDIATE").await?)),
         };
         let mut conn = Arc::clone(writer).lock_owned().await;
         SqliteTransactionManager::begin(&mut conn, Some("BEGIN IMMEDIATE".into_sql_str())).await?;
