@@ -75,8 +75,8 @@ pub struct Cli {
     /// connections and blocking work (password hashing, module checks) have threads of their
     /// own. One worker spends less CPU per trigger than two (docs/benchmarks.md, "One runtime
     /// worker").
-    #[arg(long, env = "JOBWHEEL_WORKER_THREADS", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
-    pub worker_threads: u64,
+    #[arg(long, env = "JOBWHEEL_WORKER_THREADS", default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=256))]
+    pub worker_threads: usize,
     /// Seconds after which a running log whose executor is no longer registered is marked
     /// lost (upstream: 600). The lost-job monitor runs every minute, or every half of this.
     #[arg(long, env = "JOBWHEEL_LOST_JOB_TIMEOUT", default_value_t = 600)]

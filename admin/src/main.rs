@@ -40,15 +40,17 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     // Not `#[tokio::main]`: the number of workers is a flag (`--worker-threads`).
-    let workers = usize::try_from(cli.worker_threads).unwrap_or(1);
-    let runtime =
-        match tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build() {
-            Ok(runtime) => runtime,
-            Err(e) => {
-                tracing::error!("cannot start the async runtime: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cli.worker_threads)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!("cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     runtime.block_on(serve(cli))
 }
 
