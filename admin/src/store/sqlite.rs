@@ -38,16 +38,6 @@ static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
 /// How long a connection waits for another's write lock (a pre-read holds it briefly).
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Rows a connection's thread may hand over before the task has taken them (sqlx's default
-/// is 50). sqlx's SQLite connection sends each row of a statement on a bounded channel; with 50,
-/// a 1 000-row batch read (the pre-read's due jobs, a callback batch's log rows) filled it, and
-/// the connection's thread slept until the task took rows, then was woken again: at 1 000
-/// triggers a second the writer's thread slept ~250 times a second, with 4 096 ~70, and the
-/// admin used 3-7 % less CPU (docs/benchmarks.md, "A larger row channel"). The rows are
-/// collected whole anyway (`fetch_all`), so the result holds them either way; a streamed read
-/// holds at most this many ahead.
-const ROW_CHANNEL: usize = 4096;
-
 /// Opens (creating file and parent directory if needed) and migrates.
 pub(crate) async fn connect(url: &str) -> Result<Db, StoreError> {
     let options = SqliteConnectOptions::from_str(url)?
@@ -56,8 +46,7 @@ pub(crate) async fn connect(url: &str) -> Result<Db, StoreError> {
         // NORMAL is durable across application crashes in WAL mode; only an OS crash or
         // power loss can lose the last commits.
         .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(BUSY_TIMEOUT)
-        .row_buffer_size(ROW_CHANNEL);
+        .busy_timeout(BUSY_TIMEOUT);
     // sqlx gives in-memory databases a `file:sqlx-in-memory-…` name; only real files get a
     // directory.
     let in_memory = url.contains(":memory:") || url.contains("mode=memory");
