@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use tokio::task::JoinSet;
 
 use super::EngineError;
-use super::i18n::texts;
+use super::i18n::{is_missed_fire, texts};
 use crate::alarm::outbox::{self, Raise};
 use crate::alarm::{ChannelSender, EventKind, Notice, SEND_TIMEOUT, plain_text};
 use crate::lang::MessageLang;
@@ -50,9 +50,7 @@ pub struct AlarmDesk {
 /// apart by the messages the admin itself wrote on them (in either language).
 pub(super) fn classify(log: &LogRow) -> EventKind {
     let langs = [texts(MessageLang::Zh), texts(MessageLang::En)];
-    let stem = |template: &str| template.split('{').next().unwrap_or_default().to_owned();
-    let trigger_msg = log.trigger_msg.as_deref().unwrap_or_default();
-    if log.handle_code == 0 && langs.iter().any(|t| trigger_msg.starts_with(&stem(t.missed_fire))) {
+    if log.handle_code == 0 && is_missed_fire(log.trigger_msg.as_deref().unwrap_or_default()) {
         return EventKind::Missed;
     }
     let handle_msg = log.handle_msg.as_deref().unwrap_or_default();

@@ -110,6 +110,12 @@ pub(crate) fn texts(lang: MessageLang) -> &'static Texts {
     }
 }
 
+/// Whether `trigger_msg` is the message of a missed-fire row (`missed.rs`), in either
+/// language: the row stands for fire times skipped by the misfire strategy, not for a run.
+pub fn is_missed_fire(trigger_msg: &str) -> bool {
+    [&ZH, &EN].iter().any(|t| trigger_msg.starts_with(t.missed_fire.split('{').next().unwrap_or_default()))
+}
+
 /// Upstream's cyan section separator: `<br><br><span style="color:#00c0ef;" > >>>>>>>>>>>{title}<<<<<<<<<<< </span><br>`.
 pub(crate) fn separator(title: &str) -> String {
     format!("<br><br><span style=\"color:#00c0ef;\" > >>>>>>>>>>>{title}<<<<<<<<<<< </span><br>")

@@ -75,6 +75,7 @@ pub use config::{
 pub use fail::{FAIL_BATCH, FailHandled, FailMonitor};
 pub use fix_delay::FIX_DELAY_PARKED;
 pub(crate) use i18n::block_title;
+pub use i18n::is_missed_fire;
 pub use pool::{SLOW_COUNT_LIMIT, SLOW_TRIGGER};
 pub use recover::{ClaimRecovery, RECOVERY_GRACE_MS, Recovery};
 pub use registry::{DEAD_TIMEOUT_MS, RegistryMonitor};

@@ -234,7 +234,14 @@ pub(crate) async fn account(
     window: &Window,
     executor_dirs: &[PathBuf],
 ) -> anyhow::Result<Counts> {
-    let outcomes = claims(url, window.from_ms, window.to_ms).await?;
+    // The listed jobs' triggers only: a fire known by its log row alone (its claim deleted when
+    // it was taken) is found among all the window's log rows, workflow nodes' included.
+    let listed: BTreeSet<i64> = jobs.iter().map(|j| i64::from(j.0)).collect();
+    let outcomes: Vec<ClaimOutcome> = claims(url, window.from_ms, window.to_ms)
+        .await?
+        .into_iter()
+        .filter(|c| listed.contains(&c.job_id))
+        .collect();
     let logs = load_logs(url).await?;
     let runs = executor_runs(executor_dirs)?;
     let mut per_second: BTreeMap<(i64, i64), Vec<&ClaimOutcome>> = BTreeMap::new();

@@ -168,48 +168,76 @@ pub(super) async fn insert_claims(
     Ok(ids)
 }
 
-/// Marks the pending claims among `wanted` fired and answers which they were; the rest were
-/// fired or discarded already (by another trigger or admin). SQLite's write lock serializes, so
-/// one update decides: when it changed every wanted row (the usual case) nothing else is read,
-/// and otherwise the rows it changed are read back; PostgreSQL first locks the rows in id order, so two admins
-/// taking overlapping batches never deadlock; MySQL, without `UPDATE … RETURNING`, learns the
-/// pending ones from the locking read and then updates exactly those.
+/// The claims among `wanted` still pending, under the write lock (SQLite) or locked in id
+/// order (PostgreSQL, MySQL: two admins taking overlapping batches never deadlock); the rest
+/// were fired or discarded already, by another trigger or admin. SQLite's usual case — all
+/// pending — costs one count and hands no rows over (sqlx hands every row over separately).
+async fn pending_among(tx: &mut Tx, wanted: &BTreeSet<ClaimId>) -> Result<Vec<ClaimId>, StoreError> {
+    if tx.ex().backend() == Backend::Sqlite {
+        let mut count =
+            QueryBuf::new("SELECT I64(COUNT(*)) FROM jobwheel_ring_claim WHERE status = 0 AND id IN (");
+        count.bind_shaped(wanted.iter().copied()).push(")").keep();
+        let all: Option<i64> = tx.ex().fetch_value(&count, count.args()).await?;
+        if all.and_then(|n| usize::try_from(n).ok()) == Some(wanted.len()) {
+            return Ok(wanted.iter().copied().collect());
+        }
+    }
+    let mut find = QueryBuf::new("SELECT id FROM jobwheel_ring_claim WHERE status = 0 AND id IN (");
+    find.bind_shaped(wanted.iter().copied()).push(")");
+    if tx.ex().backend() != Backend::Sqlite {
+        find.push(" ORDER BY id FOR UPDATE");
+    }
+    find.keep();
+    tx.ex().fetch_column(&find, find.args()).await
+}
+
+/// Marks the pending (bare) claims among `wanted` fired with their take time; the ones taken.
 async fn take_pending_claims(
     tx: &mut Tx,
     wanted: &BTreeSet<ClaimId>,
     taken_ms: i64,
 ) -> Result<HashSet<ClaimId>, StoreError> {
-    let backend = tx.ex().backend();
-    if backend != Backend::Sqlite {
-        let mut lock = QueryBuf::new("SELECT id FROM jobwheel_ring_claim WHERE status = 0 AND id IN (");
-        lock.bind_shaped(wanted.iter().copied()).push(") ORDER BY id FOR UPDATE").keep();
-        let pending: Vec<ClaimId> = tx.ex().fetch_column(&lock, lock.args()).await?;
-        if backend == Backend::MySql {
-            if !pending.is_empty() {
-                let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1, taken_at_ms = ");
-                q.bind(taken_ms).push(" WHERE id IN (");
-                q.bind_shaped(pending.iter().copied()).push(")").keep();
-                tx.ex().execute(&q, q.args()).await?;
-            }
-            return Ok(pending.into_iter().collect());
-        }
+    let pending = pending_among(tx, wanted).await?;
+    if !pending.is_empty() {
+        let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1, taken_at_ms = ");
+        q.bind(taken_ms).push(" WHERE status = 0 AND id IN (");
+        q.bind_shaped(pending.iter().copied()).push(")").keep();
+        tx.ex().execute(&q, q.args()).await?;
     }
-    let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1, taken_at_ms = ");
-    q.bind(taken_ms).push(" WHERE status = 0 AND id IN (");
-    q.bind_shaped(wanted.iter().copied()).push(")").keep();
-    if backend == Backend::Sqlite {
-        // No `RETURNING`: sqlx hands every returned row over separately (see `insert_rows`).
-        let mut pending =
-            QueryBuf::new("SELECT I64(COUNT(*)) FROM jobwheel_ring_claim WHERE status = 0 AND id IN (");
-        pending.bind_shaped(wanted.iter().copied()).push(")").keep();
-        let count: Option<i64> = tx.ex().fetch_value(&pending, pending.args()).await?;
-        if count.and_then(|n| usize::try_from(n).ok()) == Some(wanted.len()) {
-            tx.ex().execute(&q, q.args()).await?;
-            return Ok(wanted.iter().copied().collect());
-        }
+    Ok(pending.into_iter().collect())
+}
+
+/// How late a staged claim's take may be and still delete the claim: a take later than this
+/// (a claim recovered after its admin died, or fired after a database outage) keeps the row,
+/// marked fired with its take time, because the lost-job monitor's stalled rule needs the take
+/// time of a late fire (`0029_claim_taken`). On time — the ring takes claims up to
+/// `--fire-lead-ms` before their second — nothing of the claim is left to purge.
+pub(super) const LATE_TAKE_MS: i64 = 1_000;
+
+/// Fires the pending staged claims among `wanted` and answers which they were: a claim taken
+/// on time is **deleted** (its log row, staged by the pre-read, is the durable record of the
+/// fire); one taken more than [`LATE_TAKE_MS`] after its fire time is marked fired with
+/// `taken_ms`, as a bare claim is.
+async fn take_staged_claims(
+    tx: &mut Tx,
+    wanted: &BTreeSet<ClaimId>,
+    taken_ms: i64,
+) -> Result<HashSet<ClaimId>, StoreError> {
+    let pending = pending_among(tx, wanted).await?;
+    if pending.is_empty() {
+        return Ok(HashSet::new());
     }
-    q.push(" RETURNING id");
-    Ok(tx.ex().fetch_column(&q, q.args()).await?.into_iter().collect())
+    let mut delete = QueryBuf::new("DELETE FROM jobwheel_ring_claim WHERE status = 0 AND fire_time_ms >= ");
+    delete.bind(taken_ms.saturating_sub(LATE_TAKE_MS)).push(" AND id IN (");
+    delete.bind_shaped(pending.iter().copied()).push(")").keep();
+    let deleted = tx.ex().execute(&delete, delete.args()).await?;
+    if usize::try_from(deleted).ok() != Some(pending.len()) {
+        let mut late = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1, taken_at_ms = ");
+        late.bind(taken_ms).push(" WHERE status = 0 AND id IN (");
+        late.bind_shaped(pending.iter().copied()).push(")").keep();
+        tx.ex().execute(&late, late.args()).await?;
+    }
+    Ok(pending.into_iter().collect())
 }
 
 impl SqlStore {
@@ -294,7 +322,7 @@ impl SqlStore {
             let taken = retry_deadlock!(
                 async {
                     let mut tx = self.db.begin().await?;
-                    let taken = take_pending_claims(&mut tx, &wanted, taken_ms).await?;
+                    let taken = take_staged_claims(&mut tx, &wanted, taken_ms).await?;
                     tx.commit().await?;
                     Ok::<_, StoreError>(taken)
                 }

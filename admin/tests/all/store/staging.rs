@@ -78,6 +78,7 @@ async fn mixed(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> anyhow::Result
 /// claims are pending and point at them; taking them answers per claim, once.
 async fn stage_and_take(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> anyhow::Result<()> {
     // More than one statement's chunk, so chunked ids must still pair up.
+    a.purge_claims(i64::MAX).await?;
     let items: Vec<_> = (0..300).map(|i| staged(g, j, T + 1_000 * (i % 5))).collect();
     let ids = stage(&**a, &items).await?;
     ensure!(ids.len() == 300, "{} staged", ids.len());
@@ -105,6 +106,9 @@ async fn stage_and_take(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> anyho
     let rest = a.take_claims(&claims[3..], T).await?;
     ensure!(rest.iter().all(|t| *t) && rest.len() == 297, "the rest in one call");
     ensure!(a.pending_claims(i64::MAX).await?.is_empty());
+    // Taken on time (at or before their second), the claims are gone: the staged rows are
+    // the fires' records, and nothing is left for the purge.
+    ensure!(a.purge_claims(i64::MAX).await? == 0, "claims taken on time are deleted");
     // Taken but never answered (its admin died before the outcome): now it is stalled.
     ensure!(b.stalled_log_ids(far).await?.contains(&ids[0].1), "taken: stalled");
     // A claim fired a minute late (recovered) keeps its scheduled second as trigger time; its
@@ -117,6 +121,8 @@ async fn stage_and_take(Admins { a, b }: &Admins, g: GroupId, j: JobId) -> anyho
     ensure!(!found.contains(&late_log), "taken after the cut-off: on its way, not stalled");
     let later = chrono::DateTime::from_timestamp_millis(T + 60_000).expect("time");
     ensure!(a.stalled_log_ids(later).await?.contains(&late_log), "taken at the cut-off: stalled");
+    // The late take's claim is the one kept (fired, with its take time) for the purge.
+    ensure!(a.purge_claims(i64::MAX).await? == 1, "a late take keeps its claim");
     Ok(())
 }
 

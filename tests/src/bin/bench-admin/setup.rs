@@ -197,6 +197,44 @@ pub(crate) async fn start_jobs(
     Ok(())
 }
 
+/// Inserts `count` fired claims of `jobs` (round robin), fire times spread evenly over the hour
+/// before `now_ms`: the claim table an admin keeps after an hour at `count` claims an hour, as
+/// it was before claims taken on time were deleted (docs/benchmarks.md). No log rows: the
+/// claims only weigh on the table's indexes and on the purge.
+pub(crate) async fn prefill_fired_claims(
+    url: &str,
+    jobs: &[JobId],
+    count: u64,
+    now_ms: i64,
+) -> anyhow::Result<()> {
+    let first = jobs.first().map_or(1, |j| i64::from(j.0));
+    let n = i64::try_from(jobs.len()).unwrap_or(1).max(1);
+    let hour = 3_600_000_i64;
+    anyhow::ensure!(
+        url.starts_with("sqlite") || url.starts_with("postgres"),
+        "--prefill-fired-claims: SQLite or PostgreSQL"
+    );
+    let sql = format!(
+        "WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < {count}) \
+         INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status, taken_at_ms) \
+         SELECT {first} + i % {n}, {start} + i * {hour} / {count}, {start} + i * {hour} / {count} - 5000, 1, \
+         {start} + i * {hour} / {count} FROM k",
+        start = now_ms - hour,
+    );
+    let inserted = jobwheel_tests::databases::execute_sql(url, sql).await?;
+    anyhow::ensure!(inserted == count, "prefilled {inserted} of {count} claims");
+    Ok(())
+}
+
+/// A FIX_RATE job's offset within its second, as [`start_jobs`] spreads them (`first_fire_ms`
+/// is a whole second): the part of its fire times that a log row's trigger time, in whole
+/// seconds, does not keep.
+pub(crate) fn fix_rate_offset_ms(ids: &[JobId], id: i64) -> i64 {
+    let first = ids.first().map_or(0, |j| i64::from(j.0));
+    let count = i64::try_from(ids.len()).unwrap_or(i64::MAX).max(1);
+    (id - first) * 1000 / count
+}
+
 /// The Quartz expression of a job firing at offset `second` of every `period` seconds (a
 /// divisor of 60, or a whole number of minutes dividing an hour).
 pub(crate) fn cron_conf(second: i64, period: u32) -> String {
