@@ -18,8 +18,9 @@ use sqlx::Row as _;
 #[derive(Debug, Clone)]
 pub struct ClaimOutcome {
     pub job_id: i64,
-    /// The scheduled fire time, epoch ms; whole seconds for a fire known only by its log row
-    /// (its trigger time), so a FIX_RATE job's offset within its second is not in it.
+    /// The scheduled fire time, epoch ms. A fire known only by its log row has its trigger
+    /// time, whole seconds: exact for CRON, and for FIX_RATE after a job's first fire (the
+    /// following ones are rounded up to whole seconds, as upstream 3.4 does).
     pub fire_ms: i64,
     /// 0 pending, 1 fired, 2 discarded.
     pub status: i64,

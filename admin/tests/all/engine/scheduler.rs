@@ -263,7 +263,8 @@ async fn recovery_contract(db: &Db) -> anyhow::Result<()> {
     let store_b = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
     let a = engine_with(store_a.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
-    let b = engine_with(store_b.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
+    let clock_b = Arc::new(ManualClock::new(T0));
+    let b = engine_with(store_b.clone(), fake.clone(), clock_b.clone(), Alarmer::default());
     let g = group(&*store_a, "app", &["http://a:9999/"]).await?;
     let mut late = job(g, T0 + 2000);
     late.schedule_conf = Some("0 0 * * * ?".to_owned());
@@ -279,7 +280,9 @@ async fn recovery_contract(db: &Db) -> anyhow::Result<()> {
     // Staged by A's pre-read: the rows B must fire instead of inserting its own.
     let staged: Vec<_> = pending.iter().map(|c| c.log_id.expect("staged row")).collect();
 
-    // B, 3.5 s after the fire time: 3.5 s late ≤ 5 s → fired late, both of them.
+    // B, 3.5 s after the fire time: 3.5 s late ≤ 5 s → fired late, both of them (its clock
+    // says so too: a take that late keeps the claim, with its take time, for the purge).
+    clock_b.set(T0 + 5500);
     let done = b.scheduler().recovery().recover_claims(T0 + 5500).await?;
     assert_eq!(done.len(), 2, "{done:?}");
     assert!(done.iter().all(|(_, r)| *r == Recovery::FiredLate));
@@ -306,6 +309,7 @@ async fn recovery_contract(db: &Db) -> anyhow::Result<()> {
     do_nothing.trigger_next_time = T0 + 10_000;
     store_a.update_job(lost, &do_nothing).await?;
     assert_eq!(a.scheduler().schedule_cycle(T0 + 8000).await?.fires.len(), 2);
+    clock_b.set(T0 + 20_000);
     let done = b.scheduler().recovery().recover_claims(T0 + 20_000).await?;
     let mut kinds: Vec<Recovery> = done.iter().map(|(_, r)| *r).collect();
     kinds.sort_by_key(|r| format!("{r:?}"));

@@ -243,7 +243,7 @@ async fn main() -> anyhow::Result<()> {
         Mode::Manual => report_manual(&url, &args, flood_during, cost).await?,
         Mode::FixRate | Mode::Cron => {
             let window = (window_start, window_end);
-            report_scheduled(&url, &args, &jobs, window, &arrivals, processes.as_ref(), cost).await?;
+            report_scheduled(&url, &args, window, &arrivals, processes.as_ref(), cost).await?;
         }
     }
     drop(admins);

@@ -4,8 +4,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use jobwheel_admin::store::JobId;
-
 use super::{Args, Cost, end_to_end, setup};
 use crate::measure::percentiles;
 use crate::setup::{Mode, now_ms};
@@ -50,7 +48,6 @@ pub(crate) fn cron_fires_in(jobs: u64, period: u64, from_ms: i64, to_ms: i64) ->
 pub(crate) async fn report_scheduled(
     url: &str,
     args: &Args,
-    jobs: &[JobId],
     (from, to): (i64, i64),
     arrivals: &setup::Arrivals,
     processes: Option<&end_to_end::ExecutorProcesses>,
@@ -59,13 +56,7 @@ pub(crate) async fn report_scheduled(
     // Wait for the window's last runs to call back (bounded).
     let deadline = now_ms() + 60_000;
     let claims = loop {
-        let mut claims = jobwheel_tests::outcomes::claims(url, from, to).await?;
-        if args.mode == Mode::FixRate {
-            // A fire known by its log row only is a whole second; the job's offset is known.
-            for c in &mut claims {
-                c.fire_ms = c.fire_ms.div_euclid(1000) * 1000 + setup::fix_rate_offset_ms(jobs, c.job_id);
-            }
-        }
+        let claims = jobwheel_tests::outcomes::claims(url, from, to).await?;
         let settled =
             claims.iter().all(|c| c.status != 0 && (c.status == 2 || c.handle_code.unwrap_or(0) > 0));
         if settled || now_ms() > deadline {

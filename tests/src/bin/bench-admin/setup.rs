@@ -226,15 +226,6 @@ pub(crate) async fn prefill_fired_claims(
     Ok(())
 }
 
-/// A FIX_RATE job's offset within its second, as [`start_jobs`] spreads them (`first_fire_ms`
-/// is a whole second): the part of its fire times that a log row's trigger time, in whole
-/// seconds, does not keep.
-pub(crate) fn fix_rate_offset_ms(ids: &[JobId], id: i64) -> i64 {
-    let first = ids.first().map_or(0, |j| i64::from(j.0));
-    let count = i64::try_from(ids.len()).unwrap_or(i64::MAX).max(1);
-    (id - first) * 1000 / count
-}
-
 /// The Quartz expression of a job firing at offset `second` of every `period` seconds (a
 /// divisor of 60, or a whole number of minutes dividing an hour).
 pub(crate) fn cron_conf(second: i64, period: u32) -> String {
