@@ -55,12 +55,19 @@ pub async fn claims(url: &str, from_ms: i64, to_ms: i64) -> anyhow::Result<Vec<C
         )
     };
     macro_rules! fetch {
-        ($pool:ty, $int:literal, $epoch:literal) => {{
+        ($pool:ty, $int:literal, $epoch:literal, $snapshot:literal) => {{
+            // One snapshot for the three reads: a claim taken (deleted) between them would
+            // otherwise be missed, or its row counted while the claim is still seen pending.
             let pool = <$pool>::connect(url).await?;
-            let claim_rows = sqlx::query(sqlx::AssertSqlSafe(claims($int))).fetch_all(&pool).await?;
+            let mut tx = pool.begin().await?;
+            if !$snapshot.is_empty() {
+                sqlx::query($snapshot).execute(&mut *tx).await?;
+            }
+            let claim_rows = sqlx::query(sqlx::AssertSqlSafe(claims($int))).fetch_all(&mut *tx).await?;
             let linked: Vec<i64> =
-                sqlx::query_scalar(sqlx::AssertSqlSafe(linked($int))).fetch_all(&pool).await?;
-            let log_rows = sqlx::query(sqlx::AssertSqlSafe(logs($int, $epoch))).fetch_all(&pool).await?;
+                sqlx::query_scalar(sqlx::AssertSqlSafe(linked($int))).fetch_all(&mut *tx).await?;
+            let log_rows = sqlx::query(sqlx::AssertSqlSafe(logs($int, $epoch))).fetch_all(&mut *tx).await?;
+            tx.rollback().await?;
             pool.close().await;
             let mut out = claim_rows
                 .iter()
@@ -102,11 +109,18 @@ pub async fn claims(url: &str, from_ms: i64, to_ms: i64) -> anyhow::Result<Vec<C
         }};
     }
     Ok(match scheme(url) {
-        "sqlite" => fetch!(sqlx::SqlitePool, "BIGINT", "unixepoch(trigger_time)"),
-        "postgres" | "postgresql" => {
-            fetch!(sqlx::PgPool, "BIGINT", "CAST(EXTRACT(EPOCH FROM trigger_time) AS BIGINT)")
+        // SQLite (WAL) and InnoDB (REPEATABLE READ) keep the first read's snapshot for the
+        // transaction; PostgreSQL's default, READ COMMITTED, takes one per statement.
+        "sqlite" => fetch!(sqlx::SqlitePool, "BIGINT", "unixepoch(trigger_time)", ""),
+        "postgres" | "postgresql" => fetch!(
+            sqlx::PgPool,
+            "BIGINT",
+            "CAST(EXTRACT(EPOCH FROM trigger_time) AS BIGINT)",
+            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+        ),
+        "mysql" => {
+            fetch!(sqlx::MySqlPool, "SIGNED", "CAST(UNIX_TIMESTAMP(trigger_time) AS SIGNED)", "")
         }
-        "mysql" => fetch!(sqlx::MySqlPool, "SIGNED", "CAST(UNIX_TIMESTAMP(trigger_time) AS SIGNED)"),
         other => bail!("unsupported database scheme {other:?}"),
     })
 }
