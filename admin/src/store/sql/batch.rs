@@ -191,6 +191,15 @@ async fn pending_among(tx: &mut Tx, wanted: &BTreeSet<ClaimId>) -> Result<Vec<Cl
     tx.ex().fetch_column(&find, find.args()).await
 }
 
+/// Marks the claims among `pending` still pending fired, with their take time.
+async fn mark_fired(tx: &mut Tx, pending: &[ClaimId], taken_ms: i64) -> Result<(), StoreError> {
+    let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1, taken_at_ms = ");
+    q.bind(taken_ms).push(" WHERE status = 0 AND id IN (");
+    q.bind_shaped(pending.iter().copied()).push(")").keep();
+    tx.ex().execute(&q, q.args()).await?;
+    Ok(())
+}
+
 /// Marks the pending (bare) claims among `wanted` fired with their take time; the ones taken.
 async fn take_pending_claims(
     tx: &mut Tx,
@@ -199,10 +208,7 @@ async fn take_pending_claims(
 ) -> Result<HashSet<ClaimId>, StoreError> {
     let pending = pending_among(tx, wanted).await?;
     if !pending.is_empty() {
-        let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1, taken_at_ms = ");
-        q.bind(taken_ms).push(" WHERE status = 0 AND id IN (");
-        q.bind_shaped(pending.iter().copied()).push(")").keep();
-        tx.ex().execute(&q, q.args()).await?;
+        mark_fired(tx, &pending, taken_ms).await?;
     }
     Ok(pending.into_iter().collect())
 }
@@ -232,10 +238,8 @@ async fn take_staged_claims(
     delete.bind_shaped(pending.iter().copied()).push(")").keep();
     let deleted = tx.ex().execute(&delete, delete.args()).await?;
     if usize::try_from(deleted).ok() != Some(pending.len()) {
-        let mut late = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 1, taken_at_ms = ");
-        late.bind(taken_ms).push(" WHERE status = 0 AND id IN (");
-        late.bind_shaped(pending.iter().copied()).push(")").keep();
-        tx.ex().execute(&late, late.args()).await?;
+        // The late ones, still pending after the delete.
+        mark_fired(tx, &pending, taken_ms).await?;
     }
     Ok(pending.into_iter().collect())
 }
