@@ -47,6 +47,7 @@ mod prepare;
 mod recover;
 mod registry;
 mod report;
+mod report_slices;
 mod restarts;
 mod ring;
 mod schedule;

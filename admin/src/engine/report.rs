@@ -1,6 +1,8 @@
 //! The log report and retention (upstream `JobLogReportHelper`, docs/upstream.md §5.7):
-//! every minute, recount today and the two days before into `xxl_job_log_report`; once a day,
+//! every minute, count today and the two days before into `xxl_job_log_report`; once a day,
 //! delete logs older than the retention. jobwheel also purges fired/discarded ring claims here.
+//! Upstream recounts all three days' logs every minute; the counts here are kept in slices and
+//! only the slices that can have changed are recounted (`report_slices.rs`).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -9,6 +11,7 @@ use chrono_tz::Tz;
 
 use super::EngineError;
 use super::config::MIN_LOG_RETENTION_DAYS;
+use super::report_slices::{SLICE_SECS, Slices};
 use super::trigger::to_datetime;
 use crate::store::{LogClear, LogReport, Store};
 
@@ -26,11 +29,21 @@ pub struct ReportMonitor {
     retention_days: u32,
     /// When log retention last ran (epoch ms; 0 = never).
     last_clean_ms: Mutex<i64>,
+    /// The counts kept between passes (one pass at a time holds them).
+    slices: tokio::sync::Mutex<Slices>,
 }
 
 impl ReportMonitor {
-    pub(super) fn new(store: Arc<dyn Store>, time_zone: Tz, retention_days: u32) -> Self {
-        Self { store, time_zone, retention_days, last_clean_ms: Mutex::new(0) }
+    /// A monitor counting days in `time_zone`, keeping `retention_days` of logs (the engine builds
+    /// its own; `bench-monitors` times one alone).
+    pub fn new(store: Arc<dyn Store>, time_zone: Tz, retention_days: u32) -> Self {
+        Self {
+            store,
+            time_zone,
+            retention_days,
+            last_clean_ms: Mutex::new(0),
+            slices: tokio::sync::Mutex::new(Slices::default()),
+        }
     }
 
     /// One report pass at `now_ms`: the three day reports, the daily log clean-up (when due)
@@ -39,16 +52,26 @@ impl ReportMonitor {
         let tz = self.time_zone;
         let now = to_datetime(now_ms);
         let today = now.with_timezone(&tz).date_naive();
-        for back in 0..3u64 {
-            let Some(day) = today.checked_sub_days(Days::new(back)) else { continue };
-            let (Some(from), Some(next_day)) =
-                (local_midnight(tz, day), day.succ_opt().and_then(|d| local_midnight(tz, d)))
-            else {
-                continue;
+        let days: Vec<(DateTime<Utc>, DateTime<Utc>)> = (0..3u64)
+            .rev()
+            .filter_map(|back| {
+                let day = today.checked_sub_days(Days::new(back))?;
+                Some((local_midnight(tz, day)?, local_midnight(tz, day.succ_opt()?)?))
+            })
+            .collect();
+        let mut slices = self.slices.lock().await;
+        if let (Some((first, _)), Some((_, end))) = (days.first(), days.last())
+            && first.timestamp() % SLICE_SECS == 0
+            && end.timestamp() % SLICE_SECS == 0
+        {
+            slices.update(&*self.store, first.timestamp(), end.timestamp(), now_ms).await?;
+        }
+        for (from, next_day) in days {
+            let counts = match slices.counts(from.timestamp(), next_day.timestamp()) {
+                Some(counts) => counts,
+                // Upstream's day end is 23:59:59.999; the store keeps whole seconds.
+                None => self.store.log_counts(from, next_day - chrono::Duration::seconds(1)).await?,
             };
-            // Upstream's day end is 23:59:59.999; the store keeps whole seconds.
-            let to = next_day - chrono::Duration::seconds(1);
-            let counts = self.store.log_counts(from, to).await?;
             let clamp = |n: i64| i32::try_from(n).unwrap_or(i32::MAX);
             self.store
                 .upsert_log_report(&LogReport {
@@ -60,6 +83,7 @@ impl ReportMonitor {
                 })
                 .await?;
         }
+        drop(slices);
 
         let mut deleted = 0;
         let retention = self.retention_days;

@@ -94,6 +94,12 @@ pub trait LogReportStore: Send + Sync {
     async fn clear_logs(&self, clear: &LogClear) -> Result<u64, StoreError>;
     /// Upstream `findLogReport` over `trigger_time` in `[from, to]`.
     async fn log_counts(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<LogCounts, StoreError>;
+    /// jobwheel: the log epoch (`0030_log_epoch`), moved after every deletion of logs.
+    async fn log_epoch(&self) -> Result<i64, StoreError>;
+    /// jobwheel: the highest log id (0 when there are none).
+    async fn top_log_id(&self) -> Result<LogId, StoreError>;
+    /// jobwheel: the distinct trigger times, in epoch seconds, of the logs with an id above `id`.
+    async fn trigger_secs_after(&self, id: LogId) -> Result<Vec<i64>, StoreError>;
     /// Inserts or updates the report row of `report.trigger_day`.
     async fn upsert_log_report(&self, report: &LogReport) -> Result<(), StoreError>;
     /// Report rows with `trigger_day` in `[from, to]`, by day.

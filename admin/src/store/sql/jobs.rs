@@ -197,6 +197,8 @@ impl JobStore for SqlStore {
             deleted = tx.ex().execute(sql, &args![id]).await?;
         }
         tx.ex().execute(&BUMP_JOB_EPOCH, &args![]).await?;
+        // Its logs went with it: the report's kept counts are recounted.
+        tx.ex().execute(&super::reports::BUMP_LOG_EPOCH, &args![]).await?;
         tx.commit().await?;
         // The last statement deletes the job itself.
         Ok(deleted > 0)

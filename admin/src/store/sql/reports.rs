@@ -19,6 +19,17 @@ static LOG_COUNTS: Sql = Sql::new(
     I64(COALESCE(SUM(CASE WHEN handle_code = 200 THEN 1 ELSE 0 END), 0)) FROM xxl_job_log \
     WHERE trigger_time BETWEEN TS(?) AND TS(?)",
 );
+/// Moves the log epoch (`0030_log_epoch`) after logs were deleted: any of the report
+/// monitor's kept slices may have changed, so every admin recounts them (engine/report.rs).
+pub(super) static BUMP_LOG_EPOCH: Sql =
+    Sql::new("UPDATE jobwheel_log_epoch SET epoch = epoch + 1 WHERE id = 1");
+static LOG_EPOCH: Sql = Sql::new("SELECT epoch FROM jobwheel_log_epoch WHERE id = 1");
+static TOP_LOG_ID: Sql = Sql::new("SELECT I64(COALESCE(MAX(id), 0)) FROM xxl_job_log");
+/// The distinct trigger seconds of the rows above an id: a short range of the primary key (the
+/// rows inserted since the last pass), whatever their trigger times. (`DISTINCT` of the bare
+/// column in a subquery made SQLite walk all of `I_trigger_time` instead.)
+static TRIGGER_SECS_AFTER: Sql =
+    Sql::new("SELECT DISTINCT EPOCH(trigger_time) FROM xxl_job_log WHERE id > ?");
 static UPSERT_REPORT: Sql = Sql::new(
     "INSERT INTO xxl_job_log_report (trigger_day, running_count, suc_count, fail_count, update_time) \
     VALUES (TS(?), ?, ?, ?, TS(?)) \
@@ -77,7 +88,11 @@ impl LogReportStore for SqlStore {
             }
             let mut delete = QueryBuf::new("DELETE FROM xxl_job_log WHERE id IN (");
             delete.bind_list(ids).push(")");
-            deleted += self.ex().execute(&delete, delete.args()).await?;
+            let gone = self.ex().execute(&delete, delete.args()).await?;
+            if gone > 0 {
+                self.ex().execute(&BUMP_LOG_EPOCH, &args![]).await?;
+            }
+            deleted += gone;
         }
     }
 
@@ -85,6 +100,19 @@ impl LogReportStore for SqlStore {
         let (total, running, success) =
             self.ex().fetch_one(&LOG_COUNTS, &args![secs(from), secs(to)]).await?;
         Ok(LogCounts { total, running, success })
+    }
+
+    async fn log_epoch(&self) -> Result<i64, StoreError> {
+        Ok(self.ex().fetch_value::<i64>(&LOG_EPOCH, &args![]).await?.unwrap_or(0))
+    }
+
+    async fn top_log_id(&self) -> Result<LogId, StoreError> {
+        Ok(LogId(self.ex().fetch_value::<i64>(&TOP_LOG_ID, &args![]).await?.unwrap_or(0)))
+    }
+
+    async fn trigger_secs_after(&self, id: LogId) -> Result<Vec<i64>, StoreError> {
+        let secs: Vec<Option<i64>> = self.ex().fetch_column(&TRIGGER_SECS_AFTER, &args![id]).await?;
+        Ok(secs.into_iter().flatten().collect())
     }
 
     async fn upsert_log_report(&self, report: &LogReport) -> Result<(), StoreError> {

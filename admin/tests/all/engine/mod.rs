@@ -12,6 +12,7 @@ pub(crate) mod completion;
 mod early;
 mod group_cap;
 mod job_epoch;
+mod log_report;
 mod missed_fire;
 mod outcome_backlog;
 mod real_executor;

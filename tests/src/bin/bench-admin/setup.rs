@@ -215,7 +215,7 @@ pub(crate) async fn prefill_fired_claims(
         "--prefill-fired-claims: SQLite or PostgreSQL"
     );
     let sql = format!(
-        "WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < {count}) \
+        "WITH RECURSIVE k(i) AS (SELECT CAST(0 AS BIGINT) UNION ALL SELECT i + 1 FROM k WHERE i + 1 < {count}) \
          INSERT INTO jobwheel_ring_claim (job_id, fire_time_ms, claimed_at_ms, status, taken_at_ms) \
          SELECT {first} + i % {n}, {start} + i * {hour} / {count}, {start} + i * {hour} / {count} - 5000, 1, \
          {start} + i * {hour} / {count} FROM k",
@@ -223,6 +223,50 @@ pub(crate) async fn prefill_fired_claims(
     );
     let inserted = jobwheel_tests::databases::execute_sql(url, sql).await?;
     anyhow::ensure!(inserted == count, "prefilled {inserted} of {count} claims");
+    Ok(())
+}
+
+/// Inserts `count` finished log rows (trigger 200, handle 200) for `jobs`, their trigger times
+/// spread evenly over the `count / per_second` seconds before `now_ms`: the log table an admin
+/// has after that long at that rate, which the report monitor's minute pass counts (three days
+/// at most: older rows are outside its window). SQLite or PostgreSQL.
+pub(crate) async fn prefill_logs(
+    url: &str,
+    jobs: &[JobId],
+    count: u64,
+    per_second: usize,
+    now_ms: i64,
+) -> anyhow::Result<()> {
+    let first = jobs.first().map_or(1, |j| i64::from(j.0));
+    let n = i64::try_from(jobs.len()).unwrap_or(1).max(1);
+    let span = i64::try_from(count / u64::try_from(per_second.max(1))?)?.max(1);
+    anyhow::ensure!(span <= 3 * 86_400, "--prefill-logs: more than three days of logs at this rate");
+    let ts = match url {
+        u if u.starts_with("sqlite") => "datetime",
+        u if u.starts_with("postgres") => "to_timestamp",
+        _ => anyhow::bail!("--prefill-logs: SQLite or PostgreSQL"),
+    };
+    let at = |t: &str| match ts {
+        "datetime" => format!("datetime({t}, 'unixepoch')"),
+        _ => format!("to_timestamp({t})"),
+    };
+    // An upstream-sized trigger message: the rows' width is what a count's row lookups read.
+    let msg = "Trigger type: Cron trigger<br>Admin address: 127.0.0.1:8080<br>Executor registry: \
+               automatic<br>Address list: [http://127.0.0.1:9999/]<br>Route: First<br>Block: Serial";
+    let time = format!("{start} + i * {span} / {count}", start = now_ms / 1000 - span);
+    let sql = format!(
+        "WITH RECURSIVE k(i) AS (SELECT CAST(0 AS BIGINT) UNION ALL SELECT i + 1 FROM k WHERE i + 1 < {count}) \
+         INSERT INTO xxl_job_log (job_group, job_id, executor_address, executor_handler, executor_param, \
+         executor_fail_retry_count, trigger_time, trigger_code, trigger_msg, handle_time, handle_code, \
+         handle_msg, alarm_status) \
+         SELECT (SELECT job_group FROM xxl_job_info WHERE id = {first}), {first} + i % {n}, \
+         'http://127.0.0.1:9999/', 'demoJobHandler', '', 0, {trigger}, 200, '{msg}', {handle}, 200, '', 0 \
+         FROM k",
+        trigger = at(&time),
+        handle = at(&format!("{time} + 1")),
+    );
+    let inserted = jobwheel_tests::databases::execute_sql(url, sql).await?;
+    anyhow::ensure!(inserted == count, "prefilled {inserted} of {count} logs");
     Ok(())
 }
 
