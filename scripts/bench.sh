@@ -65,6 +65,12 @@ if [[ $part == all || $part == monitors ]]; then
   for logs in 100000 1000000; do run --logs "$logs"; done
   run_pg --logs 1000000
   run_my --logs 1000000
+  # The report's minute pass: two hours at 1 000/s, a day at 100/s, three days at 50/s.
+  run --logs 7200000 --hours 2 --per-minute 60000 --repeat 5
+  run --logs 8640000 --hours 24 --per-minute 6000 --repeat 5
+  run --logs 12960000 --hours 72 --per-minute 3000 --repeat 5
+  run_pg --logs 3600000 --hours 1 --per-minute 60000 --repeat 5
+  run_my --logs 3600000 --hours 1 --per-minute 60000 --repeat 5
 fi
 # ratchjob's binary, built once from crates.io into the target directory (about 10 minutes).
 ratchjob="$(dirname "$bench")/../ratchjob/bin/ratchjob"

@@ -38,13 +38,17 @@ static UPDATE_HANDLE: Sql =
 /// read at each pass. The same set written as ranges of `handle_code` (a handle code other than
 /// 0 and 200, or none yet and a trigger code other than 0 and 200) is served by upstream's own
 /// `I_handle_code` index and reads only unfinished and failed rows (docs/benchmarks.md,
-/// "Monitor scans").
-static FAILED_IDS: Sql = Sql::new(
-    "SELECT id FROM xxl_job_log WHERE alarm_status = 0 AND (\
-    handle_code < 0 OR (handle_code > 0 AND handle_code < 200) OR handle_code > 200 \
-    OR (handle_code = 0 AND (trigger_code < 0 OR (trigger_code > 0 AND trigger_code < 200) OR trigger_code > 200))\
-    ) ORDER BY id ASC LIMIT ?",
-);
+/// "Monitor scans"). One branch per range, each bounded on both sides: as one `OR` — or with
+/// open ranges — SQLite without statistics (the admin never runs `ANALYZE`) walked the whole
+/// table in id order instead, every 10 s.
+static FAILED_IDS: Sql = Sql::new(FAILED_IDS_SQL);
+const FAILED_IDS_SQL: &str = "SELECT f.id FROM (\
+    SELECT id FROM xxl_job_log WHERE handle_code BETWEEN -2147483648 AND -1 AND alarm_status = 0 \
+    UNION ALL SELECT id FROM xxl_job_log WHERE handle_code BETWEEN 1 AND 199 AND alarm_status = 0 \
+    UNION ALL SELECT id FROM xxl_job_log WHERE handle_code BETWEEN 201 AND 2147483647 AND alarm_status = 0 \
+    UNION ALL SELECT id FROM xxl_job_log WHERE handle_code = 0 AND alarm_status = 0 \
+    AND (trigger_code < 0 OR (trigger_code > 0 AND trigger_code < 200) OR trigger_code > 200)\
+    ) f ORDER BY f.id ASC LIMIT ?";
 static SET_ALARM: Sql = Sql::new("UPDATE xxl_job_log SET alarm_status = ? WHERE id = ? AND alarm_status = ?");
 static INSERT_DUE: Sql = Sql::new("INSERT INTO jobwheel_retry_due (log_id, due_ms) VALUES (?, ?)");
 static DUE_IDS: Sql =
@@ -246,5 +250,39 @@ impl LogStore for SqlStore {
     async fn stalled_log_ids(&self, trigger_before: DateTime<Utc>) -> Result<Vec<LogId>, StoreError> {
         let before_ms = trigger_before.timestamp_millis();
         self.ex().fetch_column(&STALLED_IDS, &args![secs(trigger_before), before_ms]).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr as _;
+
+    use sqlx::sqlite::SqliteConnectOptions;
+    use sqlx::{ConnectOptions as _, Row as _};
+
+    /// SQLite plans the fail monitor's scan without statistics (the admin never runs `ANALYZE`):
+    /// every branch must search an index, never walk `xxl_job_log`, or each pass reads the whole
+    /// table (2–3 s every 10 s with two hours of logs at 1 000/s: docs/benchmarks.md).
+    #[tokio::test]
+    async fn the_fail_scan_searches_indexes_without_statistics() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("plan.db").display());
+        drop(crate::store::connect(&url).await.unwrap());
+        let mut conn = SqliteConnectOptions::from_str(&url).unwrap().connect().await.unwrap();
+        let plan: Vec<String> =
+            sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {}", super::FAILED_IDS_SQL)))
+                .bind(1000_i64)
+                .fetch_all(&mut conn)
+                .await
+                .unwrap()
+                .iter()
+                .map(|row| row.get::<String, _>("detail"))
+                .collect();
+        let reads: Vec<&String> = plan.iter().filter(|d| d.contains("xxl_job_log")).collect();
+        assert_eq!(reads.len(), 4, "{plan:?}");
+        assert!(
+            reads.iter().all(|d| d.starts_with("SEARCH xxl_job_log USING INDEX I_handle_code")),
+            "{plan:?}"
+        );
     }
 }
