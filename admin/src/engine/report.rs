@@ -11,7 +11,7 @@ use chrono_tz::Tz;
 
 use super::EngineError;
 use super::config::MIN_LOG_RETENTION_DAYS;
-use super::report_slices::{SLICE_SECS, Slices};
+use super::report_slices::Slices;
 use super::trigger::to_datetime;
 use crate::store::{LogClear, LogReport, Store};
 
@@ -60,10 +60,7 @@ impl ReportMonitor {
             })
             .collect();
         let mut slices = self.slices.lock().await;
-        if let (Some((first, _)), Some((_, end))) = (days.first(), days.last())
-            && first.timestamp() % SLICE_SECS == 0
-            && end.timestamp() % SLICE_SECS == 0
-        {
+        if let (Some((first, _)), Some((_, end))) = (days.first(), days.last()) {
             slices.update(&*self.store, first.timestamp(), end.timestamp(), now_ms).await?;
         }
         for (from, next_day) in days {

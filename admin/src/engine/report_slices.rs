@@ -24,7 +24,7 @@ use crate::store::{LogCounts, LogId, Store, StoreError};
 
 /// A slice's length. Every zone's midnight today is a whole number of 15 minutes from UTC's,
 /// so a day is a whole number of slices; a day that is not is counted directly.
-pub(super) const SLICE_SECS: i64 = 300;
+const SLICE_SECS: i64 = 300;
 /// Slices within this of the last pass (before it, or after now) are recounted every pass: an
 /// insert's transaction (a batch of staged rows, a trigger's) commits well within it.
 const RECENT_SECS: i64 = 30;
@@ -47,15 +47,19 @@ pub(super) struct Slices {
 }
 
 impl Slices {
-    /// Brings the slices of `[from_s, until_s)` (whole slices) up to date at `now_ms`; returns
-    /// how many were recounted.
+    /// Brings the slices of `[from_s, until_s)` up to date at `now_ms`. A range that is not whole
+    /// slices (a zone whose midnight is not on a slice's edge) keeps nothing: `counts` then
+    /// answers `None` and the caller counts the day directly.
     pub(super) async fn update(
         &mut self,
         store: &dyn Store,
         from_s: i64,
         until_s: i64,
         now_ms: i64,
-    ) -> Result<usize, StoreError> {
+    ) -> Result<(), StoreError> {
+        if !whole_slices(from_s, until_s) {
+            return Ok(());
+        }
         // Epoch first, then the top id: a deletion or insert after either is seen next pass.
         let epoch = store.log_epoch().await?;
         let top = store.top_log_id().await?;
@@ -99,13 +103,13 @@ impl Slices {
         self.epoch = Some(epoch);
         self.top = top.0;
         self.last_pass_s = now_ms.div_euclid(1000);
-        Ok(due.len())
+        Ok(())
     }
 
     /// The counts of `[from_s, until_s)` from the kept slices; `None` unless the range is whole
     /// slices that are all kept.
     pub(super) fn counts(&self, from_s: i64, until_s: i64) -> Option<LogCounts> {
-        if from_s % SLICE_SECS != 0 || until_s % SLICE_SECS != 0 {
+        if !whole_slices(from_s, until_s) {
             return None;
         }
         let mut sum = LogCounts::default();
@@ -117,6 +121,11 @@ impl Slices {
         }
         Some(sum)
     }
+}
+
+/// Whether `[from_s, until_s)` begins and ends on a slice's edge.
+fn whole_slices(from_s: i64, until_s: i64) -> bool {
+    from_s % SLICE_SECS == 0 && until_s % SLICE_SECS == 0
 }
 
 fn to_utc(secs: i64) -> chrono::DateTime<chrono::Utc> {
