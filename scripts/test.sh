@@ -97,8 +97,10 @@ export JOBWHEEL_TEST_POSTGRES_URL="${JOBWHEEL_TEST_POSTGRES_URL:-postgres://post
 export JOBWHEEL_TEST_MYSQL_URL="${JOBWHEEL_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/test}"
 
 # Supply chain (deny.toml): licences, banned crates and sources always; RustSec advisories
-# when an advisory database is at hand (JOBWHEEL_ADVISORY_DB: a clone of rustsec/advisory-db),
-# as cargo-deny fetches it from a git host this machine may not reach.
+# when an advisory database is at hand (JOBWHEEL_ADVISORY_DB: a clone of rustsec/advisory-db or
+# a git bundle of it; .ci/run finds one beside the clone), where a new advisory fails the run. A
+# local copy, because cargo-deny would fetch the database from a git host this machine may not
+# reach.
 echo "== cargo deny"
 command -v cargo-deny >/dev/null || cargo install cargo-deny --version 0.20.2 --locked
 # `--offline` reads the crates from Cargo's cache: on a fresh machine nothing is there yet, and
@@ -109,8 +111,14 @@ if [ -n "${JOBWHEEL_ADVISORY_DB:-}" ]; then
   advisories="$(realpath -m "${CARGO_TARGET_DIR:-target}")/advisory-db"
   # cargo-deny 0.20 keeps the default database under this name inside db-path.
   rm -rf "$advisories" && mkdir -p "$advisories"
-  git clone -q "$JOBWHEEL_ADVISORY_DB" "$advisories/advisory-db-3157b0e258782691"
-  echo "advisory database of $(git -C "$advisories/advisory-db-3157b0e258782691" log -1 --format=%cs)"
+  db="$advisories/advisory-db-3157b0e258782691"
+  # A clone of the database or a git bundle of it (a one-commit bundle lacks its parents: mark
+  # its commit shallow so git reads it as a root).
+  git -c advice.detachedHead=false clone -q "$JOBWHEEL_ADVISORY_DB" "$db"
+  if ! git -C "$db" log -1 --format=%cs >/dev/null 2>&1; then
+    git -C "$db" rev-parse HEAD >"$db/.git/shallow"
+  fi
+  echo "advisory database of $(git -C "$db" log -1 --format=%cs), from $JOBWHEEL_ADVISORY_DB"
   sed "s|^yanked = \"deny\"|yanked = \"deny\"\ndb-path = \"$advisories\"|" deny.toml >"$advisories/deny.toml"
   cargo deny --offline --config "$advisories/deny.toml" check advisories
 else

@@ -1,7 +1,8 @@
 //! House rules checked as tests: every Rust file of the workspace opens with a `//!` line that
 //! says what the file is (rust-analyzer's tidy test, and how a newcomer finds their way), the
 //! store never reads the clock, the admin's modules import one another without a circle
-//! (`module_graph`), and every repository path the docs name exists (`doc_paths`).
+//! (`module_graph`), every repository path the docs name exists (`doc_paths`), and nothing but
+//! the CI entry point reaches outside the clone (a user's clone has nothing beside it).
 
 #[cfg(test)]
 mod doc_paths;
@@ -44,7 +45,31 @@ fn files_where(dir: &std::path::Path, keep: &dyn Fn(&str) -> bool, out: &mut Vec
 
 #[cfg(test)]
 mod tests {
-    use super::{repo_root, rust_files};
+    use super::{files_where, repo_root, rust_files};
+
+    /// README's test command must pass in a clone with nothing beside it: only `.ci/run` (which
+    /// looks for the advisory database there, and goes on without it) may name the folder
+    /// the development machine keeps beside the repository.
+    #[test]
+    fn no_file_but_the_ci_entry_point_names_the_folder_beside_the_clone() {
+        let root = repo_root();
+        let needle = ["..", "/shared"].concat();
+        let mut files = Vec::new();
+        files_where(&root, &|_| true, &mut files);
+        assert!(files.len() > 200, "found only {} files under {}", files.len(), root.display());
+        let naming: Vec<String> = files
+            .iter()
+            .filter(|path| {
+                std::fs::read(path).is_ok_and(|bytes| String::from_utf8_lossy(&bytes).contains(&needle))
+            })
+            .map(|path| path.strip_prefix(&root).unwrap_or(path).display().to_string())
+            .collect();
+        assert!(
+            naming.is_empty(),
+            "these files name {needle}, which a user's clone does not have:\n{}",
+            naming.join("\n")
+        );
+    }
 
     #[test]
     fn every_rust_file_opens_with_a_module_doc_line() {

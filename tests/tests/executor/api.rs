@@ -95,7 +95,8 @@ async fn run_rejects_what_it_cannot_run_with_upstream_messages() {
     // Upstream's admin's own GLUE(Java) trigger, as xxl-job-core 2.4.2 received it: failed at
     // once, saying why, where the JVM executor answered 200 and ran it.
     let probe = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/interop/java-2.4.2.probe.txt"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../admin/tests/fixtures/java-2.4.2/java-2.4.2.probe.txt"),
     )
     .expect("the wire capture");
     let captured = probe

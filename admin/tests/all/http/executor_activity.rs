@@ -70,7 +70,8 @@ async fn the_group_page_shows_runs_queues_and_slots_of_each_executor() -> anyhow
 
     // xxl-job-core 2.4.2's own heartbeat, as captured, for the same AppName on another address.
     let capture = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/interop/java-2.4.2.admin.jsonl"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/java-2.4.2/java-2.4.2.admin.jsonl"),
     )?;
     let beat: Value = capture
         .lines()

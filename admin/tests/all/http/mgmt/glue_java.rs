@@ -2,7 +2,7 @@
 //! upstream's own GLUE(Java) source, edited through the GLUE IDE's endpoints, exported and
 //! imported, and triggered — and the `/run` its executor gets has exactly the keys and values the
 //! request upstream's admin sent to xxl-job-core 2.4.2 had (golden data in
-//! `../shared/interop/java-2.4.2.probe.txt`).
+//! `admin/tests/fixtures/java-2.4.2/java-2.4.2.probe.txt`).
 
 use std::path::PathBuf;
 
@@ -14,9 +14,9 @@ use super::jobs::form;
 use super::recording_executor::RecordingExecutor;
 use crate::http::eventually;
 
-/// `../shared/interop/` beside the repository.
+/// The captures of xxl-job-core 2.4.2 kept with the tests (`admin/tests/fixtures/java-2.4.2/`).
 fn interop(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/interop").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/java-2.4.2").join(name)
 }
 
 /// The body of the captured `/run` of a GLUE(Java) job.
