@@ -57,6 +57,20 @@ where
 {
     let local = listener.local_addr().context("listener has no local address")?;
     let store = store::connect(&config.database_url).await.context("cannot open the database")?;
+    if config.keep_upstream_password_hashes {
+        // Unsalted MD5/SHA-256 for every password set here: only worth it while an upstream admin
+        // really shares the database (review N11).
+        anyhow::ensure!(
+            store.schema().found != store::Generation::Created,
+            "--keep-upstream-password-hashes: this database was created by jobwheel, so no upstream admin \
+             shares it; leave the flag out to keep passwords as argon2 hashes"
+        );
+        tracing::warn!(
+            generation = store.schema().found.label(),
+            "--keep-upstream-password-hashes: passwords set here are stored as upstream's unsalted hashes, \
+             readable by anyone with a copy of the database; drop the flag once no upstream admin uses it"
+        );
+    }
     let secrets = secrets::prepare(
         store.as_ref(),
         config.access_token.as_deref(),
@@ -81,8 +95,23 @@ where
         }
     }
 
+    // Secrets everybody knows are refused, and named at every start until they are replaced
+    // (review N1): the configured token, groups' stored tokens, the seed password's hash.
+    let token = match crate::credentials::token_weakness(&secrets.access_token) {
+        None => AccessToken::new(&secrets.access_token),
+        Some(weakness) => {
+            tracing::error!(
+                reason = weakness.describe(),
+                "the access token is refused: no executor or script can use it. Give every admin and \
+                 executor a new token (--access-token / JOBWHEEL_ACCESS_TOKEN), at least 8 random characters"
+            );
+            AccessToken::refusing()
+        }
+    };
+    secrets::report_published_passwords(store.as_ref()).await.context("reading the users")?;
     let metrics = Arc::new(AdminMetrics::new());
     let group_tokens = Arc::new(GroupTokens::new(Arc::clone(&store), Arc::clone(&secret_box)));
+    group_tokens.report_refused().await.context("reading the groups' access tokens")?;
     let core = make_core(CoreContext {
         store: Arc::clone(&store),
         access_token: secrets.access_token.clone(),
@@ -97,7 +126,7 @@ where
     let state = Arc::new(HttpState {
         store,
         core: Arc::clone(&core),
-        token: AccessToken::new(&secrets.access_token),
+        token,
         callbacks: callbacks.clone(),
         registrations: RecentRegistrations::new(Duration::from_secs(DEAD_TIMEOUT_SECS)),
         login_limit: http::LoginLimiter::default(),

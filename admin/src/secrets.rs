@@ -243,8 +243,48 @@ pub fn hash_password(password: &str) -> Result<String, SecretsError> {
 }
 
 /// Whether `password` matches a hash made by [`hash_password`]. Hashes in other formats
-/// (upstream's MD5/SHA-256 hex) never match here.
+/// (upstream's MD5/SHA-256 hex, a single sign-on account's `!sso`) never match here, and cost
+/// one argon2 run all the same: answering at once would tell a caller which names are single
+/// sign-on accounts (review N12).
 pub fn verify_password(password: &str, hash: &str) -> bool {
-    PasswordHash::new(hash)
-        .is_ok_and(|parsed| argon2::Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+    match PasswordHash::new(hash) {
+        Ok(parsed) => argon2::Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok(),
+        Err(_) => {
+            if let Ok(dummy) = PasswordHash::new(DUMMY_HASH) {
+                let _ = argon2::Argon2::default().verify_password(password.as_bytes(), &dummy);
+            }
+            false
+        }
+    }
+}
+
+/// An argon2 hash no password matches, verified wherever a real one is missing so that every
+/// refused sign-in costs the same time.
+pub const DUMMY_HASH: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$0000000000000000000000000000000000000000000";
+
+/// Logs every user whose stored hash is upstream's hash of a published password (the seed
+/// `admin`/`123456` of an adopted database): such an account cannot sign in until an
+/// administrator sets a new password (review N1). The number of such users.
+pub async fn report_published_passwords(store: &dyn Store) -> Result<usize, StoreError> {
+    let mut found = 0;
+    let mut offset = 0;
+    loop {
+        let page = store.page_users(&UserFilter::default(), Page { offset, limit: 500 }).await?;
+        for user in &page.rows {
+            if crate::credentials::published::is_published_password_hash(&user.user.password) {
+                found += 1;
+                tracing::error!(
+                    username = %user.user.username,
+                    "this account still has xxl-job's published default password and cannot sign in; set a new one \
+                     (`jobwheel-admin users reset-password {}`, or an administrator on the Users page)",
+                    user.user.username
+                );
+            }
+        }
+        if page.rows.len() < 500 {
+            return Ok(found);
+        }
+        offset += 500;
+    }
 }

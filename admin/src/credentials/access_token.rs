@@ -12,11 +12,19 @@ use subtle::ConstantTimeEq as _;
 #[derive(Clone)]
 pub(crate) struct AccessToken {
     digest: [u8; 32],
+    /// A token no request may present: a configured one everybody knows (review N1), or a
+    /// group's that cannot be opened.
+    refusing: bool,
 }
 
 impl AccessToken {
     pub(crate) fn new(token: &str) -> Self {
-        Self { digest: Sha256::digest(token.as_bytes()).into() }
+        Self { digest: Sha256::digest(token.as_bytes()).into(), refusing: false }
+    }
+
+    /// A token that matches nothing.
+    pub(crate) fn refusing() -> Self {
+        Self { digest: [0; 32], refusing: true }
     }
 
     /// Whether the request's `XXL-JOB-ACCESS-TOKEN` header carries the token. A missing header
@@ -28,7 +36,7 @@ impl AccessToken {
     /// Whether `given` is the token.
     pub(crate) fn matches_value(&self, given: &[u8]) -> bool {
         let given: [u8; 32] = Sha256::digest(given).into();
-        bool::from(given.ct_eq(&self.digest))
+        bool::from(given.ct_eq(&self.digest)) && !self.refusing
     }
 }
 

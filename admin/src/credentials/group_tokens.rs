@@ -19,6 +19,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use super::AccessToken;
+use super::published::{Weakness, token_weakness};
 use crate::sealing::SecretBox;
 use crate::store::{GroupId, Store, StoreError, StoredToken, VariableOwner};
 
@@ -29,10 +30,28 @@ pub const SNAPSHOT_TTL: Duration = Duration::from_secs(5);
 /// identifiers), so a sealed variable never opens as a token or the reverse.
 pub const SEAL_NAME: &str = "xxl-job-access-token";
 
-/// Shortest token the management API accepts (upstream's sample `default_token` is 13).
-pub const MIN_TOKEN_CHARS: usize = 8;
 /// Longest token (`xxl_job_group.access_token` is `varchar(255)` in upstream 3.5).
 pub const MAX_TOKEN_CHARS: usize = 255;
+
+/// Why a group's stored token is refused: the group stays fenced off (its callers are
+/// refused, the global token does not act for it) until an administrator sets a new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenRefusal {
+    /// A token everybody knows or could guess (upstream 3.5's seed `default_token`, review N1).
+    Weak(Weakness),
+    /// Sealed under another key, or damaged: it cannot be opened (review N10, fail closed).
+    Unopenable,
+}
+
+impl TokenRefusal {
+    /// The reason as the log, the API and the UI name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TokenRefusal::Weak(weakness) => weakness.describe(),
+            TokenRefusal::Unopenable => "cannot be opened with this admin's secret key",
+        }
+    }
+}
 
 /// One group's token and AppName.
 pub struct GroupCredential {
@@ -42,23 +61,38 @@ pub struct GroupCredential {
     pub app_name: String,
     token: String,
     digest: AccessToken,
+    refused: Option<TokenRefusal>,
 }
 
 impl GroupCredential {
     fn new(group: GroupId, app_name: String, token: String) -> Self {
         let digest = AccessToken::new(&token);
-        Self { group, app_name, token, digest }
+        let refused = token_weakness(&token).map(TokenRefusal::Weak);
+        Self { group, app_name, token, digest, refused }
     }
 
-    /// The token, for requests to the group's executors.
+    fn unopenable(group: GroupId, app_name: String) -> Self {
+        let digest = AccessToken::refusing();
+        Self { group, app_name, token: String::new(), digest, refused: Some(TokenRefusal::Unopenable) }
+    }
+
+    /// The token, for requests to the group's executors (empty when it cannot be opened, so
+    /// they refuse the admin too rather than hear the global token).
     pub fn token(&self) -> &str {
         &self.token
     }
 
     /// Whether `given` is the token, compared on digests in constant time (as the global
-    /// token is: neither its bytes nor its length leak through timing).
+    /// token is: neither its bytes nor its length leak through timing). Never for a refused
+    /// token, whatever is given.
     pub fn matches(&self, given: &[u8]) -> bool {
-        self.digest.matches_value(given)
+        let right = self.digest.matches_value(given);
+        right && self.refused.is_none()
+    }
+
+    /// Why the stored token is not accepted, if it is not.
+    pub fn refused(&self) -> Option<TokenRefusal> {
+        self.refused
     }
 }
 
@@ -118,7 +152,33 @@ impl GroupTokens {
         Ok(self.snapshot().await?.by_group.get(&group).cloned())
     }
 
-    /// The groups that have a token of their own: the global token does not act for them.
+    /// Every group with a token of its own and whether that token is refused (N1, N10).
+    pub async fn states(&self) -> Result<HashMap<GroupId, Option<TokenRefusal>>, StoreError> {
+        Ok(self.snapshot().await?.by_group.iter().map(|(id, c)| (*id, c.refused())).collect())
+    }
+
+    /// Logs every group whose stored token is refused, naming the group and the reason, so an
+    /// operator who adopted an upstream database learns at start which tokens to replace.
+    pub async fn report_refused(&self) -> Result<usize, StoreError> {
+        let snapshot = self.snapshot().await?;
+        let mut refused = 0;
+        for credential in snapshot.by_group.values() {
+            if let Some(reason) = credential.refused() {
+                refused += 1;
+                tracing::error!(
+                    group = credential.group.0,
+                    app = %credential.app_name,
+                    reason = reason.describe(),
+                    "this group's access token is refused: its executors and scripts cannot call the admin until an \
+                     administrator sets a new one (Executors page, Token; or PUT /api/v1/groups/{{id}}/access-token with no body)"
+                );
+            }
+        }
+        Ok(refused)
+    }
+
+    /// The groups that have a token of their own, usable or refused: the global token does not
+    /// act for them.
     pub async fn guarded_groups(&self) -> Result<std::collections::HashSet<GroupId>, StoreError> {
         Ok(self.snapshot().await?.by_group.keys().copied().collect())
     }
@@ -148,16 +208,16 @@ impl GroupTokens {
                 StoredToken::Plain(token) => Ok(token),
                 StoredToken::Sealed(sealed) => self.secrets.open(owner, SEAL_NAME, &sealed),
             };
-            let token = match opened {
-                Ok(token) => token,
+            let credential = match opened {
+                Ok(token) => GroupCredential::new(row.group_id, row.app_name, token),
                 Err(error) => {
-                    // That group's callers are refused and its executors called with the
-                    // global token until the key is fixed or the token set again.
-                    tracing::error!(group = row.group_id.0, app = %row.app_name, %error, "cannot open a group's access token");
-                    continue;
+                    // Fenced off, not skipped: skipped, the group would fall back to the global
+                    // token, and any holder of that could register under its AppName (N10).
+                    tracing::error!(group = row.group_id.0, app = %row.app_name, %error, "cannot open a group's access token; the group is fenced off until it is set again");
+                    GroupCredential::unopenable(row.group_id, row.app_name)
                 }
             };
-            let credential = Arc::new(GroupCredential::new(row.group_id, row.app_name, token));
+            let credential = Arc::new(credential);
             snapshot.by_app.insert(credential.app_name.clone(), Arc::clone(&credential));
             snapshot.by_group.insert(credential.group, credential);
         }

@@ -57,7 +57,9 @@ async def main():
 
     async def as_runner(s):
         out["runUpdate"] = await call(s, "update_job", {"id": job_id, "changes": {"author": "x"}})
-        out["trigger"] = await call(s, "trigger_job", {"id": job_id, "param": "hello from mcp"})
+        # A run token runs the job as its writer set it up: no parameter of its own (review N3).
+        out["runParam"] = await call(s, "trigger_job", {"id": job_id, "param": "sh -c 'touch /tmp/x'"})
+        out["trigger"] = await call(s, "trigger_job", {"id": job_id})
         for _ in range(100):
             runs = await call(s, "list_runs", {"jobId": job_id})
             items = json.loads(runs["text"])["items"] if not runs["isError"] else []

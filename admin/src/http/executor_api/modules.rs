@@ -6,9 +6,12 @@
 //! it answers with HTTP statuses (`ApiError`), because its success body is the module itself,
 //! not an envelope.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
-use axum::extract::{Path, State};
+use axum::Extension;
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
@@ -20,10 +23,26 @@ const WASM_CONTENT_TYPE: &str = "application/wasm";
 
 pub(crate) async fn module(
     State(state): State<Arc<HttpState>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     Path(digest): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let caller = authenticate(&state, &headers).await?.map_err(|_| ApiError::Unauthorized)?;
+    // Wrong tokens are throttled per address as on every other executor-facing route: without
+    // it, 401 for a wrong token and 404 for a right one would be an unlimited oracle for group
+    // tokens (review L4).
+    let client = peer.map(|Extension(ConnectInfo(peer))| state.trusted_proxies.client(peer.ip(), &headers));
+    if let Some(wait) = client.and_then(|c| state.token_failures.blocked(c, Instant::now())) {
+        return Err(ApiError::TooManyRequests(wait));
+    }
+    let caller = match authenticate(&state, &headers).await? {
+        Ok(caller) => caller,
+        Err(_) => {
+            if let Some(client) = client {
+                state.token_failures.failed(client, Instant::now());
+            }
+            return Err(ApiError::Unauthorized);
+        }
+    };
     if !is_digest(&digest) {
         return Err(ApiError::BadRequest(format!(
             "invalid module digest {digest:?}: expected 64 lower-case hex characters (SHA-256)"

@@ -33,6 +33,7 @@ use crate::http::mgmt::auth::{Credential, Principal};
 use crate::http::mgmt::job_input::JobInput;
 use crate::http::mgmt::job_retry::RetryForm;
 use crate::http::mgmt::job_settings::JobSettings;
+use crate::http::mgmt::token_scope::TokenScope;
 use crate::http::mgmt::{job_view, jobs};
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobId, User, UserId, UserRow};
@@ -177,7 +178,7 @@ fn principal(caller: &GroupCredential) -> Principal {
         role: 0,
         permission: Some(caller.group.0.to_string()),
     };
-    Principal { user: UserRow { id: UserId(0), user }, credential: Credential::Token }
+    Principal { user: UserRow { id: UserId(0), user }, credential: Credential::Token(TokenScope::Write) }
 }
 
 fn decode<T: serde::de::DeserializeOwned>(operation: Operation, body: &[u8]) -> Result<T, String> {

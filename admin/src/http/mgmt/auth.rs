@@ -33,8 +33,10 @@ const TOUCH_EVERY_MS: i64 = 60_000;
 pub(crate) enum Credential {
     /// A browser session: the stored digest of its cookie and its CSRF token.
     Session { id_hash: String, csrf_token: String },
-    /// An API token (its scope was checked against the route when it was accepted).
-    Token,
+    /// An API token (its scope was checked against the route when it was accepted; handlers
+    /// that narrow a route further read it, e.g. a `run` token triggers only with the job's own
+    /// parameter).
+    Token(TokenScope),
 }
 
 /// The authenticated caller.
@@ -159,7 +161,7 @@ impl FromRequestParts<Arc<HttpState>> for Principal {
             let route = parts.extensions.get::<MatchedPath>().map_or("", MatchedPath::as_str);
             scope.check(&parts.method, route)?;
             note_for_audit(parts, &user);
-            return Ok(Self { user, credential: Credential::Token });
+            return Ok(Self { user, credential: Credential::Token(scope) });
         }
         let cookie = session_cookie(&parts.headers).ok_or_else(unauthenticated)?;
         let id_hash = digest(cookie);

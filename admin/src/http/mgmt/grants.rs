@@ -134,6 +134,7 @@ pub(crate) async fn put_job(
     }
     let owner = VariableOwner::Job(job.id);
     let before = state.store.load_job_grant(job.id).await?.unwrap_or_default();
+    refuse_new_uses_unless_admin(&principal, before.used_names(), &uses)?;
     let row = JobGrantRow {
         http_allow: input
             .http_allow
@@ -192,6 +193,27 @@ pub(crate) async fn put_job(
     state.store.save_job_grant(job.id, &row, now).await?;
     record(&state, owner, &principal, &changes, now).await?;
     Ok(Json(job_view(&state, job.id).await?))
+}
+
+/// Only an administrator adds a name to a job's `uses` (review M7): the group's variables and
+/// secrets are the administrators', and `uses` is what sends them to a job's module — which any
+/// member of the group may replace with one that prints them. Members may keep or drop names.
+fn refuse_new_uses_unless_admin(
+    principal: &Principal,
+    before: std::collections::BTreeSet<&str>,
+    after: &[String],
+) -> Result<(), ApiError> {
+    if principal.is_admin() {
+        return Ok(());
+    }
+    let added: Vec<&str> = after.iter().map(String::as_str).filter(|name| !before.contains(name)).collect();
+    if added.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::Forbidden(format!(
+        "uses: only an administrator may give a job the executor group's variables and secrets ({}); ask one to add them",
+        added.join(", ")
+    )))
 }
 
 /// `PUT /api/v1/jobs/{id}/secrets/{name}`.

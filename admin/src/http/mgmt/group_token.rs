@@ -78,6 +78,12 @@ fn checked(token: &str) -> Result<&str, ApiError> {
             "accessToken: must be {MIN_TOKEN_CHARS} to {MAX_TOKEN_CHARS} characters (leave it out to generate one)"
         )));
     }
+    if let Some(weakness) = crate::credentials::token_weakness(token) {
+        return Err(ApiError::BadRequest(format!(
+            "accessToken: {} tokens are refused (leave it out to generate one)",
+            weakness.describe()
+        )));
+    }
     if !token.chars().all(|c| c.is_ascii_graphic()) {
         return Err(ApiError::BadRequest(
             "accessToken: only printable ASCII characters without spaces (it travels in an HTTP header)"

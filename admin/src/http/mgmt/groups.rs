@@ -1,7 +1,7 @@
 //! `/api/v1/groups`: executor groups (upstream `JobGroupController`). Admins manage them;
 //! normal users may read the groups in their permission (the job and log pages need them).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use axum::Json;
@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::alarm_routes::{self, AlarmForm, AlarmView};
 use super::auth::Principal;
 use super::{ApiJson, ApiQuery, Listed, Paging, ms};
+use crate::credentials::TokenRefusal;
 use crate::engine::DEAD_TIMEOUT_MS;
 use crate::http::{ApiError, HttpState};
 use crate::routing::sort_addresses;
@@ -41,6 +42,10 @@ pub(crate) struct GroupView {
     /// Whether the group has its own access token (xxl-job 3.5); the token itself is never
     /// shown after it was set.
     access_token_set: bool,
+    /// Why the group's stored token is refused (xxl-job's published `default_token` of an
+    /// adopted 3.5 database, a short one, one that cannot be opened); absent when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    access_token_refused: Option<&'static str>,
     /// jobwheel: the cap on the group's runs in flight across its executors; null: none.
     max_running: Option<i32>,
     /// jobwheel: `alarmChannels` (docs/alarms.md); jobs of the group without their own use them.
@@ -61,6 +66,7 @@ impl From<GroupRow> for GroupView {
             address_list: row.group.address_list,
             update_time: ms(row.group.update_time),
             access_token_set: false,
+            access_token_refused: None,
             max_running: row.max_running,
             alarms: AlarmView::default(),
             registered: None,
@@ -68,19 +74,28 @@ impl From<GroupRow> for GroupView {
     }
 }
 
-/// The groups that have their own access token.
-pub(crate) async fn with_tokens(state: &HttpState) -> Result<BTreeSet<GroupId>, ApiError> {
-    Ok(state.store.group_tokens().await?.into_iter().map(|t| t.group_id).collect())
+/// The groups that have their own access token, and why each one that is refused is.
+pub(crate) async fn with_tokens(
+    state: &HttpState,
+) -> Result<BTreeMap<GroupId, Option<TokenRefusal>>, ApiError> {
+    // Read as stored now: a token set by another admin shows at once on the Executors page.
+    state.group_tokens.invalidate();
+    Ok(state.group_tokens.states().await?.into_iter().collect())
 }
 
 /// The view of `row`, saying whether it has its own access token.
 pub(crate) async fn view(state: &HttpState, row: GroupRow) -> Result<GroupView, ApiError> {
-    let access_token_set = with_tokens(state).await?.contains(&row.id);
+    let token = with_tokens(state).await?.get(&row.id).copied();
     let alarms = alarm_routes::views(state, route_scope::GROUP, &[i64::from(row.id.0)])
         .await?
         .pop()
         .unwrap_or_default();
-    Ok(GroupView { access_token_set, alarms, ..row.into() })
+    Ok(GroupView {
+        access_token_set: token.is_some(),
+        access_token_refused: token.flatten().map(TokenRefusal::describe),
+        alarms,
+        ..row.into()
+    })
 }
 
 #[derive(Deserialize)]
@@ -120,8 +135,13 @@ pub(crate) async fn list(
     let ids: Vec<i64> = rows.iter().map(|r| i64::from(r.id.0)).collect();
     let alarms = alarm_routes::views(&state, route_scope::GROUP, &ids).await?;
     let items = rows.into_iter().zip(alarms).map(|(row, alarms)| {
-        let access_token_set = tokens.contains(&row.id);
-        GroupView { access_token_set, alarms, ..row.into() }
+        let token = tokens.get(&row.id).copied();
+        GroupView {
+            access_token_set: token.is_some(),
+            access_token_refused: token.flatten().map(TokenRefusal::describe),
+            alarms,
+            ..row.into()
+        }
     });
     Ok(Json(Listed { total, items: items.collect() }))
 }
@@ -355,6 +375,13 @@ pub(crate) async fn delete(
     if jobs > 0 {
         return Err(ApiError::Conflict(format!(
             "executor group {id} still has {jobs} job(s); delete or move them first"
+        )));
+    }
+    // Its workflows would stay behind, owned by no group (review N2).
+    let workflows = state.store.list_workflows(Some(&[group.id])).await?.len();
+    if workflows > 0 {
+        return Err(ApiError::Conflict(format!(
+            "executor group {id} still owns {workflows} workflow(s); delete or move them first"
         )));
     }
     if state.store.list_groups().await?.len() <= 1 {

@@ -11,10 +11,11 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde::Deserialize;
 
-use super::auth::Principal;
+use super::auth::{Credential, Principal};
 use super::job_days::{self, DaysForm};
 use super::job_input::{JobInput, PARAM_MAX, glue_template};
 use super::job_view::{JobView, permitted_job, reload};
+use super::token_scope::TokenScope;
 use super::{ApiJson, ApiQuery, Listed, Paging};
 use super::{job_search, job_tags};
 use crate::calendar::{DayRules, next_fires};
@@ -23,6 +24,7 @@ use crate::domain::{MisfireStrategy, ScheduleType};
 use crate::engine::first_fire_time;
 use crate::http::{ApiError, HttpState};
 use crate::store::{Job, JobFilter};
+use crate::workflow::Graph;
 
 /// Longest address list of a manual trigger (upstream's form limit).
 const ADDRESS_LIST_MAX: usize = 512;
@@ -222,6 +224,25 @@ pub(crate) async fn delete(
     Path(id): Path<i32>,
 ) -> Result<StatusCode, ApiError> {
     let job = permitted_job(&state, &principal, id).await?;
+    // A workflow keeps its nodes' job ids: deleted under it, a node would run whatever job a
+    // database later gives that id (MySQL 5.7 re-derives AUTO_INCREMENT at restart; review N2),
+    // so the workflow is edited first, as a calendar in use is unlinked first.
+    let users: Vec<String> = state
+        .store
+        .list_workflows(None)
+        .await?
+        .into_iter()
+        .filter(|w| {
+            Graph::from_json(&w.workflow.graph).is_ok_and(|g| g.nodes.iter().any(|n| n.job_id == job.id.0))
+        })
+        .map(|w| format!("{:?} (id {})", w.workflow.name, w.id.0))
+        .collect();
+    if !users.is_empty() {
+        return Err(ApiError::Conflict(format!(
+            "job {id} is a node of workflow {}; remove it from the workflow first",
+            users.join(", ")
+        )));
+    }
     state.store.delete_job(job.id).await?;
     super::alarm_routes::forget(&state, crate::store::route_scope::JOB, i64::from(job.id.0)).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -288,6 +309,20 @@ pub(crate) async fn trigger(
     ApiJson(body): ApiJson<TriggerBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let job = permitted_job(&state, &principal, id).await?;
+    // A `run` token runs what a writer set up: for `commandJobHandler`, script GLUE and
+    // `httpJobHandler` the parameter is code or a request, so choosing it is changing what runs
+    // (review N3). The job's own parameter, sent back unchanged, is not an override.
+    if matches!(principal.credential, Credential::Token(TokenScope::Run))
+        && body
+            .executor_param
+            .as_deref()
+            .is_some_and(|p| p != job.job.executor_param.as_deref().unwrap_or_default())
+    {
+        return Err(ApiError::Forbidden(
+            "executorParam: a run token triggers a job with its own parameter; choosing another needs a write token"
+                .to_owned(),
+        ));
+    }
     if body.executor_param.as_ref().is_some_and(|p| p.chars().count() > PARAM_MAX) {
         return Err(ApiError::BadRequest(format!("executorParam: at most {PARAM_MAX} characters")));
     }

@@ -263,6 +263,10 @@ pub(crate) struct UserView {
     pub(crate) username: String,
     pub(crate) role: i16,
     pub(crate) permission: Vec<i32>,
+    /// The stored hash is upstream's hash of its published password (the seed `admin`/`123456`
+    /// of an adopted database): the account cannot sign in until it gets a new one (N1).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) published_password: bool,
 }
 
 impl From<&UserRow> for UserView {
@@ -275,6 +279,7 @@ impl From<&UserRow> for UserView {
                 .into_iter()
                 .map(|g| g.0)
                 .collect(),
+            published_password: crate::credentials::published::is_published_password_hash(&row.user.password),
         }
     }
 }

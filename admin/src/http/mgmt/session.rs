@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::{Credential, Principal, ROLE_ADMIN, SESSION_COOKIE, digest, new_secret};
 use super::{ApiJson, UserView};
 use crate::http::{ApiError, HttpState};
-use crate::secrets;
+use crate::secrets::{self, DUMMY_HASH};
 use crate::sso::LocalPasswords;
 use crate::store::{NewSession, UserRow};
 
@@ -43,6 +43,11 @@ pub(crate) struct SessionView {
     user: UserView,
     csrf_token: Option<String>,
 }
+
+/// The refusal of a right password that everybody knows (upstream's seed `admin`/`123456`).
+pub(crate) const PUBLISHED_PASSWORD_REFUSED: &str = "this account still has xxl-job's published default password, \
+     which cannot sign in: an administrator sets a new one on the Users page, or the operator runs \
+     `jobwheel-admin users reset-password <name>`";
 
 /// `POST /api/v1/session`.
 pub(crate) async fn login(
@@ -116,7 +121,12 @@ async fn local_login(
         let _ = verify_blocking(password, DUMMY_HASH.to_owned()).await?;
         return Ok(None);
     };
-    let Some(user) = check_password(state, user, password).await? else { return Ok(None) };
+    let published = crate::credentials::published::is_published_password(&password);
+    let Some(user) = check_password(state, user, password, published).await? else { return Ok(None) };
+    if published {
+        // Checked after the password: only someone who already knows it learns this (N1).
+        return Err(ApiError::Forbidden(PUBLISHED_PASSWORD_REFUSED.to_owned()));
+    }
     // Checked after the password, so the answer tells nobody without it who is an administrator.
     if state.sso.config.local_passwords == LocalPasswords::Administrators && user.user.role != ROLE_ADMIN {
         return Err(ApiError::Forbidden(
@@ -134,6 +144,7 @@ async fn check_password(
     state: &HttpState,
     mut user: UserRow,
     password: String,
+    published: bool,
 ) -> Result<Option<UserRow>, ApiError> {
     let stored = user.user.password.clone();
     if let Some(legacy) = LegacyHash::of(&stored) {
@@ -145,7 +156,9 @@ async fn check_password(
         if !bool::from(given.as_bytes().ct_eq(stored.to_ascii_lowercase().as_bytes())) {
             return Ok(None);
         }
-        if state.keep_upstream_password_hashes {
+        // A published password is refused, so its hash stays upstream's: the start-up log and
+        // the Users page keep naming the account until it gets a new password.
+        if state.keep_upstream_password_hashes || published {
             return Ok(Some(user));
         }
         user.user.password = hash_blocking(password).await?;
@@ -207,10 +220,6 @@ impl LegacyHash {
     }
 }
 
-/// An argon2 hash no password matches, verified for unknown usernames.
-const DUMMY_HASH: &str =
-    "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$0000000000000000000000000000000000000000000";
-
 /// argon2 is deliberately slow; keep it off the async workers.
 /// Password hashings at once: each argon2 run takes 19 MiB and a core for tens of
 /// milliseconds, so a flood of logins must queue here instead of filling the blocking pool
@@ -254,7 +263,7 @@ pub(crate) fn cookie_header(value: &str, max_age: Option<i64>, secure: bool) -> 
 pub(crate) async fn current(principal: Principal) -> Json<SessionView> {
     let csrf_token = match &principal.credential {
         Credential::Session { csrf_token, .. } => Some(csrf_token.clone()),
-        Credential::Token => None,
+        Credential::Token(_) => None,
     };
     Json(SessionView { user: UserView::from(&principal.user), csrf_token })
 }
@@ -285,25 +294,38 @@ pub(crate) async fn change_password(
     principal: Principal,
     ApiJson(body): ApiJson<PasswordBody>,
 ) -> Result<StatusCode, ApiError> {
+    // An API token cannot change its user's password: a leaked token would otherwise be an
+    // unthrottled oracle for the password and a way to keep the account after the token is
+    // revoked (review N14).
+    if matches!(principal.credential, Credential::Token(_)) {
+        return Err(ApiError::Forbidden(
+            "a password is changed in a signed-in session, not with an API token".to_owned(),
+        ));
+    }
     check_password_rule(&body.password)?;
-    let Some(mut user) = check_password(&state, principal.user.clone(), body.old_password).await? else {
+    let Some(mut user) = check_password(&state, principal.user.clone(), body.old_password, false).await?
+    else {
         return Err(ApiError::BadRequest("oldPassword: the current password is wrong".to_owned()));
     };
     user.user.password = stored_password(&state, body.password).await?;
     state.store.update_user(user.id, &user.user).await?;
     let keep = match &principal.credential {
         Credential::Session { id_hash, .. } => Some(id_hash.as_str()),
-        Credential::Token => None,
+        Credential::Token(_) => None,
     };
     state.store.delete_user_sessions(user.id, keep).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Upstream's rule for new passwords.
+/// Upstream's rule for new passwords, and none of upstream's published ones (N1).
 pub(crate) fn check_password_rule(password: &str) -> Result<(), ApiError> {
-    if PASSWORD_CHARS.contains(&password.chars().count()) {
-        Ok(())
-    } else {
+    if !PASSWORD_CHARS.contains(&password.chars().count()) {
         Err(ApiError::BadRequest("password: must be 4 to 20 characters".to_owned()))
+    } else if crate::credentials::published::is_published_password(password) {
+        Err(ApiError::BadRequest(
+            "password: that is xxl-job's published default password; choose another".to_owned(),
+        ))
+    } else {
+        Ok(())
     }
 }

@@ -1,7 +1,8 @@
 //! `/api/v1/workflows/{id}/instances` and `/api/v1/workflow-instances` (jobwheel extension;
 //! docs/workflows.md): instances started with a context, listed, read with their node runs,
-//! stopped, rerun from their failed nodes or as a whole, and failed nodes marked done. Who may
-//! use an instance's workflow (its owner group) may do all of it.
+//! stopped, rerun from their failed nodes or as a whole, and failed nodes marked done. Each needs
+//! the workflow's owner group and every node's job group of the graph it acts on — the
+//! workflow's for a start, the instance's stored one otherwise (review N2).
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 use super::auth::Principal;
-use super::workflows::permitted;
+use super::workflows::{Deleted, permitted, require_node_groups, runnable};
 use super::{ApiJson, ApiQuery, DEFAULT_LIMIT, MAX_LIMIT};
 use crate::engine::{InstanceOp, OpError, StartError, instance_status_name};
 use crate::http::{ApiError, HttpState};
@@ -41,7 +42,7 @@ pub(crate) async fn start_instance(
     Path(id): Path<i64>,
     ApiJson(body): ApiJson<StartBody>,
 ) -> Result<(StatusCode, Json<StartReply>), ApiError> {
-    let row = permitted(&state, &principal, id).await?;
+    let row = runnable(&state, &principal, id).await?;
     let context = body.context.map(|c| c.to_string());
     let outcome = state.core.start_workflow(row.id, context.as_deref()).await.map_err(start_error)?;
     Ok(start_reply(outcome))
@@ -172,11 +173,13 @@ pub(crate) async fn instances(
     }))
 }
 
-/// An instance the principal may see (through its workflow's group).
+/// An instance the principal may see and act on: through its workflow's group, and every node's
+/// group of the graph the instance runs (its own, stored at its start: a rerun runs it again).
 async fn permitted_instance(
     state: &HttpState,
     principal: &Principal,
     id: i64,
+    deleted: Deleted,
 ) -> Result<InstanceRow, ApiError> {
     let row = state
         .store
@@ -184,6 +187,7 @@ async fn permitted_instance(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("workflow instance {id} not found")))?;
     permitted(state, principal, row.workflow_id.0).await?;
+    require_node_groups(state, principal, &row.graph, deleted).await?;
     Ok(row)
 }
 
@@ -193,7 +197,7 @@ pub(crate) async fn instance(
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<InstanceView>, ApiError> {
-    let row = permitted_instance(&state, &principal, id).await?;
+    let row = permitted_instance(&state, &principal, id, Deleted::Allowed).await?;
     let runs = state.store.instance_runs(row.id).await?;
     Ok(Json(InstanceView::of(row, Some(runs))))
 }
@@ -204,7 +208,7 @@ pub(crate) async fn stop_instance(
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<InstanceView>, ApiError> {
-    let row = permitted_instance(&state, &principal, id).await?;
+    let row = permitted_instance(&state, &principal, id, Deleted::Allowed).await?;
     if !state.core.stop_workflow_instance(row.id).await? {
         return Err(ApiError::Conflict(format!("workflow instance {id} is not running")));
     }
@@ -217,7 +221,7 @@ async fn full_instance(
     principal: &Principal,
     id: i64,
 ) -> Result<Json<InstanceView>, ApiError> {
-    let row = permitted_instance(state, principal, id).await?;
+    let row = permitted_instance(state, principal, id, Deleted::Allowed).await?;
     let runs = state.store.instance_runs(row.id).await?;
     Ok(Json(InstanceView::of(row, Some(runs))))
 }
@@ -237,7 +241,7 @@ pub(crate) async fn rerun_failed(
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<InstanceView>, ApiError> {
-    let row = permitted_instance(&state, &principal, id).await?;
+    let row = permitted_instance(&state, &principal, id, Deleted::Refused).await?;
     state.core.workflow_instance_op(row.id, InstanceOp::RerunFailed).await.map_err(op_error)?;
     full_instance(&state, &principal, id).await
 }
@@ -257,7 +261,7 @@ pub(crate) async fn mark_done(
     Path((id, node)): Path<(i64, String)>,
     ApiJson(body): ApiJson<DoneBody>,
 ) -> Result<Json<InstanceView>, ApiError> {
-    let row = permitted_instance(&state, &principal, id).await?;
+    let row = permitted_instance(&state, &principal, id, Deleted::Refused).await?;
     let output = body.output.map(|o| o.to_string());
     let op = InstanceOp::MarkDone { node, output };
     state.core.workflow_instance_op(row.id, op).await.map_err(op_error)?;
@@ -271,7 +275,7 @@ pub(crate) async fn rerun(
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<(StatusCode, Json<StartReply>), ApiError> {
-    let row = permitted_instance(&state, &principal, id).await?;
+    let row = permitted_instance(&state, &principal, id, Deleted::Refused).await?;
     let outcome = state.core.rerun_workflow_instance(row.id).await.map_err(start_error)?;
     Ok(start_reply(outcome))
 }

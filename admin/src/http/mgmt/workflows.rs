@@ -232,6 +232,61 @@ fn days_error(error: DaysError) -> ApiError {
     }
 }
 
+/// Whether the principal may act on a workflow (or instance) that runs `graph` (its JSON): rights
+/// on the group of every node's job, each job still there (review N2). Starting, rerunning or
+/// marking a node done drives those jobs with the principal's input, and an instance shows
+/// their outputs, so the owner group alone is not enough. 403 names the node in a group the
+/// principal may not use; with `Deleted::Refused`, 409 the node whose job was deleted (what
+/// would run it again), while a finished instance of a deleted job stays readable.
+pub(super) async fn require_node_groups(
+    state: &HttpState,
+    principal: &Principal,
+    graph: &str,
+    deleted: Deleted,
+) -> Result<(), ApiError> {
+    let graph = Graph::from_json(graph).map_err(ApiError::internal)?;
+    for node in &graph.nodes {
+        match state.store.load_job(JobId(node.job_id)).await? {
+            None if deleted == Deleted::Allowed => {}
+            None => {
+                return Err(ApiError::Conflict(format!(
+                    "graph: node {} runs job {}, which no longer exists; edit the workflow",
+                    node.name, node.job_id
+                )));
+            }
+            Some(job) if !principal.may_use(job.job.job_group) => {
+                return Err(ApiError::Forbidden(format!(
+                    "graph: node {} runs job {} of executor group {}, which you may not use",
+                    node.name, node.job_id, job.job.job_group.0
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Whether a node whose job was deleted is refused ([`require_node_groups`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Deleted {
+    /// Reading or stopping: nothing of the deleted job runs.
+    Allowed,
+    /// Starting or rerunning: the node would run whatever job later gets its id.
+    Refused,
+}
+
+/// A workflow the principal may use and run: its owner group and every node's (N2), or
+/// 404/403/409.
+pub(super) async fn runnable(
+    state: &HttpState,
+    principal: &Principal,
+    id: i64,
+) -> Result<WorkflowRow, ApiError> {
+    let row = permitted(state, principal, id).await?;
+    require_node_groups(state, principal, &row.workflow.graph, Deleted::Refused).await?;
+    Ok(row)
+}
+
 /// A workflow the principal may use, or 404/403.
 pub(super) async fn permitted(
     state: &HttpState,
@@ -355,7 +410,7 @@ pub(crate) async fn start(
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<WorkflowView>, ApiError> {
-    let mut row = permitted(&state, &principal, id).await?;
+    let mut row = runnable(&state, &principal, id).await?;
     let w = &mut row.workflow;
     let rules = WorkflowDays::from_stored(&w.days).rules(&*state.store).await?;
     let next = first_start(&w.schedule_type, w.schedule_conf.as_deref(), w.time_zone.as_deref(), &rules)?

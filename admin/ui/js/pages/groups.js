@@ -32,7 +32,9 @@ export async function render({ main, app }) {
     h('td', {}, g.title, g.maxRunning ? h('div', { class: 'muted group-cap' }, t('groups.capShown', { max: g.maxRunning })) : null),
     h('td', {}, g.addressType === 1 ? t('groups.manual') : t('groups.auto')),
     h('td', { class: 'mono addresses' }, (g.addressList || '').split(',').filter(Boolean).map((a) => h('div', {}, a))),
-    h('td', { class: 'token-state' }, g.accessTokenSet ? t('groups.tokenOwn') : t('groups.tokenGlobal')),
+    h('td', { class: 'token-state' }, g.accessTokenSet ? t('groups.tokenOwn') : t('groups.tokenGlobal'),
+      // A stored token everybody knows (an adopted 3.5 database's default_token) is refused: say so and why.
+      g.accessTokenRefused ? h('div', { class: 'badge badge-red token-refused', title: g.accessTokenRefused }, t('groups.tokenRefused')) : null),
     h('td', { class: 'row-actions' },
       h('button', { type: 'button', class: 'btn btn-sm', onclick: () => guarded(() => nodes(g)) }, t('groups.registered')),
       h('button', { type: 'button', class: 'btn btn-sm group-token', onclick: () => token(g, app) }, t('groups.token')),

@@ -28,7 +28,8 @@ export async function render({ main, app }) {
     const self = app.user && u.id === app.user.id;
     return h('tr', { dataset: { userId: u.id } },
       h('td', {}, String(u.id)),
-      h('td', {}, u.username, self ? h('span', { class: 'muted' }, ` (${t('users.you')})`) : null),
+      h('td', {}, u.username, self ? h('span', { class: 'muted' }, ` (${t('users.you')})`) : null,
+        u.publishedPassword ? h('div', { class: 'badge badge-red published-password' }, t('users.publishedPassword')) : null),
       h('td', {}, u.role === 1 ? badge(t('users.admin'), 'blue') : badge(t('users.normal'), 'grey')),
       h('td', {}, u.role === 1 ? t('users.allGroups') : (u.permission || []).map((id) => groupTitle.get(id) || `#${id}`).join(', ')),
       h('td', { class: 'row-actions' },

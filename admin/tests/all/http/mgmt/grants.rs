@@ -101,3 +101,40 @@ async fn group_variables_are_for_administrators_and_readable_by_the_group() -> a
     assert_eq!(status, 403, "members do not change what every job of the group sees");
     Ok(())
 }
+
+/// Review M7, from the member's side: a member of the group cannot put the administrators'
+/// group secret into their own job's `uses` (then upload a module that prints it); an
+/// administrator can, and the member may keep or drop it but not add it back.
+#[tokio::test]
+async fn only_an_administrator_gives_a_job_the_groups_secrets() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let group = env.group("app-one").await;
+    env.normal_user("member", &[group]).await;
+    let root = env.login("root").await;
+    let member = env.login("member").await;
+    let (status, _) =
+        root.put(&format!("/api/v1/groups/{}/secrets/DB_PASSWORD", group.0), json!({"value": "pw-1"})).await;
+    assert_eq!(status, 204);
+    let (status, job) = member.post("/api/v1/jobs", form(group.0)).await;
+    assert_eq!(status, 201, "{job}");
+    let grant = format!("/api/v1/jobs/{}/grant", job["id"]);
+
+    let (status, reply) = member.put(&grant, json!({"uses": ["DB_PASSWORD"]})).await;
+    assert_eq!(status, 403, "{reply}");
+    assert!(reply.to_string().contains("DB_PASSWORD"), "names what was refused: {reply}");
+    let (status, reply) = member.put(&grant, json!({"uses": ["NOT_YET_A_SECRET"]})).await;
+    assert_eq!(status, 403, "a name the administrators may fill later is theirs to grant too: {reply}");
+    let (_, view) = member.get(&grant).await;
+    assert_eq!(view["uses"], json!([]), "nothing stored: {view}");
+
+    let (status, view) = root.put(&grant, json!({"uses": ["DB_PASSWORD"]})).await;
+    assert_eq!(status, 200, "{view}");
+    let (status, view) = member.put(&grant, json!({"uses": ["DB_PASSWORD"], "fuel": 5000000})).await;
+    assert_eq!(status, 200, "keeping what an administrator granted: {view}");
+    let (status, view) = member.put(&grant, json!({"uses": []})).await;
+    assert_eq!(status, 200, "dropping it: {view}");
+    let (status, reply) = member.put(&grant, json!({"uses": ["DB_PASSWORD"]})).await;
+    assert_eq!(status, 403, "and not adding it back: {reply}");
+    Ok(())
+}

@@ -192,3 +192,77 @@ async fn the_executor_api_takes_a_group_token_with_its_appname_for_that_group_on
     );
     env.admin.stop().await
 }
+
+/// Review L4, from the guesser's side: `GET /api/wasm/{digest}` answers 401 for a wrong token
+/// and 404 for a right one with an unknown digest, so it is throttled like every other
+/// executor-facing route. Of 200 wrong guesses from 127.0.0.1 at most 60 get anything but 429;
+/// meanwhile the right token from 127.0.0.2 keeps its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn module_downloads_throttle_wrong_tokens_per_address() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let group = env.group("guessed-app").await;
+    let token = set_token(&env.login("root").await, group, None).await;
+    let url = env.admin.url(&format!("/api/wasm/{}", "0".repeat(64)));
+    let guesser =
+        reqwest::Client::builder().local_address("127.0.0.1".parse::<std::net::IpAddr>()?).build()?;
+    let executor =
+        reqwest::Client::builder().local_address("127.0.0.2".parse::<std::net::IpAddr>()?).build()?;
+    let mut answered = 0;
+    for guess in 0..200 {
+        let response = guesser
+            .get(&url)
+            .header(ACCESS_TOKEN_HEADER, format!("guess-{guess:08}"))
+            .header(APPNAME_HEADER, "guessed-app")
+            .send()
+            .await?;
+        if response.status() != 429 {
+            assert_eq!(response.status(), 401, "a wrong token");
+            answered += 1;
+        }
+    }
+    assert!(answered <= 60, "{answered} of 200 wrong guesses were answered");
+    let right = executor
+        .get(&url)
+        .header(ACCESS_TOKEN_HEADER, &token)
+        .header(APPNAME_HEADER, "guessed-app")
+        .send()
+        .await?;
+    assert_eq!(right.status(), 404, "the right token from another address: no such module, not 429");
+    let right_here = guesser
+        .get(&url)
+        .header(ACCESS_TOKEN_HEADER, &token)
+        .header(APPNAME_HEADER, "guessed-app")
+        .send()
+        .await?;
+    assert_eq!(right_here.status(), 429, "the guessing address waits out its window");
+    env.admin.stop().await
+}
+
+/// Review N10, from the global token holder's side: a group whose stored token cannot be opened
+/// (sealed under another key, or damaged) stays fenced off instead of falling back to the global
+/// token, so nobody registers under its AppName with the global token; the Executors page says
+/// why, and an administrator's new token opens it again.
+#[tokio::test]
+async fn a_group_token_that_cannot_be_opened_fences_the_group_off() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let group = env.group("fenced-app").await;
+    let root = env.login("root").await;
+    let sealed_elsewhere = jobwheel_admin::store::StoredToken::Sealed("not-sealed-with-this-key".to_owned());
+    env.store().set_group_token(group, Some(&sealed_elsewhere), 0).await?;
+    // The edge reads tokens as a snapshot; the group view refreshes it.
+    let (status, view) = root.get(&format!("/api/v1/groups/{}", group.0)).await;
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["accessTokenSet"], true, "{view}");
+    assert!(view["accessTokenRefused"].as_str().unwrap_or_default().contains("cannot be opened"), "{view}");
+    for app in [Some("fenced-app"), None] {
+        let reply = env.admin.executor_call("registry", &registry("fenced-app"), Some(TOKEN), app).await;
+        assert_eq!(reply["code"], 500, "the global token does not act for the group: {reply}");
+    }
+    let fresh = set_token(&root, group, None).await;
+    let reply =
+        env.admin.executor_call("registry", &registry("fenced-app"), Some(&fresh), Some("fenced-app")).await;
+    assert_eq!(reply, success(), "a new token opens it again");
+    env.admin.stop().await
+}

@@ -1,8 +1,8 @@
 //! The MCP server (`/api/mcp`, docs/mcp.md) from the official Python MCP client (PyPI `mcp`,
 //! `admin/tests/interop/mcp_client.py`) against a live admin with a real executor: the tools are
 //! listed; a read token is refused a dry run and a trigger, a run token an edit; a write token's
-//! dry-run create passes (a bad one names the field) and saves nothing; a run token triggers the
-//! job with a parameter and reads its log, then reads on from where it stopped; changes are in
+//! dry-run create passes (a bad one names the field) and saves nothing; a run token is refused a
+//! parameter of its own (review N3), triggers the job with the job's parameter and reads its log, then reads on from where it stopped; changes are in
 //! the audit log with the token's name. Raw HTTP checks the edge: no token, a browser Origin.
 
 use std::process::Command;
@@ -34,6 +34,7 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
     let mut echo = jobwheel_tests::fixtures::bean_job(group, "mcp echo", "echo");
     echo.schedule_type = "CRON".into();
     echo.schedule_conf = Some("0 0 3 * * ?".to_owned());
+    echo.executor_param = Some("hello from mcp".to_owned());
     let job = env.store().add_job(&echo).await?;
     let dir = tempfile::tempdir()?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -131,6 +132,7 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
     refused("readCreate", "scope is read");
     refused("readTrigger", "scope is read");
     refused("runUpdate", "scope is run");
+    refused("runParam", "needs a write token");
     refused("dryRunBad", "scheduleConf");
     assert_eq!(seen["dryRun"]["isError"], false, "{}", seen["dryRun"]);
     assert!(seen["dryRun"]["text"].as_str().unwrap_or_default().contains("nothing was saved"));

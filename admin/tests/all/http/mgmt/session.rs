@@ -178,11 +178,11 @@ async fn changing_the_password_ends_other_sessions_and_checks_the_rules() -> any
 #[tokio::test]
 async fn upstream_md5_and_sha256_passwords_log_in_and_are_rehashed_with_argon2() -> anyhow::Result<()> {
     let env = Env::start().await?;
-    // xxl-job 2.x stores md5(password) in hex, 3.2+ sha256(password); its default admin's
-    // password is "123456".
+    // xxl-job 2.x stores md5(password) in hex, 3.2+ sha256(password); here of "654321" (its
+    // published "123456" is refused: adoption.rs).
     let legacy = [
-        ("legacy-md5", "e10adc3949ba59abbe56e057f20f883e"),
-        ("legacy-sha", "8d969eef6ecad3c29a3a629280e686cf0c3f5d5a86aff3ca12020c923adc6c92"),
+        ("legacy-md5", "c33367701511b4f6020ec61ded352059"),
+        ("legacy-sha", "481f6cc0511143ccdd7e2d1b1b94faf0a700a8b49cd13922a70b5ae28acaa8c5"),
     ];
     for (username, hash) in legacy {
         let user = User {
@@ -197,13 +197,13 @@ async fn upstream_md5_and_sha256_passwords_log_in_and_are_rehashed_with_argon2()
     let anonymous = env.anonymous();
     for (username, hash) in legacy {
         let login = |password: &str| json!({"username": username, "password": password});
-        assert_eq!(anonymous.post("/api/v1/session", login("1234567")).await.0, 401, "{username}");
+        assert_eq!(anonymous.post("/api/v1/session", login("6543210")).await.0, 401, "{username}");
         // The hash itself is not a password.
         assert_eq!(anonymous.post("/api/v1/session", login(hash)).await.0, 401, "{username}");
-        assert_eq!(anonymous.post("/api/v1/session", login("123456")).await.0, 200, "{username}");
+        assert_eq!(anonymous.post("/api/v1/session", login("654321")).await.0, 200, "{username}");
         let stored = env.store().find_user(username).await?.expect("user").user.password;
         assert!(stored.starts_with("$argon2id$"), "{username} rehashed: {stored}");
-        assert_eq!(anonymous.post("/api/v1/session", login("123456")).await.0, 200, "{username}");
+        assert_eq!(anonymous.post("/api/v1/session", login("654321")).await.0, 200, "{username}");
     }
     env.admin.stop().await
 }

@@ -231,3 +231,84 @@ async fn workflow_days_and_alarm_address_are_checked_shown_and_hold_their_calend
     assert_eq!(status, 204, "no longer in use");
     Ok(())
 }
+
+/// Review N2, from the lesser user's side: alice may use group A only; root built a workflow
+/// owned by A whose second node runs B's job. Alice cannot start it (no instance is made),
+/// turn its schedule on, read, stop or rerun its instances, or mark a node done. After root
+/// takes B's node out, alice starts the new graph, but not a rerun of the old instance, whose
+/// stored graph still holds B's node. A job that a workflow still runs cannot be deleted, nor a
+/// group that owns workflows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_runs_nothing_of_a_group_its_starter_may_not_use() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let (a, b) = (env.group("wf-a").await, env.group("wf-b").await);
+    env.normal_user("alice", &[a]).await;
+    let (root, alice) = (env.login("root").await, env.login("alice").await);
+    let (_, job_a) = root.post("/api/v1/jobs", form(a.0)).await;
+    let (_, job_b) = root.post("/api/v1/jobs", form(b.0)).await;
+    let (ja, jb) = (job_a["id"].as_i64().expect("id"), job_b["id"].as_i64().expect("id"));
+    let (status, created) = root
+        .post("/api/v1/workflows", json!({"name": "cross", "jobGroup": a.0, "graph": graph(ja, jb)}))
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_i64().expect("id");
+
+    let (status, refused) =
+        alice.post(&format!("/api/v1/workflows/{id}/instances"), json!({"context": {"x": "INJECT"}})).await;
+    assert_eq!(status, 403, "{refused}");
+    assert!(refused["msg"].as_str().unwrap_or_default().contains("node load"), "names the node: {refused}");
+    let (status, refused) = alice.post(&format!("/api/v1/workflows/{id}/start"), json!({})).await;
+    assert_eq!(status, 403, "nor turn its schedule on: {refused}");
+    let instances = |client: super::Client| async move {
+        let (status, page) = client.get(&format!("/api/v1/workflows/{id}/instances")).await;
+        assert_eq!(status, 200, "{page}");
+        page["total"].as_i64().expect("total")
+    };
+    assert_eq!(instances(root.clone()).await, 0, "nothing was started");
+
+    // An instance root started (extract fails on 127.0.0.1:9, so load is skipped).
+    let (status, started) = root.post(&format!("/api/v1/workflows/{id}/instances"), json!({})).await;
+    assert_eq!(status, 201, "{started}");
+    let instance = started["instanceId"].as_i64().expect("instance");
+    let view = ended(&root, instance).await;
+    assert_eq!(view["status"], "FAILED", "{view}");
+    let path = format!("/api/v1/workflow-instances/{instance}");
+    assert_eq!(alice.get(&path).await.0, 403, "B's outputs are not hers to read");
+    for op in ["rerun", "rerun-failed", "stop"] {
+        let (status, refused) = alice.post(&format!("{path}/{op}"), json!({})).await;
+        assert_eq!(status, 403, "{op}: {refused}");
+    }
+    let (status, refused) =
+        alice.post(&format!("{path}/nodes/extract/done"), json!({"output": {"forged": 1}})).await;
+    assert_eq!(status, 403, "no forged input for B's node: {refused}");
+
+    // A job or group still in use is not deleted from under the workflow.
+    let (status, refused) = root.delete(&format!("/api/v1/jobs/{jb}")).await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(refused["msg"].as_str().unwrap_or_default().contains("cross"), "{refused}");
+    let c = env.group("wf-c").await;
+    let only_a = json!({"nodes": [{"name": "extract", "jobId": ja}], "edges": []});
+    let (status, owned) =
+        root.post("/api/v1/workflows", json!({"name": "owned-by-c", "jobGroup": c.0, "graph": only_a})).await;
+    assert_eq!(status, 201, "{owned}");
+    let (status, refused) = root.delete(&format!("/api/v1/groups/{}", c.0)).await;
+    assert_eq!(status, 409, "a group with no jobs but a workflow: {refused}");
+    assert!(refused["msg"].as_str().unwrap_or_default().contains("workflow"), "{refused}");
+
+    // Root takes B's node out: alice runs the new graph, not the old instance's.
+    let one = json!({"nodes": [{"name": "extract", "jobId": ja}], "edges": []});
+    let (status, reply) = root
+        .put(&format!("/api/v1/workflows/{id}"), json!({"name": "cross", "jobGroup": a.0, "graph": one}))
+        .await;
+    assert_eq!(status, 200, "{reply}");
+    let (status, started) = alice.post(&format!("/api/v1/workflows/{id}/instances"), json!({})).await;
+    assert_eq!(status, 201, "{started}");
+    ended(&alice, started["instanceId"].as_i64().expect("instance")).await;
+    let (status, refused) = alice.post(&format!("{path}/rerun"), json!({})).await;
+    assert_eq!(status, 403, "the old instance's graph still runs B's job: {refused}");
+    assert_eq!(instances(root.clone()).await, 2, "root's instance and alice's of the new graph only");
+    // Now unused, the job can go.
+    assert_eq!(root.delete(&format!("/api/v1/jobs/{jb}")).await.0, 204);
+    env.admin.stop().await
+}
