@@ -131,6 +131,11 @@ pub struct Cli {
     /// Unset: the header is ignored.
     #[arg(long, env = "JOBWHEEL_TRUSTED_PROXIES", value_name = "CIDR,…")]
     pub trusted_proxies: Option<String>,
+    /// Private networks (addresses or CIDR networks, comma-separated) that alarm channels'
+    /// webhooks may reach besides public addresses, e.g. an in-house chat server. Unset: public
+    /// addresses only (docs/alarms.md).
+    #[arg(long, env = "JOBWHEEL_ALARM_ALLOW_PRIVATE", value_name = "CIDR,…")]
+    pub alarm_allow_private: Option<String>,
     /// Seconds a failed run waits before its retry (0: retry at the fail monitor's next pass,
     /// as upstream; at most 86400). A job's own `retryBackoff` overrides this and the next
     /// three flags.

@@ -44,6 +44,10 @@ pub enum ConfigError {
     ZeroTimeout,
     #[error("--trusted-proxies: {0} (expected addresses or networks such as 10.0.0.0/8, comma-separated)")]
     BadTrustedProxies(String),
+    #[error(
+        "--alarm-allow-private: {0} (expected addresses or networks such as 10.0.0.0/8, comma-separated)"
+    )]
+    BadAlarmNetworks(String),
     #[error("{0}")]
     BadRetryBackoff(String),
     #[error(transparent)]
@@ -97,6 +101,8 @@ pub struct AdminConfig {
     pub keep_upstream_password_hashes: bool,
     /// `--trusted-proxies`.
     pub trusted_proxies: crate::trusted_proxies::TrustedProxies,
+    /// `--alarm-allow-private`: private networks alarm channels may reach.
+    pub alarm_allow_private: crate::alarm::AlarmNetworks,
     /// `--retry-backoff*`: the default wait before a failed run's retry.
     pub retry_backoff: RetryBackoff,
     /// A sample module to create a demo job with on an empty database.
@@ -131,6 +137,7 @@ impl std::fmt::Debug for AdminConfig {
             .field("secure_cookie", &self.secure_cookie)
             .field("keep_upstream_password_hashes", &self.keep_upstream_password_hashes)
             .field("trusted_proxies", &self.trusted_proxies)
+            .field("alarm_allow_private", &self.alarm_allow_private)
             .field("retry_backoff", &self.retry_backoff)
             .field("demo_job", &self.demo_job)
             .field("metrics_listen", &self.metrics_listen)
@@ -169,6 +176,7 @@ impl AdminConfig {
             secure_cookie: false,
             keep_upstream_password_hashes: false,
             trusted_proxies: crate::trusted_proxies::TrustedProxies::default(),
+            alarm_allow_private: crate::alarm::AlarmNetworks::default(),
             retry_backoff: RetryBackoff::NONE,
             demo_job: None,
             metrics_listen: None,
@@ -227,6 +235,9 @@ impl AdminConfig {
         config.trusted_proxies =
             crate::trusted_proxies::TrustedProxies::parse(cli.trusted_proxies.as_deref().unwrap_or_default())
                 .map_err(ConfigError::BadTrustedProxies)?;
+        config.alarm_allow_private =
+            crate::alarm::AlarmNetworks::parse(cli.alarm_allow_private.as_deref().unwrap_or_default())
+                .map_err(ConfigError::BadAlarmNetworks)?;
         config.retry_backoff = retry_backoff_from_cli(cli)?;
         config.demo_job = cli.demo_job.clone();
         config.metrics_listen = cli.metrics_listen;

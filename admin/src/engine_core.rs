@@ -65,6 +65,7 @@ impl EngineCore {
         engine_config.slow_queue = config.trigger_pools.slow_queue;
         engine_config.outcome_backlog = config.trigger_pools.outcome_backlog;
         engine_config.fire_lead = config.fire_lead;
+        engine_config.alarm_networks = config.alarm_allow_private.clone();
         engine_config.lost_after = config.lost_job_timeout;
         engine_config.retry_backoff = config.retry_backoff;
         engine_config.dead_timeout = config.executor_dead_timeout;

@@ -16,6 +16,23 @@ use ip_network::IpNetwork;
 /// The header that proxies append the address of their own peer to.
 const FORWARDED_FOR: &str = "x-forwarded-for";
 
+/// Parses `CIDR,…` (a bare address means that address alone): the syntax of every flag that
+/// names networks (`--trusted-proxies`, `--alarm-allow-private`).
+///
+/// # Errors
+/// The first entry that is neither an address nor a network, with the reason.
+pub fn parse_networks(list: &str) -> Result<Vec<IpNetwork>, String> {
+    let mut networks = Vec::new();
+    for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let network = match IpAddr::from_str(entry) {
+            Ok(ip) => IpNetwork::from(ip),
+            Err(_) => IpNetwork::from_str(entry).map_err(|e| format!("{entry:?}: {e}"))?,
+        };
+        networks.push(network);
+    }
+    Ok(networks)
+}
+
 /// Networks whose requests may name the client in `X-Forwarded-For`. Empty: nobody.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TrustedProxies(Vec<IpNetwork>);
@@ -26,15 +43,7 @@ impl TrustedProxies {
     /// # Errors
     /// The first entry that is neither an address nor a network, with the reason.
     pub fn parse(list: &str) -> Result<Self, String> {
-        let mut networks = Vec::new();
-        for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            let network = match IpAddr::from_str(entry) {
-                Ok(ip) => IpNetwork::from(ip),
-                Err(_) => IpNetwork::from_str(entry).map_err(|e| format!("{entry:?}: {e}"))?,
-            };
-            networks.push(network);
-        }
-        Ok(Self(networks))
+        parse_networks(list).map(Self)
     }
 
     /// Whether no proxy is trusted.

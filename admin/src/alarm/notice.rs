@@ -207,14 +207,39 @@ impl Notice {
     }
 
     /// Markdown (DingTalk, WeCom, Slack's mrkdwn differs only in bold): a bold title and a
-    /// list of the lines.
-    pub fn markdown(&self, folded: i32, bold: &str) -> String {
-        let mut out = format!("{bold}{}{bold}\n", self.subject_line());
+    /// list of the lines, every text that users wrote (titles, descriptions, handle messages)
+    /// passed through `escape`, so it cannot add mentions, links or images (review N9).
+    pub fn markdown(&self, folded: i32, bold: &str, escape: fn(&str) -> String) -> String {
+        let mut out = format!("{bold}{}{bold}\n", escape(&self.subject_line()));
         for (label, value) in self.lines(folded) {
-            out.push_str(&format!("\n- {label}: {}", value.replace('\n', " ")));
+            out.push_str(&format!("\n- {label}: {}", escape(&value.replace('\n', " "))));
         }
         out
     }
+}
+
+/// Text for Slack's mrkdwn: `&`, `<` and `>` as entities, so `<!channel>` or `<url|label>`
+/// written by a user stays text (Slack's own rule for escaping).
+pub(crate) fn escape_slack(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// Text for DingTalk's and WeCom's markdown: the characters that make links, images, emphasis,
+/// headings and HTML (`<font>`, `<@user>`) backslash-escaped or as entities.
+pub(crate) fn escape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '[' | ']' | '(' | ')' | '!' | '*' | '_' | '`' | '#' | '|' | '~' | '@' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The text of an upstream message that may hold HTML (`<br>`, `<span>`): tags become line

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::channel::{ChannelKind, ChannelSecret, ChannelSettings};
 use super::email::{EmailAlarm, addresses};
 use super::notice::Notice;
+use super::outbound::{AlarmNetworks, read_capped};
 use super::vendors::{self, Outgoing};
 use crate::sealing::SecretBox;
 use crate::store::ChannelRow;
@@ -39,7 +40,7 @@ impl Attempt {
 /// Sends on configured channels.
 #[derive(Clone)]
 pub struct ChannelSender {
-    http: reqwest::Client,
+    networks: AlarmNetworks,
     mailer: Option<Arc<EmailAlarm>>,
     secrets: Option<Arc<SecretBox>>,
 }
@@ -61,15 +62,14 @@ fn clip(s: &str, max: usize) -> String {
 
 impl ChannelSender {
     /// A sender mailing through `mailer` (none: e-mail channels fail with a message saying
-    /// SMTP is not configured) and opening secrets with `secrets`.
-    pub fn new(mailer: Option<Arc<EmailAlarm>>, secrets: Option<Arc<SecretBox>>) -> Self {
-        // Redirects are not followed: a webhook URL is posted to as configured, never elsewhere.
-        let http = reqwest::Client::builder()
-            .timeout(SEND_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
-        Self { http, mailer, secrets }
+    /// SMTP is not configured), opening secrets with `secrets`, and posting to public addresses
+    /// and `networks` only (`outbound.rs`).
+    pub fn new(
+        mailer: Option<Arc<EmailAlarm>>,
+        secrets: Option<Arc<SecretBox>>,
+        networks: AlarmNetworks,
+    ) -> Self {
+        Self { networks, mailer, secrets }
     }
 
     /// One attempt to tell `notice` (with `folded` more folded into it) on `channel` at `now_ms`.
@@ -104,15 +104,21 @@ impl ChannelSender {
     }
 
     async fn post(&self, kind: ChannelKind, out: Outgoing) -> Attempt {
+        // A client per attempt: its connection is pinned to the address just checked, and no
+        // redirect is followed, so the URL is posted to as configured and nowhere else.
+        let http = match self.networks.client_for(&out.url, SEND_TIMEOUT).await {
+            Ok(http) => http,
+            Err(why) => return Attempt::refused(out.body, why),
+        };
         let mut request =
-            self.http.post(&out.url).header("Content-Type", &out.content_type).body(out.body.clone());
+            http.post(&out.url).header("Content-Type", &out.content_type).body(out.body.clone());
         for (name, value) in &out.headers {
             request = request.header(name, value);
         }
         match request.send().await {
             Ok(response) => {
                 let status = response.status().as_u16();
-                let body = response.text().await.unwrap_or_default();
+                let (body, _cut) = read_capped(response).await;
                 let verdict = vendors::accepted(kind, status, &body);
                 let answer = match &verdict {
                     Ok(()) => clip(&body, MAX_ANSWER),

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use super::channel::{ChannelKind, ChannelSecret, ChannelSettings};
-use super::notice::{EventKind, Notice};
+use super::notice::{EventKind, Notice, escape_markdown, escape_slack};
 
 /// Header carrying the generic webhook's timestamp (epoch seconds).
 pub const TIMESTAMP_HEADER: &str = "X-Jobwheel-Timestamp";
@@ -98,7 +98,7 @@ pub fn build(
                     BASE64.encode(hmac_sha256(key.as_bytes(), format!("{timestamp}\n{key}").as_bytes()));
                 url.query_pairs_mut().append_pair("timestamp", &timestamp).append_pair("sign", &sign);
             }
-            let mut text = cut(notice.markdown(folded, "### "));
+            let mut text = cut(notice.markdown(folded, "### ", escape_markdown));
             for mobile in &settings.at_mobiles {
                 text.push_str(&format!(" @{mobile}"));
             }
@@ -121,17 +121,18 @@ pub fn build(
         }
         ChannelKind::Wecom => {
             let colour = if notice.event_kind().is_some_and(EventKind::is_good) { "info" } else { "warning" };
-            let mut text = format!("<font color=\"{colour}\">**{}**</font>\n", notice.subject_line());
+            let mut text =
+                format!("<font color=\"{colour}\">**{}**</font>\n", escape_markdown(&notice.subject_line()));
             for (label, value) in notice.lines(folded) {
-                text.push_str(&format!("\n> {label}: {}", value.replace('\n', " ")));
+                text.push_str(&format!("\n> {label}: {}", escape_markdown(&value.replace('\n', " "))));
             }
             let body = json!({ "msgtype": "markdown", "markdown": { "content": cut(text) } });
             (json_body(body), "application/json", Vec::new())
         }
         ChannelKind::Slack => {
-            let text = cut(notice.markdown(folded, "*"));
+            let text = cut(notice.markdown(folded, "*", escape_slack));
             let body = json!({
-                "text": notice.subject_line(),
+                "text": escape_slack(&notice.subject_line()),
                 "blocks": [ { "type": "section", "text": { "type": "mrkdwn", "text": text } } ],
             });
             (json_body(body), "application/json", Vec::new())
@@ -163,12 +164,16 @@ pub fn render_template(template: Option<&str>, notice: &Notice, folded: i32) -> 
     let Some(template) = template.filter(|t| !t.trim().is_empty()) else {
         return Ok(context.to_string());
     };
+    // Memory: no operator or builtin that multiplies text, and the output capped (N8).
+    super::template_guard::refuse_amplifiers(template).map_err(BuildError::Template)?;
     let mut env = minijinja::Environment::new();
     env.set_fuel(Some(TEMPLATE_FUEL));
     // JSON bodies are the common case: `{{ message|tojson }}` escapes a value for them.
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     let tmpl = env.template_from_str(template).map_err(|e| BuildError::Template(e.to_string()))?;
-    tmpl.render(&context).map_err(|e| BuildError::Template(e.to_string()))
+    let mut out = super::template_guard::CappedWriter::default();
+    tmpl.render_captured_to(&context, &mut out).map_err(|e| BuildError::Template(e.to_string()))?;
+    Ok(String::from_utf8_lossy(&out.bytes).into_owned())
 }
 
 /// Checks a template at save time by rendering it with a sample notice.

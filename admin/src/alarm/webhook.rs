@@ -75,8 +75,12 @@ pub struct WebhookAlarm {
 impl WebhookAlarm {
     /// A webhook to `url` with a per-call `timeout`.
     pub fn new(url: impl Into<String>, timeout: Duration) -> Result<Self, AlarmError> {
+        // The operator's own URL (`--alarm-webhook-url`), so no address policy; but no proxy
+        // from the environment and no redirect, like every other alarm request (review N7).
         let http = reqwest::Client::builder()
             .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
             .build()
             .map_err(|e| AlarmError::Webhook(e.to_string()))?;
         Ok(Self { http, url: url.into() })

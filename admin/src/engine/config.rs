@@ -86,6 +86,9 @@ pub struct EngineConfig {
     /// their database work is done when it begins (`engine/ring.rs`; 200 ms, at most
     /// [`MAX_FIRE_LEAD`]). Zero: at the second, as upstream.
     pub fire_lead: Duration,
+    /// Private networks alarm channels may post to besides public addresses
+    /// (`--alarm-allow-private`; docs/alarms.md).
+    pub alarm_networks: crate::alarm::AlarmNetworks,
 }
 
 /// The default [`EngineConfig::outcome_backlog`]: about two seconds of 10 000 triggers a second
@@ -116,6 +119,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("schedule_node", &self.schedule_node)
             .field("max_defer", &self.max_defer)
             .field("fire_lead", &self.fire_lead)
+            .field("alarm_networks", &self.alarm_networks)
             .finish_non_exhaustive()
     }
 }
@@ -140,6 +144,7 @@ impl EngineConfig {
             schedule_node: None,
             max_defer: super::sending::MAX_DEFER,
             fire_lead: FIRE_LEAD,
+            alarm_networks: crate::alarm::AlarmNetworks::default(),
         }
     }
 

@@ -173,7 +173,11 @@ impl Engine {
             tracker.clone(),
         );
         let scheduler = Scheduler::new(Arc::clone(&store), Arc::clone(&triggers), shared, &config, &services);
-        let sender = crate::alarm::ChannelSender::new(services.mailer.clone(), services.secrets.clone());
+        let sender = crate::alarm::ChannelSender::new(
+            services.mailer.clone(),
+            services.secrets.clone(),
+            config.alarm_networks.clone(),
+        );
         let alarms = Arc::new(AlarmDesk::new(Arc::clone(&store), sender));
         let workflows = Workflows::new(
             Arc::clone(&triggers),

@@ -137,9 +137,11 @@ impl Drop for Attempt<'_> {
 }
 
 /// The username key, and the address key: IPv6 clients by their /64, which one host usually
-/// has whole, so rotating addresses inside it gains nothing.
+/// has whole, so rotating addresses inside it gains nothing. The name in lower case: MySQL's
+/// collation and LDAP find `admin` as `Admin` and `ADMIN`, so each spelling must not count as
+/// another account (review N13).
 fn keys(username: &str, addr: Option<IpAddr>) -> impl Iterator<Item = Key> {
-    std::iter::once(Key::User(username.to_owned())).chain(addr.map(|ip| Key::Addr(client_key(ip))))
+    std::iter::once(Key::User(username.to_lowercase())).chain(addr.map(|ip| Key::Addr(client_key(ip))))
 }
 
 /// A client address as throttles count it: IPv4 as is, IPv6 by its /64.

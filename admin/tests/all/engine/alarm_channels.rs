@@ -108,6 +108,8 @@ async fn run_on(db: &Db) -> anyhow::Result<()> {
     let mut config = EngineConfig::new("10.0.0.1");
     config.time_zone = chrono_tz::UTC;
     config.lang = MessageLang::En;
+    // The vendors' stand-ins listen on loopback, which alarm requests may not reach by default.
+    config.alarm_networks = jobwheel_admin::alarm::AlarmNetworks::parse("127.0.0.0/8").expect("networks");
     let services =
         EngineServices { clock: clock.clone(), secrets: Some(secrets.clone()), ..EngineServices::new() };
     let fake = Arc::new(FakeExecutor::default());
@@ -159,8 +161,9 @@ async fn run_on(db: &Db) -> anyhow::Result<()> {
         .await?;
 
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
-    let a = s.job(g, "job-a").await?;
-    let b = s.job(g, "job-b").await?;
+    // Descriptions written by group members, aimed at the channel's readers (review N9).
+    let a = s.job(g, "job-a ![x](https://evil.example/pixel)").await?;
+    let b = s.job(g, "job-b <!channel> <https://evil.example|re-login>").await?;
     let c = s.job(g, "job-c").await?;
     let d = s.job(g, "job-d").await?;
     s.route(route_scope::GROUP, i64::from(g.0), &[sl], 0).await?;
@@ -186,7 +189,29 @@ async fn run_on(db: &Db) -> anyhow::Result<()> {
     let slack = s.vendors.seen("/services/T000/B000/XXXX");
     assert_eq!(slack.len(), 1, "the job's own channels win: A is not told on the group's Slack");
     assert!(slack[0].raw.contains("job-b") && !slack[0].raw.contains("job-a"), "{}", slack[0].raw);
+    assert!(
+        slack[0].raw.contains("&lt;!channel&gt;") && !slack[0].raw.contains("<!channel>"),
+        "a user's mention stays text on Slack: {}",
+        slack[0].raw
+    );
+    assert!(!slack[0].raw.contains("<https://evil.example|"), "no link: {}", slack[0].raw);
+    let dingtalk = s.vendors.seen("/robot/send");
+    let dingtalk_text = dingtalk
+        .iter()
+        .filter_map(|seen| seen.body["markdown"]["text"].as_str())
+        .find(|text| text.contains("job-a"))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        dingtalk_text.contains(r"\!\[x\]\(https://evil.example/pixel\)"),
+        "a user's image stays text on DingTalk: {dingtalk_text}"
+    );
     let wecom = &s.vendors.seen("/cgi-bin/webhook/send")[0];
+    assert!(
+        !wecom.body["markdown"]["content"].as_str().unwrap_or_default().contains("![x]("),
+        "nor on WeCom: {:?}",
+        wecom.body
+    );
     assert!(
         wecom.body["markdown"]["content"].as_str().unwrap_or_default().contains("boom at step 3"),
         "HTML stripped: {:?}",

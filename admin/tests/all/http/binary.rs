@@ -143,3 +143,128 @@ async fn the_runtime_workers_are_a_flag_of_at_least_one() -> anyhow::Result<()> 
     assert!(stderr.contains("--worker-threads") && stderr.contains("1..=256"), "{stderr}");
     Ok(())
 }
+
+/// A listener that counts connections and answers each with `reply`; its address.
+async fn counting_listener(
+    reply: String,
+) -> anyhow::Result<(String, std::sync::Arc<std::sync::atomic::AtomicUsize>)> {
+    use tokio::io::AsyncWriteExt as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?.to_string();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = std::sync::Arc::clone(&count);
+    // Ends with the test's runtime.
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut request = [0u8; 4096];
+            let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut request).await;
+            let _ = socket.write_all(reply.as_bytes()).await;
+        }
+    });
+    Ok((address, count))
+}
+
+/// Review N7 and L2, as an operator runs the binary: with `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`
+/// set in its environment, an alarm channel's test message goes straight to the receiver — the
+/// proxy sees no connection — and the receiver's redirect is not followed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alarm_requests_use_no_proxy_and_follow_no_redirect() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (proxy, proxied) =
+        counting_listener("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n".into()).await?;
+    let (target, redirected) =
+        counting_listener("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".into()).await?;
+    let (receiver, received) = counting_listener(format!(
+        "HTTP/1.1 302 Found\r\nLocation: http://{target}/elsewhere\r\nContent-Length: 0\r\n\r\n"
+    ))
+    .await?;
+    let mut command = admin_command(dir.path());
+    command.args(["--alarm-allow-private", "127.0.0.0/8", "--access-token", "proxy-test-token-0123456789"]);
+    for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
+        command.env(var, format!("http://{proxy}"));
+    }
+    command.env_remove("NO_PROXY").env_remove("no_proxy");
+    // Its stderr is read to the end, so the admin never waits on a full pipe.
+    let mut child = command.spawn()?;
+    let mut lines = BufReader::new(child.stderr.take().context("stderr is piped")?).lines();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<String>();
+    tokio::spawn(async move {
+        let mut output = String::new();
+        let mut started = Some(started_tx);
+        while let Ok(Some(line)) = lines.next_line().await {
+            output.push_str(&line);
+            output.push('\n');
+            if line.contains("jobwheel admin started")
+                && let Some(tx) = started.take()
+            {
+                let _ = tx.send(output.clone());
+            }
+        }
+    });
+    let output = tokio::time::timeout(PATIENCE, started_rx).await.context("the admin did not start")??;
+    let password = output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("password: "))
+        .context("the generated password is shown")?
+        .to_owned();
+    let local = output
+        .lines()
+        .find(|l| l.contains("jobwheel admin started"))
+        .and_then(|l| l.split("local=").nth(1))
+        .map(|rest| rest.split_whitespace().next().unwrap_or_default().to_owned())
+        .context("the listening address")?;
+    let base = format!("http://{local}");
+    // The test's own client must not use the proxy either.
+    let http = reqwest::Client::builder().no_proxy().build()?;
+    let login = http
+        .post(format!("{base}/api/v1/session"))
+        .json(&serde_json::json!({"username": "admin", "password": password}))
+        .send()
+        .await?;
+    let cookie = login
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .context("the session cookie")?
+        .to_owned();
+    let session: serde_json::Value = login.json().await?;
+    let csrf = session["csrfToken"].as_str().context("csrf token")?.to_owned();
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("cookie", cookie.parse()?);
+    headers.insert("x-csrf-token", csrf.parse()?);
+    let http = reqwest::Client::builder().no_proxy().default_headers(headers).build()?;
+    let created: serde_json::Value = http
+        .post(format!("{base}/api/v1/alarm-channels"))
+        .json(
+            &serde_json::json!({"name": "hook", "kind": "webhook", "url": format!("http://{receiver}/hook")}),
+        )
+        .send()
+        .await?
+        .json()
+        .await?;
+    let id = created["id"].as_i64().with_context(|| format!("channel created: {created}"))?;
+    let queued = http.post(format!("{base}/api/v1/alarm-channels/{id}/test")).send().await?;
+    assert_eq!(queued.status(), 202);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let answer_code = loop {
+        let log: serde_json::Value =
+            http.get(format!("{base}/api/v1/alarm-deliveries?channel={id}")).send().await?.json().await?;
+        if let Some(code) =
+            log["items"].as_array().and_then(|i| i.first()).and_then(|d| d["answerCode"].as_i64())
+            && code != 0
+        {
+            break code;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no attempt in the delivery log: {log}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    child.kill().await?;
+    let count = |c: &std::sync::atomic::AtomicUsize| c.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(answer_code, 302, "the redirect is the answer, not followed");
+    assert!(count(&received) >= 1, "the receiver was reached directly");
+    assert_eq!(count(&proxied), 0, "the proxy from the environment saw nothing");
+    assert_eq!(count(&redirected), 0, "the redirect's target saw nothing");
+    Ok(())
+}

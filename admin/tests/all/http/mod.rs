@@ -83,6 +83,10 @@ pub(crate) fn test_config(database_url: &str) -> AdminConfig {
     let mut config = AdminConfig::new(database_url, Some(TOKEN.to_owned()));
     config.secret_key = Some("6a".repeat(32));
     config.shutdown_grace = Duration::from_secs(5);
+    // Alarm stand-ins listen on loopback; the admin reaches only public addresses by default
+    // (alarm_channels.rs tests that with an admin without this).
+    config.alarm_allow_private =
+        jobwheel_admin::alarm::AlarmNetworks::parse("127.0.0.0/8").expect("networks");
     config
 }
 

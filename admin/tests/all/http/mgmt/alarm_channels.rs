@@ -126,3 +126,58 @@ async fn channels_are_configured_chosen_tried_and_logged_without_showing_secrets
     }
     Ok(())
 }
+
+/// Review N7, from an administrator's side (a role single sign-on may hand to a whole group): a
+/// webhook channel aimed at an address inside the admin's network is refused when it sends —
+/// the listener there hears nothing and the delivery log says why — unless the operator
+/// started the admin with `--alarm-allow-private` naming that network.
+#[tokio::test]
+async fn a_webhook_to_a_private_address_is_refused_unless_the_operator_allows_it() -> anyhow::Result<()> {
+    let env = Env::start_configured(|c| c.alarm_allow_private = Default::default()).await?;
+    env.admin_user("root").await;
+    let root = env.login("root").await;
+    let inside = Vendors::start().await?;
+    for (name, url) in
+        [("inside", inside.url("/hook")), ("metadata", "http://169.254.169.254/latest".to_owned())]
+    {
+        let (status, created) =
+            root.post("/api/v1/alarm-channels", json!({"name": name, "kind": "webhook", "url": url})).await;
+        assert_eq!(status, 201, "{created}");
+        let id = created["id"].as_i64().expect("id");
+        let (status, queued) = root.post(&format!("/api/v1/alarm-channels/{id}/test"), json!({})).await;
+        assert_eq!(status, 202, "{queued}");
+        let answer = eventually("the refused attempt in the delivery log", || async {
+            let (_, log) = root.get(&format!("/api/v1/alarm-deliveries?channel={id}")).await;
+            let answer = log["items"].as_array()?.first()?["answer"].as_str()?.to_owned();
+            (!answer.is_empty()).then_some(answer)
+        })
+        .await;
+        assert!(answer.contains("--alarm-allow-private"), "{name}: {answer}");
+    }
+    assert!(inside.seen("/hook").is_empty(), "nothing reached the address inside");
+    env.admin.stop().await
+}
+
+/// Review N8, from an administrator's side: the review's template that builds gigabytes from a
+/// line (`"x" * 100000000`, then `~` of it) is refused at save time with the operator named,
+/// before anything renders, and the admin keeps answering.
+#[tokio::test]
+async fn a_template_that_multiplies_text_is_refused_when_saved() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let root = env.login("root").await;
+    let bomb = r#"{% set a = "x"*100000000 %}{% set b = a~a~a~a %}{{ b~b~b~b }}"#;
+    for template in [bomb, "{{ range(100000)|join(message) }}", "{% set a %}{{ text }}{% endset %}{{ a }}"] {
+        let (status, refused) = root
+            .post(
+                "/api/v1/alarm-channels",
+                json!({"name": "bomb", "kind": "webhook", "url": "https://hooks.example.com/x", "template": template}),
+            )
+            .await;
+        assert_eq!(status, 400, "{template}: {refused}");
+        assert!(refused["msg"].as_str().unwrap_or_default().contains("larger than the notice"), "{refused}");
+    }
+    let (status, _) = root.get("/api/v1/alarm-channels").await;
+    assert_eq!(status, 200, "the admin still answers");
+    env.admin.stop().await
+}

@@ -266,3 +266,68 @@ async fn meta_lists_the_form_choices_and_openapi_is_public() -> anyhow::Result<(
     assert_eq!((status, doc["openapi"].as_str()), (200, Some("3.1.0")));
     env.admin.stop().await
 }
+
+/// Review N13, from the guesser's side: the per-name throttle counts `root`, `Root` and `ROOT`
+/// as one account (MySQL's collation and LDAP find it under each), so five wrong passwords
+/// for `root` from five addresses leave none for `ROOT` from a sixth.
+#[tokio::test]
+async fn every_spelling_of_a_name_shares_its_login_throttle() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    env.admin_user("root").await;
+    let url = env.admin.url("/api/v1/session");
+    let from = |n: u8| -> anyhow::Result<reqwest::Client> {
+        Ok(reqwest::Client::builder().local_address(std::net::IpAddr::from([127, 0, 1, n])).build()?)
+    };
+    for (n, name) in ["root", "Root", "ROOT", "rOOt", "root"].into_iter().enumerate() {
+        let reply = from(n as u8 + 1)?
+            .post(&url)
+            .json(&json!({"username": name, "password": "wrong"}))
+            .send()
+            .await?;
+        assert_eq!(reply.status(), 401, "{name}");
+    }
+    let sixth = from(9)?.post(&url).json(&json!({"username": "ROOT", "password": PASSWORD})).send().await?;
+    assert_eq!(sixth.status(), 429, "another spelling from another address is the same account");
+    env.admin.stop().await
+}
+
+/// Review N12, from the outside: a single sign-on account (no password of its own) answers a
+/// password login as slowly as an unknown name, so timing does not list who signs in through
+/// the provider. Each refusal costs one argon2 run; without it the account's answer came in
+/// microseconds. Asserted as a wide ratio (a quarter of the slowest unknown name), far from
+/// both the argon2 time and the microseconds, so noise on a busy machine does not decide it.
+#[tokio::test]
+async fn a_single_sign_on_account_is_refused_as_slowly_as_an_unknown_name() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    let sso = User {
+        username: "sso-person".to_owned(),
+        password: "!sso".to_owned(),
+        token: None,
+        role: 0,
+        permission: None,
+    };
+    env.store().add_user(&sso).await?;
+    let url = env.admin.url("/api/v1/session");
+    let mut timings = Vec::new();
+    for (n, name) in ["sso-person", "nobody-here", "sso-person", "nobody-else", "sso-person", "nobody-third"]
+        .into_iter()
+        .enumerate()
+    {
+        let client = reqwest::Client::builder()
+            .local_address(std::net::IpAddr::from([127, 0, 2, n as u8 + 1]))
+            .build()?;
+        let started = std::time::Instant::now();
+        let reply = client.post(&url).json(&json!({"username": name, "password": "guess"})).send().await?;
+        assert_eq!(reply.status(), 401, "{name}");
+        timings.push((name.starts_with("sso"), started.elapsed()));
+    }
+    let slowest_unknown =
+        timings.iter().filter(|(sso, _)| !sso).map(|(_, t)| *t).max().expect("unknown names");
+    for (_, took) in timings.iter().filter(|(sso, _)| *sso) {
+        assert!(
+            *took * 4 >= slowest_unknown,
+            "an SSO account answered in {took:?}, an unknown name in {slowest_unknown:?}"
+        );
+    }
+    env.admin.stop().await
+}
