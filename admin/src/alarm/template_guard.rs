@@ -23,9 +23,10 @@ const AMPLIFIERS: [&str; 10] =
 
 /// Why `template` may not be used: the first operator or name that could multiply text.
 pub(super) fn refuse_amplifiers(template: &str) -> Result<(), String> {
-    // A unit struct without minijinja's `custom_syntax` feature, a real one with it: `default`
-    // builds either.
-    #[allow(clippy::default_constructed_unit_structs)]
+    #[expect(
+        clippy::default_constructed_unit_structs,
+        reason = "a unit struct without minijinja's `custom_syntax` feature, a real one with it: `default` builds either"
+    )]
     let syntax = minijinja::syntax::SyntaxConfig::default();
     for token in tokenize(template, false, syntax, WhitespaceConfig::default()) {
         // A syntax error is reported by the compiler, with its position.
