@@ -87,7 +87,10 @@ pub struct LdapProvider {
     /// name, both escaped for a filter.
     #[serde(default = "default_group_filter")]
     pub group_filter: String,
-    /// The attribute of a group entry that the mapping names.
+    /// What of a group entry the mapping names: `dn` (the default), the entry's whole
+    /// distinguished name, so a group of the same `cn` in another branch of the directory is
+    /// another group (review N5); or an attribute such as `cn`, which any entry under
+    /// `group_base` may carry.
     #[serde(default = "default_group_attribute")]
     pub group_attribute: String,
     /// Seconds for connecting and for each operation.
@@ -148,7 +151,7 @@ fn default_group_filter() -> String {
     "(|(member={dn})(uniqueMember={dn})(memberUid={username}))".to_owned()
 }
 fn default_group_attribute() -> String {
-    "cn".to_owned()
+    "dn".to_owned()
 }
 fn default_ldap_timeout() -> u64 {
     5

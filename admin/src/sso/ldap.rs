@@ -42,9 +42,12 @@ pub async fn authenticate(
         .replace("{dn}", &ldap_escape(bind_dn.as_str()))
         .replace("{username}", &ldap_escape(username));
     let attribute = provider.group_attribute.as_str();
+    // The entry's whole name (N5): no attribute to fetch, `1.1` asks for none.
+    let by_dn = attribute.eq_ignore_ascii_case("dn") || attribute.eq_ignore_ascii_case("distinguishedName");
+    let wanted = if by_dn { "1.1" } else { attribute };
     let searched = ldap
         .with_timeout(timeout)
-        .search(&provider.group_base, Scope::Subtree, &filter, vec![attribute])
+        .search(&provider.group_base, Scope::Subtree, &filter, vec![wanted])
         .await
         .map_err(unreachable(provider))?
         .success();
@@ -53,11 +56,24 @@ pub async fn authenticate(
     let mut groups = Vec::new();
     for entry in entries {
         let entry = SearchEntry::construct(entry);
+        if by_dn {
+            groups.push(normal_dn(&entry.dn));
+            continue;
+        }
         let values =
             entry.attrs.iter().filter(|(name, _)| name.eq_ignore_ascii_case(attribute)).flat_map(|(_, v)| v);
         groups.extend(values.cloned());
     }
     Ok(Some(Identity { subject: bind_dn, username: username.to_owned(), groups }))
+}
+
+/// A distinguished name as the mapping compares it: no spaces around `,` and `=` (directories
+/// write `cn=a, ou=b` and `cn=a,ou=b` for one entry); case is ignored by the comparison.
+pub(crate) fn normal_dn(dn: &str) -> String {
+    dn.split(',')
+        .map(|rdn| rdn.split('=').map(str::trim).collect::<Vec<_>>().join("="))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn unreachable(provider: &LdapProvider) -> impl Fn(LdapError) -> SsoError + '_ {

@@ -23,7 +23,7 @@ pub struct Grant {
 pub enum Matching {
     /// Claim values are case-sensitive strings (OpenID Connect).
     Exact,
-    /// LDAP's `cn` and most naming attributes compare ignoring case.
+    /// LDAP's distinguished names, `cn` and most naming attributes compare ignoring case.
     IgnoreCase,
 }
 
@@ -31,7 +31,8 @@ pub enum Matching {
 pub fn grant(rules: &[GroupMapping], groups: &[String], matching: Matching) -> Option<Grant> {
     let same = |a: &str, b: &str| match matching {
         Matching::Exact => a == b,
-        Matching::IgnoreCase => a.eq_ignore_ascii_case(b),
+        // A directory's names: a DN compared without the spaces around its `,` and `=`.
+        Matching::IgnoreCase => super::ldap::normal_dn(a).eq_ignore_ascii_case(&super::ldap::normal_dn(b)),
     };
     let mut admin = false;
     let mut executor_groups = BTreeSet::new();

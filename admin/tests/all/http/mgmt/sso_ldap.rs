@@ -22,6 +22,9 @@ dn: cn=Jobwheel-Admins,ou=groups,dc=example,dc=org\nobjectClass: groupOfNames\nc
 member: uid=carol,ou=people,dc=example,dc=org\n\n\
 dn: cn=team-billing,ou=groups,dc=example,dc=org\nobjectClass: groupOfNames\ncn: team-billing\n\
 member: uid=dave,ou=people,dc=example,dc=org\nmember: uid=frank,ou=people,dc=example,dc=org\n\n\
+dn: ou=team,ou=groups,dc=example,dc=org\nobjectClass: organizationalUnit\nou: team\n\n\
+dn: cn=jobwheel-admins,ou=team,ou=groups,dc=example,dc=org\nobjectClass: groupOfNames\ncn: jobwheel-admins\n\
+member: uid=eve,ou=people,dc=example,dc=org\n\n\
 dn: cn=staff,ou=groups,dc=example,dc=org\nobjectClass: posixGroup\ncn: staff\ngidNumber: 500\n\
 memberUid: carol\nmemberUid: dave\nmemberUid: eve\n";
 
@@ -38,11 +41,11 @@ bind_dn = "uid={{username}},ou=people,dc=example,dc=org"
 group_base = "ou=groups,dc=example,dc=org"
 
 [[ldap.map]]
-group = "jobwheel-admins"
+group = "cn=jobwheel-admins, ou=groups, dc=example, dc=org"
 role = "admin"
 
 [[ldap.map]]
-group = "team-billing"
+group = "cn=team-billing,ou=groups,dc=example,dc=org"
 executor_groups = ["billing-app"]
 "#
     ))
@@ -118,7 +121,8 @@ async fn directory_users_sign_in_with_the_rights_their_groups_map_to() -> anyhow
     let (_, audit) = root.get("/api/v1/audit?action=session.login&username=dave").await;
     assert_eq!(audit["items"][0]["detail"]["provider"], "corp", "{audit}");
 
-    // Outside every mapped group: the right password, and still no account.
+    // Outside every mapped group — eve is only in a look-alike `cn=jobwheel-admins` that someone
+    // created in another branch of the directory (review N5): the right password, no account.
     let (status, refused) = ldap_login(&env, "eve", "eve-pw").await;
     assert_eq!(status, 403, "{refused}");
     assert!(refused["msg"].as_str().is_some_and(|m| m.contains("none of the groups")), "{refused}");
