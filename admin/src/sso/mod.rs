@@ -8,6 +8,7 @@
 
 pub mod account;
 pub mod config;
+pub mod discovery;
 pub mod ldap;
 pub mod mapping;
 pub mod oidc;
@@ -47,7 +48,17 @@ pub struct Sso {
     /// For OpenID Connect: redirects are not followed (the library's advice: a provider's
     /// endpoint must not send the client secret on to another host).
     pub http: reqwest::Client,
+    /// The providers' metadata and keys, read once every few minutes (N6).
+    pub discovery: discovery::DiscoveryCache,
+    /// Logins started per client address (`GET …/login`; N6).
+    pub login_starts: LoginStarts,
 }
+
+/// `GET /api/v1/sso/oidc/{id}/login` per client address: [`LOGIN_STARTS_PER_MINUTE`], then 429.
+pub type LoginStarts = governor::DefaultKeyedRateLimiter<std::net::IpAddr>;
+
+/// Logins a client address may start per minute: a person needs one, a retry or two.
+pub const LOGIN_STARTS_PER_MINUTE: u32 = 20;
 
 /// How long a provider may take to answer one request.
 const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -60,7 +71,10 @@ impl Sso {
             .redirect(reqwest::redirect::Policy::none())
             .timeout(PROVIDER_TIMEOUT)
             .build()?;
-        Ok(Sso { config, http })
+        let per_minute =
+            std::num::NonZeroU32::new(LOGIN_STARTS_PER_MINUTE).unwrap_or(std::num::NonZeroU32::MIN);
+        let login_starts = governor::RateLimiter::keyed(governor::Quota::per_minute(per_minute));
+        Ok(Sso { config, http, discovery: discovery::DiscoveryCache::default(), login_starts })
     }
 
     /// No providers, passwords for everyone: an admin started without `--sso-config`.

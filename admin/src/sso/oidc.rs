@@ -3,17 +3,17 @@
 //! from the ID token and the UserInfo endpoint (many providers, `oidc-provider` among them, put
 //! `groups` only in UserInfo).
 //!
-//! The provider's metadata is discovered at each step rather than cached: logins are rare, and
-//! a provider that rotated its signing keys is then followed at once.
+//! The provider's metadata and keys come from the admin's cache (`discovery.rs`, five minutes),
+//! read again when an ID token is refused.
 
 use openidconnect::core::{
     CoreAuthDisplay, CoreAuthPrompt, CoreAuthenticationFlow, CoreErrorResponseType, CoreGenderClaim,
-    CoreJsonWebKey, CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm, CoreProviderMetadata,
-    CoreRevocableToken, CoreRevocationErrorResponse, CoreTokenIntrospectionResponse, CoreTokenType,
+    CoreJsonWebKey, CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm, CoreRevocableToken,
+    CoreRevocationErrorResponse, CoreTokenIntrospectionResponse, CoreTokenType,
 };
 use openidconnect::{
     AdditionalClaims, AuthorizationCode, Client, ClientId, ClientSecret, CsrfToken, EmptyExtraTokenFields,
-    EndpointMaybeSet, EndpointNotSet, EndpointSet, IdTokenFields, IssuerUrl, Nonce, OAuth2TokenResponse as _,
+    EndpointMaybeSet, EndpointNotSet, EndpointSet, IdTokenFields, Nonce, OAuth2TokenResponse as _,
     PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, StandardErrorResponse, StandardTokenResponse,
     TokenResponse as _, UserInfoClaims,
 };
@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::config::OidcProvider;
+use super::discovery::DiscoveryCache;
 use super::{Identity, SsoError, chain};
 
 /// Every claim the provider sends besides the standard ones (`groups`, `realm_access`, …).
@@ -78,10 +79,10 @@ pub struct PendingLogin {
 pub async fn begin(
     provider: &OidcProvider,
     callback: &str,
-    http: &reqwest::Client,
+    (http, cache): (&reqwest::Client, &DiscoveryCache),
     expires_ms: i64,
 ) -> Result<(String, PendingLogin), SsoError> {
-    let client = discover(provider, callback, http).await?;
+    let client = discover(provider, callback, http, cache).await?;
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
     let mut request = client
         .authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random)
@@ -104,11 +105,11 @@ pub async fn begin(
 pub async fn finish(
     provider: &OidcProvider,
     callback: &str,
-    http: &reqwest::Client,
+    (http, cache): (&reqwest::Client, &DiscoveryCache),
     pending: PendingLogin,
     code: String,
 ) -> Result<Identity, SsoError> {
-    let client = discover(provider, callback, http).await?;
+    let client = discover(provider, callback, http, cache).await?;
     let tokens = client
         .exchange_code(AuthorizationCode::new(code))
         .map_err(|e| SsoError::Provider(format!("the provider has no token endpoint: {e}")))?
@@ -119,9 +120,14 @@ pub async fn finish(
     let id_token = tokens
         .id_token()
         .ok_or_else(|| SsoError::Provider("the provider answered without an ID token".to_owned()))?;
-    let claims = id_token
-        .claims(&client.id_token_verifier(), &Nonce::new(pending.nonce))
-        .map_err(|e| SsoError::Provider(format!("the ID token was refused: {}", chain(&e))))?;
+    let claims = match id_token.claims(&client.id_token_verifier(), &Nonce::new(pending.nonce)) {
+        Ok(claims) => claims,
+        Err(e) => {
+            // Perhaps signed with a key published after the cache was filled.
+            cache.forget(&provider.issuer).await;
+            return Err(SsoError::Provider(format!("the ID token was refused: {}", chain(&e))));
+        }
+    };
     let subject = claims.subject().clone();
     let mut all = to_object(serde_json::to_value(claims))?;
     if let Ok(request) = client.user_info(tokens.access_token().clone(), Some(subject.clone())) {
@@ -155,12 +161,9 @@ async fn discover(
     provider: &OidcProvider,
     callback: &str,
     http: &reqwest::Client,
+    cache: &DiscoveryCache,
 ) -> Result<OidcClient, SsoError> {
-    let issuer = IssuerUrl::new(provider.issuer.clone())
-        .map_err(|e| SsoError::Provider(format!("issuer {:?}: {e}", provider.issuer)))?;
-    let metadata = CoreProviderMetadata::discover_async(issuer, http).await.map_err(|e| {
-        SsoError::Provider(format!("cannot read {}'s OpenID configuration: {}", provider.issuer, chain(&e)))
-    })?;
+    let metadata = cache.metadata(&provider.issuer, http).await?;
     let secret = provider.client_secret.as_ref().map(|s| ClientSecret::new(s.expose().to_owned()));
     let redirect = RedirectUrl::new(callback.to_owned())
         .map_err(|e| SsoError::Provider(format!("callback URL {callback:?}: {e}")))?;

@@ -59,12 +59,22 @@ pub(crate) async fn providers(State(state): State<Arc<HttpState>>) -> Json<SsoVi
 }
 
 /// `GET /api/v1/sso/oidc/{id}/login`: off to the provider.
-pub(crate) async fn oidc_login(State(state): State<Arc<HttpState>>, Path(id): Path<String>) -> Response {
+pub(crate) async fn oidc_login(
+    State(state): State<Arc<HttpState>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     let Some((provider, callback)) = oidc_provider(&state, &id) else {
         return unknown(&id);
     };
+    // Anonymous, and each start may cost a request to the provider: bounded per address (N6).
+    let client = state.trusted_proxies.client(peer.ip(), &headers);
+    if state.sso.login_starts.check_key(&client).is_err() {
+        return ApiError::TooManyRequests(60).into_response();
+    }
     let expires_ms = chrono::Utc::now().timestamp_millis() + LOGIN_MS;
-    match oidc::begin(provider, &callback, &state.sso.http, expires_ms).await {
+    match oidc::begin(provider, &callback, (&state.sso.http, &state.sso.discovery), expires_ms).await {
         Ok((url, pending)) => {
             let sealed = state.secret_box.seal_login(&serde_json::to_string(&pending).unwrap_or_default());
             let mut response = redirect(&url);
@@ -114,9 +124,14 @@ pub(crate) async fn oidc_callback(
             Err(e) => e.into_response(),
         },
         Err(e) => {
-            tracing::info!(provider = %id, username, error = %e, "a single sign-on was refused");
-            let detail = json!({ "provider": id, "reason": e.to_string() });
-            audit(&state, client, None, &username, "session.login_failed", detail).await;
+            // Anonymous and free (a callback without the cookie is refused at once): recorded
+            // once per client and window with the number folded into it, as refused password
+            // logins are (N6, review M2).
+            if let Some(folded) = state.refused_logins.admit(&client, std::time::Instant::now()) {
+                tracing::info!(provider = %id, username, error = %e, folded, "a single sign-on was refused");
+                let detail = json!({ "provider": id, "reason": e.to_string(), "folded": folded });
+                audit(&state, client, None, &username, "session.login_failed", detail).await;
+            }
             back_to_login(&state, &e.to_string())
         }
     };
@@ -153,7 +168,8 @@ async fn callback(
     let code = query
         .code
         .ok_or_else(|| SsoError::Provider(format!("{} sent no authorization code", provider.name)))?;
-    let identity = oidc::finish(provider, &callback_url, &state.sso.http, pending, code).await?;
+    let identity =
+        oidc::finish(provider, &callback_url, (&state.sso.http, &state.sso.discovery), pending, code).await?;
     username.clone_from(&identity.username);
     let Some(grant) = mapping::grant(&provider.map, &identity.groups, Matching::Exact) else {
         return Err(outside(&identity.username, &provider.name));

@@ -34,6 +34,7 @@ mod recording_executor;
 mod session;
 mod sharing;
 mod sso_ldap;
+mod sso_oidc;
 mod tokens;
 mod transfer;
 mod trigger_addresses;
