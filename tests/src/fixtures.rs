@@ -27,6 +27,7 @@ pub async fn api_administrator(store: &dyn Store, username: &str, token: &str) -
             token_hash,
             created_ms: now_ms(),
             scope: "write".to_owned(),
+            expires_ms: None,
         })
         .await?;
     Ok(())

@@ -174,6 +174,8 @@ impl GroupTokens {
                 );
             }
         }
+        // Read for the log only: the first request reads the tokens as stored by then.
+        self.invalidate();
         Ok(refused)
     }
 

@@ -1,7 +1,8 @@
 //! The jobwheel user a single sign-on identity signs in as: found by `(provider, subject)`,
 //! created at the first login, and given the role and executor groups of the provider's mapping
-//! at every login, so that removing someone from a group at the provider takes effect at their
-//! next sign-in (sessions already open run out as usual).
+//! at every login. Removing someone from every mapped group at the provider revokes the account
+//! at their next sign-in attempt ([`revoke`]), and otherwise within `reconfirm_secs`: each
+//! sign-in confirms the identity, and a session or API token is honoured only that long after.
 
 use super::mapping::Grant;
 use super::{Identity, SsoError};
@@ -33,6 +34,7 @@ pub async fn sign_in(
                     store.update_user(row.id, &row.user).await?;
                     tracing::info!(provider, username = %row.user.username, role, "rights updated from the provider's groups");
                 }
+                store.confirm_identity(provider, &identity.subject, now_ms).await?;
                 return Ok(row);
             }
             // Its user was deleted behind the identity's back (an older admin, a manual
@@ -73,6 +75,27 @@ pub async fn sign_in(
         .load_user(id)
         .await?
         .ok_or_else(|| SsoError::Refused(format!("user {username:?} vanished as it was created")))
+}
+
+/// The provider signed `identity` in but mapped it to no group (review N4): if it has an account,
+/// that account loses its rights, its sessions and its API tokens now, rather than at the end
+/// of its reconfirmation time. Nothing happens for an identity never seen.
+pub async fn revoke(store: &dyn Store, provider: &str, identity: &Identity) -> Result<(), StoreError> {
+    let Some(user_id) = store.find_identity(provider, &identity.subject).await? else { return Ok(()) };
+    let Some(mut row) = store.load_user(user_id).await? else { return Ok(()) };
+    row.user.role = 0;
+    row.user.permission = None;
+    store.update_user(row.id, &row.user).await?;
+    let sessions = store.delete_user_sessions(row.id, None).await?;
+    let tokens = store.delete_user_tokens(row.id).await?;
+    tracing::warn!(
+        provider,
+        username = %row.user.username,
+        sessions,
+        tokens,
+        "the provider no longer puts this person in a mapped group: rights, sessions and API tokens revoked"
+    );
+    Ok(())
 }
 
 fn taken(username: &str, provider: &str) -> SsoError {

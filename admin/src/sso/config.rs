@@ -28,7 +28,19 @@ pub struct SsoConfig {
     pub oidc: Vec<OidcProvider>,
     #[serde(default)]
     pub ldap: Vec<LdapProvider>,
+    /// Seconds a single sign-on account's sessions and API tokens are honoured after the person
+    /// last signed in through the provider (default a day): removing someone at the provider
+    /// takes their access away within this time even if they never sign in again (N4).
+    #[serde(default = "default_reconfirm_secs")]
+    pub reconfirm_secs: u64,
 }
+
+fn default_reconfirm_secs() -> u64 {
+    DEFAULT_RECONFIRM_SECS
+}
+
+/// `reconfirm_secs` when the settings do not say: a day.
+pub const DEFAULT_RECONFIRM_SECS: u64 = 24 * 3600;
 
 /// `local_passwords`: `everyone` (the default) or `administrators` (every other account signs
 /// in through a provider).

@@ -84,6 +84,7 @@ impl Sso {
             local_passwords: LocalPasswords::Everyone,
             oidc: Vec::new(),
             ldap: Vec::new(),
+            reconfirm_secs: config::DEFAULT_RECONFIRM_SECS,
         })
     }
 

@@ -340,6 +340,12 @@ pub trait CredentialStore: Send + Sync {
     ) -> Result<(), StoreError>;
     /// Forgets a user's identities (the user was deleted, or an identity points at none).
     async fn delete_user_identities(&self, user_id: UserId) -> Result<u64, StoreError>;
+    /// The identity signed in through its provider at `at_ms` (N4: its sessions and tokens
+    /// are honoured for a set time after that).
+    async fn confirm_identity(&self, provider: &str, subject: &str, at_ms: i64) -> Result<(), StoreError>;
+    /// When a user with single sign-on identities last signed in through a provider; `None`
+    /// for a user without any.
+    async fn identity_confirmed_ms(&self, user_id: UserId) -> Result<Option<i64>, StoreError>;
 }
 
 /// What Wasm jobs are granted: network policy and limits per job, variables and secrets per

@@ -152,7 +152,13 @@ impl FromRequestParts<Arc<HttpState>> for Principal {
                 .find_api_token(&digest(token))
                 .await?
                 .ok_or_else(|| ApiError::Unauthenticated("unknown or revoked API token".to_owned()))?;
+            if row.expires_ms.is_some_and(|expires| expires <= now_ms) {
+                return Err(ApiError::Unauthenticated(
+                    "this API token has expired; make a new one".to_owned(),
+                ));
+            }
             let user = state.store.load_user(row.user_id).await?.ok_or_else(unauthenticated)?;
+            require_recent_provider_sign_in(state, &user, now_ms).await?;
             if row.last_used_ms.is_none_or(|last| now_ms - last >= TOUCH_EVERY_MS) {
                 state.store.touch_api_token(row.id, now_ms).await?;
             }
@@ -179,8 +185,32 @@ impl FromRequestParts<Arc<HttpState>> for Principal {
             }
         }
         let user = state.store.load_user(session.user_id).await?.ok_or_else(unauthenticated)?;
+        require_recent_provider_sign_in(state, &user, now_ms).await?;
         note_for_audit(parts, &user);
         Ok(Self { user, credential: Credential::Session { id_hash, csrf_token: session.csrf_token } })
+    }
+}
+
+/// A single sign-on account's sessions and tokens are honoured for `reconfirm_secs` after the
+/// person last signed in through the provider (review N4): the provider's word that they still
+/// belong is renewed at every sign-in, and someone removed there loses access within that time
+/// without signing in again. Local accounts are not affected.
+async fn require_recent_provider_sign_in(
+    state: &HttpState,
+    user: &UserRow,
+    now_ms: i64,
+) -> Result<(), ApiError> {
+    if user.user.password != crate::sso::account::NO_PASSWORD {
+        return Ok(());
+    }
+    let limit_ms = i64::try_from(state.sso.config.reconfirm_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    match state.store.identity_confirmed_ms(user.id).await? {
+        Some(confirmed) if confirmed.saturating_add(limit_ms) > now_ms => Ok(()),
+        _ => Err(ApiError::Unauthenticated(
+            "your organisation's provider has not confirmed this account recently: sign in through it again \
+             (its sessions and API tokens then work again)"
+                .to_owned(),
+        )),
     }
 }
 

@@ -312,16 +312,18 @@ pub(crate) async fn trigger(
     // A `run` token runs what a writer set up: for `commandJobHandler`, script GLUE and
     // `httpJobHandler` the parameter is code or a request, so choosing it is changing what runs
     // (review N3). The job's own parameter, sent back unchanged, is not an override.
-    if matches!(principal.credential, Credential::Token(TokenScope::Run))
-        && body
-            .executor_param
-            .as_deref()
-            .is_some_and(|p| p != job.job.executor_param.as_deref().unwrap_or_default())
-    {
-        return Err(ApiError::Forbidden(
-            "executorParam: a run token triggers a job with its own parameter; choosing another needs a write token"
-                .to_owned(),
-        ));
+    let mut body = body;
+    if matches!(principal.credential, Credential::Token(TokenScope::Run)) {
+        let own = job.job.executor_param.clone().unwrap_or_default();
+        if body.executor_param.as_deref().is_some_and(|p| p != own) {
+            return Err(ApiError::Forbidden(
+                "executorParam: a run token triggers a job with its own parameter; choosing another needs a write token"
+                    .to_owned(),
+            ));
+        }
+        // Left out, a manual trigger runs with an empty parameter (upstream's UI sends ""); a
+        // run token's runs with the job's own.
+        body.executor_param = Some(own);
     }
     if body.executor_param.as_ref().is_some_and(|p| p.chars().count() > PARAM_MAX) {
         return Err(ApiError::BadRequest(format!("executorParam: at most {PARAM_MAX} characters")));

@@ -172,6 +172,7 @@ async fn callback(
         oidc::finish(provider, &callback_url, (&state.sso.http, &state.sso.discovery), pending, code).await?;
     username.clone_from(&identity.username);
     let Some(grant) = mapping::grant(&provider.map, &identity.groups, Matching::Exact) else {
+        account::revoke(state.store.as_ref(), &provider.id, &identity).await?;
         return Err(outside(&identity.username, &provider.name));
     };
     let now_ms = chrono::Utc::now().timestamp_millis();
@@ -194,6 +195,7 @@ pub(crate) async fn ldap_login(
         Err(e) => return Err(api_error(e)),
     };
     let Some(grant) = mapping::grant(&directory.map, &identity.groups, Matching::IgnoreCase) else {
+        account::revoke(state.store.as_ref(), &directory.id, &identity).await?;
         return Err(api_error(outside(username, &directory.name)));
     };
     let now_ms = chrono::Utc::now().timestamp_millis();

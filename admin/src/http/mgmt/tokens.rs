@@ -27,6 +27,8 @@ pub(crate) struct TokenView {
     last_used_at: Option<i64>,
     /// `read`, `run` or `write`.
     scope: String,
+    /// When it stops working (epoch ms); null: when it is revoked.
+    expires_at: Option<i64>,
 }
 
 impl From<ApiTokenRow> for TokenView {
@@ -37,6 +39,7 @@ impl From<ApiTokenRow> for TokenView {
             created_at: row.created_ms,
             last_used_at: row.last_used_ms,
             scope: row.scope,
+            expires_at: row.expires_ms,
         }
     }
 }
@@ -56,7 +59,13 @@ pub(crate) struct NewTokenBody {
     /// `read`, `run` or `write` (default: `write`, what tokens could always do).
     #[serde(default)]
     scope: Option<String>,
+    /// Days until it stops working (1 to 3650); none: until it is revoked.
+    #[serde(default, rename = "expiresInDays")]
+    expires_in_days: Option<i64>,
 }
+
+/// Longest expiry a token may be given, in days.
+const EXPIRY_MAX_DAYS: i64 = 3650;
 
 /// The answer to a creation: the only time `token` is shown.
 #[derive(Serialize)]
@@ -67,6 +76,7 @@ pub(crate) struct CreatedToken {
     token: String,
     created_at: i64,
     scope: &'static str,
+    expires_at: Option<i64>,
 }
 
 /// `POST /api/v1/tokens`.
@@ -86,6 +96,15 @@ pub(crate) async fn create(
     };
     let token = new_secret();
     let created_at = chrono::Utc::now().timestamp_millis();
+    let expires_at = match body.expires_in_days {
+        None => None,
+        Some(days) if (1..=EXPIRY_MAX_DAYS).contains(&days) => Some(created_at + days * 24 * 3600 * 1000),
+        Some(_) => {
+            return Err(ApiError::BadRequest(format!(
+                "expiresInDays: 1 to {EXPIRY_MAX_DAYS}, or left out for a token that works until revoked"
+            )));
+        }
+    };
     let id = state
         .store
         .add_api_token(&NewApiToken {
@@ -94,9 +113,11 @@ pub(crate) async fn create(
             token_hash: digest(&token),
             created_ms: created_at,
             scope: scope.as_str().to_owned(),
+            expires_ms: expires_at,
         })
         .await?;
-    let created = CreatedToken { id, name: name.to_owned(), token, created_at, scope: scope.as_str() };
+    let created =
+        CreatedToken { id, name: name.to_owned(), token, created_at, scope: scope.as_str(), expires_at };
     Ok((StatusCode::CREATED, Json(created)))
 }
 

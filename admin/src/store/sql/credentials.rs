@@ -22,11 +22,12 @@ static DELETE_USER_SESSIONS_EXCEPT: Sql =
     Sql::new("DELETE FROM jobwheel_session WHERE user_id = ? AND id_hash <> ?");
 static PURGE_SESSIONS: Sql = Sql::new("DELETE FROM jobwheel_session WHERE expires_ms <= ?");
 static INSERT_TOKEN: Sql = Sql::new(
-    "INSERT INTO jobwheel_api_token (user_id, name, token_hash, created_ms, scope) VALUES (?, ?, ?, ?, ?) RETURNING id",
+    "INSERT INTO jobwheel_api_token (user_id, name, token_hash, created_ms, scope, expires_ms) \
+    VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
 );
 macro_rules! token_select {
     () => {
-        "SELECT id, user_id, name, created_ms, last_used_ms, scope FROM jobwheel_api_token"
+        "SELECT id, user_id, name, created_ms, last_used_ms, scope, expires_ms FROM jobwheel_api_token"
     };
 }
 static LIST_TOKENS: Sql = Sql::new(concat!(token_select!(), " WHERE user_id = ? ORDER BY id DESC"));
@@ -37,8 +38,12 @@ static DELETE_USER_TOKENS: Sql = Sql::new("DELETE FROM jobwheel_api_token WHERE 
 static FIND_IDENTITY: Sql =
     Sql::new("SELECT user_id FROM jobwheel_user_identity WHERE provider = ? AND subject = ?");
 static INSERT_IDENTITY: Sql = Sql::new(
-    "INSERT INTO jobwheel_user_identity (provider, subject, user_id, created_ms) VALUES (?, ?, ?, ?)",
+    "INSERT INTO jobwheel_user_identity (provider, subject, user_id, created_ms, confirmed_ms) VALUES (?, ?, ?, ?, ?)",
 );
+static CONFIRM_IDENTITY: Sql =
+    Sql::new("UPDATE jobwheel_user_identity SET confirmed_ms = ? WHERE provider = ? AND subject = ?");
+static IDENTITY_CONFIRMED: Sql =
+    Sql::new("SELECT MAX(confirmed_ms) FROM jobwheel_user_identity WHERE user_id = ?");
 static DELETE_USER_IDENTITIES: Sql = Sql::new("DELETE FROM jobwheel_user_identity WHERE user_id = ?");
 
 #[async_trait]
@@ -69,7 +74,7 @@ impl CredentialStore for SqlStore {
     }
 
     async fn add_api_token(&self, t: &NewApiToken) -> Result<i64, StoreError> {
-        let args = args![t.user_id, &t.name, &t.token_hash, t.created_ms, &t.scope];
+        let args = args![t.user_id, &t.name, &t.token_hash, t.created_ms, &t.scope, t.expires_ms];
         self.ex().insert_id(&INSERT_TOKEN, &args).await
     }
 
@@ -106,8 +111,19 @@ impl CredentialStore for SqlStore {
         user_id: UserId,
         at_ms: i64,
     ) -> Result<(), StoreError> {
-        self.ex().execute(&INSERT_IDENTITY, &args![provider, subject, user_id, at_ms]).await?;
+        self.ex().execute(&INSERT_IDENTITY, &args![provider, subject, user_id, at_ms, at_ms]).await?;
         Ok(())
+    }
+
+    async fn confirm_identity(&self, provider: &str, subject: &str, at_ms: i64) -> Result<(), StoreError> {
+        self.ex().execute(&CONFIRM_IDENTITY, &args![at_ms, provider, subject]).await?;
+        Ok(())
+    }
+
+    async fn identity_confirmed_ms(&self, user_id: UserId) -> Result<Option<i64>, StoreError> {
+        let row: Option<(Option<i64>,)> =
+            self.ex().fetch_optional(&IDENTITY_CONFIRMED, &args![user_id]).await?;
+        Ok(row.and_then(|(ms,)| ms))
     }
 
     async fn delete_user_identities(&self, user_id: UserId) -> Result<u64, StoreError> {

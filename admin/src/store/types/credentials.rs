@@ -48,6 +48,8 @@ pub struct NewApiToken {
     pub created_ms: i64,
     /// `read`, `run` or `write` (docs/security.md).
     pub scope: String,
+    /// Epoch ms after which it is refused; `None`: until revoked.
+    pub expires_ms: Option<i64>,
 }
 
 /// A stored API token (never the token itself).
@@ -65,4 +67,6 @@ pub struct ApiTokenRow {
     pub last_used_ms: Option<i64>,
     /// `read`, `run` or `write`.
     pub scope: String,
+    /// Epoch ms after which it is refused; `None`: until revoked.
+    pub expires_ms: Option<i64>,
 }

@@ -41,6 +41,7 @@ pub(crate) async fn check(Admins { a, b }: &Admins) -> anyhow::Result<()> {
         token_hash: hash.to_owned(),
         created_ms: 5_000,
         scope: "write".to_owned(),
+        expires_ms: None,
     };
     let t1 = a.add_api_token(&token("ci", "h1", alice)).await?;
     let t2 = b.add_api_token(&token("deploy", "h2", alice)).await?;

@@ -152,7 +152,7 @@ export default {
 
   'tokens.intro': 'API tokens let scripts call the management API as you: send "Authorization: Bearer <token>".',
   'tokens.name': 'Name', 'tokens.namePlaceholder': 'What the token is for', 'tokens.nameRule': 'The name needs 1–100 characters.',
-  'tokens.create': 'Create token', 'tokens.createdAt': 'Created', 'tokens.lastUsedAt': 'Last used', 'tokens.never': 'Never',
+  'tokens.create': 'Create token', 'tokens.createdAt': 'Created', 'tokens.lastUsedAt': 'Last used', 'tokens.never': 'Never', 'tokens.expiresAt': 'Expires', 'tokens.expiry.never': 'Never expires', 'tokens.expiry.days': 'Expires in {days} days',
   'tokens.revoke': 'Revoke', 'tokens.none': 'You have no API tokens.', 'tokens.confirmDelete': 'Revoke token "{name}"?',
   'tokens.deleted': 'Token revoked.', 'tokens.createdTitle': 'Token created', 'tokens.copy': 'Copy', 'tokens.copied': 'Copied.',
   'tokens.shownOnce': 'Copy the token now: it is shown only once.', 'tokens.usage': 'Header: Authorization: Bearer <token>',

@@ -152,7 +152,7 @@ export default {
 
   'tokens.intro': 'API 令牌让脚本以你的身份调用管理接口：请求头 "Authorization: Bearer <令牌>"。',
   'tokens.name': '名称', 'tokens.namePlaceholder': '令牌用途', 'tokens.nameRule': '名称长度限制为 1~100 个字符。',
-  'tokens.create': '创建令牌', 'tokens.createdAt': '创建时间', 'tokens.lastUsedAt': '最近使用', 'tokens.never': '从未',
+  'tokens.create': '创建令牌', 'tokens.createdAt': '创建时间', 'tokens.lastUsedAt': '最近使用', 'tokens.never': '从未', 'tokens.expiresAt': '过期时间', 'tokens.expiry.never': '永不过期', 'tokens.expiry.days': '{days} 天后过期',
   'tokens.revoke': '吊销', 'tokens.none': '你还没有 API 令牌。', 'tokens.confirmDelete': '确认吊销令牌「{name}」？',
   'tokens.deleted': '令牌已吊销。', 'tokens.createdTitle': '令牌已创建', 'tokens.copy': '复制', 'tokens.copied': '已复制。',
   'tokens.shownOnce': '请立即复制：令牌只显示这一次。', 'tokens.usage': '请求头：Authorization: Bearer <令牌>',

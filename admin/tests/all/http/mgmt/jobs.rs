@@ -150,6 +150,7 @@ async fn normal_users_reach_only_their_groups_and_tokens_act_as_their_owner() ->
         token_hash: sha256_hex("alice-token"),
         created_ms: 0,
         scope: "write".to_owned(),
+        expires_ms: None,
     };
     env.store().add_api_token(&token).await?;
     let bot = env.anonymous().with_token("alice-token");

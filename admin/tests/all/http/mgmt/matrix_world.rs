@@ -188,6 +188,7 @@ impl World {
             token_hash: hex::encode(Sha256::digest(secret.as_bytes())),
             created_ms: Utc::now().timestamp_millis(),
             scope: "write".to_owned(),
+            expires_ms: None,
         };
         (self.env.store().add_api_token(&token).await.expect("token"), secret)
     }

@@ -157,11 +157,81 @@ async fn directory_users_sign_in_with_the_rights_their_groups_map_to() -> anyhow
 }
 
 async fn add_member(url: &str, group: &str, member: &str) -> anyhow::Result<()> {
+    change_member(url, group, ldap3::Mod::Add("member", std::collections::HashSet::from([member]))).await
+}
+
+async fn remove_member(url: &str, group: &str, member: &str) -> anyhow::Result<()> {
+    change_member(url, group, ldap3::Mod::Delete("member", std::collections::HashSet::from([member]))).await
+}
+
+async fn change_member(url: &str, group: &str, change: ldap3::Mod<&str>) -> anyhow::Result<()> {
     let (conn, mut ldap) = ldap3::LdapConnAsync::new(url).await?;
     ldap3::drive!(conn);
     ldap.simple_bind(SLAPD_ROOT_DN, SLAPD_ROOT_PASSWORD).await?.success()?;
-    let change = ldap3::Mod::Add("member", std::collections::HashSet::from([member]));
     ldap.modify(group, vec![change]).await?.success()?;
     ldap.unbind().await?;
     Ok(())
+}
+
+const ADMINS: &str = "cn=Jobwheel-Admins,ou=groups,dc=example,dc=org";
+
+/// A `write` API token made by `client`'s user, and the proof that it acts as an administrator
+/// (it adds a user, the review's example of what a departed administrator could still do).
+async fn admin_token(env: &Env, client: &Client, probe: &str) -> String {
+    let (status, made) = client.post("/api/v1/tokens", json!({"name": probe, "scope": "write"})).await;
+    assert_eq!(status, 201, "{made}");
+    let token = made["token"].as_str().expect("token").to_owned();
+    let (status, added) = env
+        .anonymous()
+        .with_token(&token)
+        .post("/api/v1/users", json!({"username": probe, "password": "pw-12345", "role": 0}))
+        .await;
+    assert!(status == 201 || status == 200, "{added}");
+    token
+}
+
+/// Review N4, from the departed administrator's side: removed from the directory's admin group,
+/// carol keeps a session and a `write` token. Her next sign-in attempt is refused and takes
+/// both away with her rights at once; dave, who never signs in again, loses his within the
+/// configured `reconfirm_secs`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn someone_removed_at_the_directory_loses_role_sessions_and_tokens() -> anyhow::Result<()> {
+    let Some(slapd) = Slapd::start(LDIF).await? else { return Ok(()) };
+    let patient = settings(&slapd.url);
+    let env = Env::start_configured(|c| c.sso = Some(patient)).await?;
+    let (carol, _) = signed_in(&env, "carol", "carol-pw").await;
+    let token = admin_token(&env, &carol, "probe-one").await;
+    // A `groupOfNames` keeps at least one member.
+    add_member(&slapd.url, ADMINS, "uid=frank,ou=people,dc=example,dc=org").await?;
+    remove_member(&slapd.url, ADMINS, "uid=carol,ou=people,dc=example,dc=org").await?;
+    let (status, refused) = ldap_login(&env, "carol", "carol-pw").await;
+    assert_eq!(status, 403, "{refused}");
+    let with_token = env.anonymous().with_token(&token);
+    let (status, _) = with_token
+        .post("/api/v1/users", json!({"username": "probe-two", "password": "pw-12345", "role": 1}))
+        .await;
+    assert_eq!(status, 401, "the token went with her rights");
+    assert_eq!(carol.get("/api/v1/session").await.0, 401, "and her session");
+    let row = env.store().find_user("carol").await?.expect("the account stays, without rights");
+    assert_eq!((row.user.role, row.user.permission), (0, None));
+    env.admin.stop().await?;
+
+    // Dave never tries to sign in again: the provider's word runs out after reconfirm_secs.
+    let mut hasty = settings(&slapd.url);
+    hasty.reconfirm_secs = 3;
+    let env = Env::start_configured(|c| c.sso = Some(hasty)).await?;
+    add_member(&slapd.url, ADMINS, "uid=dave,ou=people,dc=example,dc=org").await?;
+    let (dave, body) = signed_in(&env, "dave", "dave-pw").await;
+    assert_eq!(body["user"]["role"], 1, "{body}");
+    let token = admin_token(&env, &dave, "probe-three").await;
+    remove_member(&slapd.url, ADMINS, "uid=dave,ou=people,dc=example,dc=org").await?;
+    let with_token = env.anonymous().with_token(&token);
+    crate::http::eventually("dave's token refused without a sign-in", || async {
+        (with_token.get("/api/v1/session").await.0 == 401).then_some(())
+    })
+    .await;
+    let (status, body) = dave.get("/api/v1/session").await;
+    assert_eq!(status, 401, "and his session: {body}");
+    assert!(body["msg"].as_str().unwrap_or_default().contains("sign in through it again"), "{body}");
+    env.admin.stop().await
 }

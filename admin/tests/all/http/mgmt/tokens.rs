@@ -74,3 +74,41 @@ async fn names_are_checked_and_other_users_tokens_are_out_of_reach() -> anyhow::
     assert_eq!(anonymous.with_token("not-a-token").get("/api/v1/tokens").await.0, 401);
     env.admin.stop().await
 }
+
+/// Review N4: a token may be given an expiry, shown in its listing, and refused once past it.
+#[tokio::test]
+async fn a_token_with_an_expiry_is_refused_after_it() -> anyhow::Result<()> {
+    let env = Env::start().await?;
+    let user = env.admin_user("root").await;
+    let root = env.login("root").await;
+    let (status, refused) = root.post("/api/v1/tokens", json!({"name": "x", "expiresInDays": 0})).await;
+    assert_eq!(status, 400, "{refused}");
+    let before = chrono::Utc::now().timestamp_millis();
+    let (status, made) = root.post("/api/v1/tokens", json!({"name": "monthly", "expiresInDays": 30})).await;
+    assert_eq!(status, 201, "{made}");
+    let expires = made["expiresAt"].as_i64().expect("expiresAt");
+    assert!((expires - before - 30 * 86_400_000).abs() < 60_000, "{made}");
+    let (_, listed) = root.get("/api/v1/tokens").await;
+    assert_eq!(listed[0]["expiresAt"], expires, "{listed}");
+    assert_eq!(
+        env.anonymous().with_token(made["token"].as_str().expect("token")).get("/api/v1/session").await.0,
+        200
+    );
+
+    // One whose time has come (written as the store would keep it a month later).
+    let token = "an-expired-token-0123456789abcdef";
+    env.store()
+        .add_api_token(&jobwheel_admin::store::NewApiToken {
+            user_id: user,
+            name: "old".to_owned(),
+            token_hash: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(token.as_bytes())),
+            created_ms: before - 1000,
+            scope: "write".to_owned(),
+            expires_ms: Some(before - 1),
+        })
+        .await?;
+    let (status, body) = env.anonymous().with_token(token).get("/api/v1/session").await;
+    assert_eq!(status, 401, "{body}");
+    assert!(body["msg"].as_str().unwrap_or_default().contains("expired"), "{body}");
+    env.admin.stop().await
+}
