@@ -41,6 +41,25 @@ pub struct CoreContext {
     pub group_tokens: Arc<GroupTokens>,
 }
 
+/// Logs executor groups that share an AppName (review L6): an adopted 2.x/3.4 database may hold
+/// them (upstream's schema has no unique index), and such groups share their executors'
+/// registrations — and so their triggers, tokens and secrets. jobwheel creates no new ones.
+async fn report_shared_app_names(store: &dyn Store) -> Result<(), store::StoreError> {
+    let mut by_name: std::collections::BTreeMap<String, Vec<i32>> = std::collections::BTreeMap::new();
+    for group in store.list_groups().await? {
+        by_name.entry(group.group.app_name.to_lowercase()).or_default().push(group.id.0);
+    }
+    for (app_name, ids) in by_name.into_iter().filter(|(_, ids)| ids.len() > 1) {
+        tracing::error!(
+            app = %app_name,
+            groups = ?ids,
+            "executor groups share one AppName: each one's executors register for all of them, and with them \
+             each one's triggers, secrets and token; rename or delete all but one (Executors page)"
+        );
+    }
+    Ok(())
+}
+
 /// Runs the admin on `listener` until `shutdown` resolves, then shuts down gracefully.
 ///
 /// `make_core` builds the [`AdminCore`] the HTTP edge calls: `jobwheel-admin` passes the
@@ -112,6 +131,7 @@ where
     let metrics = Arc::new(AdminMetrics::new());
     let group_tokens = Arc::new(GroupTokens::new(Arc::clone(&store), Arc::clone(&secret_box)));
     group_tokens.report_refused().await.context("reading the groups' access tokens")?;
+    report_shared_app_names(store.as_ref()).await.context("reading the executor groups")?;
     let core = make_core(CoreContext {
         store: Arc::clone(&store),
         access_token: secrets.access_token.clone(),

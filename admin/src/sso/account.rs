@@ -99,7 +99,7 @@ pub async fn revoke(store: &dyn Store, provider: &str, identity: &Identity) -> R
 }
 
 fn taken(username: &str, provider: &str) -> SsoError {
-    SsoError::Refused(format!(
+    SsoError::NameTaken(format!(
         "a jobwheel user named {username:?} already exists and does not sign in with {provider}; \
          an administrator can rename or delete that user"
     ))

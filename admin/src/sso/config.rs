@@ -77,6 +77,10 @@ pub struct OidcProvider {
     pub groups_claim: String,
     /// Which groups give which rights; a user in none of them is refused.
     pub map: Vec<GroupMapping>,
+    /// Accept an `http://` issuer, whose keys a network attacker could swap to forge ID tokens
+    /// (test benches only; review N17).
+    #[serde(default)]
+    pub insecure: bool,
 }
 
 /// One LDAP directory (`[[ldap]]`): bind as the user, then search for the user's groups.
@@ -90,6 +94,10 @@ pub struct LdapProvider {
     /// Upgrade an `ldap://` connection with StartTLS before the password is sent.
     #[serde(default)]
     pub starttls: bool,
+    /// Accept a plain `ldap://` URL without StartTLS, which sends passwords in the clear (test
+    /// benches only; review N17).
+    #[serde(default)]
+    pub insecure: bool,
     /// The name to bind as; `{username}` is replaced by the escaped login name
     /// (`uid={username},ou=people,dc=example,dc=org`, or `{username}@corp.example` for AD).
     pub bind_dn: String,
@@ -250,6 +258,13 @@ impl SsoConfig {
                     provider.id, provider.issuer
                 ));
             }
+            if provider.issuer.to_ascii_lowercase().starts_with("http://") && !provider.insecure {
+                return Err(format!(
+                    "provider {:?}: issuer {:?} is plain http, where anyone on the network could swap its keys and \
+                     forge sign-ins; use https (or insecure = true on a test bench)",
+                    provider.id, provider.issuer
+                ));
+            }
             if provider.client_id.trim().is_empty() {
                 return Err(format!("provider {:?} needs a client_id", provider.id));
             }
@@ -259,6 +274,13 @@ impl SsoConfig {
             if !(url.starts_with("ldap://") || url.starts_with("ldaps://")) {
                 return Err(format!(
                     "provider {:?}: url {:?} is not ldap:// or ldaps://",
+                    provider.id, provider.url
+                ));
+            }
+            if url.starts_with("ldap://") && !provider.starttls && !provider.insecure {
+                return Err(format!(
+                    "provider {:?}: {:?} without starttls = true sends passwords in the clear; use ldaps://, \
+                     starttls = true (or insecure = true on a test bench)",
                     provider.id, provider.url
                 ));
             }

@@ -34,11 +34,36 @@ pub enum SsoError {
     /// The provider could not be asked, or answered something unusable.
     #[error("{0}")]
     Provider(String),
-    /// The person is known but may not use jobwheel (no mapped group, a name taken locally).
+    /// The person is known but may not use jobwheel.
     #[error("{0}")]
     Refused(String),
+    /// The provider vouched for the person, but they are in no mapped group.
+    #[error("{0}")]
+    NotMapped(String),
+    /// A local user has the name the provider gives the person.
+    #[error("{0}")]
+    NameTaken(String),
+    /// The sign-in's cookie is missing, expired or from another login.
+    #[error("{0}")]
+    Expired(String),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+}
+
+impl SsoError {
+    /// What the login page is told (`#/login?error=<code>`): a code from a fixed list that the
+    /// page turns into its own text, never text from the URL (review N15: a link could
+    /// otherwise put any words on the real login page). The details are in the audit log.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SsoError::Provider(_) => "provider",
+            SsoError::Refused(_) => "refused",
+            SsoError::NotMapped(_) => "not_mapped",
+            SsoError::NameTaken(_) => "name_taken",
+            SsoError::Expired(_) => "expired",
+            SsoError::Store(_) => "internal",
+        }
+    }
 }
 
 /// The configured providers and the client they are reached with.

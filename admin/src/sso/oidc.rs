@@ -150,6 +150,14 @@ pub async fn finish(
             )));
         }
     };
+    check_username(&username)?;
+    // An address the person typed but never proved is anybody's to claim (N16).
+    if provider.username_claim == "email" && claim(&all, "email_verified") != Some(&Value::Bool(true)) {
+        return Err(SsoError::Refused(
+            "the provider has not verified this e-mail address, which names the jobwheel user: verify it there first"
+                .to_owned(),
+        ));
+    }
     Ok(Identity {
         subject: subject.as_str().to_owned(),
         username,
@@ -169,6 +177,22 @@ async fn discover(
         .map_err(|e| SsoError::Provider(format!("callback URL {callback:?}: {e}")))?;
     Ok(OidcClient::from_provider_metadata(metadata, ClientId::new(provider.client_id.clone()), secret)
         .set_redirect_uri(redirect))
+}
+
+/// A username from a provider follows the local accounts' characters — ASCII letters, digits,
+/// `_`, `.`, `@`, `-` — so a look-alike of another account (`ad\u{200b}min`, Cyrillic letters)
+/// cannot be signed in as (review N16); up to upstream's 50 characters, as e-mail addresses are
+/// often longer than local names' 20.
+fn check_username(name: &str) -> Result<(), SsoError> {
+    let length = name.chars().count();
+    let characters = name.chars().all(|c| c.is_ascii_alphanumeric() || "_.@-".contains(c));
+    if (1..=50).contains(&length) && characters {
+        return Ok(());
+    }
+    Err(SsoError::Refused(format!(
+        "the provider's user name {:?} is not one jobwheel accepts (1 to 50 ASCII letters, digits, '_', '.', '@', '-')",
+        name.escape_default().to_string()
+    )))
 }
 
 fn to_object(value: Result<Value, serde_json::Error>) -> Result<Map<String, Value>, SsoError> {

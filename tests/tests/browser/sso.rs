@@ -39,6 +39,18 @@ pub(crate) async fn run(browser: &Browser, group_title: &str) -> anyhow::Result<
     let message = browser.wait_text("#login-error", "the refusal", |t| !t.is_empty()).await?;
     ensure!(message.contains("none of the groups"), "mallory's refusal says {message:?}");
     browser.screenshot("sso-refused").await?;
+    // A crafted link's words are never shown on the real login page (review N15): the page
+    // says its own text for the admin's codes, and a generic refusal for anything else.
+    browser.go("/#/about-to-be-replaced").await?;
+    browser.go("/#/login?error=Your+account+is+locked%3B+call+the+helpdesk+on+555-0100").await?;
+    let shown = browser.wait_text("#login-error", "the page's own refusal", |t| !t.is_empty()).await?;
+    ensure!(!shown.contains("helpdesk") && !shown.contains("555"), "the URL's words were shown: {shown:?}");
+    // A provider user name with a zero-width space, a look-alike of `admin` (review N16): refused
+    // for its name (`refused`), not only for its groups (`not_mapped`).
+    // Out of the provider first: mallory is still signed in there.
+    browser.client.delete_all_cookies().await?;
+    sign_in(browser, "ad\u{200b}min").await?;
+    browser.wait_hash_containing("/login?error=refused").await?;
     Ok(())
 }
 

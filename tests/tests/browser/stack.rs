@@ -39,6 +39,7 @@ public_url = "{base}"
 id = "{IDP}"
 name = "Test IdP"
 issuer = "{issuer}"
+insecure = true
 client_id = "jobwheel"
 client_secret = "{OIDC_SECRET}"
 

@@ -341,3 +341,23 @@ async fn a_component_reaches_nothing_but_wasi_http() {
     let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
     assert!(accepted.is_err(), "nothing connected to the listener");
 }
+
+/// Security review L5, from the guest's side: a module that loops on requests its policy
+/// refuses makes the host write a note for each — and those notes count against the run's
+/// output budget, so the log stays bounded (the guest itself prints nothing).
+#[tokio::test]
+async fn a_guest_looping_on_refused_requests_stays_within_the_output_budget() {
+    let mut config = config();
+    config.max_memory_bytes = 64 << 20;
+    config.max_output_bytes = 8 << 10;
+    config.http_allow = Arc::new(NetPolicy::parse(&["https://allowed.example"]).expect("allow-list"));
+    let runtime = Runtime::new(config).expect("runtime");
+    let mut network = grant(&["https://allowed.example"]);
+    network.limits.max_requests = 100_000;
+    let vars = [("CHECK_REPEAT", "2000"), ("CHECK_KEEP_GOING", "1")];
+    let (report, log) = check(&runtime, "https://refused.example/x", Some(network), &vars).await;
+    assert!(report.stats.output_truncated, "{:?}", report.stats);
+    let forwarded: usize = log.lines().iter().map(|l| l.len() + 1).sum();
+    assert!(forwarded <= (8 << 10) + 1024, "{forwarded} bytes of log for an 8 KiB budget");
+    assert!(log.count("denied") < 2000, "not one note per refusal: {}", log.count("denied"));
+}

@@ -13,6 +13,9 @@ use tower::ServiceExt as _;
 pub(crate) struct McpToken {
     pub(crate) token: String,
     pub(crate) name: String,
+    /// The agent's address (behind `--trusted-proxies`, the client a proxy names), for the
+    /// audit log: a stolen token used through MCP leaves its source as on REST (review N18).
+    pub(crate) client: String,
 }
 
 // Never print the token.

@@ -55,7 +55,13 @@ async fn authenticate(State(state): State<Arc<HttpState>>, mut request: Request,
     };
     match state.store.find_api_token(&digest(&token)).await {
         Ok(Some(row)) => {
-            request.extensions_mut().insert(McpToken { token, name: row.name });
+            let client = request
+                .extensions()
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map_or_else(String::new, |peer| {
+                    state.trusted_proxies.client(peer.0.ip(), request.headers()).to_string()
+                });
+            request.extensions_mut().insert(McpToken { token, name: row.name, client });
             next.run(request).await
         }
         Ok(None) => refuse("unknown or revoked API token"),

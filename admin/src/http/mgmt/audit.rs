@@ -188,7 +188,8 @@ pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request
     let (id, name) = path_params(&route, request.uri().path());
     let client = match request.extensions().get::<crate::http::mcp::McpToken>() {
         // A call an MCP tool made in-process: the client is the agent's token.
-        Some(token) => format!("MCP token {:?}", token.name),
+        Some(token) if token.client.is_empty() => format!("MCP token {:?}", token.name),
+        Some(token) => format!("MCP token {:?} from {}", token.name, token.client),
         None => request.extensions().get::<ConnectInfo<SocketAddr>>().map_or_else(String::new, |peer| {
             state.trusted_proxies.client(peer.0.ip(), request.headers()).to_string()
         }),

@@ -107,7 +107,7 @@ pub(crate) async fn open_session(
     // Expired sessions are deleted here rather than by a timer: logins are rare and cheap.
     state.store.purge_sessions(now_ms).await?;
     let max_age = remember.then_some(REMEMBER_MS / 1000);
-    Ok((cookie_header(&cookie, max_age, state.secure_cookie), csrf_token))
+    Ok((cookie_header(&cookie, max_age, super::sso::secure_login(state)), csrf_token))
 }
 
 /// A password checked against `xxl_job_user`; `Ok(None)` when it does not match.
@@ -277,7 +277,7 @@ pub(crate) async fn logout(
         state.store.delete_session(id_hash).await?;
     }
     let mut headers = HeaderMap::new();
-    headers.insert(header::SET_COOKIE, cookie_header("", Some(0), state.secure_cookie));
+    headers.insert(header::SET_COOKIE, cookie_header("", Some(0), super::sso::secure_login(&state)));
     Ok((StatusCode::NO_CONTENT, headers).into_response())
 }
 

@@ -29,6 +29,10 @@ use crate::store::{NewAudit, UserRow};
 
 /// The cookie that carries a login from the redirect to the callback.
 const LOGIN_COOKIE: &str = "jobwheel_sso";
+/// Its name over https: browsers keep a `__Host-` cookie only if the host itself set it with
+/// `Secure` and `Path=/`, so a sibling subdomain cannot plant one with its own state and code
+/// (cookie tossing, review N17).
+const HOST_LOGIN_COOKIE: &str = "__Host-jobwheel_sso";
 /// How long a login at the provider may take.
 const LOGIN_MS: i64 = 10 * 60 * 1000;
 
@@ -80,12 +84,12 @@ pub(crate) async fn oidc_login(
             let mut response = redirect(&url);
             response
                 .headers_mut()
-                .insert(header::SET_COOKIE, login_cookie(&sealed, LOGIN_MS / 1000, state.secure_cookie));
+                .insert(header::SET_COOKIE, login_cookie(&sealed, LOGIN_MS / 1000, secure_login(&state)));
             response
         }
         Err(e) => {
             tracing::warn!(provider = %id, error = %e, "cannot start an OpenID Connect login");
-            back_to_login(&state, &e.to_string())
+            back_to_login(&state, &e)
         }
     }
 }
@@ -132,10 +136,10 @@ pub(crate) async fn oidc_callback(
                 let detail = json!({ "provider": id, "reason": e.to_string(), "folded": folded });
                 audit(&state, client, None, &username, "session.login_failed", detail).await;
             }
-            back_to_login(&state, &e.to_string())
+            back_to_login(&state, &e)
         }
     };
-    response.headers_mut().append(header::SET_COOKIE, login_cookie("", 0, state.secure_cookie));
+    response.headers_mut().append(header::SET_COOKIE, login_cookie("", 0, secure_login(&state)));
     response
 }
 
@@ -147,9 +151,10 @@ async fn callback(
     username: &mut String,
 ) -> Result<UserRow, SsoError> {
     let again =
-        || SsoError::Refused("the sign-in expired or began in another browser: sign in again".to_owned());
+        || SsoError::Expired("the sign-in expired or began in another browser: sign in again".to_owned());
     let id = provider.id.as_str();
-    let sealed = cookie(headers, LOGIN_COOKIE).ok_or_else(again)?;
+    let name = if secure_login(state) { HOST_LOGIN_COOKIE } else { LOGIN_COOKIE };
+    let sealed = cookie(headers, name).ok_or_else(again)?;
     let pending: PendingLogin = state
         .secret_box
         .open_login(sealed)
@@ -211,7 +216,7 @@ fn unknown(id: &str) -> Response {
 }
 
 fn outside(username: &str, provider: &str) -> SsoError {
-    SsoError::Refused(format!(
+    SsoError::NotMapped(format!(
         "{username:?} signed in with {provider} but is in none of the groups jobwheel is set up to admit; \
          ask an administrator to add you to one"
     ))
@@ -220,7 +225,10 @@ fn outside(username: &str, provider: &str) -> SsoError {
 fn api_error(e: SsoError) -> ApiError {
     match e {
         SsoError::Provider(message) => ApiError::BadGateway(message),
-        SsoError::Refused(message) => ApiError::Forbidden(message),
+        SsoError::Refused(message)
+        | SsoError::NotMapped(message)
+        | SsoError::NameTaken(message)
+        | SsoError::Expired(message) => ApiError::Forbidden(message),
         SsoError::Store(e) => e.into(),
     }
 }
@@ -237,9 +245,10 @@ fn home(state: &HttpState, fragment: &str) -> String {
 }
 
 /// The login page with `message` shown (as text: the UI never parses it as HTML).
-fn back_to_login(state: &HttpState, message: &str) -> Response {
-    let query: String = form_urlencoded::byte_serialize(message.as_bytes()).collect();
-    redirect(&home(state, &format!("#/login?error={query}")))
+/// Back to the login page with the refusal's code only (N15): the page has its own text for
+/// each code and shows nothing it reads from the URL.
+fn back_to_login(state: &HttpState, error: &SsoError) -> Response {
+    redirect(&home(state, &format!("#/login?error={}", error.code())))
 }
 
 fn redirect(location: &str) -> Response {
@@ -253,11 +262,24 @@ fn redirect(location: &str) -> Response {
 
 /// `SameSite=Lax`, unlike the session cookie: the provider sends the browser back with a
 /// cross-site top-level GET, which `Strict` would strip the cookie from.
+/// Whether cookies are `Secure` (and the login cookie `__Host-`): with `--secure-cookie`, or
+/// when the admin's `public_url` is https (N17: the URL browsers are sent back to says so).
+pub(crate) fn secure_login(state: &HttpState) -> bool {
+    let https = state
+        .sso
+        .config
+        .public_url
+        .as_deref()
+        .is_some_and(|u| u.to_ascii_lowercase().starts_with("https://"));
+    state.secure_cookie || https
+}
+
 fn login_cookie(value: &str, max_age: i64, secure: bool) -> HeaderValue {
-    let secure = if secure { "; Secure" } else { "" };
-    let cookie = format!(
-        "{LOGIN_COOKIE}={value}; Path=/api/v1/sso/oidc/; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}"
-    );
+    let cookie = if secure {
+        format!("{HOST_LOGIN_COOKIE}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}; Secure")
+    } else {
+        format!("{LOGIN_COOKIE}={value}; Path=/api/v1/sso/oidc/; HttpOnly; SameSite=Lax; Max-Age={max_age}")
+    };
     HeaderValue::from_str(&cookie).expect("sealed values are hex")
 }
 

@@ -16,6 +16,12 @@ export default {
 
   'login.subtitle': 'Distributed job scheduling', 'login.username': 'Username', 'login.password': 'Password',
   'login.remember': 'Remember me for 30 days', 'login.submit': 'Log in', 'login.required': 'Enter your username and password.',
+  'login.sso.provider': "The sign-in provider could not be reached or answered something unusable. Try again, or ask an administrator to check the admin's log.",
+  'login.sso.refused': "Single sign-on was refused. Ask an administrator; the reason is in the audit log.",
+  'login.sso.not_mapped': "You signed in, but you are in none of the groups jobwheel is set up to admit: ask an administrator to add you to one.",
+  'login.sso.name_taken': "A jobwheel user with your name already exists and does not sign in through this provider: ask an administrator.",
+  'login.sso.expired': "The sign-in expired or began in another browser: sign in again.",
+  'login.sso.internal': "The sign-in could not be completed (a database error): try again.",
   'login.with': 'Sign in with {name}', 'login.or': 'or', 'login.provider': 'Sign in with',
   'login.local': 'jobwheel password', 'login.localAdmins': 'jobwheel password (administrators)',
 

@@ -16,6 +16,12 @@ export default {
 
   'login.subtitle': '分布式任务调度平台', 'login.username': '账号', 'login.password': '密码',
   'login.remember': '记住密码（30 天）', 'login.submit': '登录', 'login.required': '请输入账号和密码。',
+  'login.sso.provider': "无法连接单点登录服务，或其应答无法使用。请重试，或请管理员查看日志。",
+  'login.sso.refused': "单点登录被拒绝。请联系管理员；原因记录在审计日志中。",
+  'login.sso.not_mapped': "您已登录，但不属于 jobwheel 允许的任何组（none of the groups）：请管理员将您加入其中一个组。",
+  'login.sso.name_taken': "已存在同名的 jobwheel 用户，且其不通过该服务登录：请联系管理员。",
+  'login.sso.expired': "登录已过期或在另一个浏览器中发起：请重新登录。",
+  'login.sso.internal': "登录未能完成（数据库错误）：请重试。",
   'login.with': '使用 {name} 登录', 'login.or': '或', 'login.provider': '登录方式',
   'login.local': 'jobwheel 密码', 'login.localAdmins': 'jobwheel 密码（仅管理员）',
 

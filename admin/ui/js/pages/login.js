@@ -21,10 +21,13 @@ export async function render({ main, app }) {
   const offered = await get('/sso').catch(() => ({ providers: [] }));
   const providers = offered.providers || [];
   const error = h('div', { class: 'alert alert-error', hidden: true, role: 'alert', id: 'login-error' });
-  // A single sign-on that failed comes back here with its reason (shown as text).
+  // A single sign-on that failed comes back here with a code from the admin's fixed list; the
+  // page shows its own text for it, never words from the URL (review N15: a crafted link could
+  // otherwise put any message on the real login page).
   const ssoError = routeQuery().get('error');
   if (ssoError) {
-    error.textContent = ssoError;
+    const known = ['provider', 'refused', 'not_mapped', 'name_taken', 'expired', 'internal'];
+    error.textContent = t(known.includes(ssoError) ? `login.sso.${ssoError}` : 'login.sso.refused');
     error.hidden = false;
   }
   const username = h('input', { name: 'username', id: 'login-username', autocomplete: 'username', required: true, maxlength: 50 });

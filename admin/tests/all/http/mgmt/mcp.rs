@@ -169,13 +169,15 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
     let (_, audit) = root.get("/api/v1/audit?limit=50").await;
     let entries = audit["items"].as_array().cloned().unwrap_or_default();
     let by_agent: Vec<&Value> =
-        entries.iter().filter(|e| e["client"] == "MCP token \"agent-write\"").collect();
+        entries.iter().filter(|e| e["client"] == "MCP token \"agent-write\" from 127.0.0.1").collect();
     assert!(
         by_agent.iter().any(|e| e["action"] == "job.update"),
         "the edit is audited with the token's name: {audit}"
     );
     assert!(
-        entries.iter().any(|e| e["client"] == "MCP token \"agent-run\"" && e["action"] == "job.trigger"),
+        entries
+            .iter()
+            .any(|e| e["client"] == "MCP token \"agent-run\" from 127.0.0.1" && e["action"] == "job.trigger"),
         "{audit}"
     );
     assert!(!entries.iter().any(|e| e["action"] == "job.create"), "dry runs are not changes: {audit}");

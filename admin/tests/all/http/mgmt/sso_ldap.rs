@@ -37,6 +37,7 @@ local_passwords = "administrators"
 id = "corp"
 name = "Corporate directory"
 url = "{url}"
+insecure = true
 bind_dn = "uid={{username}},ou=people,dc=example,dc=org"
 group_base = "ou=groups,dc=example,dc=org"
 

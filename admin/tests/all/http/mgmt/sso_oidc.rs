@@ -60,6 +60,7 @@ public_url = "http://127.0.0.1:1"
 id = "corp"
 name = "Corp"
 issuer = "{issuer}"
+insecure = true
 client_id = "jobwheel"
 
 [[oidc.map]]
@@ -101,5 +102,52 @@ role = "admin"
         "the provider was asked {} times",
         asked.load(Ordering::SeqCst)
     );
+    env.admin.stop().await
+}
+
+/// Review N17: a provider reached over plain http (keys a network attacker could swap) or a
+/// directory over plain `ldap://` (passwords in the clear) is refused unless marked a test
+/// bench; with an https `public_url` the login cookie is `__Host-` and `Secure`, so a sibling
+/// subdomain cannot plant one, and the session cookie is `Secure` without `--secure-cookie`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_connections_are_refused_and_https_cookies_are_host_bound() -> anyhow::Result<()> {
+    let oidc = |insecure: &str| {
+        format!(
+            "public_url = \"https://jobwheel.example\"\n[[oidc]]\nid = \"corp\"\nname = \"Corp\"\nissuer = \"http://idp.example\"\nclient_id = \"j\"\n{insecure}\n[[oidc.map]]\ngroup = \"/a\"\nrole = \"admin\"\n"
+        )
+    };
+    let refused = SsoConfig::parse(&oidc("")).expect_err("an http issuer");
+    assert!(refused.contains("plain http"), "{refused}");
+    assert!(SsoConfig::parse(&oidc("insecure = true")).is_ok());
+    let ldap = "[[ldap]]\nid = \"ad\"\nname = \"AD\"\nurl = \"ldap://dc.example\"\nbind_dn = \"{username}@example\"\ngroup_base = \"dc=example\"\n[[ldap.map]]\ngroup = \"cn=a,dc=example\"\n";
+    let refused = SsoConfig::parse(ldap).expect_err("plain ldap");
+    assert!(refused.contains("in the clear"), "{refused}");
+    assert!(SsoConfig::parse(&ldap.replace("ldap://", "ldaps://")).is_ok());
+
+    let (issuer, _) = provider().await?;
+    let config = SsoConfig::parse(&format!(
+        "public_url = \"https://jobwheel.example\"\n[[oidc]]\nid = \"corp\"\nname = \"Corp\"\nissuer = \"{issuer}\"\ninsecure = true\nclient_id = \"j\"\n[[oidc.map]]\ngroup = \"/a\"\nrole = \"admin\"\n"
+    ))
+    .map_err(anyhow::Error::msg)?;
+    let env = Env::start_configured(|c| c.sso = Some(config)).await?;
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build()?;
+    let started = http.get(env.admin.url("/api/v1/sso/oidc/corp/login")).send().await?;
+    let cookie =
+        started.headers().get("set-cookie").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    assert!(
+        cookie.starts_with("__Host-jobwheel_sso=")
+            && cookie.contains("; Secure")
+            && cookie.contains("Path=/;"),
+        "{cookie}"
+    );
+    env.admin_user("root").await;
+    let login = http
+        .post(env.admin.url("/api/v1/session"))
+        .json(&json!({"username": "root", "password": super::PASSWORD}))
+        .send()
+        .await?;
+    let session =
+        login.headers().get("set-cookie").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    assert!(session.contains("Secure"), "{session}");
     env.admin.stop().await
 }
