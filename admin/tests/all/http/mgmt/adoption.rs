@@ -444,3 +444,19 @@ async fn an_admin_given_upstreams_default_token_on_a_2_4_database_refuses_it() -
 async fn an_admin_given_upstreams_default_token_on_a_3_4_database_refuses_it() -> anyhow::Result<()> {
     the_published_global_token_is_refused(&V3_4).await
 }
+
+/// Review N11: `--keep-upstream-password-hashes` stores unsalted hashes, worth it only while an
+/// upstream admin shares the database; on a database jobwheel created (no upstream admin can
+/// share it) the admin refuses to start and says why.
+#[tokio::test]
+async fn keeping_upstream_hashes_is_refused_on_a_database_jobwheel_created() -> anyhow::Result<()> {
+    let refused = match Env::start_configured(|c| c.keep_upstream_password_hashes = true).await {
+        Ok(env) => {
+            env.admin.stop().await?;
+            anyhow::bail!("the admin started with --keep-upstream-password-hashes on its own database")
+        }
+        Err(e) => format!("{e:#}"),
+    };
+    ensure!(refused.contains("created by jobwheel"), "{refused}");
+    Ok(())
+}
