@@ -152,8 +152,11 @@ impl GroupTokens {
         Ok(self.snapshot().await?.by_group.get(&group).cloned())
     }
 
-    /// Every group with a token of its own and whether that token is refused (N1, N10).
-    pub async fn states(&self) -> Result<HashMap<GroupId, Option<TokenRefusal>>, StoreError> {
+    /// Every group with a token of its own and whether that token is refused (N1, N10), read as
+    /// stored now (the snapshot is renewed with it): the Executors page shows a token another
+    /// admin just set.
+    pub async fn current_states(&self) -> Result<HashMap<GroupId, Option<TokenRefusal>>, StoreError> {
+        self.invalidate();
         Ok(self.snapshot().await?.by_group.iter().map(|(id, c)| (*id, c.refused())).collect())
     }
 

@@ -78,9 +78,7 @@ impl From<GroupRow> for GroupView {
 pub(crate) async fn with_tokens(
     state: &HttpState,
 ) -> Result<BTreeMap<GroupId, Option<TokenRefusal>>, ApiError> {
-    // Read as stored now: a token set by another admin shows at once on the Executors page.
-    state.group_tokens.invalidate();
-    Ok(state.group_tokens.states().await?.into_iter().collect())
+    Ok(state.group_tokens.current_states().await?.into_iter().collect())
 }
 
 /// The view of `row`, saying whether it has its own access token.

@@ -306,13 +306,12 @@ pub(crate) async fn trigger(
     State(state): State<Arc<HttpState>>,
     principal: Principal,
     Path(id): Path<i32>,
-    ApiJson(body): ApiJson<TriggerBody>,
+    ApiJson(mut body): ApiJson<TriggerBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let job = permitted_job(&state, &principal, id).await?;
     // A `run` token runs what a writer set up: for `commandJobHandler`, script GLUE and
     // `httpJobHandler` the parameter is code or a request, so choosing it is changing what runs
     // (review N3). The job's own parameter, sent back unchanged, is not an override.
-    let mut body = body;
     if matches!(principal.credential, Credential::Token(TokenScope::Run)) {
         let own = job.job.executor_param.clone().unwrap_or_default();
         if body.executor_param.as_deref().is_some_and(|p| p != own) {
