@@ -21,6 +21,7 @@ pub mod domain;
 pub mod engine;
 pub mod engine_core;
 pub mod executor_client;
+pub mod fault;
 pub mod http;
 pub mod lang;
 pub mod metrics;

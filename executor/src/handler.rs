@@ -92,6 +92,10 @@ pub(crate) struct RunInfo {
     pub(crate) wasm_grant: Option<Arc<WasmGrant>>,
     /// The workflow instance's context, when the run is a workflow node.
     pub(crate) workflow_context: Option<Arc<serde_json::Value>>,
+    /// The fire's key (`TriggerParam::fire_key`; `log:<log id>` from an admin that sends none).
+    pub(crate) fire_key: String,
+    /// When the fire was scheduled for, epoch ms (the trigger time when not sent).
+    pub(crate) scheduled_time: i64,
 }
 
 /// Everything a handler may read or report about the run it is executing. Cheap to clone;
@@ -136,6 +140,20 @@ impl JobContext {
     /// Epoch milliseconds of the log's trigger time.
     pub fn log_date_time(&self) -> i64 {
         self.inner.info.log_date_time
+    }
+
+    /// The fire's key: the same when the same fire is delivered again (the same job, scheduled
+    /// second and shard, or the same workflow node run), different for a retry, a manual run
+    /// or any other fire of its own (docs/engine.md, "The per-fire key"). A handler with side
+    /// effects keys them on it to do them once.
+    pub fn fire_key(&self) -> &str {
+        &self.inner.info.fire_key
+    }
+
+    /// When the fire was scheduled for, epoch ms: the scheduled second of a schedule's fire
+    /// even when it runs late or is sent again, the trigger time of any other fire.
+    pub fn scheduled_time(&self) -> i64 {
+        self.inner.info.scheduled_time
     }
 
     /// The job parameter (`executorParams`); empty when none was given.

@@ -24,6 +24,21 @@ export function param() {
   return env().JOBWHEEL_PARAM ?? "";
 }
 
+/**
+ * The fire's key: the same when the same fire is delivered again (a job's scheduled second and
+ * shard, or one workflow node run), different for a retry, a manual run or any other fire of
+ * its own. Key side effects on it to do them once (docs/engine.md, "The per-fire key").
+ */
+export function fireKey() {
+  const vars = env();
+  return vars.JOBWHEEL_FIRE_KEY ?? `log:${vars.JOBWHEEL_LOG_ID ?? "0"}`;
+}
+
+/** When the fire was scheduled for, epoch ms (0 outside jobwheel). */
+export function scheduledTime() {
+  return Number(env().JOBWHEEL_SCHEDULED_TIME ?? "0");
+}
+
 /** The workflow instance's context when this run is a workflow node, else null. */
 export function workflowContext() {
   const text = env().JOBWHEEL_WORKFLOW_CONTEXT;

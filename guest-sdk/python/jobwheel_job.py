@@ -30,6 +30,20 @@ def param() -> str:
     return env().get("JOBWHEEL_PARAM", "")
 
 
+def fire_key() -> str:
+    """The fire's key: the same when the same fire is delivered again (a job's scheduled second
+    and shard, or one workflow node run), different for a retry, a manual run or any other fire
+    of its own. Key side effects on it to do them once (docs/engine.md, "The per-fire key")."""
+    vars = env()
+    return vars.get("JOBWHEEL_FIRE_KEY") or f"log:{vars.get('JOBWHEEL_LOG_ID', '0')}"
+
+
+def scheduled_time() -> int:
+    """When the fire was scheduled for, epoch ms (the trigger time of a fire no schedule made;
+    0 outside jobwheel)."""
+    return int(env().get("JOBWHEEL_SCHEDULED_TIME", "0"))
+
+
 def workflow_context() -> dict[str, Any] | None:
     """The workflow instance's context when this run is a workflow node: the start input and each
     finished node's output under the node's name. None outside a workflow."""

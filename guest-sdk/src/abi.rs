@@ -14,6 +14,11 @@ pub const ENV_LOG_ID: &str = "JOBWHEEL_LOG_ID";
 pub const ENV_SHARD_INDEX: &str = "JOBWHEEL_SHARD_INDEX";
 /// Environment variable holding the shard total, at least 1 (decimal `i32`).
 pub const ENV_SHARD_TOTAL: &str = "JOBWHEEL_SHARD_TOTAL";
+/// Environment variable holding the fire's key: the same when the same fire is delivered
+/// again, different for a retry or a manual run (`job:<id>@<ms>[#i/n]`, `node:…`, `log:<id>`).
+pub const ENV_FIRE_KEY: &str = "JOBWHEEL_FIRE_KEY";
+/// Environment variable holding when the fire was scheduled for (decimal epoch ms `i64`).
+pub const ENV_SCHEDULED_TIME: &str = "JOBWHEEL_SCHEDULED_TIME";
 /// Prefix of a stdout/stderr line that sets (appends a line to) the run's result message.
 pub const RESULT_MARKER: &str = "::jobwheel-result::";
 /// Environment variable holding the workflow instance's context (a JSON object) when the run

@@ -39,6 +39,8 @@ pub struct Context {
     log_id: i64,
     shard: Shard,
     workflow_context: Option<String>,
+    fire_key: String,
+    scheduled_time: i64,
 }
 
 /// An ABI environment variable holds a value the SDK cannot use.
@@ -64,7 +66,24 @@ impl Context {
     /// If `shard` is not `0 <= index < total`.
     pub fn new(param: impl Into<String>, job_id: i32, log_id: i64, shard: Shard) -> Context {
         assert!(0 <= shard.index && shard.index < shard.total, "invalid shard {shard:?}");
-        Context { param: param.into(), job_id, log_id, shard, workflow_context: None }
+        let fire_key = format!("log:{log_id}");
+        Context {
+            param: param.into(),
+            job_id,
+            log_id,
+            shard,
+            workflow_context: None,
+            fire_key,
+            scheduled_time: 0,
+        }
+    }
+
+    /// The same context for a fire with `fire_key` scheduled for `scheduled_time` (epoch ms),
+    /// e.g. to unit-test a job that keys its side effects on the fire.
+    pub fn with_fire(mut self, fire_key: impl Into<String>, scheduled_time: i64) -> Context {
+        self.fire_key = fire_key.into();
+        self.scheduled_time = scheduled_time;
+        self
     }
 
     /// The same context as a workflow node's run with `workflow_context` (JSON text), e.g. to
@@ -94,7 +113,18 @@ impl Context {
             ));
         }
         let workflow_context = std::env::var(abi::ENV_WORKFLOW_CONTEXT).ok();
-        Ok(Context { param, job_id, log_id, shard: Shard { index, total }, workflow_context })
+        // Absent (an older executor, `wasmtime run`): the run is a fire of its own.
+        let fire_key = std::env::var(abi::ENV_FIRE_KEY).unwrap_or_else(|_| format!("log:{log_id}"));
+        let scheduled_time = number(abi::ENV_SCHEDULED_TIME, 0)?;
+        Ok(Context {
+            param,
+            job_id,
+            log_id,
+            shard: Shard { index, total },
+            workflow_context,
+            fire_key,
+            scheduled_time,
+        })
     }
 
     /// The job parameter (xxl-job `executorParams`), empty when none was given.
@@ -115,6 +145,20 @@ impl Context {
     /// The log id of this run (unique per trigger).
     pub fn log_id(&self) -> i64 {
         self.log_id
+    }
+
+    /// The fire's key: the same when the same fire is delivered again (one job's scheduled
+    /// second and shard, or one workflow node run), different for a retry, a manual run or any
+    /// other fire of its own. Key side effects on it to do them once (docs/engine.md, "The
+    /// per-fire key").
+    pub fn fire_key(&self) -> &str {
+        &self.fire_key
+    }
+
+    /// When the fire was scheduled for, epoch ms: the scheduled second even when the run is
+    /// late or delivered again; the trigger time of a fire no schedule made; 0 outside jobwheel.
+    pub fn scheduled_time(&self) -> i64 {
+        self.scheduled_time
     }
 
     /// The workflow instance's context when this run is a workflow node: JSON text of an

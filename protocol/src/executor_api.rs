@@ -133,6 +133,16 @@ pub struct TriggerParam {
     /// run that is not a workflow node; upstream executors ignore the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_context: Option<serde_json::Value>,
+    /// jobwheel extension: the fire's key, fixed by what was scheduled (docs/engine.md, "The
+    /// per-fire key"): the same when the same fire is sent again, different for a retry, a
+    /// manual run or any other fire of its own. Upstream executors ignore the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fire_key: Option<String>,
+    /// jobwheel extension: the time the fire was scheduled for (epoch ms) — the scheduled
+    /// second of a schedule's fire, the trigger time of any other. Upstream executors ignore
+    /// the field (their `logDateTime` is the same time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_time: Option<i64>,
 }
 
 /// A Wasm job's grants as the admin sends them with each trigger. The executor enforces them;

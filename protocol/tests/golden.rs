@@ -147,6 +147,8 @@ fn bean_trigger() -> TriggerParam {
         wasm_grant: None,
         priority: None,
         workflow_context: None,
+        fire_key: None,
+        scheduled_time: None,
     }
 }
 
@@ -228,6 +230,8 @@ fn run_requests() {
                 wasm_grant: None,
                 priority: None,
                 workflow_context: None,
+                fire_key: None,
+                scheduled_time: None,
             },
         ),
         // Gen B (disableHtmlEscaping): a sharded script job; the parameter keeps its space.
@@ -251,6 +255,8 @@ fn run_requests() {
                 wasm_grant: None,
                 priority: None,
                 workflow_context: None,
+                fire_key: None,
+                scheduled_time: None,
             },
         ),
         // Our GLUE_WASM extension: the 12 upstream keys plus `wasmModule`.
@@ -280,6 +286,8 @@ fn run_requests() {
                 wasm_grant: None,
                 priority: None,
                 workflow_context: None,
+                fire_key: None,
+                scheduled_time: None,
             },
         ),
         // A workflow node's trigger: upstream's keys plus `workflowContext`, the instance's context.

@@ -216,6 +216,20 @@ impl Daemon {
         Ok(())
     }
 
+    /// Waits up to `timeout` for the process to end by itself (a fault point's SIGKILL); true
+    /// if it did (it is then not running, and [`restart`](Self::restart) starts it again).
+    pub async fn wait_exit(&mut self, timeout: Duration) -> anyhow::Result<bool> {
+        let Some(child) = self.child.as_mut() else { return Ok(true) };
+        match tokio::time::timeout(timeout, child.wait()).await {
+            Ok(status) => {
+                status?;
+                self.child = None;
+                Ok(true)
+            }
+            Err(_) => Ok(false),
+        }
+    }
+
     /// SIGTERM and wait for a graceful exit (bounded).
     pub async fn stop(&mut self) -> anyhow::Result<()> {
         let Some(mut child) = self.child.take() else { return Ok(()) };

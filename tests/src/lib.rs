@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod chaos;
 pub mod cluster;
 pub mod databases;
 pub mod executor_harness;

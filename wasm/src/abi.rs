@@ -4,8 +4,8 @@
 //! re-exported here so host and guest cannot drift apart; the two below are host-only.
 
 pub use jobwheel_guest_sdk::abi::{
-    ARGV0, ENV_JOB_ID, ENV_LOG_ID, ENV_PARAM, ENV_SHARD_INDEX, ENV_SHARD_TOTAL, ENV_WORKFLOW_CONTEXT,
-    MAX_OUTPUT_BYTES, OUTPUT_MARKER, RESULT_MARKER,
+    ARGV0, ENV_FIRE_KEY, ENV_JOB_ID, ENV_LOG_ID, ENV_PARAM, ENV_SCHEDULED_TIME, ENV_SHARD_INDEX,
+    ENV_SHARD_TOTAL, ENV_WORKFLOW_CONTEXT, MAX_OUTPUT_BYTES, OUTPUT_MARKER, RESULT_MARKER,
 };
 
 /// Exported function every job module must provide: the WASI command entry point.

@@ -52,6 +52,10 @@ pub struct RunInput {
     /// The workflow instance's context (JSON text) when the run is a workflow node: the guest
     /// reads it from `JOBWHEEL_WORKFLOW_CONTEXT`.
     pub workflow_context: Option<String>,
+    /// The fire's key (docs/engine.md, "The per-fire key"): `JOBWHEEL_FIRE_KEY`.
+    pub fire_key: String,
+    /// When the fire was scheduled for, epoch ms: `JOBWHEEL_SCHEDULED_TIME`.
+    pub scheduled_time: i64,
 }
 
 /// Per-store data of a module run: the WASI context and the resource limiter.
@@ -114,7 +118,9 @@ impl Runtime {
             .env(abi::ENV_JOB_ID, input.job_id.to_string())
             .env(abi::ENV_LOG_ID, input.log_id.to_string())
             .env(abi::ENV_SHARD_INDEX, input.shard_index.to_string())
-            .env(abi::ENV_SHARD_TOTAL, input.shard_total.to_string());
+            .env(abi::ENV_SHARD_TOTAL, input.shard_total.to_string())
+            .env(abi::ENV_FIRE_KEY, &input.fire_key)
+            .env(abi::ENV_SCHEDULED_TIME, input.scheduled_time.to_string());
         if let Some(context) = &input.workflow_context {
             wasi.env(abi::ENV_WORKFLOW_CONTEXT, context);
         }

@@ -98,6 +98,7 @@ impl Completion {
         // The executor waits for this answer; triggers on their way out go first (`sending.rs`).
         self.triggers.sends().wait_quiet(self.max_defer).await;
         let outcomes = self.store.apply_handle_results(&results).await?;
+        crate::fault::pass(crate::fault::FaultPoint::Outcome);
         let mut applied = Vec::with_capacity(outcomes.len());
         for (result, outcome) in results.iter().zip(outcomes) {
             match outcome {

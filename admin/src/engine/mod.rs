@@ -37,6 +37,7 @@ mod clients;
 mod complete;
 mod config;
 mod fail;
+mod fire_key;
 mod fix_delay;
 mod grant;
 mod group_cap;
@@ -74,6 +75,7 @@ pub use config::{
     MonitorIntervals, OUTCOME_BACKLOG, SLOW_POOL_FLOOR,
 };
 pub use fail::{FAIL_BATCH, FailHandled, FailMonitor};
+pub use fire_key::NodeFire;
 pub use fix_delay::FIX_DELAY_PARKED;
 pub(crate) use i18n::block_title;
 pub use i18n::is_missed_fire;

@@ -244,7 +244,15 @@ impl Scheduler {
                 skipped.iter().map(|(job, missed_ms)| self.missed.row(job, *missed_ms, 1, now_ms)).collect();
             tx.record_missed(&rows).await?;
         }
+        // Crash points for the soak: only a cycle that claims something is worth dying in.
+        let claiming = !planned.is_empty();
+        if claiming {
+            crate::fault::pass(crate::fault::FaultPoint::PreRead);
+        }
         tx.commit().await?;
+        if claiming {
+            crate::fault::pass(crate::fault::FaultPoint::Claim);
+        }
         self.metrics.pre_read(started.elapsed().as_secs_f64());
         for (job, _) in skipped {
             self.missed.recorded(job.id, 1);

@@ -8,6 +8,7 @@ use jobwheel_protocol::envelope::FAIL_CODE;
 use jobwheel_protocol::{GlueType, TriggerParam, WasmModuleRef};
 
 use super::EngineError;
+use super::fire_key::fire_key;
 use super::grant::wasm_grant;
 use super::group_cap::group_cap_refusal;
 use super::i18n::texts;
@@ -89,6 +90,7 @@ impl TriggerPath {
             Ok(grant) => (grant, None),
             Err(reason) => (None, Some(reason)),
         };
+        let (fire_key, scheduled_time) = fire_key(request, broadcast_shard, log_id, trigger_time_ms);
         let param = TriggerParam {
             job_id: job.id.0,
             executor_handler: j.executor_handler.clone().unwrap_or_default(),
@@ -110,6 +112,8 @@ impl TriggerPath {
             wasm_grant,
             priority: job.priority.stored().map(str::to_owned),
             workflow_context: request.workflow_context.as_deref().cloned(),
+            fire_key: Some(fire_key),
+            scheduled_time: Some(scheduled_time),
         };
 
         let (address, route_msg) = match capped {
@@ -123,6 +127,7 @@ impl TriggerPath {
             (Some(_), false, Some(reason)) => (FAIL_CODE, Some(reason)),
             (Some(address), false, None) => {
                 let reply = targets.client.run(address, &param).await;
+                crate::fault::pass(crate::fault::FaultPoint::Dispatch);
                 if let Some(scheduled_ms) = request.scheduled_ms {
                     self.metrics.lateness(self.clock.now_ms() - scheduled_ms);
                 }

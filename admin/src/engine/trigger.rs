@@ -20,6 +20,7 @@ use super::batch::Batches;
 use super::claims::{HeldClaims, InFlight};
 use super::clients::ExecutorClients;
 use super::config::{EngineConfig, EngineServices};
+use super::fire_key::NodeFire;
 use super::fix_delay::FixDelay;
 use super::pool::{Entry, TriggerPools};
 use super::sending::{SendGauge, SendTicket};
@@ -66,6 +67,8 @@ pub struct TriggerRequest {
     /// The workflow instance's context, when this trigger runs a workflow node; sent to the
     /// executor with every shard (`TriggerParam::workflow_context`).
     pub workflow_context: Option<Arc<serde_json::Value>>,
+    /// The workflow node this trigger fires (its per-fire key, `fire_key.rs`).
+    pub node: Option<NodeFire>,
 }
 
 impl TriggerRequest {
@@ -84,6 +87,7 @@ impl TriggerRequest {
             snapshot: None,
             release_ms: None,
             workflow_context: None,
+            node: None,
         }
     }
 }

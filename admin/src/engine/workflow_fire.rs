@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::EngineError;
+use super::fire_key::NodeFire;
 use super::trigger::{TriggerOutcome, TriggerRequest, to_datetime};
 use super::workflows::Workflows;
 use crate::domain::TriggerType;
@@ -77,6 +78,7 @@ impl Workflows {
                 fail_retry_count: Some(0),
                 executor_param: node.param.clone(),
                 workflow_context: Some(Arc::clone(&context)),
+                node: Some(NodeFire { instance: instance_id, node: run.node.clone(), run: run.id }),
                 ..TriggerRequest::new(job.id, TriggerType::Workflow)
             };
             requests.push((run.id, request));

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use jobwheel_protocol::{GlueType, MAX_WORKFLOW_OUTPUT};
+use jobwheel_wasm::abi::{ENV_FIRE_KEY, ENV_SCHEDULED_TIME};
 use tokio::process::Command;
 
 use super::process::run_contained;
@@ -77,6 +78,8 @@ async fn run_script(
 
     let mut command = Command::new(interpreter);
     command.arg(&file).arg(ctx.param()).arg(ctx.shard_index().to_string()).arg(ctx.shard_total().to_string());
+    // The fire's identity, named as a Wasm guest sees it: a script keys its side effects on it.
+    command.env(ENV_FIRE_KEY, ctx.fire_key()).env(ENV_SCHEDULED_TIME, ctx.scheduled_time().to_string());
     let exchange = match ctx.workflow_context() {
         Some(context) => {
             let dir = file.parent().unwrap_or(Path::new(".")).join(format!("workflow-{}", ctx.log_id()));

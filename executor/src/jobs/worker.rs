@@ -132,6 +132,9 @@ impl Worker {
             shard_total: param.broadcast_total,
             wasm_grant: param.wasm_grant.clone().map(Arc::new),
             workflow_context: param.workflow_context.clone().map(Arc::new),
+            // An upstream admin sends neither: each of its triggers is a fire of its own.
+            fire_key: param.fire_key.clone().unwrap_or_else(|| format!("log:{}", param.log_id)),
+            scheduled_time: param.scheduled_time.unwrap_or(param.log_date_time),
         };
         // Not a child of the thread's token: the handler must learn of a stop only after this
         // worker has classified the ending, or a fast handler could finish "on its own" first.

@@ -1,10 +1,10 @@
 // workflow-step in JavaScript (componentize-js): a workflow node that counts the rows the node
-// named in the parameter (default "extract") output, and outputs {"count": ..., "of": <node>}
-// for the nodes after it. Uses the JavaScript guest SDK (guest-sdk/js/jobwheel-job.js).
+// named in the parameter (default "extract") output, and outputs {"count": ..., "of": <node>,
+// "fire": <its fire key>} for the nodes after it. Uses the JavaScript guest SDK (guest-sdk/js/jobwheel-job.js).
 //
 // Build (from the repository's root, so the SDK's file is below it):
 //   npx componentize-js --wit wit --world-name jobwheel:job/job -o workflow-step.wasm sample-jobs/components/js/workflow-step.js
-import { param, report, setOutput, workflowContext } from "../../../guest-sdk/js/jobwheel-job.js";
+import { fireKey, param, report, setOutput, workflowContext } from "../../../guest-sdk/js/jobwheel-job.js";
 
 export const run = {
   async run() {
@@ -20,7 +20,7 @@ export const run = {
       throw new Error("no rows");
     }
     console.log(`${rows.length} rows from ${source}`);
-    setOutput({ count: rows.length, of: source });
+    setOutput({ count: rows.length, of: source, fire: fireKey() });
     report(`count ${rows.length}`);
   },
 };

@@ -1,6 +1,6 @@
 """workflow-step in Python (componentize-py): a workflow node that adds up the rows the node named
-in the parameter (default "extract") output, and outputs {"sum": ..., "of": <node>} for the nodes
-after it. Uses the Python guest SDK (guest-sdk/python/jobwheel_job.py).
+in the parameter (default "extract") output, and outputs {"sum": ..., "of": <node>, "fire": <its
+fire key>} for the nodes after it. Uses the Python guest SDK (guest-sdk/python/jobwheel_job.py).
 
 Build: componentize-py -d ../../../wit -w jobwheel:job/job componentize -p . -p ../../../guest-sdk/python \
     workflow_step -o workflow-step.wasm
@@ -26,5 +26,5 @@ class Run(exports.Run):
             raise Err(None)
         total = sum(rows)
         print(f"{len(rows)} rows from {source}, sum {total}")
-        job.set_output({"sum": total, "of": source})
+        job.set_output({"sum": total, "of": source, "fire": job.fire_key()})
         job.report(f"sum {total}")

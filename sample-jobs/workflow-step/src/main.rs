@@ -1,6 +1,7 @@
 //! A workflow node (docs/workflows.md): reads the instance's context, and outputs the rows of
-//! the day it was started for — `{"day": ..., "rows": [1, ..., n]}` with `n` the parameter
-//! (default 3) — for the nodes after it. Outside a workflow it says so and fails.
+//! the day it was started for — `{"day": ..., "rows": [1, ..., n], "fire": <its fire key>}` with
+//! `n` the parameter (default 3) — for the nodes after it. Outside a workflow it says so and
+//! fails.
 
 use jobwheel_guest_sdk::{log, report, set_output};
 use serde_json::{Value, json};
@@ -17,7 +18,7 @@ jobwheel_guest_sdk::main!(|ctx| {
     };
     log!("context has {:?}", context.as_object().map(|o| o.keys().collect::<Vec<_>>()));
     let rows: Vec<u64> = (1..=n).collect();
-    set_output(&json!({ "day": day, "rows": rows }).to_string());
+    set_output(&json!({ "day": day, "rows": rows, "fire": ctx.fire_key() }).to_string());
     report(&format!("{n} rows for {day}"));
     Ok(())
 });

@@ -8,6 +8,7 @@ mod concurrency;
 mod config;
 mod daemon;
 mod delivery;
+mod fire_key;
 mod health;
 mod http_handler;
 mod limits;

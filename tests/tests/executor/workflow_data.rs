@@ -1,7 +1,8 @@
 //! Data between workflow nodes on the executor's side, through its real `/run` and callbacks: a
 //! node's trigger carries the instance's context (`workflowContext`) and its callback the node's
 //! output — for a BEAN handler (`JobContext`), a shell script (a context file and an output
-//! file), a Rust Wasm module (the guest SDK), and Python and JavaScript components (their SDKs).
+//! file), a Rust Wasm module (the guest SDK), and Python and JavaScript components (their SDKs,
+//! whose sample steps also hand on the run's fire key: the guests see it).
 //! A run that is not a workflow node reports no output; an output over the limit fails the run.
 
 use std::time::Duration;
@@ -30,6 +31,9 @@ async fn run_node_within(
     timeout: Duration,
 ) -> (i32, String, Option<Value>) {
     body["workflowContext"] = context();
+    // As the admin keys a node's run: `node:<instance>/<node>/<run>`.
+    body["fireKey"] = json!(format!("node:9/step/{log_id}"));
+    body["scheduledTime"] = json!(1_900_000_000_000_i64);
     assert_eq!(rig.executor.run(body).await, json!({"code": 200}));
     let result = rig.admin.callback_for(log_id, timeout).await;
     let output = result.output.map(|o| serde_json::from_str(&o).expect("the output is JSON"));
@@ -98,7 +102,7 @@ async fn a_rust_wasm_module_reads_the_context_and_sets_an_output() {
     let digest = rig.admin.add_module(sample_job("workflow-step"));
     let (code, msg, output) = run_node(&rig, wasm_trigger(6, 20, &digest, "4"), 20).await;
     assert_eq!((code, msg.as_str()), (200, "4 rows for 2030-01-01"));
-    assert_eq!(output, Some(json!({"day": "2030-01-01", "rows": [1, 2, 3, 4]})));
+    assert_eq!(output, Some(json!({"day": "2030-01-01", "rows": [1, 2, 3, 4], "fire": "node:9/step/20"})));
 
     // Outside a workflow the guest sees no context (and says so).
     rig.executor.run(wasm_trigger(6, 21, &digest, "")).await;
@@ -119,8 +123,8 @@ async fn python_and_javascript_components_read_the_context_and_set_an_output() -
                 .await;
         assert_eq!(code, 200, "{language}: {msg}");
         let expected = match language {
-            "python" => json!({"sum": 6, "of": "extract"}),
-            _ => json!({"count": 3, "of": "extract"}),
+            "python" => json!({"sum": 6, "of": "extract", "fire": format!("node:9/step/{log_id}")}),
+            _ => json!({"count": 3, "of": "extract", "fire": format!("node:9/step/{log_id}")}),
         };
         assert_eq!(output, Some(expected), "{language}");
     }

@@ -48,7 +48,7 @@ async fn child_job(stack: &Stack) -> anyhow::Result<()> {
 }
 
 async fn retries(stack: &Stack) -> anyhow::Result<()> {
-    let fields = json!({"glueType": "GLUE_SHELL", "glueSource": "echo failing; exit 3", "executorHandler": "",
+    let fields = json!({"glueType": "GLUE_SHELL", "glueSource": "echo \"failing: fire=$JOBWHEEL_FIRE_KEY\"; exit 3", "executorHandler": "",
                         "executorFailRetryCount": 2});
     let job = stack.api.job(stack.group, "fails every time", fields).await?;
     stack.api.trigger(job, None).await?;
@@ -62,6 +62,19 @@ async fn retries(stack: &Stack) -> anyhow::Result<()> {
     ensure!(counts == [2, 1, 0], "each retry has one attempt less: {counts:?}");
     ensure!(logs.iter().all(|l| l["handleCode"] == 500), "{logs:#?}");
     ensure!(logs[1]["triggerMsg"].as_str().unwrap_or_default().contains("Fail retry trigger"), "{logs:#?}");
+    // The manual run and each retry are fires of their own: each its own key, from its log row.
+    for log in &logs {
+        let id = log["id"].as_i64().context("log id")?;
+        let content = stack.api.content(id).await?;
+        let key: String = content
+            .split("failing: fire=")
+            .nth(1)
+            .map(|rest| {
+                rest.chars().take_while(|c| c.is_ascii_alphanumeric() || ":@#/".contains(*c)).collect()
+            })
+            .unwrap_or_default();
+        ensure!(key == format!("log:{id}"), "log {id} saw the key {key:?}: {content}");
+    }
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! CRON and FIX_RATE jobs fire on time: started through the API, each scheduled fire time (the
 //! durable-ring claim) matches the schedule, every one fired once and succeeded, and each run
-//! started within a second of its fire time.
+//! started within a second of its fire time — and saw its per-fire key, `job:<id>@<second>`,
+//! and that second as its scheduled time (docs/engine.md, "The per-fire key").
 
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use jobwheel_tests::api::all_done;
 
 pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
     let api = &stack.api;
-    let script = json!({"glueType": "GLUE_SHELL", "glueSource": "echo on time", "executorHandler": ""});
+    let script = json!({"glueType": "GLUE_SHELL", "glueSource": "echo \"on time: fire=$JOBWHEEL_FIRE_KEY at=$JOBWHEEL_SCHEDULED_TIME\"", "executorHandler": ""});
     let mut cron = script.clone();
     cron["scheduleType"] = json!("CRON");
     cron["scheduleConf"] = json!("*/2 * * * * ?");
@@ -51,6 +52,28 @@ pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
         // The first three had finished when the jobs were stopped (later ones may still run).
         for c in mine.iter().take(3) {
             ensure!(c.handle_code == Some(200), "{what}: fire at {} ended {:?}", c.fire_ms, c.handle_code);
+        }
+    }
+    // Each finished run saw its fire's key: the job and the claim's second.
+    for (job, step) in [(cron, 2000), (rate, 3000)] {
+        let fires: Vec<i64> =
+            all.iter().filter(|c| c.job_id == job && c.status == 1).map(|c| c.fire_ms).collect();
+        for log in api.logs(job).await?.iter().filter(|l| l["handleCode"] == 200) {
+            let content = api.content(log["id"].as_i64().unwrap_or(0)).await?;
+            let at: i64 = content
+                .split(" at=")
+                .nth(1)
+                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(-1);
+            ensure!(
+                fires.contains(&at),
+                "job {job}: scheduled time {at} is no fire time {fires:?}: {content}"
+            );
+            ensure!(
+                content.contains(&format!("fire=job:{job}@{at} at={at}")),
+                "job {job} (every {step} ms): the key of the fire at {at}: {content}"
+            );
         }
     }
     // Each run's trigger time (whole seconds) is its fire second, or the next one at worst.

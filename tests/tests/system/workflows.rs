@@ -66,8 +66,16 @@ pub(crate) async fn diamond(stack: &Stack) -> anyhow::Result<()> {
         runs.iter().map(|r| (r["node"].as_str().unwrap_or(""), r["status"].as_str().unwrap_or(""))).collect();
     ensure!(runs.len() == 4 && nodes.iter().all(|(_, s)| *s == "SUCCEEDED"), "each node once: {nodes:?}");
     let context = &view["context"];
-    ensure!(context["extract"] == json!({"day": "2031-02-03", "rows": [1, 2, 3]}), "{context:#}");
-    ensure!(context["sum"] == json!({"sum": 6, "of": "extract"}), "{context:#}");
+    // Each Wasm node handed on its fire key as its SDK read it: `node:<instance>/<node>/<run>`.
+    let fire = |node: &str| {
+        let run = runs.iter().find(|r| r["node"] == node).and_then(|r| r["id"].as_i64()).unwrap_or(0);
+        json!(format!("node:{instance}/{node}/{run}"))
+    };
+    ensure!(
+        context["extract"] == json!({"day": "2031-02-03", "rows": [1, 2, 3], "fire": fire("extract")}),
+        "{context:#}"
+    );
+    ensure!(context["sum"] == json!({"sum": 6, "of": "extract", "fire": fire("sum")}), "{context:#}");
     ensure!(context["count"] == json!({"count": 3, "by": "shell"}), "{context:#}");
     let mut inputs: Vec<Value> = context["report"]["inputs"].as_array().cloned().unwrap_or_default();
     inputs.sort_by_key(|v| v.as_str().unwrap_or("").to_owned());

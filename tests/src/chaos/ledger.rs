@@ -7,9 +7,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::outcomes::{ClaimOutcome, claims};
 use anyhow::ensure;
 use jobwheel_admin::store::JobId;
-use jobwheel_tests::outcomes::{ClaimOutcome, claims};
 use sqlx::Row as _;
 
 /// The scheduled seconds under test, and when the database was down.

@@ -47,8 +47,7 @@ impl fmt::Display for WorkflowCounts {
 pub(crate) async fn add(store: &dyn Store, group: GroupId, first_fire_ms: i64) -> anyhow::Result<WorkflowId> {
     let mut nodes = Vec::new();
     for name in NODES {
-        let mut job =
-            jobwheel_tests::fixtures::bean_job(group, &format!("chaos workflow {name}"), "demoJobHandler");
+        let mut job = crate::fixtures::bean_job(group, &format!("chaos workflow {name}"), "demoJobHandler");
         job.executor_route_strategy = Some("FAILOVER".into());
         job.executor_fail_retry_count = 0;
         job.trigger_status = 0;

@@ -48,7 +48,7 @@ pub(crate) async fn start() -> anyhow::Result<()> {
 }
 
 /// Starts the server if it is down (after a failure midway through the suite).
-pub(crate) async fn ensure_up() -> anyhow::Result<()> {
+pub async fn ensure_up() -> anyhow::Result<()> {
     if is_ready().await { Ok(()) } else { start().await }
 }
 
