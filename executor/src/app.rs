@@ -17,6 +17,7 @@ use tracing::Instrument;
 
 use crate::admin_client::AdminClient;
 use crate::config::ExecutorConfig;
+use crate::fire_journal::FireJournal;
 use crate::glue::GlueFactory;
 use crate::glue::wasm::WasmGlue;
 use crate::handler::Handlers;
@@ -97,6 +98,10 @@ pub async fn run(
     let jobs = JobThreads::new(
         glue,
         WorkerSettings {
+            fires: Arc::new(
+                FireJournal::open(&logs.callback_spool_dir(), crate::fire_journal::now_ms())
+                    .context("cannot open the fire journal")?,
+            ),
             logs: logs.clone(),
             callbacks,
             idle_timeout: config.timings.idle_timeout,

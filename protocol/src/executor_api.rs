@@ -143,7 +143,15 @@ pub struct TriggerParam {
     /// the field (their `logDateTime` is the same time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduled_time: Option<i64>,
+    /// jobwheel extension: [`EXACTLY_ONCE`] asks a jobwheel executor to run `fire_key` at most
+    /// once, however often it is sent (its fire journal); absent is upstream's at most once per
+    /// send. Upstream executors ignore the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_mode: Option<String>,
 }
+
+/// `TriggerParam::delivery_mode` of a fire the executor must run at most once per key.
+pub const EXACTLY_ONCE: &str = "EXACTLY_ONCE";
 
 /// A Wasm job's grants as the admin sends them with each trigger. The executor enforces them;
 /// its own flags cap every limit and its allow-list bounds every policy.

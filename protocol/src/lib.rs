@@ -22,8 +22,8 @@ pub use admin_api::{CallbackBody, HandleCallbackParam, MAX_WORKFLOW_OUTPUT, Regi
 pub use enums::{BlockStrategy, GlueType, HandleCode, REGISTRY_GROUP_EXECUTOR};
 pub use envelope::Envelope;
 pub use executor_api::{
-    ExecutorStatus, IdleBeatParam, KillParam, LogParam, LogResult, OutstandingQuery, OutstandingRuns,
-    TriggerParam, WasmGrant, WasmModuleRef,
+    EXACTLY_ONCE, ExecutorStatus, IdleBeatParam, KillParam, LogParam, LogResult, OutstandingQuery,
+    OutstandingRuns, TriggerParam, WasmGrant, WasmModuleRef,
 };
 pub use request::{AdminRequest, AdminRequestError, ExecutorRequest, ExecutorRequestError};
 

@@ -149,6 +149,7 @@ fn bean_trigger() -> TriggerParam {
         workflow_context: None,
         fire_key: None,
         scheduled_time: None,
+        delivery_mode: None,
     }
 }
 
@@ -232,6 +233,7 @@ fn run_requests() {
                 workflow_context: None,
                 fire_key: None,
                 scheduled_time: None,
+                delivery_mode: None,
             },
         ),
         // Gen B (disableHtmlEscaping): a sharded script job; the parameter keeps its space.
@@ -257,6 +259,7 @@ fn run_requests() {
                 workflow_context: None,
                 fire_key: None,
                 scheduled_time: None,
+                delivery_mode: None,
             },
         ),
         // Our GLUE_WASM extension: the 12 upstream keys plus `wasmModule`.
@@ -288,6 +291,7 @@ fn run_requests() {
                 workflow_context: None,
                 fire_key: None,
                 scheduled_time: None,
+                delivery_mode: None,
             },
         ),
         // A workflow node's trigger: upstream's keys plus `workflowContext`, the instance's context.

@@ -114,6 +114,7 @@ impl TriggerPath {
             workflow_context: request.workflow_context.as_deref().cloned(),
             fire_key: Some(fire_key),
             scheduled_time: Some(scheduled_time),
+            delivery_mode: None,
         };
 
         let (address, route_msg) = match capped {

@@ -13,12 +13,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use jobwheel_protocol::{BlockStrategy, GlueType, TriggerParam};
+use jobwheel_protocol::{BlockStrategy, GlueType, HandleCode, TriggerParam};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::callback::Callbacks;
+use crate::fire_journal::{Admission, FireJournal};
 use crate::glue::{GlueFactory, HandlerKey};
 use crate::handler::JobHandler;
 use crate::joblog::LogDir;
@@ -30,6 +31,17 @@ pub(crate) const KILL_REASON: &str = "scheduling center kill job.";
 pub(crate) const SHUTDOWN_REASON: &str = "web container destroy and kill the job.";
 const IDLE_REASON: &str = "excutor idle times over limit.";
 const COVER_EARLY_REASON: &str = "block strategy effect：Cover Early";
+/// The result of an exactly-once fire that an earlier process of this executor took and died
+/// running: it is not run again.
+const INTERRUPTED_REASON: &str =
+    "the executor restarted while it ran this fire; not run again (exactly-once delivery)";
+
+/// The fire key of a trigger to be run at most once per key, `None` for any other.
+fn exactly_once_key(param: &TriggerParam) -> Option<&str> {
+    (param.delivery_mode.as_deref() == Some(jobwheel_protocol::EXACTLY_ONCE))
+        .then_some(param.fire_key.as_deref())
+        .flatten()
+}
 
 /// Settings the worker tasks need.
 #[derive(Debug, Clone)]
@@ -44,6 +56,8 @@ pub(crate) struct WorkerSettings {
     pub(crate) max_queue: usize,
     /// Where runs are counted (`/metrics`).
     pub(crate) metrics: Arc<crate::metrics::ExecutorMetrics>,
+    /// The keys of exactly-once fires taken here (`fire_journal.rs`).
+    pub(crate) fires: Arc<FireJournal>,
     /// `--max-concurrent-runs`: the slots every run takes; `None` is no cap (upstream).
     pub(crate) slots: Option<Arc<RunSlots>>,
 }
@@ -110,6 +124,44 @@ impl JobThreads {
     }
 
     pub(crate) fn run(self: &Arc<Self>, param: TriggerParam) -> Result<(), String> {
+        let Some(key) = exactly_once_key(&param).map(str::to_owned) else { return self.run_admitted(param) };
+        let now_ms = crate::fire_journal::now_ms();
+        let admission = self
+            .settings
+            .fires
+            .admit(&key, param.log_id, now_ms)
+            .map_err(|e| format!("cannot write the fire journal: {e}"))?;
+        let (code, msg) = match admission {
+            Admission::First => {
+                let accepted = self.run_admitted(param);
+                if let Err(msg) = &accepted {
+                    // Refused: a repeat gets the same answer, and nothing ran.
+                    self.settings.fires.ended(&key, HandleCode::Fail.code(), msg);
+                }
+                return accepted;
+            }
+            // Queued or running here: its callback is on its way.
+            Admission::Running { .. } => return Ok(()),
+            Admission::Ended { code, msg, .. } => (code, msg),
+            Admission::Interrupted { .. } => (HandleCode::Fail.code(), INTERRUPTED_REASON.to_owned()),
+        };
+        // The first run's result again, for the log id this request carries (the same one
+        // when an admin resends a fire); the admin keeps the first result it stored.
+        tracing::info!(key, log_id = param.log_id, code, "exactly-once fire sent again; not run again");
+        self.settings.callbacks.accepted(param.log_id);
+        let result = jobwheel_protocol::HandleCallbackParam {
+            log_id: param.log_id,
+            log_date_tim: param.log_date_time,
+            handle_code: code,
+            handle_msg: msg,
+            output: None,
+        };
+        self.settings.callbacks.push(result, false);
+        Ok(())
+    }
+
+    /// `/run` for a trigger past the fire journal: upstream's queueing and block strategies.
+    fn run_admitted(self: &Arc<Self>, param: TriggerParam) -> Result<(), String> {
         let glue_type: GlueType =
             param.glue_type.parse().map_err(|_| format!("glueType[{}] is not valid.", param.glue_type))?;
         let key = self.glue.key_for(glue_type, &param)?;

@@ -199,6 +199,9 @@ impl Worker {
     }
 
     fn report(&self, param: &TriggerParam, code: i32, msg: String, end_line: bool, output: Option<String>) {
+        if let Some(key) = super::exactly_once_key(param) {
+            self.threads.settings.fires.ended(key, code, &msg);
+        }
         let result = HandleCallbackParam {
             log_id: param.log_id,
             log_date_tim: param.log_date_time,
