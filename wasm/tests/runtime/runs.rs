@@ -23,6 +23,8 @@ async fn success_sees_param_and_ids_and_logs_lines() {
         "JOBWHEEL_LOG_ID=4242",
         "JOBWHEEL_SHARD_INDEX=2",
         "JOBWHEEL_SHARD_TOTAL=5",
+        "JOBWHEEL_FIRE_KEY=job:7@1900000000000#2/5",
+        "JOBWHEEL_SCHEDULED_TIME=1900000000000",
     ];
     let mut guest = log.guest_lines();
     // Exactly these lines: no host environment variable leaks into the guest.

@@ -57,6 +57,8 @@ pub(crate) fn input(param: &str) -> RunInput {
         param: param.to_owned(),
         shard_index: 2,
         shard_total: 5,
+        fire_key: "job:7@1900000000000#2/5".to_owned(),
+        scheduled_time: 1_900_000_000_000,
         ..RunInput::default()
     }
 }
