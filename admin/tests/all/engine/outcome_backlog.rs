@@ -84,60 +84,70 @@ async fn the_admin_stops_sending_while_its_database_does_not_take_outcomes() -> 
         stopped.trigger_status = 0;
         let id = store.add_job(&stopped).await?;
 
-        let mut tx = side.begin().await?;
-        let (locker,): (i32,) = sqlx::query_as("SELECT pg_backend_pid()").fetch_one(&mut *tx).await?;
-        *executor.tx.lock().await = Some(tx);
-        for _ in 0..TRIGGERS {
-            engine.trigger_manual(id, None, None).await?;
-        }
-
-        // The admin is blocked writing outcomes, in PostgreSQL itself ...
-        wait_for(Duration::from_secs(20), "an outcome write waiting for the executor's row locks", || {
-            let side = side.clone();
-            async move {
-                let (waiting,): (i64,) = sqlx::query_as(
-                    "SELECT count(*) FROM pg_stat_activity \
-                     WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE '%xxl_job_log%'",
-                )
-                .bind(locker)
-                .fetch_one(&side)
-                .await?;
-                Ok((waiting > 0).then_some(()))
+        // A step that fails returns here first: the row locks must go before `Db::run` drops
+        // the schema, or the drop waits for them forever and the failure never shows.
+        let checked = async {
+            let mut tx = side.begin().await?;
+            let (locker,): (i32,) = sqlx::query_as("SELECT pg_backend_pid()").fetch_one(&mut *tx).await?;
+            *executor.tx.lock().await = Some(tx);
+            for _ in 0..TRIGGERS {
+                engine.trigger_manual(id, None, None).await?;
             }
-        })
-        .await?;
-        // ... with exactly the backlog sent, and the rest waiting for the pool, unsent.
-        wait_for(Duration::from_secs(20), "the pools to stop at the backlog", || {
-            let (runs, unwritten, waiting) = (
-                executor.inner.runs().len(),
-                engine.triggers().unrecorded(),
-                engine.triggers().pool_waiting(),
-            );
-            async move { Ok((unwritten == BACKLOG && waiting == (TRIGGERS - BACKLOG, 0)).then_some(runs)) }
-        })
-        .await
-        .and_then(|runs| {
-            anyhow::ensure!(runs == BACKLOG, "{runs} triggers sent with {BACKLOG} outcomes unwritten");
-            Ok(())
-        })?;
-        assert_eq!(logs(&*store, id).await?.len(), BACKLOG, "the waiting triggers wrote nothing yet");
 
-        // The database takes outcomes again: everything is sent once and recorded.
+            // The admin is blocked writing outcomes, in PostgreSQL itself ...
+            wait_for(Duration::from_secs(20), "an outcome write waiting for the executor's row locks", || {
+                let side = side.clone();
+                async move {
+                    let (waiting,): (i64,) = sqlx::query_as(
+                        "SELECT count(*) FROM pg_stat_activity \
+                         WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE '%xxl_job_log%'",
+                    )
+                    .bind(locker)
+                    .fetch_one(&side)
+                    .await?;
+                    Ok((waiting > 0).then_some(()))
+                }
+            })
+            .await?;
+            // ... with exactly the backlog sent, and the rest waiting for the pool, unsent.
+            wait_for(Duration::from_secs(20), "the pools to stop at the backlog", || {
+                let (runs, unwritten, waiting) = (
+                    executor.inner.runs().len(),
+                    engine.triggers().unrecorded(),
+                    engine.triggers().pool_waiting(),
+                );
+                async move { Ok((unwritten == BACKLOG && waiting == (TRIGGERS - BACKLOG, 0)).then_some(runs)) }
+            })
+            .await
+            .and_then(|runs| {
+                anyhow::ensure!(runs == BACKLOG, "{runs} triggers sent with {BACKLOG} outcomes unwritten");
+                Ok(())
+            })?;
+            assert_eq!(logs(&*store, id).await?.len(), BACKLOG, "the waiting triggers wrote nothing yet");
+
+            // The database takes outcomes again: everything is sent once and recorded.
+            if let Some(tx) = executor.tx.lock().await.take() {
+                tx.commit().await?;
+            }
+            let rows = wait_for(Duration::from_secs(30), "every trigger recorded", || {
+                let store = store.clone();
+                async move {
+                    let rows = logs(&*store, id).await?;
+                    let done = rows.len() == TRIGGERS && rows.iter().all(|r| r.trigger_code == 200);
+                    Ok(done.then_some(rows))
+                }
+            })
+            .await?;
+            let sent: HashSet<i64> = executor.inner.runs().iter().map(|(_, p)| p.log_id).collect();
+            assert_eq!(executor.inner.runs().len(), TRIGGERS, "each trigger sent once");
+            assert_eq!(sent, rows.iter().map(|r| r.id.0).collect::<HashSet<_>>());
+            anyhow::Ok(())
+        }
+        .await;
         if let Some(tx) = executor.tx.lock().await.take() {
-            tx.commit().await?;
+            tx.rollback().await?;
         }
-        let rows = wait_for(Duration::from_secs(30), "every trigger recorded", || {
-            let store = store.clone();
-            async move {
-                let rows = logs(&*store, id).await?;
-                let done = rows.len() == TRIGGERS && rows.iter().all(|r| r.trigger_code == 200);
-                Ok(done.then_some(rows))
-            }
-        })
-        .await?;
-        let sent: HashSet<i64> = executor.inner.runs().iter().map(|(_, p)| p.log_id).collect();
-        assert_eq!(executor.inner.runs().len(), TRIGGERS, "each trigger sent once");
-        assert_eq!(sent, rows.iter().map(|r| r.id.0).collect::<HashSet<_>>());
+        checked?;
         engine.triggers().wait_idle().await;
         assert_eq!((engine.triggers().unrecorded(), engine.triggers().pool_waiting()), (0, (0, 0)));
         side.close().await;
