@@ -43,6 +43,18 @@ struct Line {
     msg: Option<String>,
 }
 
+impl Line {
+    /// The line of a fire taken.
+    fn taken(key: &str, log_id: i64, at_ms: i64) -> Self {
+        Self { key: key.to_owned(), log_id: Some(log_id), at_ms: Some(at_ms), code: None, msg: None }
+    }
+
+    /// The line of a fire's end.
+    fn ended(key: &str, code: i32, msg: &str) -> Self {
+        Self { key: key.to_owned(), log_id: None, at_ms: None, code: Some(code), msg: Some(msg.to_owned()) }
+    }
+}
+
 /// What the journal knows of one key.
 #[derive(Debug, Clone)]
 struct Fire {
@@ -104,9 +116,7 @@ impl FireJournal {
                 (None, false) => Admission::Interrupted { log_id: fire.log_id },
             });
         }
-        let line =
-            Line { key: key.to_owned(), log_id: Some(log_id), at_ms: Some(now_ms), code: None, msg: None };
-        append(&mut inner.file, &line)?;
+        append(&mut inner.file, &Line::taken(key, log_id, now_ms))?;
         inner.file.sync_data()?;
         inner.fires.insert(key.to_owned(), Fire { log_id, at_ms: now_ms, ended: None, ours: true });
         Ok(Admission::First)
@@ -115,14 +125,7 @@ impl FireJournal {
     /// Records how the run of `key` ended (not synced: see the module comment).
     pub(crate) fn ended(&self, key: &str, code: i32, msg: &str) {
         let mut inner = self.lock();
-        let line = Line {
-            key: key.to_owned(),
-            log_id: None,
-            at_ms: None,
-            code: Some(code),
-            msg: Some(msg.to_owned()),
-        };
-        if let Err(error) = append(&mut inner.file, &line) {
+        if let Err(error) = append(&mut inner.file, &Line::ended(key, code, msg)) {
             tracing::warn!(key, %error, "cannot write a run's end to the fire journal");
         }
         if let Some(fire) = inner.fires.get_mut(key) {
@@ -169,23 +172,9 @@ fn rewrite(path: &Path, fires: &HashMap<String, Fire>) -> std::io::Result<File> 
     {
         let mut file = File::create(&temp)?;
         for (key, fire) in fires {
-            let taken = Line {
-                key: key.clone(),
-                log_id: Some(fire.log_id),
-                at_ms: Some(fire.at_ms),
-                code: None,
-                msg: None,
-            };
-            append(&mut file, &taken)?;
+            append(&mut file, &Line::taken(key, fire.log_id, fire.at_ms))?;
             if let Some((code, msg)) = &fire.ended {
-                let ended = Line {
-                    key: key.clone(),
-                    log_id: None,
-                    at_ms: None,
-                    code: Some(*code),
-                    msg: Some(msg.clone()),
-                };
-                append(&mut file, &ended)?;
+                append(&mut file, &Line::ended(key, *code, msg))?;
             }
         }
         file.sync_all()?;

@@ -216,6 +216,17 @@ impl Daemon {
         Ok(())
     }
 
+    /// Whether the process ended by itself (a fault point's SIGKILL), without waiting; it is
+    /// then not running, and [`restart`](Self::restart) starts it again.
+    pub fn has_exited(&mut self) -> anyhow::Result<bool> {
+        let Some(child) = self.child.as_mut() else { return Ok(true) };
+        if child.try_wait()?.is_some() {
+            self.child = None;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
     /// Waits up to `timeout` for the process to end by itself (a fault point's SIGKILL); true
     /// if it did (it is then not running, and [`restart`](Self::restart) starts it again).
     pub async fn wait_exit(&mut self, timeout: Duration) -> anyhow::Result<bool> {

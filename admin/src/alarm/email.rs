@@ -308,7 +308,13 @@ mod tests {
             alarm_status: 0,
         };
         AlarmEvent {
-            job: JobRow { id: JobId(7), job, time_zone: None, priority: Priority::Normal },
+            job: JobRow {
+                id: JobId(7),
+                job,
+                time_zone: None,
+                priority: Priority::Normal,
+                delivery: Default::default(),
+            },
             group: Some(GroupRow { id: GroupId(1), group, max_running: None }),
             log,
         }

@@ -3,6 +3,7 @@
 //! of them imports another for it. A job's strategies and types are typed here, and a stored
 //! job carries them as [`Named`] values (known, or kept as read).
 
+mod delivery;
 mod misfire;
 mod named;
 mod priority;
@@ -10,6 +11,7 @@ mod route_strategy;
 mod schedule_type;
 mod trigger_type;
 
+pub use delivery::DeliveryMode;
 pub use jobwheel_protocol::{BlockStrategy, GlueType};
 pub use misfire::{MisfireStrategy, UnknownMisfireStrategy};
 pub use named::{KnownName, Named};

@@ -38,6 +38,11 @@ pub(crate) struct Texts {
     pub(crate) lost_fail: &'static str,
     /// jobwheel: a trigger whose admin stopped before the executor answered.
     pub(crate) trigger_stalled: &'static str,
+    /// jobwheel: the separator title of an exactly-once fire resent after its admin stopped.
+    pub(crate) trigger_resent: &'static str,
+    /// jobwheel: an exactly-once fire whose result arrived though its admin stopped before
+    /// storing what `/run` answered, with `{address}`.
+    pub(crate) trigger_outcome_lost: &'static str,
     /// jobwheel: a run whose executor restarted (same address) and does not know it, with
     /// `{address}`.
     pub(crate) restart_lost: &'static str,
@@ -70,6 +75,8 @@ const ZH: Texts = Texts {
     retry_run: "失败重试触发",
     lost_fail: "任务结果丢失，标记失败",
     trigger_stalled: "调度中断：调度中心在执行器响应前停止，任务可能未执行，标记失败",
+    trigger_resent: "精确一次：调度中心停止后重新发送（同一日志ID与执行键）",
+    trigger_outcome_lost: "精确一次：执行器 {address} 已回调结果，发送它的调度中心在保存调度结果前停止",
     restart_lost: "任务结果丢失，标记失败：执行器 {address} 已重启，新进程没有这次执行",
     missed_fire: "调度过期：{count} 次调度时间已过期 {late} 秒，按调度过期策略 {strategy} 忽略，未执行",
     killed_by_man: "人为操作，主动终止",
@@ -96,6 +103,8 @@ const EN: Texts = Texts {
     retry_run: "Fail retry trigger",
     lost_fail: "Job result lost, marked as failure",
     trigger_stalled: "Trigger interrupted: the admin stopped before the executor answered, so the run may not have happened; marked as failure",
+    trigger_resent: "Exactly once: resent after its admin stopped (same log id and fire key)",
+    trigger_outcome_lost: "Exactly once: the executor {address} reported the result; the admin that sent it stopped before storing its answer",
     restart_lost: "Job result lost, marked as failure: the executor at {address} restarted and its new process does not have this run",
     missed_fire: "Missed fire: {count} fire time(s) were {late} s late and skipped by the misfire strategy {strategy}; the job did not run",
     killed_by_man: "Manual operation, active termination",

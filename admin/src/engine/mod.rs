@@ -49,6 +49,7 @@ mod recover;
 mod registry;
 mod report;
 mod report_slices;
+mod resend;
 mod restarts;
 mod ring;
 mod schedule;
@@ -84,6 +85,7 @@ pub use recover::{ClaimRecovery, RECOVERY_GRACE_MS, Recovery};
 pub use registry::{DEAD_TIMEOUT_MS, RegistryMonitor};
 pub(crate) use report::local_midnight;
 pub use report::{CLAIM_KEEP_MS, ReportMonitor};
+pub use resend::{RESEND_AFTER_MS, Resend, Resends};
 pub use ring::{RingEntry, ring_second};
 pub use schedule::{CycleReport, PRE_READ_MS, Placement, PlannedFire};
 pub use scheduler::Scheduler;
@@ -130,6 +132,7 @@ pub struct Engine {
     scheduler: Arc<Scheduler>,
     triggers: Arc<TriggerPath>,
     completion: Arc<Completion>,
+    resends: Arc<Resends>,
     workflows: Arc<Workflows>,
     registry: Arc<RegistryMonitor>,
     failures: Arc<FailMonitor>,
@@ -214,6 +217,7 @@ impl Engine {
             )),
             scheduler: Arc::new(scheduler),
             completion: Arc::new(completion),
+            resends: Arc::new(Resends::new(Arc::clone(&triggers))),
             workflows,
             failures: Arc::new(failures),
             alarms,
@@ -249,6 +253,11 @@ impl Engine {
     /// The trigger path.
     pub fn triggers(&self) -> &Arc<TriggerPath> {
         &self.triggers
+    }
+
+    /// Exactly-once fires in doubt, resent to their address.
+    pub fn resends(&self) -> &Arc<Resends> {
+        &self.resends
     }
 
     /// Results of runs: callbacks, kills, lost runs, restarted executors.

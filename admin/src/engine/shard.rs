@@ -15,10 +15,10 @@ use super::i18n::texts;
 use super::sending::SendTicket;
 use super::trigger::{TriggerPath, TriggerRequest, to_datetime};
 use super::trigger_msg::{TriggerMsg, run_result_msg};
-use crate::domain::Named;
+use crate::domain::{DeliveryMode, Named};
 use crate::executor_client::ExecutorApi;
 use crate::routing::{ExecutorRouteStrategy, RouteError, Shard, shard_address, split_address_list};
-use crate::store::{GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, Store};
+use crate::store::{FireSend, GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, Store};
 
 /// A trigger resolved against its job and group: what every shard of it shares. The stages of
 /// a trigger are the request ([`TriggerRequest`]), this, and one shard whose log row exists
@@ -91,6 +91,7 @@ impl TriggerPath {
             Err(reason) => (None, Some(reason)),
         };
         let (fire_key, scheduled_time) = fire_key(request, broadcast_shard, log_id, trigger_time_ms);
+        let delivery = request.delivery.unwrap_or(job.delivery);
         let param = TriggerParam {
             job_id: job.id.0,
             executor_handler: j.executor_handler.clone().unwrap_or_default(),
@@ -114,7 +115,7 @@ impl TriggerPath {
             workflow_context: request.workflow_context.as_deref().cloned(),
             fire_key: Some(fire_key),
             scheduled_time: Some(scheduled_time),
-            delivery_mode: None,
+            delivery_mode: delivery.stored().map(str::to_owned),
         };
 
         let (address, route_msg) = match capped {
@@ -127,6 +128,15 @@ impl TriggerPath {
             (Some(_), true, _) => (FAIL_CODE, Some("GLUE_WASM job has no module uploaded".to_owned())),
             (Some(_), false, Some(reason)) => (FAIL_CODE, Some(reason)),
             (Some(address), false, None) => {
+                if delivery == DeliveryMode::ExactlyOnce && !self.record_send(log_id, address, &param).await?
+                {
+                    // Another admin holds this fire's send (`resend.rs`): it stores the outcome.
+                    tracing::warn!(log_id = log_id.0, "exactly-once fire already sent by another admin");
+                    if let Some(ticket) = last_send {
+                        ticket.sent();
+                    }
+                    return Ok(0);
+                }
                 let reply = targets.client.run(address, &param).await;
                 crate::fault::pass(crate::fault::FaultPoint::Dispatch);
                 if let Some(scheduled_ms) = request.scheduled_ms {
@@ -181,6 +191,26 @@ impl TriggerPath {
             .await?;
         self.metrics.trigger(request.trigger_type, code);
         Ok(code)
+    }
+
+    /// Records an exactly-once send before it goes out (`jobwheel_fire_send`): where it goes
+    /// and what it says, without the grant's secret values. False if the fire was recorded
+    /// already (another admin sends it).
+    async fn record_send(
+        &self,
+        log_id: LogId,
+        address: &str,
+        param: &TriggerParam,
+    ) -> Result<bool, EngineError> {
+        let stored = TriggerParam { wasm_grant: None, ..param.clone() };
+        let send = FireSend {
+            log_id,
+            job_id: JobId(param.job_id),
+            address: address.to_owned(),
+            sent_at_ms: self.clock.now_ms(),
+            param: serde_json::to_string(&stored).unwrap_or_default(),
+        };
+        Ok(self.store.record_send(&send).await?)
     }
 
     /// The executor address of one shard and the routing message for `trigger_msg`.

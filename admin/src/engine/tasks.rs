@@ -32,6 +32,9 @@ impl Engine {
         periodic.spawn("lost_monitor", i.lost, &self.completion, |m, now| async move {
             m.mark_lost_jobs(now).await.map(|_| ())
         });
+        periodic.spawn("resend_monitor", Duration::from_secs(1), &self.resends, |r, now| async move {
+            r.pass(now).await.map(|_| ())
+        });
         periodic.spawn("report_monitor", i.report, &self.report, |m, now| async move {
             m.report_and_clean(now).await.map(|_| ())
         });

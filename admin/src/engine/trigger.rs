@@ -26,7 +26,7 @@ use super::pool::{Entry, TriggerPools};
 use super::sending::{SendGauge, SendTicket};
 use super::shard::{Resolved, route_strategy, targets};
 use crate::clock::Clock;
-use crate::domain::TriggerType;
+use crate::domain::{DeliveryMode, TriggerType};
 use crate::lang::MessageLang;
 use crate::metrics::AdminMetrics;
 use crate::routing::{ExecutorRouteStrategy, Router, plan_shards};
@@ -69,6 +69,8 @@ pub struct TriggerRequest {
     pub workflow_context: Option<Arc<serde_json::Value>>,
     /// The workflow node this trigger fires (its per-fire key, `fire_key.rs`).
     pub node: Option<NodeFire>,
+    /// The delivery mode when it is not the job's (a workflow node that sets its own).
+    pub delivery: Option<DeliveryMode>,
 }
 
 impl TriggerRequest {
@@ -88,6 +90,7 @@ impl TriggerRequest {
             release_ms: None,
             workflow_context: None,
             node: None,
+            delivery: None,
         }
     }
 }

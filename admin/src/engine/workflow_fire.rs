@@ -79,6 +79,7 @@ impl Workflows {
                 executor_param: node.param.clone(),
                 workflow_context: Some(Arc::clone(&context)),
                 node: Some(NodeFire { instance: instance_id, node: run.node.clone(), run: run.id }),
+                delivery: node.delivery,
                 ..TriggerRequest::new(job.id, TriggerType::Workflow)
             };
             requests.push((run.id, request));

@@ -32,7 +32,7 @@ use reply::{
     remoting_error,
 };
 
-pub use reply::endpoint;
+pub use reply::{endpoint, not_reached};
 
 pub use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER, RUN_BATCH_HEADER};
 

@@ -45,6 +45,14 @@ impl From<AckEnvelope> for ExecutorReply {
 
 /// Upstream's message for a call that failed on the way (`XxlJobRemotingUtil`'s wording, which
 /// users match on in `triggerMsg`).
+/// Whether a reply's message is this client's own (the executor was not reached, or its answer
+/// could not be read) rather than the executor's: every such message starts with upstream's
+/// "xxl-job remoting" (`remoting_error` and the messages beside it), and an executor's never does.
+pub fn not_reached(reply: &ExecutorReply) -> bool {
+    reply.code != jobwheel_protocol::envelope::SUCCESS_CODE
+        && reply.msg.as_deref().is_some_and(|m| m.starts_with("xxl-job remoting"))
+}
+
 pub(super) fn remoting_error(error: impl std::fmt::Display, url: &str) -> String {
     format!("xxl-job remoting error({error}), for url : {url}")
 }

@@ -19,6 +19,7 @@ mod calendar_store;
 mod db;
 mod dialect;
 mod error;
+mod fire_send_store;
 mod group_store;
 mod lease_store;
 mod log_store;
@@ -39,6 +40,7 @@ pub use alarm_store::AlarmStore;
 pub use calendar_store::CalendarStore;
 pub use db::statement_seconds;
 pub use error::StoreError;
+pub use fire_send_store::{DueSend, FireSend, FireSendStore};
 pub use group_store::GroupStore;
 pub(crate) use lease_store::PARTITION_COUNT;
 pub use lease_store::{LeaseRequest, LeaseRow, LeaseStore, SCHEDULE_PARTITIONS, SharedSchedule};
@@ -51,9 +53,9 @@ pub use workflow_store::{Admission, InstanceTx, RunEnd, RunTake, WorkflowAlarmSt
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
-        AlarmStore, AuditStore, CalendarStore, CredentialStore, GrantStore, GroupStore, JobStore, LeaseStore,
-        LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store, TagStore, UserStore, WasmStore,
-        WorkflowAlarmStore, WorkflowStore,
+        AlarmStore, AuditStore, CalendarStore, CredentialStore, FireSendStore, GrantStore, GroupStore,
+        JobStore, LeaseStore, LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store, TagStore,
+        UserStore, WasmStore, WorkflowAlarmStore, WorkflowStore,
     };
 }
 
@@ -98,6 +100,7 @@ pub trait Store:
     + LeaseStore
     + LogStore
     + LogReportStore
+    + FireSendStore
     + UserStore
     + CredentialStore
     + WasmStore
@@ -179,6 +182,9 @@ pub trait JobStore: Send + Sync {
     /// Sets a job's priority (`HIGH` or `LOW`), or clears it (`None`: normal); nothing for a
     /// job that does not exist.
     async fn set_job_priority(&self, id: JobId, priority: Option<&str>) -> Result<(), StoreError>;
+    /// Sets a job's delivery mode (`EXACTLY_ONCE`), or clears it (`None`: at most once);
+    /// nothing for a job that does not exist.
+    async fn set_job_delivery(&self, id: JobId, mode: Option<&str>) -> Result<(), StoreError>;
     /// Sets (`Some`) or clears (`None`) the job's retry backoff; nothing for a missing job.
     async fn set_job_retry_backoff(&self, id: JobId, backoff: Option<RetryBackoff>)
     -> Result<(), StoreError>;

@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::DeliveryMode;
+
 /// The most nodes a workflow holds (a 200-node fan-out/fan-in is the benchmark's shape).
 pub const MAX_NODES: usize = 500;
 /// The longest node name; names are keys in the instance context.
@@ -52,6 +54,9 @@ pub struct Node {
     /// Not run: passes as a success with no output.
     #[serde(default)]
     pub disabled: bool,
+    /// The node's delivery mode when it is not its job's (`EXACTLY_ONCE` or `AT_MOST_ONCE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<DeliveryMode>,
     /// Where the editor draws it (layout only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub x: Option<f64>,

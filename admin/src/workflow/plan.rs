@@ -139,6 +139,7 @@ mod tests {
             timeout_secs: 0,
             continue_on_failure: false,
             disabled: false,
+            delivery: None,
             x: None,
             y: None,
         }

@@ -133,3 +133,42 @@ async fn an_exactly_once_key_runs_once_across_a_resend_and_the_executors_own_sig
     jobwheel_tests::wait_until(SETTLE, "both sends ran", || starts(&quick) == 3).await;
     executor.stop().await.expect("stop");
 }
+
+/// From the attacker's side (docs/security.md, "Exactly-once delivery"): a `/run` with a wrong
+/// token that names a fire's key cannot take the key — it is refused, nothing is journaled, and
+/// the real fire still runs.
+#[tokio::test]
+async fn a_wrong_token_cannot_take_an_exactly_once_key() {
+    let admin = jobwheel_tests::FakeAdmin::start(Some(jobwheel_tests::TOKEN)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log_path = dir.path().join("executor");
+    let mut executor = jobwheel_tests::cluster::Daemon::start_executor(
+        "exactly-once",
+        &[admin.base_url()],
+        &log_path,
+        &["--enable-script-glue"],
+    )
+    .await
+    .expect("executor");
+    let marker = dir.path().join("marker");
+    let key = format!("job:11@{SCHEDULED}");
+    let body = exactly_once(11, 5, &key, &marker, 0);
+    for token in [None, Some("not-the-token")] {
+        let mut request = reqwest::Client::new().post(format!("{}/run", executor.base)).json(&body);
+        if let Some(token) = token {
+            request = request.header(jobwheel_protocol::ACCESS_TOKEN_HEADER, token);
+        }
+        let reply: Value = request.send().await.expect("run").json().await.expect("reply");
+        assert_eq!(reply["code"], 500, "{reply}");
+    }
+    let journal = log_path.join("logs").join("callbacklogs").join("fires.journal");
+    let journaled = std::fs::read_to_string(&journal).unwrap_or_default();
+    assert!(!journaled.contains(&key), "a refused trigger is not journaled: {journaled}");
+    assert_eq!(starts(&marker), 0, "nothing ran");
+
+    assert_eq!(send(&executor.base, &body).await["code"], 200);
+    assert_eq!(admin.callback_for(5, SETTLE).await.handle_code, 200);
+    assert_eq!(starts(&marker), 1, "the real fire ran");
+    assert!(std::fs::read_to_string(&journal).expect("journal").contains(&key));
+    executor.stop().await.expect("stop");
+}

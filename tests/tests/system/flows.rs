@@ -48,8 +48,10 @@ async fn child_job(stack: &Stack) -> anyhow::Result<()> {
 }
 
 async fn retries(stack: &Stack) -> anyhow::Result<()> {
+    // Exactly once (docs/engine.md): each retry is a fire of its own with its own key, so the
+    // executor's fire journal runs every one of them.
     let fields = json!({"glueType": "GLUE_SHELL", "glueSource": "echo \"failing: fire=$JOBWHEEL_FIRE_KEY\"; exit 3", "executorHandler": "",
-                        "executorFailRetryCount": 2});
+                        "executorFailRetryCount": 2, "deliveryMode": "EXACTLY_ONCE"});
     let job = stack.api.job(stack.group, "fails every time", fields).await?;
     stack.api.trigger(job, None).await?;
     // The fail monitor looks every 10 s (upstream): two retries take up to ~30 s.

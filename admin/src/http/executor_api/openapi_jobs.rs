@@ -211,6 +211,7 @@ async fn save(
         child_job_id: None,
         tags: None,
         priority: None,
+        delivery_mode: None,
         only_on: None,
         never_on: None,
         exclusion_windows: None,

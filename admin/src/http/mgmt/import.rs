@@ -27,7 +27,7 @@ use super::transfer::{Bundle, FORMAT, JobEntry, VERSION};
 use super::transfer_workflows::{WorkflowItem, WorkflowPlan};
 use super::wasm_versions::off_the_workers;
 use super::{ApiJson, ApiQuery, audit, glue, grants, job_view, jobs};
-use crate::domain::{GlueType, Priority};
+use crate::domain::{DeliveryMode, GlueType, Priority};
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobFilter, JobId, NewWasmVersion, VariableOwner};
 
@@ -238,6 +238,9 @@ fn input(entry: &JobEntry, group: GroupId, calendars: &CalendarPlan) -> JobInput
         child_job_id: None,
         tags: Some(entry.tags.clone()),
         priority: Some(entry.priority.clone().unwrap_or_else(|| Priority::Normal.name().to_owned())),
+        delivery_mode: Some(
+            entry.delivery_mode.clone().unwrap_or_else(|| DeliveryMode::AtMostOnce.name().to_owned()),
+        ),
         only_on: Some(calendars.ids(&entry.only_on)),
         never_on: Some(calendars.ids(&entry.never_on)),
         exclusion_windows: Some(entry.exclusion_windows.clone()),

@@ -9,7 +9,7 @@ use super::auth::Principal;
 use super::job_days::{self, CheckedDays, DaysForm};
 use super::job_settings::{JobSettings, trimmed};
 use crate::cron::{Schedule, parse_time_zone};
-use crate::domain::{GlueType, Priority, ScheduleType};
+use crate::domain::{DeliveryMode, GlueType, Priority, ScheduleType};
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, Job, JobId, RetryBackoff, Store, route_scope};
 
@@ -45,6 +45,10 @@ pub(crate) struct JobInput {
     /// (new jobs: normal).
     #[serde(default)]
     pub(crate) priority: Option<String>,
+    /// jobwheel extension: `AT_MOST_ONCE` or `EXACTLY_ONCE` (any case, docs/engine.md
+    /// "Delivery guarantee"); absent leaves it as it is (new jobs: at most once).
+    #[serde(default)]
+    pub(crate) delivery_mode: Option<String>,
     /// jobwheel extension: ids of the calendars the job fires only on; absent keeps them.
     #[serde(default)]
     pub(crate) only_on: Option<Vec<i64>>,
@@ -70,6 +74,8 @@ pub(crate) struct Checked {
     pub(crate) tags: Option<Vec<String>>,
     /// The priority to store, if the form named one.
     pub(crate) priority: Option<Priority>,
+    /// The delivery mode to store, if the form named one.
+    pub(crate) delivery: Option<DeliveryMode>,
     /// Calendars and windows to store, if the form named any.
     pub(crate) days: Option<CheckedDays>,
     /// Alarm channels and duration to store, if the form named them.
@@ -88,6 +94,9 @@ impl Checked {
         }
         if let Some(priority) = self.priority {
             store.set_job_priority(id, priority.stored()).await?;
+        }
+        if let Some(delivery) = self.delivery {
+            store.set_job_delivery(id, delivery.stored()).await?;
         }
         if let Some(days) = &self.days {
             store.set_job_days(id, &days.days).await?;
@@ -198,6 +207,13 @@ impl JobInput {
                 Some(Priority::parse_input(p).ok_or_else(|| bad("priority", "must be HIGH, NORMAL or LOW"))?)
             }
         };
+        let delivery = match self.delivery_mode.as_deref() {
+            None => None,
+            Some(m) => Some(
+                DeliveryMode::parse_input(m)
+                    .ok_or_else(|| bad("deliveryMode", "must be AT_MOST_ONCE or EXACTLY_ONCE"))?,
+            ),
+        };
         let form = DaysForm {
             only_on: self.only_on.as_deref(),
             never_on: self.never_on.as_deref(),
@@ -213,6 +229,7 @@ impl JobInput {
             retry_backoff,
             tags,
             priority,
+            delivery,
             days,
             alarms,
         })

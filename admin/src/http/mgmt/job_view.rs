@@ -10,7 +10,7 @@ use super::auth::Principal;
 use super::job_retry::RetryForm;
 use super::job_settings::JobSettings;
 use super::{job_days, job_tags, ms};
-use crate::domain::Priority;
+use crate::domain::{DeliveryMode, Priority};
 use crate::http::{ApiError, HttpState};
 use crate::store::{JobId, JobRow, route_scope};
 
@@ -28,6 +28,9 @@ pub(crate) struct JobView {
     pub(crate) tags: Vec<String>,
     /// jobwheel: `HIGH`, `NORMAL` or `LOW` (on single-job reads; `NORMAL` in the list).
     priority: Priority,
+    /// jobwheel: `AT_MOST_ONCE` or `EXACTLY_ONCE` (on single-job reads; `AT_MOST_ONCE` in the
+    /// list).
+    delivery_mode: DeliveryMode,
     /// jobwheel: ids of the calendars the job fires only on.
     pub(crate) only_on: Vec<i64>,
     /// jobwheel: ids of the calendars the job never fires on.
@@ -56,6 +59,7 @@ impl From<JobRow> for JobView {
             child_job_id: j.child_jobid,
             tags: Vec::new(),
             priority: row.priority,
+            delivery_mode: row.delivery,
             only_on: Vec::new(),
             never_on: Vec::new(),
             exclusion_windows: Vec::new(),

@@ -87,6 +87,9 @@ pub(crate) struct JobEntry {
     /// `HIGH` or `LOW`; absent is normal.
     #[serde(default)]
     pub(crate) priority: Option<String>,
+    /// `EXACTLY_ONCE`; absent is at most once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) delivery_mode: Option<String>,
     /// The current module of a `GLUE_WASM` job.
     #[serde(default)]
     pub(crate) wasm_digest: Option<String>,
@@ -233,6 +236,7 @@ async fn bundle(state: &HttpState, principal: &Principal, jobs: Vec<JobRow>) -> 
             glue_source: row.job.glue_source,
             tags: tags.remove(&row.id).unwrap_or_default(),
             priority: row.priority.stored().map(str::to_owned),
+            delivery_mode: row.delivery.stored().map(str::to_owned),
             wasm_digest,
             grant,
             only_on: job_days.only_on,

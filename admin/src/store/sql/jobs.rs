@@ -76,8 +76,10 @@ macro_rules! job_full {
         concat!(
             "SELECT ",
             job_columns!(),
-            ", z.time_zone, p.priority FROM xxl_job_info LEFT JOIN jobwheel_job_zone z ON z.job_id = xxl_job_info.id \
-             LEFT JOIN jobwheel_job_priority p ON p.job_id = xxl_job_info.id"
+            ", z.time_zone, p.priority, d.mode AS delivery FROM xxl_job_info \
+             LEFT JOIN jobwheel_job_zone z ON z.job_id = xxl_job_info.id \
+             LEFT JOIN jobwheel_job_priority p ON p.job_id = xxl_job_info.id \
+             LEFT JOIN jobwheel_job_delivery d ON d.job_id = xxl_job_info.id"
         )
     };
 }
@@ -88,6 +90,11 @@ static SET_JOB_PRIORITY: Sql = Sql::new(
     ON CONFLICT (job_id) DO UPDATE SET priority = excluded.priority",
 );
 static CLEAR_JOB_PRIORITY: Sql = Sql::new("DELETE FROM jobwheel_job_priority WHERE job_id = ?");
+static SET_JOB_DELIVERY: Sql = Sql::new(
+    "INSERT INTO jobwheel_job_delivery (job_id, mode) SELECT id, ? FROM xxl_job_info WHERE id = ? \
+    ON CONFLICT (job_id) DO UPDATE SET mode = excluded.mode",
+);
+static CLEAR_JOB_DELIVERY: Sql = Sql::new("DELETE FROM jobwheel_job_delivery WHERE job_id = ?");
 static START_JOB: Sql = Sql::new(
     "UPDATE xxl_job_info SET trigger_status = 1, trigger_last_time = 0, \
     trigger_next_time = ?, update_time = TS(?) WHERE id = ?",
@@ -120,7 +127,7 @@ static JOB_EPOCH: Sql = Sql::new("SELECT epoch FROM jobwheel_job_epoch WHERE id 
 /// Upstream deletes a job's logs and GLUE history with it; our tables follow — its grant, its
 /// sealed secrets and variables and their history too, so a later job that gets the same id
 /// (MySQL re-derives AUTO_INCREMENT after a restart) inherits nothing (review L1).
-static DELETE_JOB: [Sql; 14] = [
+static DELETE_JOB: [Sql; 15] = [
     Sql::new("DELETE FROM xxl_job_log WHERE job_id = ?"),
     Sql::new("DELETE FROM xxl_job_logglue WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_wasm_version WHERE job_id = ?"),
@@ -129,6 +136,7 @@ static DELETE_JOB: [Sql; 14] = [
     Sql::new("DELETE FROM jobwheel_job_retry WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_tag WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_priority WHERE job_id = ?"),
+    Sql::new("DELETE FROM jobwheel_job_delivery WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_calendar WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_window WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_grant WHERE job_id = ?"),
@@ -278,6 +286,14 @@ impl JobStore for SqlStore {
         match priority {
             Some(priority) => self.ex().execute(&SET_JOB_PRIORITY, &args![priority, id]).await?,
             None => self.ex().execute(&CLEAR_JOB_PRIORITY, &args![id]).await?,
+        };
+        self.bump_job_epoch().await
+    }
+
+    async fn set_job_delivery(&self, id: JobId, mode: Option<&str>) -> Result<(), StoreError> {
+        match mode {
+            Some(mode) => self.ex().execute(&SET_JOB_DELIVERY, &args![mode, id]).await?,
+            None => self.ex().execute(&CLEAR_JOB_DELIVERY, &args![id]).await?,
         };
         self.bump_job_epoch().await
     }

@@ -40,6 +40,7 @@ mod audit;
 mod batch;
 mod calendars;
 mod credentials;
+mod fire_sends;
 mod grants;
 mod groups;
 mod jobs;

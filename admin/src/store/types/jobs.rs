@@ -4,7 +4,8 @@ use chrono::{DateTime, Utc};
 
 use super::{ClaimId, GroupId, JobId, LogId};
 use crate::domain::{
-    BlockStrategy, ExecutorRouteStrategy, GlueType, MisfireStrategy, Named, Priority, ScheduleType,
+    BlockStrategy, DeliveryMode, ExecutorRouteStrategy, GlueType, MisfireStrategy, Named, Priority,
+    ScheduleType,
 };
 
 // === jobs ===
@@ -92,6 +93,10 @@ pub struct JobRow {
     /// and `load_jobs` (the trigger path); normal elsewhere.
     #[sqlx(default, try_from = "Option<String>")]
     pub priority: Priority,
+    /// jobwheel extension: from `jobwheel_job_delivery` (no row: at most once). Read by
+    /// `load_job` and `load_jobs` (the trigger path); at most once elsewhere.
+    #[sqlx(default, try_from = "Option<String>")]
+    pub delivery: DeliveryMode,
 }
 
 /// Filters of the job list (upstream `pageList`); `None` means "any".

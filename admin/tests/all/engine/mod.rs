@@ -10,6 +10,7 @@ mod calendars;
 mod client;
 pub(crate) mod completion;
 mod early;
+mod exactly_once;
 mod group_cap;
 mod job_epoch;
 mod log_report;

@@ -30,6 +30,7 @@ pub(crate) fn node(name: &str, job: JobId) -> Node {
         timeout_secs: 0,
         continue_on_failure: false,
         disabled: false,
+        delivery: None,
         x: None,
         y: None,
     }

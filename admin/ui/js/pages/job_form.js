@@ -13,7 +13,7 @@ const DEFAULTS = {
   misfireStrategy: 'DO_NOTHING', executorRouteStrategy: 'FIRST', executorHandler: '', executorParam: '',
   executorBlockStrategy: 'SERIAL_EXECUTION', executorTimeout: 0, executorFailRetryCount: 0, retryBackoff: '',
   retryBackoffStrategy: 'FIXED', retryBackoffMax: '', retryJitter: '',
-  glueType: 'BEAN', childJobId: '', tags: [], priority: 'NORMAL',
+  glueType: 'BEAN', childJobId: '', tags: [], priority: 'NORMAL', deliveryMode: 'AT_MOST_ONCE',
   onlyOn: [], neverOn: [], exclusionWindows: [],
 };
 
@@ -105,6 +105,8 @@ export async function render({ main, params, app }) {
       field(t('job.executorRouteStrategy'), enumSelect('executorRouteStrategy', 'routeStrategies')),
       field(t('job.priority'), select('priority', ['HIGH', 'NORMAL', 'LOW'].map((p) => ({ value: p, label: t(`job.priority${p}`) })),
         job.priority || 'NORMAL', { id: 'job-priority' }), t('job.priorityHint')),
+      field(t('job.deliveryMode'), select('deliveryMode', ['AT_MOST_ONCE', 'EXACTLY_ONCE'].map((m) => ({ value: m, label: t(`job.delivery${m}`) })),
+        job.deliveryMode || 'AT_MOST_ONCE', { id: 'job-delivery-mode' }), t('job.deliveryModeHint')),
       field(t('job.childJobId'), input('childJobId', { maxlength: 100 }), t('job.childJobIdHint')),
       field(t('job.misfireStrategy'), enumSelect('misfireStrategy', 'misfireStrategies')),
       field(t('job.executorBlockStrategy'), enumSelect('executorBlockStrategy', 'blockStrategies')),
@@ -234,6 +236,7 @@ function toInput(v, id) {
     childJobId: v.childJobId.replace(/\s+/g, ''),
     tags: splitTags(v.tags),
     priority: v.priority || 'NORMAL',
+    deliveryMode: v.deliveryMode || 'AT_MOST_ONCE',
   };
   if (!id) {
     body.glueSource = '';

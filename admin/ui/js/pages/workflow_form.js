@@ -118,6 +118,9 @@ export async function render({ main, params, app }) {
       cell(bound(n, 'timeoutSecs', h('input', { type: 'number', min: 0, value: n.timeoutSecs ?? 0, class: 'narrow', 'aria-label': t('job.executorTimeout') }), number)),
       cell(bound(n, 'continueOnFailure', h('input', { type: 'checkbox', checked: Boolean(n.continueOnFailure), 'aria-label': t('wf.continueOnFailure') }))),
       cell(bound(n, 'disabled', h('input', { type: 'checkbox', checked: Boolean(n.disabled), 'aria-label': t('wf.disabled') }))),
+      cell(bound(n, 'delivery', select('delivery', [{ value: '', label: t('wf.deliveryJob') },
+        ...['AT_MOST_ONCE', 'EXACTLY_ONCE'].map((m) => ({ value: m, label: t(`job.delivery${m}`) }))],
+      n.delivery ?? '', { 'aria-label': t('job.deliveryMode') }), (v) => (v === '' ? null : v))),
       cell(h('button', {
         type: 'button', class: 'btn btn-sm btn-danger', dataset: { action: 'remove-node' }, onclick: () => {
           const gone = nodes.splice(i, 1)[0];
@@ -191,6 +194,7 @@ export async function render({ main, params, app }) {
             name: n.name, jobId: Number(n.jobId), param: n.param ?? null, retries: n.retries || 0,
             retryDelaySecs: n.retryDelaySecs || 0, timeoutSecs: n.timeoutSecs || 0,
             continueOnFailure: Boolean(n.continueOnFailure), disabled: Boolean(n.disabled),
+            delivery: n.delivery || null,
             x: at ? at.x : null, y: at ? at.y : null,
           };
         }),
@@ -218,7 +222,7 @@ export async function render({ main, params, app }) {
       h('h4', {}, t('wf.nodes')),
       h('div', { class: 'table-scroll' }, h('table', { class: 'table wf-table' },
         h('thead', {}, h('tr', {}, [t('wf.nodeName'), t('logs.job'), t('job.executorParam'), t('wf.retries'), t('wf.retryDelay'),
-          t('job.executorTimeout'), t('wf.continueOnFailure'), t('wf.disabled'), ''].map((x) => h('th', {}, x)))),
+          t('job.executorTimeout'), t('wf.continueOnFailure'), t('wf.disabled'), t('job.deliveryMode'), ''].map((x) => h('th', {}, x)))),
         nodeBody)),
       addNode,
       h('h4', {}, t('wf.edges')),
