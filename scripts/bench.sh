@@ -3,7 +3,7 @@
 # bench-admin for trigger throughput (FIX_RATE, SQLite, PostgreSQL and MariaDB), a manual-trigger flood,
 # lateness with 10 000 cron jobs, and cost at 1k/10k/100k jobs. Job logs go to tmpfs.
 #   scripts/bench.sh            # everything (about 20 minutes)
-#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale | million | shared | monitors | ratchjob | e2e | ratchjob-e2e
+#   scripts/bench.sh throughput # one part: throughput | flood | lateness | scale | million | shared | monitors | ratchjob | e2e | ratchjob-e2e | ten-thousand
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
@@ -59,6 +59,15 @@ if [[ $part == all || $part == shared ]]; then
     run_pg --jobs "$jobs" --executors 2 --duration "$duration"
     run_pg --jobs "$jobs" --executors 2 --admins 2 --duration "$duration"
   done
+fi
+if [[ $part == ten-thousand ]]; then
+  # Issue 58, item 5: 10 000 triggers a second on each database, and two admins sharing them on
+  # PostgreSQL; bench-admin prints the database work per trigger (statements, the server's own
+  # counters: counters.rs).
+  run --jobs 10000 --duration "$duration"
+  run_pg --jobs 10000 --duration "$duration"
+  run_my --jobs 10000 --duration "$duration"
+  run_pg --jobs 10000 --executors 2 --admins 2 --duration "$duration"
 fi
 if [[ $part == all || $part == monitors ]]; then
   bench="$(dirname "$bench")/bench-monitors"

@@ -12,6 +12,7 @@
 //! Lateness is (run arrival on the executor − scheduled fire time). `--ratchjob` runs the same
 //! load against ratchjob instead (`ratchjob.rs`). See docs/benchmarks.md.
 
+mod counters;
 mod end_to_end;
 mod measure;
 mod ratchjob;
@@ -175,6 +176,7 @@ async fn main() -> anyhow::Result<()> {
         tokio::spawn(scrape_metrics(admin_url.clone(), Duration::from_secs(args.scrape_every), window_end))
     });
     sleep_until(window_start).await;
+    let db_before = counters::read(&url, &admin_urls).await?;
     let before: Vec<ProcSample> = pids.iter().map(|p| sample(*p)).collect::<Result<_, _>>()?;
     let own_before = sample(std::process::id())?;
     let executors_before: Vec<ProcSample> =
@@ -186,6 +188,7 @@ async fn main() -> anyhow::Result<()> {
     let executors_after: Vec<ProcSample> =
         executor_pids.iter().map(|p| sample(*p)).collect::<Result<_, _>>()?;
     let flood_during = flood.load(Ordering::Relaxed) - flood_before;
+    let db_after = counters::read(&url, &admin_urls).await?;
     if let Some(flooding) = flooding {
         flooding.await??;
     }
@@ -256,6 +259,12 @@ async fn main() -> anyhow::Result<()> {
             let window = (window_start, window_end);
             report_scheduled(&url, &args, window, &arrivals, processes.as_ref(), cost).await?;
         }
+    }
+    let triggers = counters::triggers_in(&url, window_start, window_end).await?;
+    counters::print_per_trigger(&db_before, &db_after, triggers);
+    if admin_urls.len() > 1 {
+        let shares = counters::fired_by(&url, &admin_urls, window_start, window_end).await?;
+        println!("triggers fired by each admin: {shares:?} of {triggers}");
     }
     drop(admins);
     for executor in executors {
