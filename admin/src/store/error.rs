@@ -42,3 +42,11 @@ pub enum StoreError {
     #[error("a batched database write was abandoned before it finished")]
     BatchAbandoned,
 }
+
+impl StoreError {
+    /// Whether the database refused a duplicate of a unique key (an insert that lost a race,
+    /// or found its row there already).
+    pub fn is_duplicate(&self) -> bool {
+        matches!(self, StoreError::Database(sqlx::Error::Database(db)) if db.is_unique_violation())
+    }
+}

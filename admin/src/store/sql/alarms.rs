@@ -116,11 +116,6 @@ static INSTANCES_BEFORE: Sql = Sql::new(
     FROM jobwheel_workflow_instance WHERE workflow_id = ? AND status = ? AND start_ms < ? ORDER BY id LIMIT ?",
 );
 
-/// Whether `e` is the database refusing a duplicate of a unique key.
-fn is_duplicate(e: &StoreError) -> bool {
-    matches!(e, StoreError::Database(sqlx::Error::Database(db)) if db.is_unique_violation())
-}
-
 fn channel_args(c: &NewChannel) -> Vec<crate::store::db::Arg<'_>> {
     args![&c.name, &c.kind, &c.config, &c.sealed, &c.events, c.fold_secs, c.enabled, c.update_ms].into()
 }
@@ -143,7 +138,7 @@ impl AlarmStore for SqlStore {
     async fn add_channel(&self, c: &NewChannel) -> Result<Option<ChannelId>, StoreError> {
         match self.ex().insert_id(&INSERT, &channel_args(c)).await {
             Ok(id) => Ok(Some(ChannelId(id))),
-            Err(e) if is_duplicate(&e) => Ok(None),
+            Err(e) if e.is_duplicate() => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -203,7 +198,7 @@ impl AlarmStore for SqlStore {
         let args = args![&e.event_key, &e.kind, &e.subject, e.created_ms, &e.notice];
         match self.ex().insert_id(&INSERT_EVENT, &args).await {
             Ok(id) => Ok(Some(EventId(id))),
-            Err(e) if is_duplicate(&e) => Ok(None),
+            Err(e) if e.is_duplicate() => Ok(None),
             Err(e) => Err(e),
         }
     }

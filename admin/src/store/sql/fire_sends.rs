@@ -34,7 +34,7 @@ impl FireSendStore for SqlStore {
         let args = args![send.log_id, send.job_id, &send.address, send.sent_at_ms, &send.param];
         match self.ex().execute(&RECORD, &args).await {
             Ok(_) => Ok(true),
-            Err(StoreError::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => Ok(false),
+            Err(e) if e.is_duplicate() => Ok(false),
             Err(e) => Err(e),
         }
     }

@@ -53,9 +53,7 @@ impl WasmStore for SqlStore {
         let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
         match self.ex().execute(&PUT_MODULE, &args![&digest, bytes, size, now_ms]).await {
             Ok(_) => Ok(WasmPut { digest, inserted: true }),
-            Err(StoreError::Database(sqlx::Error::Database(e))) if e.is_unique_violation() => {
-                Ok(WasmPut { digest, inserted: false })
-            }
+            Err(e) if e.is_duplicate() => Ok(WasmPut { digest, inserted: false }),
             Err(e) => Err(e),
         }
     }

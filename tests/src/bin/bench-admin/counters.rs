@@ -97,46 +97,7 @@ pub(crate) async fn read(url: &str, admin_urls: &[String]) -> anyhow::Result<Cou
 /// The log rows whose scheduled (trigger) second lies in `[from_ms, to_ms)`: the window's
 /// triggers, fired or still due.
 pub(crate) async fn triggers_in(url: &str, from_ms: i64, to_ms: i64) -> anyhow::Result<u64> {
-    let (from, to) = (from_ms / 1000, to_ms / 1000);
-    let count: i64 = match url.split_once(':').map_or("", |(s, _)| s) {
-        "postgres" | "postgresql" => {
-            let pool = sqlx::PgPool::connect(url).await?;
-            let n = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM xxl_job_log WHERE trigger_time >= to_timestamp($1) AND trigger_time < to_timestamp($2)",
-            )
-            .bind(from)
-            .bind(to)
-            .fetch_one(&pool)
-            .await?;
-            pool.close().await;
-            n
-        }
-        "mysql" => {
-            let pool = sqlx::MySqlPool::connect(url).await?;
-            let n = sqlx::query_scalar(
-                "SELECT CAST(COUNT(*) AS SIGNED) FROM xxl_job_log WHERE trigger_time >= FROM_UNIXTIME(?) AND trigger_time < FROM_UNIXTIME(?)",
-            )
-            .bind(from)
-            .bind(to)
-            .fetch_one(&pool)
-            .await?;
-            pool.close().await;
-            n
-        }
-        _ => {
-            let pool = sqlx::SqlitePool::connect(url).await?;
-            let n = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM xxl_job_log WHERE trigger_time >= datetime(?, 'unixepoch') AND trigger_time < datetime(?, 'unixepoch')",
-            )
-            .bind(from)
-            .bind(to)
-            .fetch_one(&pool)
-            .await?;
-            pool.close().await;
-            n
-        }
-    };
-    Ok(u64::try_from(count).unwrap_or(0))
+    count_logs(url, from_ms, to_ms, "%").await
 }
 
 /// With several admins: how many of the window's triggers each fired (its address is in the
@@ -147,44 +108,56 @@ pub(crate) async fn fired_by(
     from_ms: i64,
     to_ms: i64,
 ) -> anyhow::Result<Vec<u64>> {
-    let (from, to) = (from_ms / 1000, to_ms / 1000);
     let mut shares = Vec::new();
     for admin in admin_urls {
         let needle = format!("%{}%", admin.trim_end_matches('/'));
-        let count: i64 = match url.split_once(':').map_or("", |(s, _)| s) {
-            "postgres" | "postgresql" => {
-                let pool = sqlx::PgPool::connect(url).await?;
-                let n = sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM xxl_job_log WHERE trigger_time >= to_timestamp($1) \
-                     AND trigger_time < to_timestamp($2) AND trigger_msg LIKE $3",
-                )
-                .bind(from)
-                .bind(to)
-                .bind(&needle)
-                .fetch_one(&pool)
-                .await?;
-                pool.close().await;
-                n
-            }
-            "mysql" => {
-                let pool = sqlx::MySqlPool::connect(url).await?;
-                let n = sqlx::query_scalar(
-                    "SELECT CAST(COUNT(*) AS SIGNED) FROM xxl_job_log WHERE trigger_time >= FROM_UNIXTIME(?) \
-                     AND trigger_time < FROM_UNIXTIME(?) AND trigger_msg LIKE ?",
-                )
-                .bind(from)
-                .bind(to)
-                .bind(&needle)
-                .fetch_one(&pool)
-                .await?;
-                pool.close().await;
-                n
-            }
-            _ => anyhow::bail!("several admins share PostgreSQL or MySQL only"),
-        };
-        shares.push(u64::try_from(count).unwrap_or(0));
+        shares.push(count_logs(url, from_ms, to_ms, &needle).await?);
     }
     Ok(shares)
+}
+
+/// The log rows of `[from_ms, to_ms)` whose `trigger_msg` is `LIKE` `pattern` (`%`: every row,
+/// a row without a message included).
+async fn count_logs(url: &str, from_ms: i64, to_ms: i64, pattern: &str) -> anyhow::Result<u64> {
+    let (from, to) = (from_ms / 1000, to_ms / 1000);
+    let message = "(? = '%' OR trigger_msg LIKE ?)";
+    macro_rules! count {
+        ($pool:ty, $sql:expr) => {{
+            let pool = <$pool>::connect(url).await?;
+            let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe($sql))
+                .bind(from)
+                .bind(to)
+                .bind(pattern)
+                .bind(pattern)
+                .fetch_one(&pool)
+                .await?;
+            pool.close().await;
+            n
+        }};
+    }
+    let count = match url.split_once(':').map_or("", |(s, _)| s) {
+        "postgres" | "postgresql" => count!(
+            sqlx::PgPool,
+            "SELECT COUNT(*) FROM xxl_job_log WHERE trigger_time >= to_timestamp($1) \
+             AND trigger_time < to_timestamp($2) AND ($3 = '%' OR trigger_msg LIKE $4)"
+                .to_owned()
+        ),
+        "mysql" => count!(
+            sqlx::MySqlPool,
+            format!(
+                "SELECT CAST(COUNT(*) AS SIGNED) FROM xxl_job_log WHERE trigger_time >= FROM_UNIXTIME(?) \
+                 AND trigger_time < FROM_UNIXTIME(?) AND {message}"
+            )
+        ),
+        _ => count!(
+            sqlx::SqlitePool,
+            format!(
+                "SELECT COUNT(*) FROM xxl_job_log WHERE trigger_time >= datetime(?, 'unixepoch') \
+                 AND trigger_time < datetime(?, 'unixepoch') AND {message}"
+            )
+        ),
+    };
+    Ok(u64::try_from(count).unwrap_or(0))
 }
 
 /// One line per counter: its growth over the window, per trigger.
