@@ -115,4 +115,15 @@ impl Tx {
         }
         Ok(())
     }
+
+    /// Rolls back now, releasing its locks before the caller goes on (a dropped transaction
+    /// rolls back too, but only when its connection is next used).
+    pub(crate) async fn rollback(self) -> Result<(), StoreError> {
+        match self.open {
+            OpenTx::Sqlite(tx) => tx.rollback().await?,
+            OpenTx::Postgres(tx) => tx.rollback().await?,
+            OpenTx::MySql(tx) => tx.rollback().await?,
+        }
+        Ok(())
+    }
 }

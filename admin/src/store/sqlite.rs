@@ -140,6 +140,17 @@ impl WriteTx {
             Self::Pooled(tx) => tx.commit().await,
         }
     }
+
+    pub(super) async fn rollback(self) -> Result<(), sqlx::Error> {
+        match self {
+            Self::Writer(mut tx) => {
+                SqliteTransactionManager::rollback(&mut tx.conn).await?;
+                tx.open = false;
+                Ok(())
+            }
+            Self::Pooled(tx) => tx.rollback().await,
+        }
+    }
 }
 
 impl Drop for WriterTx {

@@ -208,6 +208,33 @@ async fn mark_fired(tx: &mut Tx, pending: &[ClaimId], taken_ms: i64) -> Result<(
     Ok(())
 }
 
+/// Marks the pending claims among `wanted` (at most [`CHUNK`]) discarded (`status` 2) in three
+/// statements whatever their number; the ones discarded. By id alone, as [`pending_among`] says.
+pub(super) async fn discard_pending(
+    tx: &mut Tx,
+    wanted: &BTreeSet<ClaimId>,
+) -> Result<Vec<ClaimId>, StoreError> {
+    let pending = pending_among(tx, wanted).await?;
+    if !pending.is_empty() {
+        let mut q = QueryBuf::new("UPDATE jobwheel_ring_claim SET status = 2 WHERE id IN (");
+        q.bind_shaped(pending.iter().copied()).push(")").keep();
+        tx.ex().execute(&q, q.args()).await?;
+    }
+    Ok(pending)
+}
+
+/// Deletes the log rows staged for discarded claims, those without a trigger outcome (one with
+/// an outcome is history, kept). `handle_code + 0`: the rows are found by id, not through
+/// upstream's `I_handle_code` (every unfinished run), for the reason [`pending_among`] gives.
+pub(super) async fn delete_staged_logs(tx: &mut Tx, logs: &[LogId]) -> Result<(), StoreError> {
+    for chunk in logs.chunks(CHUNK) {
+        let mut q = QueryBuf::new("DELETE FROM xxl_job_log WHERE id IN (");
+        q.bind_shaped(chunk.iter().copied()).push(") AND trigger_code = 0 AND handle_code + 0 = 0").keep();
+        tx.ex().execute(&q, q.args()).await?;
+    }
+    Ok(())
+}
+
 /// Marks the pending (bare) claims among `wanted` fired with their take time; the ones taken.
 async fn take_pending_claims(
     tx: &mut Tx,
@@ -251,6 +278,29 @@ async fn take_staged_claims(
         mark_fired(tx, &pending, taken_ms).await?;
     }
     Ok(pending.into_iter().collect())
+}
+
+/// The usual take, in one statement: every claim of `wanted` still pending and on time, deleted
+/// at once; `true` (and the caller commits) only when the delete removed all of them. Otherwise
+/// (one was taken elsewhere, is late, or does not exist) the caller rolls back — the deleted
+/// rows cannot tell which of the asked ids they were — and takes them with
+/// [`take_staged_claims`]. A ring batch's claims are its own admin's, staged a second ago, so
+/// the fall-back is rare; this saves the locking read of the slow path, one round trip in four
+/// per batch (docs/benchmarks.md, "Statements per trigger").
+///
+/// `status + 0`, not `status = 0`, for the reason [`pending_among`] gives: the statement must
+/// find its rows by primary key. The rows are locked in id order (an `IN` list on the key), as
+/// every other take locks them.
+async fn take_all_on_time(
+    tx: &mut Tx,
+    wanted: &BTreeSet<ClaimId>,
+    taken_ms: i64,
+) -> Result<bool, StoreError> {
+    let mut delete = QueryBuf::new("DELETE FROM jobwheel_ring_claim WHERE fire_time_ms >= ");
+    delete.bind(taken_ms.saturating_sub(LATE_TAKE_MS)).push(" AND status + 0 = 0 AND id IN (");
+    delete.bind_shaped(wanted.iter().copied()).push(")").keep();
+    let deleted = tx.ex().execute(&delete, delete.args()).await?;
+    Ok(usize::try_from(deleted).ok() == Some(wanted.len()))
 }
 
 impl SqlStore {
@@ -334,6 +384,12 @@ impl SqlStore {
             let wanted: BTreeSet<ClaimId> = chunk.iter().copied().collect();
             let taken = retry_deadlock!(
                 async {
+                    let mut fast = self.db.begin().await?;
+                    if take_all_on_time(&mut fast, &wanted, taken_ms).await? {
+                        fast.commit().await?;
+                        return Ok(wanted.iter().copied().collect());
+                    }
+                    fast.rollback().await?;
                     let mut tx = self.db.begin().await?;
                     let taken = take_staged_claims(&mut tx, &wanted, taken_ms).await?;
                     tx.commit().await?;

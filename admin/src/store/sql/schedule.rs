@@ -8,9 +8,12 @@
 //! the consistent-read snapshot at a transaction's first plain `SELECT`, which comes after the
 //! lock, so a pre-read always sees the previous one's commit.
 
+use std::collections::{BTreeSet, HashSet};
+
 use async_trait::async_trait;
 
 use super::SqlStore;
+use super::batch::{CHUNK, delete_staged_logs, discard_pending};
 use super::jobs::job_full;
 use super::logs::INSERT_LOG;
 use crate::store::PARTITION_COUNT;
@@ -194,24 +197,25 @@ impl ScheduleStore for SqlStore {
         claims: &[ClaimRow],
         missed: &(dyn Fn(usize, i64) -> MissedFire + Sync),
     ) -> Result<Vec<ClaimId>, StoreError> {
+        // A few statements per chunk of claims, not three per claim: an admin that falls behind
+        // discards thousands a second, and one statement each made it fall further behind
+        // (docs/benchmarks.md, "Statements per trigger").
         let mut tx = self.db.begin().await?;
-        let mut discarded = Vec::new();
-        let mut first = None;
-        for claim in claims {
-            if tx.ex().execute(&DISCARD_CLAIM, &args![claim.id]).await? == 0 {
-                continue;
-            }
-            if let Some(log_id) = staged_log(&mut tx, claim.id).await? {
-                tx.ex().execute(&DELETE_STAGED_LOG, &args![log_id]).await?;
-            }
-            discarded.push(claim.id);
-            first = Some(first.map_or(claim.fire_time_ms, |f: i64| f.min(claim.fire_time_ms)));
+        let mut gone = HashSet::new();
+        let ids: Vec<ClaimId> = claims.iter().map(|c| c.id).collect::<BTreeSet<_>>().into_iter().collect();
+        for chunk in ids.chunks(CHUNK) {
+            let wanted: BTreeSet<ClaimId> = chunk.iter().copied().collect();
+            gone.extend(discard_pending(&mut tx, &wanted).await?);
         }
-        if let Some(first) = first {
+        let discarded: Vec<&ClaimRow> = claims.iter().filter(|c| gone.remove(&c.id)).collect();
+        // A pending claim's staged row is the one it was staged with (only a take sets another).
+        let staged: Vec<LogId> = discarded.iter().filter_map(|c| c.log_id).collect();
+        delete_staged_logs(&mut tx, &staged).await?;
+        if let Some(first) = discarded.iter().map(|c| c.fire_time_ms).min() {
             insert_missed(&mut tx, &[missed(discarded.len(), first)]).await?;
         }
         tx.commit().await?;
-        Ok(discarded)
+        Ok(discarded.into_iter().map(|c| c.id).collect())
     }
 
     async fn purge_claims(&self, before_ms: i64) -> Result<u64, StoreError> {
@@ -274,9 +278,16 @@ impl ScheduleTx for SqlScheduleTx {
                 }
                 q.push(" ELSE trigger_status END");
             }
-            q.push(" WHERE trigger_status = 1 AND id IN (")
+            // `trigger_status + 0`, not `trigger_status = 1`: the bare comparison matches the
+            // predicate of PostgreSQL's partial index `i_job_due`, and a plan cached while the
+            // table's statistics were empty (a fresh database, a bench) walked that whole index —
+            // every running job and every dead entry each earlier update left — once per chunk
+            // instead of looking the chunk's ids up by primary key: 78 000 entries a statement at
+            // 10 000 jobs (docs/benchmarks.md, "The due index read per update"). The guard stays:
+            // a job stopped while the pre-read ran keeps its stop's next time.
+            q.push(" WHERE id IN (")
                 .bind_list(chunk.iter().map(|u| u.job_id))
-                .push(")");
+                .push(") AND trigger_status + 0 = 1");
             if !stops {
                 q.keep();
             }

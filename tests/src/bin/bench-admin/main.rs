@@ -19,6 +19,7 @@ mod ratchjob;
 mod report;
 mod scale;
 mod setup;
+mod statements;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -177,6 +178,7 @@ async fn main() -> anyhow::Result<()> {
     });
     sleep_until(window_start).await;
     let db_before = counters::read(&url, &admin_urls).await?;
+    let profiled = !url.starts_with("sqlite") && statements::reset(&url).await;
     let before: Vec<ProcSample> = pids.iter().map(|p| sample(*p)).collect::<Result<_, _>>()?;
     let own_before = sample(std::process::id())?;
     let executors_before: Vec<ProcSample> =
@@ -189,6 +191,7 @@ async fn main() -> anyhow::Result<()> {
         executor_pids.iter().map(|p| sample(*p)).collect::<Result<_, _>>()?;
     let flood_during = flood.load(Ordering::Relaxed) - flood_before;
     let db_after = counters::read(&url, &admin_urls).await?;
+    let shapes = if profiled { statements::read(&url).await? } else { Vec::new() };
     if let Some(flooding) = flooding {
         flooding.await??;
     }
@@ -262,6 +265,9 @@ async fn main() -> anyhow::Result<()> {
     }
     let triggers = counters::triggers_in(&url, window_start, window_end).await?;
     counters::print_per_trigger(&db_before, &db_after, triggers);
+    if profiled {
+        statements::print(&shapes, triggers);
+    }
     if admin_urls.len() > 1 {
         let shares = counters::fired_by(&url, &admin_urls, window_start, window_end).await?;
         println!("triggers fired by each admin: {shares:?} of {triggers}");
