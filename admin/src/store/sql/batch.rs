@@ -208,8 +208,8 @@ async fn mark_fired(tx: &mut Tx, pending: &[ClaimId], taken_ms: i64) -> Result<(
     Ok(())
 }
 
-/// Marks the pending claims among `wanted` (at most [`CHUNK`]) discarded (`status` 2) in three
-/// statements whatever their number; the ones discarded. By id alone, as [`pending_among`] says.
+/// Marks the pending claims among `wanted` (at most [`CHUNK`]) discarded (`status` 2) in two
+/// statements whatever their number (the locking read, one update); the ones discarded. By id alone, as [`pending_among`] says.
 pub(super) async fn discard_pending(
     tx: &mut Tx,
     wanted: &BTreeSet<ClaimId>,
