@@ -5,7 +5,7 @@
 //!
 //! A staged claim taken on time leaves no claim row: the admin deletes it, and its log row —
 //! staged by the pre-read with the scheduled second as trigger time — is the fire's record
-//! (ARCHITECTURE.md, "Fewer durable writes per trigger"). So the fired triggers are the fired
+//! (docs/delivery.md, "Fewer durable writes per trigger"). So the fired triggers are the fired
 //! claims plus the log rows no claim points at, less the admin's missed-fire rows, which stand
 //! for skipped fire times. This assumes what the suites' jobs are: no retries, no child jobs and
 //! no manual triggers, whose log rows would otherwise count as fires too.

@@ -271,7 +271,7 @@ impl TriggerPath {
         mut ticket: SendTicket,
     ) -> Result<TriggerOutcome, EngineError> {
         // One small read per batch instead of the job rows, while no job was edited since
-        // the pre-read (ARCHITECTURE.md, "Fewer durable writes per trigger").
+        // the pre-read (docs/delivery.md, "Fewer durable writes per trigger").
         let current = match &request.snapshot {
             Some(snapshot) if self.batches.job_epoch().await? == snapshot.epoch => {
                 Some(Arc::clone(&snapshot.row))

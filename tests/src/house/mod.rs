@@ -1,9 +1,12 @@
 //! House rules checked as tests: every Rust file of the workspace opens with a `//!` line that
 //! says what the file is (rust-analyzer's tidy test, and how a newcomer finds their way), the
 //! store never reads the clock, the admin's modules import one another without a circle
-//! (`module_graph`), every repository path the docs name exists (`doc_paths`), and nothing but
+//! (`module_graph`), every repository path the docs name exists (`doc_paths`), ARCHITECTURE.md
+//! stays a map that names every source folder (`architecture`), and nothing but
 //! the CI entry point reaches outside the clone (a user's clone has nothing beside it).
 
+#[cfg(test)]
+mod architecture;
 #[cfg(test)]
 mod doc_paths;
 #[cfg(test)]

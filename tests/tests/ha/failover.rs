@@ -178,7 +178,7 @@ fn check(outcomes: &[ClaimOutcome], jobs: &[i64], from: i64, to: i64) -> anyhow:
     ensure!(logs.len() == fired, "one log row per fired claim: {} logs for {fired} claims", logs.len());
     ensure!(failed.is_empty(), "runs failed: {failed:?}");
     // A trigger whose admin died between its log row and the executor's answer is recorded
-    // once but may not have run (docs: ARCHITECTURE.md "HA"); each kill can leave a few.
+    // once but may not have run (docs/delivery.md, "Delivery, end to end"); each kill can leave a few.
     ensure!(in_doubt <= KILLS * JOBS / 2, "{in_doubt} triggers in doubt");
     Ok(())
 }
