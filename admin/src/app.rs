@@ -145,6 +145,7 @@ where
     let callbacks = CallbackQueue::spawn(Arc::clone(&core), &tasks);
     let state = Arc::new(HttpState {
         store,
+        clock: core.clock(),
         core: Arc::clone(&core),
         token,
         callbacks: callbacks.clone(),

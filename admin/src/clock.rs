@@ -3,9 +3,13 @@
 //!
 //! Upstream reads `System.currentTimeMillis()` for the 24 h cache reset and `java.util.Random`
 //! for ROUND/LFU starting counts and RANDOM. Behind these two traits a test can step time past
-//! the reset without sleeping and script every random draw.
+//! the reset without sleeping and script every random draw. The HTTP edge reads its time here
+//! too — wall-clock stamps and the monotonic instants of its throttles — so its tests can step
+//! time as the engine's do (a house test forbids other clock reads under `admin/src/http/`).
 
+use std::sync::LazyLock;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
 
 use rand::Rng;
 
@@ -13,6 +17,14 @@ use rand::Rng;
 pub trait Clock: Send + Sync {
     /// The current time in epoch milliseconds.
     fn now_ms(&self) -> i64;
+
+    /// A monotonic instant, for windows and throttles that must not jump with the wall clock.
+    fn instant(&self) -> Instant;
+
+    /// The current time as a date-time (what upstream's `Date` columns hold).
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::DateTime::from_timestamp_millis(self.now_ms()).unwrap_or_default()
+    }
 }
 
 /// Uniform random integers, like `java.util.Random.nextInt(bound)`.
@@ -28,6 +40,10 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now_ms(&self) -> i64 {
         chrono::Utc::now().timestamp_millis()
+    }
+
+    fn instant(&self) -> Instant {
+        Instant::now()
     }
 }
 
@@ -64,8 +80,17 @@ impl ManualClock {
     }
 }
 
+/// The instant a manual clock's reading 0 stands for: its instants move exactly as its
+/// readings do.
+static MANUAL_EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
 impl Clock for ManualClock {
     fn now_ms(&self) -> i64 {
         self.now_ms.load(Ordering::SeqCst)
+    }
+
+    fn instant(&self) -> Instant {
+        let ms = u64::try_from(self.now_ms()).unwrap_or(0);
+        *MANUAL_EPOCH + Duration::from_millis(ms)
     }
 }

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::alarm::{AlarmChannel, Alarmer, EmailAlarm, WebhookAlarm};
 use crate::app::CoreContext;
-use crate::clock::{SystemClock, ThreadRandom};
+use crate::clock::{Clock, SystemClock, ThreadRandom};
 use crate::config::AdminConfig;
 use crate::engine::{
     Engine, EngineConfig, EngineError, EngineServices, InstanceOp, OpError, StartError, schedule_node_name,
@@ -32,6 +32,7 @@ const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(5);
 /// The engine, running, as seen by the HTTP edge.
 pub struct EngineCore {
     engine: Arc<Engine>,
+    clock: Arc<dyn Clock>,
     stop: CancellationToken,
 }
 
@@ -41,7 +42,8 @@ impl EngineCore {
         let lang = config.i18n;
         let client = HttpExecutorClient::new(Some(context.access_token), config.executor_timeout)
             .context("cannot build the executor client")?;
-        let router = Router::new(Arc::new(SystemClock), Arc::new(ThreadRandom), lang);
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let router = Router::new(Arc::clone(&clock), Arc::new(ThreadRandom), lang);
         let mut channels: Vec<Arc<dyn AlarmChannel>> = Vec::new();
         let mut mailer = None;
         if let Some(smtp) = &config.smtp {
@@ -77,7 +79,7 @@ impl EngineCore {
         // Below the engine's minimum nothing is deleted, which is what `None` means here.
         engine_config.log_retention_days = config.log_retention_days.unwrap_or(0);
         let services = EngineServices {
-            clock: Arc::new(SystemClock),
+            clock: Arc::clone(&clock),
             secrets: Some(Arc::clone(&context.secret_box)),
             metrics: Arc::clone(&context.metrics),
             group_tokens: Some(Arc::clone(&context.group_tokens)),
@@ -93,7 +95,7 @@ impl EngineCore {
         );
         let stop = CancellationToken::new();
         engine.start(stop.clone());
-        Ok(Arc::new(Self { engine, stop }))
+        Ok(Arc::new(Self { engine, clock, stop }))
     }
 
     /// The engine, for manual triggers, kills and log reads.
@@ -132,6 +134,10 @@ impl AdminCore for EngineCore {
 
     fn readiness(&self) -> Result<(), String> {
         self.engine.scheduler().readiness()
+    }
+
+    fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
     }
 
     fn scheduler_levels(&self) -> SchedulerLevels {

@@ -56,6 +56,23 @@ struct GroupLabels {
     group: String,
 }
 
+/// How long something took, for a histogram: elapsed time, not a reading of the clock that
+/// decisions use (`clock.rs`), so it stays real under a test's manual clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Stopwatch(std::time::Instant);
+
+impl Stopwatch {
+    /// Starts measuring.
+    pub fn start() -> Self {
+        Self(std::time::Instant::now())
+    }
+
+    /// Seconds since [`Stopwatch::start`].
+    pub fn seconds(&self) -> f64 {
+        self.0.elapsed().as_secs_f64()
+    }
+}
+
 /// The scheduler's levels at scrape time (zero for an admin core without a scheduler).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct SchedulerLevels {

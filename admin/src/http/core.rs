@@ -5,9 +5,12 @@
 //! making a new executor routable — belongs to the scheduling engine. This trait is the seam,
 //! so the edge can be tested with a recording fake and the engine can be developed on its own.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use jobwheel_protocol::{HandleCallbackParam, LogResult};
 
+use crate::clock::{Clock, SystemClock};
 use crate::engine::{EngineError, InstanceOp, OpError, StartError};
 use crate::metrics::SchedulerLevels;
 use crate::store::{GroupId, InstanceId, JobId, LogId, StartOutcome, WorkflowId};
@@ -124,6 +127,12 @@ pub trait AdminCore: Send + Sync + 'static {
     /// without a scheduler are ready.
     fn readiness(&self) -> Result<(), String> {
         Ok(())
+    }
+
+    /// The clock the admin decides by. The edge reads its time here too (stamps, expiries, the
+    /// throttles' windows), so a test that gives its core a manual clock steps the whole admin.
+    fn clock(&self) -> Arc<dyn Clock> {
+        Arc::new(SystemClock)
     }
 
     /// Stops whatever the core runs in the background. Called once at shutdown, after every

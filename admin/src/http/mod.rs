@@ -13,6 +13,7 @@ use axum::extract::{MatchedPath, Request};
 use axum::routing::get;
 use tower_http::trace::TraceLayer;
 
+use crate::clock::Clock;
 use crate::credentials::{AccessToken, GroupTokens};
 use crate::store::Store;
 
@@ -38,6 +39,8 @@ pub const LEGACY_CONTEXT_PATH: &str = "/xxl-job-admin";
 pub(crate) struct HttpState {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) core: Arc<dyn AdminCore>,
+    /// The only clock the edge reads (the core's: a test's manual clock steps the edge too).
+    pub(crate) clock: Arc<dyn Clock>,
     pub(crate) token: AccessToken,
     pub(crate) callbacks: CallbackQueue,
     pub(crate) registrations: RecentRegistrations,
@@ -71,6 +74,23 @@ pub(crate) struct HttpState {
     pub(crate) audit_snapshots: mgmt::audit::Snapshots,
     /// Single sign-on providers and whether local passwords are on (docs/sso.md).
     pub(crate) sso: Arc<crate::sso::Sso>,
+}
+
+impl HttpState {
+    /// Now, in epoch milliseconds, by the edge's clock.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Now as a date-time, by the edge's clock.
+    pub(crate) fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
+    }
+
+    /// A monotonic instant, by the edge's clock: what the throttles' windows are measured in.
+    pub(crate) fn instant(&self) -> std::time::Instant {
+        self.clock.instant()
+    }
 }
 
 /// All routes of the admin.

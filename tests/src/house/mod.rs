@@ -91,22 +91,42 @@ mod tests {
         assert!(missing.is_empty(), "these files do not open with a `//!` line:\n{}", missing.join("\n"));
     }
 
+    /// The clock reads a folder's code may not make (timing a statement or a request with a
+    /// stopwatch is not reading the clock; the admin's is `metrics::Stopwatch`).
+    const CLOCK_READS: [&str; 4] = ["Utc::now", "Local::now", "SystemTime::now", "Instant::now"];
+
+    /// The files under `folder` whose code before their test module reads one of `reads`.
+    fn files_reading_the_clock(folder: &str, reads: &[&str]) -> (usize, Vec<String>) {
+        let root = repo_root();
+        let mut files = Vec::new();
+        rust_files(&root.join(folder), &mut files);
+        let readers = files
+            .iter()
+            .filter(|path| {
+                let text = std::fs::read_to_string(path).unwrap_or_default();
+                let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+                reads.iter().any(|call| code.contains(call))
+            })
+            .map(|path| path.strip_prefix(&root).unwrap_or(path).display().to_string())
+            .collect();
+        (files.len(), readers)
+    }
+
     /// ARCHITECTURE.md's invariant: every time the store writes is a parameter, so the engine's
     /// tests control time completely. (Timing a statement with `Instant` is not reading it.)
     #[test]
     fn the_store_never_reads_the_clock() {
-        let root = repo_root();
-        let mut files = Vec::new();
-        rust_files(&root.join("admin/src/store"), &mut files);
-        assert!(files.len() > 20, "found only {} store files", files.len());
-        let readers: Vec<String> = files
-            .iter()
-            .filter(|path| {
-                let text = std::fs::read_to_string(path).unwrap_or_default();
-                ["Utc::now", "Local::now", "SystemTime::now"].iter().any(|call| text.contains(call))
-            })
-            .map(|path| path.strip_prefix(&root).unwrap_or(path).display().to_string())
-            .collect();
+        let (count, readers) = files_reading_the_clock("admin/src/store", &CLOCK_READS[..3]);
+        assert!(count > 20, "found only {count} store files");
         assert!(readers.is_empty(), "these store files read the clock:\n{}", readers.join("\n"));
+    }
+
+    /// The HTTP edge reads time only through its state's clock (the core's), so a test with a
+    /// manual clock steps stamps, expiries and throttle windows alike.
+    #[test]
+    fn the_http_edge_reads_time_only_through_its_clock() {
+        let (count, readers) = files_reading_the_clock("admin/src/http", &CLOCK_READS);
+        assert!(count > 40, "found only {count} files of the HTTP edge");
+        assert!(readers.is_empty(), "these files of the HTTP edge read the clock:\n{}", readers.join("\n"));
     }
 }

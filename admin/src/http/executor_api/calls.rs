@@ -18,7 +18,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, Request, State};
@@ -120,7 +119,7 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
     let client = peer
         .map(|peer| SocketAddr::new(state.trusted_proxies.client(peer.ip(), &parts.headers), peer.port()));
     // A client that keeps sending wrong tokens is refused before its token is looked at (L4).
-    if let Some(wait) = client.and_then(|c| state.token_failures.blocked(c.ip(), Instant::now())) {
+    if let Some(wait) = client.and_then(|c| state.token_failures.blocked(c.ip(), state.instant())) {
         return Reply::fail(format!(
             "invalid request, too many requests with a wrong access token from this address; try again in {wait} s"
         ));
@@ -133,7 +132,7 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
         }
     };
     if let (Err(_), Some(client)) = (&caller, client) {
-        state.token_failures.failed(client.ip(), Instant::now());
+        state.token_failures.failed(client.ip(), state.instant());
     }
     let limit = if caller.is_ok() { MAX_BODY_BYTES } else { UNAUTHENTICATED_BODY_BYTES };
     let body = match axum::body::to_bytes(body, limit).await {
@@ -190,9 +189,9 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
                 };
             }
             // Answered only once stored: an executor forgets a batch when it gets 200.
-            let received = std::time::Instant::now();
+            let received = crate::metrics::Stopwatch::start();
             let stored = state.callbacks.store(items).await;
-            state.metrics.callback_stored(received.elapsed().as_secs_f64());
+            state.metrics.callback_stored(received.seconds());
             match stored {
                 Ok(()) if foreign > 0 => Reply::success_msg(foreign_msg(&caller, foreign)),
                 Ok(()) => Reply::success(),
@@ -290,11 +289,11 @@ async fn own_registration(
 }
 
 async fn registry(state: &HttpState, key: RegistryKey, incarnation: Option<&str>) -> Reply {
-    if let Err(e) = state.store.registry_upsert(&key, chrono::Utc::now()).await {
+    if let Err(e) = state.store.registry_upsert(&key, state.now()).await {
         tracing::error!(app = %key.registry_key, address = %key.registry_value, error = %e, "cannot store a registration");
         return Reply::fail("request error: the registration could not be stored (database error)");
     }
-    let beat = state.registrations.record(&key, incarnation, Instant::now());
+    let beat = state.registrations.record(&key, incarnation, state.instant());
     if beat.new {
         tracing::info!(app = %key.registry_key, address = %key.registry_value, "executor registered");
         state.core.refresh_group(&key.registry_key).await;

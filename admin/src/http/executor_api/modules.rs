@@ -8,7 +8,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::Extension;
 use axum::extract::{ConnectInfo, Path, State};
@@ -31,14 +30,14 @@ pub(crate) async fn module(
     // it, 401 for a wrong token and 404 for a right one would be an unlimited oracle for group
     // tokens (review L4).
     let client = peer.map(|Extension(ConnectInfo(peer))| state.trusted_proxies.client(peer.ip(), &headers));
-    if let Some(wait) = client.and_then(|c| state.token_failures.blocked(c, Instant::now())) {
+    if let Some(wait) = client.and_then(|c| state.token_failures.blocked(c, state.instant())) {
         return Err(ApiError::TooManyRequests(wait));
     }
     let caller = match authenticate(&state, &headers).await? {
         Ok(caller) => caller,
         Err(_) => {
             if let Some(client) = client {
-                state.token_failures.failed(client, Instant::now());
+                state.token_failures.failed(client, state.instant());
             }
             return Err(ApiError::Unauthorized);
         }

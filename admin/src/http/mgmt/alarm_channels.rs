@@ -8,7 +8,6 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
 use super::ApiJson;
@@ -204,7 +203,7 @@ fn checked(
         events: events.join(","),
         fold_secs: i32::try_from(fold_secs).unwrap_or(0),
         enabled: i32::from(input.enabled.unwrap_or(true)),
-        update_ms: Utc::now().timestamp_millis(),
+        update_ms: state.now_ms(),
     })
 }
 
@@ -317,7 +316,7 @@ pub(crate) async fn test(
     if channel.channel.enabled == 0 {
         return Err(ApiError::Conflict(format!("alarm channel {:?} is disabled", channel.channel.name)));
     }
-    let now_ms = Utc::now().timestamp_millis();
+    let now_ms = state.now_ms();
     let notice = Notice {
         kind: EventKind::Test.as_str().to_owned(),
         title: channel.channel.name.clone(),

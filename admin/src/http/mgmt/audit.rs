@@ -221,7 +221,7 @@ pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request
         // Throttled (429) and malformed (400) logins cost the caller nothing: one row per
         // client and window, not one per request (review M2). Wrong passwords (401) are
         // bounded by the throttle and recorded each.
-        match state.refused_logins.admit(&client, std::time::Instant::now()) {
+        match state.refused_logins.admit(&client, state.instant()) {
             None => return response,
             Some(previous) => folded = Some(previous),
         }
@@ -268,7 +268,7 @@ pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request
         None => detail,
     };
     let entry = NewAudit {
-        at_ms: chrono::Utc::now().timestamp_millis(),
+        at_ms: state.now_ms(),
         user_id,
         username,
         client,
@@ -345,7 +345,7 @@ struct Change<'a> {
 async fn record_change(state: &HttpState, client: String, username: String, change: Change<'_>) {
     let after = snapshot(state, change.subject, change.id).await;
     let entry = NewAudit {
-        at_ms: chrono::Utc::now().timestamp_millis(),
+        at_ms: state.now_ms(),
         user_id: None,
         username,
         client,

@@ -145,7 +145,7 @@ impl FromRequestParts<Arc<HttpState>> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &Arc<HttpState>) -> Result<Self, ApiError> {
-        let now_ms = chrono::Utc::now().timestamp_millis();
+        let now_ms = state.now_ms();
         if let Some(token) = bearer(&parts.headers) {
             let row = state
                 .store

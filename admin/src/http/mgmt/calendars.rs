@@ -12,7 +12,6 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
 use super::auth::Principal;
@@ -66,7 +65,7 @@ pub(crate) struct CalendarInput {
 }
 
 /// The stored row of a form, after its checks.
-fn checked(name: &str, description: &str, days: &CalendarDays) -> Result<NewCalendar, ApiError> {
+fn checked(name: &str, description: &str, days: &CalendarDays, now_ms: i64) -> Result<NewCalendar, ApiError> {
     let name = name.trim();
     if name.is_empty() {
         return Err(ApiError::BadRequest("name: required".to_owned()));
@@ -88,7 +87,7 @@ fn checked(name: &str, description: &str, days: &CalendarDays) -> Result<NewCale
         name: name.to_owned(),
         description: description.trim().to_owned(),
         days,
-        update_ms: Utc::now().timestamp_millis(),
+        update_ms: now_ms,
     })
 }
 
@@ -134,7 +133,7 @@ pub(crate) async fn create(
     ApiJson(input): ApiJson<CalendarInput>,
 ) -> Result<(StatusCode, Json<CalendarView>), ApiError> {
     principal.require_admin()?;
-    let calendar = checked(&input.name, &input.description, &input.days)?;
+    let calendar = checked(&input.name, &input.description, &input.days, state.now_ms())?;
     name_taken(&state, &calendar.name, None).await?;
     let id = state.store.add_calendar(&calendar).await?;
     Ok((StatusCode::CREATED, Json(CalendarView::of(load(&state, id.0).await?)?)))
@@ -150,7 +149,7 @@ pub(crate) async fn update(
 ) -> Result<Json<CalendarView>, ApiError> {
     principal.require_admin()?;
     let current = load(&state, id).await?;
-    let calendar = checked(&input.name, &input.description, &input.days)?;
+    let calendar = checked(&input.name, &input.description, &input.days, state.now_ms())?;
     name_taken(&state, &calendar.name, Some(current.id)).await?;
     state.store.update_calendar(current.id, &calendar).await?;
     reschedule_users(&state, current.id).await?;
@@ -242,7 +241,7 @@ pub(crate) async fn import(
         .or_else(|| existing.as_ref().map(|c| c.calendar.description.clone()))
         .or(ics.name.clone())
         .unwrap_or_default();
-    let calendar = checked(&query.name, &description, &ics.days)?;
+    let calendar = checked(&query.name, &description, &ics.days, state.now_ms())?;
     let id = match &existing {
         Some(row) => {
             state.store.update_calendar(row.id, &calendar).await?;
@@ -265,7 +264,7 @@ pub(crate) async fn import(
 /// Moves the next fire time of every running job referring to `calendar` to the first time its
 /// rules allow from now + the pre-read window; a job they no longer allow at all is stopped.
 async fn reschedule_users(state: &HttpState, calendar: CalendarId) -> Result<(), ApiError> {
-    let now_ms = Utc::now().timestamp_millis();
+    let now_ms = state.now_ms();
     let users = state.store.calendar_jobs(calendar).await?;
     // One read of the jobs and one of their rules, however many jobs use the calendar.
     let mut rules = rules_by_job(&state.store.job_days(&users).await?);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use chrono::{Days, NaiveDate, Utc};
+use chrono::{Days, NaiveDate};
 use serde::{Deserialize, Serialize};
 
 use super::ApiQuery;
@@ -97,7 +97,7 @@ pub(crate) async fn chart(
     ApiQuery(query): ApiQuery<ChartQuery>,
 ) -> Result<Json<Chart>, ApiError> {
     let tz = local_time_zone();
-    let today = Utc::now().with_timezone(&tz).date_naive();
+    let today = state.now().with_timezone(&tz).date_naive();
     let back = |day: NaiveDate| day.checked_sub_days(Days::new(DEFAULT_DAYS - 1)).unwrap_or(day);
     let (from, to) = match (date("from", query.from.as_deref())?, date("to", query.to.as_deref())?) {
         (Some(from), Some(to)) => (from, to),

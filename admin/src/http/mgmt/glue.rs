@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
 use super::auth::Principal;
@@ -106,7 +105,7 @@ pub(crate) async fn save(
     if body.glue_source.len() > GLUE_SOURCE_MAX {
         return Err(ApiError::BadRequest(format!("glueSource: at most {GLUE_SOURCE_MAX} bytes")));
     }
-    let now = Utc::now();
+    let now = state.now();
     let mut updated = job.job.clone();
     updated.glue_source = Some(body.glue_source.clone());
     updated.glue_remark = Some(remark.clone());

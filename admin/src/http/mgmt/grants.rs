@@ -9,7 +9,6 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use chrono::Utc;
 use jobwheel_protocol::net_policy::NetPolicy;
 use serde::{Deserialize, Serialize};
 
@@ -188,7 +187,7 @@ pub(crate) async fn put_job(
             row.memory_bytes
         ));
     }
-    let now = Utc::now().timestamp_millis();
+    let now = state.now_ms();
     changes.extend(replace_variables(&state, owner, &input.variables, now).await?);
     state.store.save_job_grant(job.id, &row, now).await?;
     record(&state, owner, &principal, &changes, now).await?;
@@ -255,7 +254,7 @@ pub(crate) async fn put_group(
     ApiJson(input): ApiJson<VariablesInput>,
 ) -> Result<Json<VariablesView>, ApiError> {
     let owner = group_owner(&state, &principal, id).await?;
-    let now = Utc::now().timestamp_millis();
+    let now = state.now_ms();
     let changes = replace_variables(&state, owner, &input.variables, now).await?;
     record(&state, owner, &principal, &changes, now).await?;
     Ok(Json(variables_view(&state, owner).await?))
@@ -380,7 +379,7 @@ async fn put_secret(
             "{name} is a plain variable here; remove it first to make it a secret"
         )));
     }
-    let now = Utc::now().timestamp_millis();
+    let now = state.now_ms();
     let sealed = state.secret_box.seal(owner, name, value);
     state.store.put_variable(owner, name, true, &sealed, now).await?;
     let change =
@@ -400,7 +399,7 @@ async fn delete_secret(
         return Err(ApiError::NotFound(format!("no secret named {name} here")));
     }
     state.store.delete_variable(owner, name).await?;
-    let now = Utc::now().timestamp_millis();
+    let now = state.now_ms();
     record(state, owner, principal, &[format!("secret {name} removed")], now).await?;
     Ok(StatusCode::NO_CONTENT)
 }

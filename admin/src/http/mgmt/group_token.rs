@@ -49,7 +49,7 @@ pub(crate) async fn put(
         Some(token) => checked(token)?.to_owned(),
     };
     let stored = state.group_tokens.stored_form(group.id, &token);
-    if !state.store.set_group_token(group.id, Some(&stored), chrono::Utc::now().timestamp_millis()).await? {
+    if !state.store.set_group_token(group.id, Some(&stored), state.now_ms()).await? {
         return Err(ApiError::NotFound(format!("executor group {id} not found")));
     }
     state.group_tokens.invalidate();
@@ -64,7 +64,7 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     principal.require_admin()?;
     let group = load(&state, id).await?;
-    state.store.set_group_token(group.id, None, chrono::Utc::now().timestamp_millis()).await?;
+    state.store.set_group_token(group.id, None, state.now_ms()).await?;
     state.group_tokens.invalidate();
     Ok(StatusCode::NO_CONTENT)
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use jobwheel_protocol::REGISTRY_GROUP_EXECUTOR;
 use serde::{Deserialize, Serialize};
 
@@ -163,7 +163,7 @@ pub(crate) async fn get(
 /// sorts a group's address list.
 async fn registered(state: &HttpState, app_name: &str) -> Result<Vec<String>, ApiError> {
     let dead_ms = i64::try_from(state.executor_dead_timeout.as_millis()).unwrap_or(DEAD_TIMEOUT_MS);
-    let alive_after = Utc::now() - chrono::Duration::milliseconds(dead_ms);
+    let alive_after = state.now() - chrono::Duration::milliseconds(dead_ms);
     let live: BTreeSet<String> = state
         .store
         .alive_registry(alive_after)
@@ -221,7 +221,7 @@ impl GroupInput {
 
     /// Upstream's checks; the group to store (automatic groups get their list from the registry
     /// afterwards, so theirs starts empty).
-    fn check(&self) -> Result<Group, ApiError> {
+    fn check(&self, now: DateTime<Utc>) -> Result<Group, ApiError> {
         let appname = self.appname.trim();
         if !APPNAME_CHARS.contains(&appname.chars().count()) {
             return Err(ApiError::BadRequest("appname: must be 4 to 64 characters".to_owned()));
@@ -252,7 +252,7 @@ impl GroupInput {
             title: title.to_owned(),
             address_type: self.address_type,
             address_list,
-            update_time: Some(Utc::now()),
+            update_time: Some(now),
         })
     }
 }
@@ -299,7 +299,7 @@ pub(crate) async fn create(
     ApiJson(input): ApiJson<GroupInput>,
 ) -> Result<(StatusCode, Json<GroupView>), ApiError> {
     principal.require_admin()?;
-    let group = input.check()?;
+    let group = input.check(state.now())?;
     let cap = input.cap()?;
     let alarms = input.alarms.check(&state, route_scope::GROUP).await?;
     unique_app_name(&state, &group.app_name, None).await?;
@@ -335,7 +335,7 @@ pub(crate) async fn update(
 ) -> Result<Json<GroupView>, ApiError> {
     principal.require_admin()?;
     let current = load(&state, id).await?;
-    let mut group = input.check()?;
+    let mut group = input.check(state.now())?;
     let cap = input.cap()?;
     let alarms = input.alarms.check(&state, route_scope::GROUP).await?;
     unique_app_name(&state, &group.app_name, Some(current.id)).await?;

@@ -321,7 +321,7 @@ async fn apply(
         && let Some(bytes) = modules.get(digest)
         && state.store.current_wasm_module(id).await?.map(|m| m.digest).as_ref() != Some(digest)
     {
-        let now_ms = chrono::Utc::now().timestamp_millis();
+        let now_ms = state.now_ms();
         state.store.put_wasm_module(bytes, now_ms).await?;
         let version = NewWasmVersion {
             job_id: id,

@@ -8,7 +8,6 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use chrono::Utc;
 use serde::Deserialize;
 
 use super::auth::{Credential, Principal};
@@ -145,7 +144,7 @@ pub(crate) async fn create(
     ApiJson(input): ApiJson<JobInput>,
 ) -> Result<(StatusCode, Json<JobView>), ApiError> {
     let checked = input.check(&state, &principal, None).await?;
-    let now = Utc::now();
+    let now = state.now();
     let glue_source = input
         .glue_source
         .clone()
@@ -198,7 +197,7 @@ pub(crate) async fn update(
     let checked = input.check(&state, &principal, Some(current.id)).await?;
     let mut job = current.job.clone();
     input.apply(&checked, &mut job);
-    job.update_time = Some(Utc::now());
+    job.update_time = Some(state.now());
     let days_changed = checked.days.as_ref().is_some_and(|days| days.changed);
     let schedule_changed = job.schedule_type != current.job.schedule_type
         || job.schedule_conf != current.job.schedule_conf
@@ -210,7 +209,7 @@ pub(crate) async fn update(
             Some(days) => days.rules.clone(),
             None => job_days::rules_of(&state, current.id).await?,
         };
-        job.trigger_next_time = first_fire(&job, checked.time_zone.as_deref(), &rules)?;
+        job.trigger_next_time = first_fire(&job, checked.time_zone.as_deref(), &rules, state.now_ms())?;
     }
     state.store.update_job(current.id, &job).await?;
     checked.store_beside(state.store.as_ref(), current.id).await?;
@@ -256,8 +255,8 @@ pub(crate) async fn start(
 ) -> Result<Json<JobView>, ApiError> {
     let job = permitted_job(&state, &principal, id).await?;
     let rules = job_days::rules_of(&state, job.id).await?;
-    let next = first_fire(&job.job, job.time_zone.as_deref(), &rules)?;
-    state.store.start_job(job.id, next, Utc::now()).await?;
+    let next = first_fire(&job.job, job.time_zone.as_deref(), &rules, state.now_ms())?;
+    state.store.start_job(job.id, next, state.now()).await?;
     Ok(Json(reload(&state, job.id).await?))
 }
 
@@ -268,13 +267,13 @@ pub(crate) async fn stop(
     Path(id): Path<i32>,
 ) -> Result<Json<JobView>, ApiError> {
     let job = permitted_job(&state, &principal, id).await?;
-    state.store.stop_job(job.id, Utc::now()).await?;
+    state.store.stop_job(job.id, state.now()).await?;
     Ok(Json(reload(&state, job.id).await?))
 }
 
 /// The first fire time of a job being started, in its zone under its rules (the engine's rule).
-fn first_fire(job: &Job, time_zone: Option<&str>, rules: &DayRules) -> Result<i64, ApiError> {
-    Ok(first_fire_time(job, zone(time_zone)?, rules, Utc::now().timestamp_millis())?)
+fn first_fire(job: &Job, time_zone: Option<&str>, rules: &DayRules, now_ms: i64) -> Result<i64, ApiError> {
+    Ok(first_fire_time(job, zone(time_zone)?, rules, now_ms)?)
 }
 
 /// A job's zone: its own, else the admin's.
@@ -409,7 +408,7 @@ pub(crate) async fn next_times(
         exclusion_windows: windows.as_deref(),
     };
     let rules = job_days::check(&state, &form, None).await?.map(|d| d.rules).unwrap_or_default();
-    let now_ms = Utc::now().timestamp_millis();
+    let now_ms = state.now_ms();
     let count = match query.count.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
         None => 5,
         Some(text) => text.parse::<usize>().ok().filter(|c| (1..=100).contains(c)).ok_or_else(|| {

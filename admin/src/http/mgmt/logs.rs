@@ -275,7 +275,7 @@ pub(crate) async fn clear(
     })?;
     let job_group = principal.group_scope(body.job_group)?;
     let job_id = body.job_id.filter(|id| *id > 0).map(JobId);
-    let clear = kind.to_clear(Utc::now(), job_group, job_id);
+    let clear = kind.to_clear(state.now(), job_group, job_id);
     let deleted = state.store.clear_logs(&clear).await?;
     Ok(Json(serde_json::json!({ "deleted": deleted })))
 }

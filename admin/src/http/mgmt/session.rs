@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::Json;
 use axum::extract::{ConnectInfo, State};
@@ -60,7 +59,7 @@ pub(crate) async fn login(
     let addr = Some(state.trusted_proxies.client(peer.ip(), &headers));
     // The place under the throttle is taken before the password is checked (review M1).
     let attempt =
-        state.login_limit.reserve(&username, addr, Instant::now()).map_err(ApiError::TooManyRequests)?;
+        state.login_limit.reserve(&username, addr, state.instant()).map_err(ApiError::TooManyRequests)?;
     let verified = match body.provider.as_deref().filter(|p| !p.is_empty()) {
         Some(provider) => super::sso::ldap_login(&state, provider, &username, &body.password).await,
         None => local_login(&state, &username, body.password).await,
@@ -68,7 +67,7 @@ pub(crate) async fn login(
     let user = match verified {
         Ok(Some(user)) => user,
         Ok(None) => {
-            attempt.failed(Instant::now());
+            attempt.failed(state.instant());
             return Err(ApiError::Unauthenticated("wrong username or password".to_owned()));
         }
         // Refused by the mapping or the password policy: the password was right, so it does not
@@ -90,7 +89,7 @@ pub(crate) async fn open_session(
     user: &UserRow,
     remember: bool,
 ) -> Result<(HeaderValue, String), ApiError> {
-    let now_ms = chrono::Utc::now().timestamp_millis();
+    let now_ms = state.now_ms();
     let cookie = new_secret();
     let csrf_token = new_secret();
     let lifetime = if remember { REMEMBER_MS } else { SESSION_MS };

@@ -77,7 +77,7 @@ pub(crate) async fn oidc_login(
     if state.sso.login_starts.check_key(&client).is_err() {
         return ApiError::TooManyRequests(60).into_response();
     }
-    let expires_ms = chrono::Utc::now().timestamp_millis() + LOGIN_MS;
+    let expires_ms = state.now_ms() + LOGIN_MS;
     match oidc::begin(provider, &callback, (&state.sso.http, &state.sso.discovery), expires_ms).await {
         Ok((url, pending)) => {
             let sealed = state.secret_box.seal_login(&serde_json::to_string(&pending).unwrap_or_default());
@@ -131,7 +131,7 @@ pub(crate) async fn oidc_callback(
             // Anonymous and free (a callback without the cookie is refused at once): recorded
             // once per client and window with the number folded into it, as refused password
             // logins are (N6, review M2).
-            if let Some(folded) = state.refused_logins.admit(&client, std::time::Instant::now()) {
+            if let Some(folded) = state.refused_logins.admit(&client, state.instant()) {
                 tracing::info!(provider = %id, username, error = %e, folded, "a single sign-on was refused");
                 let detail = json!({ "provider": id, "reason": e.to_string(), "folded": folded });
                 audit(&state, client, None, &username, "session.login_failed", detail).await;
@@ -163,7 +163,7 @@ async fn callback(
         .ok_or_else(again)?;
     let given = query.state.unwrap_or_default();
     let same_state = bool::from(given.as_bytes().ct_eq(pending.state.as_bytes()));
-    if !same_state || pending.provider != id || pending.expires_ms < chrono::Utc::now().timestamp_millis() {
+    if !same_state || pending.provider != id || pending.expires_ms < state.now_ms() {
         return Err(again());
     }
     if let Some(error) = query.error {
@@ -180,7 +180,7 @@ async fn callback(
         account::revoke(state.store.as_ref(), &provider.id, &identity).await?;
         return Err(outside(&identity.username, &provider.name));
     };
-    let now_ms = chrono::Utc::now().timestamp_millis();
+    let now_ms = state.now_ms();
     account::sign_in(state.store.as_ref(), &provider.id, &identity, &grant, now_ms).await
 }
 
@@ -203,7 +203,7 @@ pub(crate) async fn ldap_login(
         account::revoke(state.store.as_ref(), &directory.id, &identity).await?;
         return Err(api_error(outside(username, &directory.name)));
     };
-    let now_ms = chrono::Utc::now().timestamp_millis();
+    let now_ms = state.now_ms();
     account::sign_in(state.store.as_ref(), &directory.id, &identity, &grant, now_ms)
         .await
         .map(Some)
@@ -292,7 +292,7 @@ async fn audit(
     detail: serde_json::Value,
 ) {
     let entry = NewAudit {
-        at_ms: chrono::Utc::now().timestamp_millis(),
+        at_ms: state.now_ms(),
         user_id: user.map(|u| u.id),
         username: username.chars().take(50).collect(),
         client,

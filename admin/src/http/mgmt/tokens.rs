@@ -95,7 +95,7 @@ pub(crate) async fn create(
             .ok_or_else(|| ApiError::BadRequest("scope: must be read, run or write".to_owned()))?,
     };
     let token = new_secret();
-    let created_at = chrono::Utc::now().timestamp_millis();
+    let created_at = state.now_ms();
     let expires_at = match body.expires_in_days {
         None => None,
         Some(days) if (1..=EXPIRY_MAX_DAYS).contains(&days) => Some(created_at + days * 24 * 3600 * 1000),

@@ -151,7 +151,7 @@ pub(crate) async fn export(
 ) -> Result<Response, ApiError> {
     let jobs = chosen_jobs(&state, &principal, &query).await?;
     let bundle = bundle(&state, &principal, jobs).await?;
-    let name = format!("jobwheel-jobs-{}.json", chrono::Utc::now().format("%Y%m%d-%H%M%S"));
+    let name = format!("jobwheel-jobs-{}.json", state.now().format("%Y%m%d-%H%M%S"));
     let disposition = format!("attachment; filename=\"{name}\"");
     Ok(([(header::CONTENT_DISPOSITION, disposition)], Json(bundle)).into_response())
 }
@@ -247,7 +247,7 @@ async fn bundle(state: &HttpState, principal: &Principal, jobs: Vec<JobRow>) -> 
     Ok(Bundle {
         format: FORMAT.to_owned(),
         version: VERSION,
-        exported_at: chrono::Utc::now().timestamp_millis(),
+        exported_at: state.now_ms(),
         jobs: entries,
         modules,
         calendars,

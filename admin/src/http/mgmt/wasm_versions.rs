@@ -169,7 +169,7 @@ pub(crate) async fn upload(
     let remark = check_remark(query.remark)?;
     let bytes = read_module(body).await?;
     let info = inspected(bytes.clone()).await?;
-    let now_ms = chrono::Utc::now().timestamp_millis();
+    let now_ms = state.now_ms();
     state.store.put_wasm_module(&bytes, now_ms).await?;
     let version = NewWasmVersion {
         job_id: job.id,
@@ -221,7 +221,7 @@ pub(crate) async fn rollback(
         .ok_or_else(|| {
             ApiError::NotFound(format!("versionId: job {id} has no version {}", body.version_id))
         })?;
-    let now_ms = chrono::Utc::now().timestamp_millis();
+    let now_ms = state.now_ms();
     let version = NewWasmVersion {
         job_id: job.id,
         digest: target.digest.clone(),

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
 use super::alarm_routes::{self, AlarmForm, AlarmView};
@@ -141,6 +140,7 @@ fn first_start(
     conf: Option<&str>,
     time_zone: Option<&str>,
     rules: &DayRules,
+    now_ms: i64,
 ) -> Result<Option<i64>, ApiError> {
     let kind = ScheduleType::from_name(schedule_type)
         .filter(|k| matches!(k, ScheduleType::None | ScheduleType::Cron | ScheduleType::FixRate))
@@ -150,7 +150,7 @@ fn first_start(
     }
     let tz = zone(time_zone)?;
     let conf = conf.unwrap_or_default();
-    let next = next_fire(kind, conf, tz, rules, Utc::now().timestamp_millis())
+    let next = next_fire(kind, conf, tz, rules, now_ms)
         .map_err(|e| ApiError::BadRequest(format!("scheduleConf: {e}")))?;
     next.map(Some).ok_or_else(|| {
         ApiError::BadRequest(
@@ -177,7 +177,13 @@ async fn checked(
     principal.require_group(group)?;
     let days = input.days.clone().checked().map_err(days_error)?;
     let rules = days.checked_rules(&*state.store).await.map_err(days_error)?;
-    first_start(&input.schedule_type, input.schedule_conf.as_deref(), input.time_zone.as_deref(), &rules)?;
+    first_start(
+        &input.schedule_type,
+        input.schedule_conf.as_deref(),
+        input.time_zone.as_deref(),
+        &rules,
+        state.now_ms(),
+    )?;
     let alarm_email = input.alarm_email.as_deref().map(str::trim).unwrap_or_default().to_owned();
     super::job_input::check_alarm_email(Some(&alarm_email), ALARM_EMAIL_MAX)?;
     if !matches!(input.misfire_strategy.as_str(), "DO_NOTHING" | "FIRE_ONCE_NOW") {
@@ -218,7 +224,7 @@ async fn checked(
         trigger_last_time: 0,
         trigger_next_time: 0,
         author: author.to_owned(),
-        update_ms: Utc::now().timestamp_millis(),
+        update_ms: state.now_ms(),
         days: days.to_stored(),
         alarm_email,
     })
@@ -375,6 +381,7 @@ pub(crate) async fn update(
             workflow.schedule_conf.as_deref(),
             workflow.time_zone.as_deref(),
             &rules,
+            state.now_ms(),
         )?;
         workflow.status = i32::from(next.is_some());
         workflow.trigger_next_time = next.unwrap_or(0);
@@ -413,10 +420,16 @@ pub(crate) async fn start(
     let mut row = runnable(&state, &principal, id).await?;
     let w = &mut row.workflow;
     let rules = WorkflowDays::from_stored(&w.days).rules(&*state.store).await?;
-    let next = first_start(&w.schedule_type, w.schedule_conf.as_deref(), w.time_zone.as_deref(), &rules)?
-        .ok_or_else(|| {
-            ApiError::BadRequest("a workflow with scheduleType NONE starts only by hand or API".to_owned())
-        })?;
+    let next = first_start(
+        &w.schedule_type,
+        w.schedule_conf.as_deref(),
+        w.time_zone.as_deref(),
+        &rules,
+        state.now_ms(),
+    )?
+    .ok_or_else(|| {
+        ApiError::BadRequest("a workflow with scheduleType NONE starts only by hand or API".to_owned())
+    })?;
     w.status = 1;
     w.trigger_next_time = next;
     state.store.update_workflow(row.id, &row.workflow).await?;

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use jobwheel_protocol::{DEAD_TIMEOUT_SECS, HandleCallbackParam, REGISTRY_GROUP_EXECUTOR};
 
+use jobwheel_admin::clock::{Clock, SystemClock};
 use jobwheel_admin::engine::EngineError;
 use jobwheel_admin::http::AdminCore;
 use jobwheel_admin::store::{Group, HandleOutcome, HandleResult, LogId, Store, StoreError};
@@ -25,11 +26,17 @@ const ADDRESS_TYPE_AUTO: i16 = 0;
 /// registers or deregisters again).
 pub(crate) struct StoreOnlyCore {
     store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
 }
 
 impl StoreOnlyCore {
     pub(crate) fn new(store: Arc<dyn Store>) -> Self {
-        Self { store }
+        Self { store, clock: Arc::new(SystemClock) }
+    }
+
+    /// The same core deciding by `clock`, which the HTTP edge then reads too.
+    pub(crate) fn on_clock(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
     }
 }
 
@@ -52,6 +59,10 @@ impl AdminCore for StoreOnlyCore {
             }
         }
         Ok(())
+    }
+
+    fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
     }
 
     async fn refresh_group(&self, app_name: &str) {

@@ -7,6 +7,11 @@ use jobwheel_admin::store::{Group, GroupId, Store, User, UserId};
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use std::sync::Arc;
+
+use jobwheel_admin::clock::ManualClock;
+
+use crate::http::store_only_core::StoreOnlyCore;
 use crate::http::{Admin, sqlite_url, test_config};
 
 mod adoption;
@@ -67,6 +72,18 @@ impl Env {
         let mut config = test_config(&url);
         configure(&mut config);
         let admin = Admin::start_engine(config).await?;
+        Ok(Self { admin, url, _dir: dir })
+    }
+
+    /// An admin without a scheduling engine whose core decides by `clock`, which its HTTP edge
+    /// reads too: a test steps session lifetimes and throttle windows without waiting.
+    pub(crate) async fn start_on_clock(clock: Arc<ManualClock>) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let url = sqlite_url(dir.path());
+        let admin = Admin::start_with(test_config(&url), move |store| {
+            Arc::new(StoreOnlyCore::on_clock(store, clock)) as Arc<dyn jobwheel_admin::http::AdminCore>
+        })
+        .await?;
         Ok(Self { admin, url, _dir: dir })
     }
 

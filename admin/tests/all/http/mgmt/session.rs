@@ -1,8 +1,11 @@
 //! `/api/v1/session`: login, CSRF, logout, password change, throttling (per client behind a
 //! trusted proxy), API tokens as an
 //! alternative credential, upstream MD5 and SHA-256 password hashes upgraded on login, and the
-//! command-line password reset.
+//! command-line password reset; the throttle window and the session lifetime on the edge's clock.
 
+use std::sync::Arc;
+
+use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::store::User;
 use jobwheel_admin::trusted_proxies::TrustedProxies;
 use reqwest::Method;
@@ -70,6 +73,42 @@ async fn wrong_credentials_are_401_and_the_sixth_failure_is_throttled() -> anyho
         .await?;
     assert_eq!(response.status(), 429);
     assert!(response.headers().contains_key("retry-after"));
+    env.admin.stop().await
+}
+
+/// The edge reads its time from the core's clock: with a manual one, a throttled login is
+/// refused until exactly the window (5 minutes) has passed on that clock, and a session ends
+/// exactly at its lifetime (24 hours) — no waiting, no wall clock.
+#[tokio::test]
+async fn the_throttle_window_and_the_session_lifetime_run_on_the_edges_clock() -> anyhow::Result<()> {
+    let clock = Arc::new(ManualClock::new(chrono::Utc::now().timestamp_millis()));
+    let env = Env::start_on_clock(Arc::clone(&clock)).await?;
+    env.admin_user("root").await;
+    let signed_in = env.login("root").await;
+    let anonymous = env.anonymous();
+    for _ in 0..5 {
+        assert_eq!(
+            anonymous.post("/api/v1/session", json!({"username": "root", "password": "x"})).await.0,
+            401
+        );
+    }
+    let right = json!({"username": "root", "password": PASSWORD});
+    let (status, reply) = anonymous.post("/api/v1/session", right.clone()).await;
+    assert_eq!(status, 429, "the sixth attempt is throttled: {reply}");
+    clock.advance(299_000);
+    assert_eq!(anonymous.post("/api/v1/session", right.clone()).await.0, 429, "4:59 later, still");
+    clock.advance(2_000);
+    let (status, reply) = anonymous.post("/api/v1/session", right).await;
+    assert_eq!(status, 200, "5:01 later the right password logs in: {reply}");
+
+    let (status, reply) = signed_in.get("/api/v1/session").await;
+    assert_eq!(status, 200, "the first session lives on: {reply}");
+    // The first session began 301 s ago on this clock; it ends 24 h after it began.
+    clock.advance(24 * 3_600_000 - 302_000);
+    assert_eq!(signed_in.get("/api/v1/session").await.0, 200, "a second before its end");
+    clock.advance(2_000);
+    let (status, reply) = signed_in.get("/api/v1/session").await;
+    assert_eq!(status, 401, "past its lifetime: {reply}");
     env.admin.stop().await
 }
 
