@@ -7,23 +7,7 @@ use axum::http::{Method, Request, header};
 use serde_json::Value;
 use tower::ServiceExt as _;
 
-/// The caller's bearer token and its name, put on the MCP request by the authentication layer
-/// and on each API request a tool makes (the audit log shows the name as the client).
-#[derive(Clone)]
-pub(crate) struct McpToken {
-    pub(crate) token: String,
-    pub(crate) name: String,
-    /// The agent's address (behind `--trusted-proxies`, the client a proxy names), for the
-    /// audit log: a stolen token used through MCP leaves its source as on REST (review N18).
-    pub(crate) client: String,
-}
-
-// Never print the token.
-impl std::fmt::Debug for McpToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpToken").field("name", &self.name).finish_non_exhaustive()
-    }
-}
+use crate::http::mgmt::auth::AgentToken;
 
 /// The management API's router.
 #[derive(Clone)]
@@ -57,7 +41,7 @@ impl Api {
     /// `method path` (with its query) and an optional JSON body, as `token`.
     pub(crate) async fn call(
         &self,
-        token: &McpToken,
+        token: &AgentToken,
         method: Method,
         path: &str,
         body: Option<&Value>,

@@ -17,14 +17,12 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use crate::http::mgmt::auth::{bearer, digest};
+use crate::http::mgmt::auth::{AgentToken, bearer, digest};
 use crate::http::{ApiError, HttpState};
 
 mod api;
 mod report;
 mod tools;
-
-pub(crate) use api::McpToken;
 
 /// Where the server answers.
 pub(crate) const PATH: &str = "/api/mcp";
@@ -61,7 +59,7 @@ async fn authenticate(State(state): State<Arc<HttpState>>, mut request: Request,
                 .map_or_else(String::new, |peer| {
                     state.trusted_proxies.client(peer.0.ip(), request.headers()).to_string()
                 });
-            request.extensions_mut().insert(McpToken { token, name: row.name, client });
+            request.extensions_mut().insert(AgentToken { token, name: row.name, client });
             next.run(request).await
         }
         Ok(None) => refuse("unknown or revoked API token"),

@@ -6,11 +6,12 @@ use axum::http::Method;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::api::{Api, McpToken};
+use super::api::Api;
 use crate::http::HttpState;
+use crate::http::mgmt::auth::AgentToken;
 
 /// The next `count` fire times of `job` (as `GET /api/v1/jobs/{id}` shows it).
-pub(super) async fn explain(api: &Api, token: &McpToken, job: &Value, count: u32) -> Result<Value, String> {
+pub(super) async fn explain(api: &Api, token: &AgentToken, job: &Value, count: u32) -> Result<Value, String> {
     let ids = |key: &str| {
         job[key]
             .as_array()

@@ -15,8 +15,9 @@ use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::api::{Api, McpToken};
+use super::api::Api;
 use crate::http::HttpState;
+use crate::http::mgmt::auth::AgentToken;
 
 type Reply = Result<CallToolResult, ErrorData>;
 
@@ -158,8 +159,8 @@ fn reply(result: Result<Value, String>) -> Reply {
     })
 }
 
-fn token(parts: &Parts) -> Result<McpToken, ErrorData> {
-    parts.extensions.get::<McpToken>().cloned().ok_or_else(|| ErrorData::internal_error("no caller", None))
+fn token(parts: &Parts) -> Result<AgentToken, ErrorData> {
+    parts.extensions.get::<AgentToken>().cloned().ok_or_else(|| ErrorData::internal_error("no caller", None))
 }
 
 fn limit(value: Option<u32>, default: u32) -> u32 {

@@ -186,7 +186,7 @@ pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request
     }
     let route = route.unwrap_or_default();
     let (id, name) = path_params(&route, request.uri().path());
-    let client = match request.extensions().get::<crate::http::mcp::McpToken>() {
+    let client = match request.extensions().get::<super::auth::AgentToken>() {
         // A call an MCP tool made in-process: the client is the agent's token.
         Some(token) if token.client.is_empty() => format!("MCP token {:?}", token.name),
         Some(token) => format!("MCP token {:?} from {}", token.name, token.client),

@@ -101,6 +101,26 @@ pub(crate) fn parse_permission(permission: Option<&str>) -> BTreeSet<GroupId> {
     permission.unwrap_or_default().split(',').filter_map(|id| id.trim().parse().ok().map(GroupId)).collect()
 }
 
+/// An API token an agent presented to the MCP server (docs/mcp.md), put on the MCP request by
+/// its authentication layer and on each management call a tool makes in-process with it. The
+/// management room owns the type: its audit log names the client from it (the token's name
+/// and the agent's address), and the MCP room only fills it in.
+#[derive(Clone)]
+pub(crate) struct AgentToken {
+    pub(crate) token: String,
+    pub(crate) name: String,
+    /// The agent's address (behind `--trusted-proxies`, the client a proxy names), for the
+    /// audit log: a stolen token used through MCP leaves its source as on REST (review N18).
+    pub(crate) client: String,
+}
+
+// Never print the token.
+impl std::fmt::Debug for AgentToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentToken").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
 /// Lower-case hex SHA-256: what the store keeps of cookies and tokens.
 pub(crate) fn digest(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
