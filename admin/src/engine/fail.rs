@@ -16,8 +16,9 @@ use std::sync::Arc;
 
 use super::EngineError;
 use super::alarm_desk::{AlarmDesk, classify};
+use super::fire::TriggerRequest;
 use super::i18n::{separator, texts};
-use super::trigger::{TriggerPath, TriggerRequest};
+use super::trigger::TriggerPath;
 use crate::alarm::{AlarmEvent, Alarmer};
 use crate::domain::TriggerType;
 use crate::lang::MessageLang;

@@ -12,18 +12,10 @@
 //!   `log:<log id>`. Each is a fire of its own with its own log row; sending it again keeps the
 //!   row, and so the key.
 
-use super::trigger::TriggerRequest;
+use super::fire::TriggerRequest;
 use crate::domain::TriggerType;
 use crate::routing::Shard;
-use crate::store::{InstanceId, LogId, RunId};
-
-/// The workflow node a trigger fires: its instance, name and run row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeFire {
-    pub instance: InstanceId,
-    pub node: String,
-    pub run: RunId,
-}
+use crate::store::LogId;
 
 /// The key of one trigger's shard (`shard` is `Some` only for a broadcast) and the time it
 /// was scheduled for (`trigger_time_ms` for a fire no schedule made).
@@ -48,7 +40,8 @@ pub(super) fn fire_key(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::JobId;
+    use crate::engine::NodeFire;
+    use crate::store::{InstanceId, JobId, RunId};
 
     fn scheduled(job: i32, at: i64) -> TriggerRequest {
         TriggerRequest { scheduled_ms: Some(at), ..TriggerRequest::new(JobId(job), TriggerType::Cron) }

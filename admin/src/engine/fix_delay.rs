@@ -8,13 +8,9 @@ use std::sync::Arc;
 use chrono_tz::Tz;
 
 use super::EngineError;
-use super::schedule::{Times, job_time_zone};
+use super::next_times::{FIX_DELAY_PARKED, Times, job_time_zone};
 use crate::calendar::rules_by_job;
 use crate::store::{JobId, Store, TriggerTimeUpdate};
-
-/// `trigger_next_time` of a running FIX_DELAY job whose run has fired and not completed yet:
-/// the pre-read never reaches it, and completion replaces it with `completion + delay`.
-pub const FIX_DELAY_PARKED: i64 = i64::MAX;
 
 /// Reschedules parked FIX_DELAY jobs; shared by the trigger path, completion and recovery.
 pub(crate) struct FixDelay {

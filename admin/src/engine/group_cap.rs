@@ -24,7 +24,7 @@ pub(super) async fn group_cap_refusal(
     trigger_time_ms: i64,
 ) -> Result<Option<String>, EngineError> {
     let Some(max) = max_running.and_then(|m| u64::try_from(m).ok()) else { return Ok(None) };
-    let at = super::trigger::to_datetime(trigger_time_ms);
+    let at = super::fire::to_datetime(trigger_time_ms);
     let running = store.running_ahead(group, log_id, at).await?;
     if running < max {
         return Ok(None);

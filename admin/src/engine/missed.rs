@@ -43,7 +43,7 @@ impl MissedFires {
         MissedFire {
             job_group: job.job.job_group,
             job_id: job.id,
-            trigger_time: super::trigger::to_datetime(missed_ms),
+            trigger_time: super::fire::to_datetime(missed_ms),
             trigger_msg,
             executor_handler: job.job.executor_handler.clone(),
             executor_param: job.job.executor_param.clone(),

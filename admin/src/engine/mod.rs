@@ -9,9 +9,9 @@
 //!
 //! | role (type) | files | upstream |
 //! |---|---|---|
-//! | [`Scheduler`] | `scheduler.rs` (threads), `schedule.rs` (pre-read), `ring.rs`, `share.rs`, `missed.rs` | `JobScheduleHelper` (+ durable claims, missed-fire rows) |
+//! | [`Scheduler`] | `scheduler.rs` (threads), `schedule.rs` (pre-read), `next_times.rs` (trigger times), `ring.rs`, `share.rs`, `missed.rs` | `JobScheduleHelper` (+ durable claims, missed-fire rows) |
 //! | [`ClaimRecovery`] | `recover.rs`, `claims.rs` | — (dead admins' claims) |
-//! | [`TriggerPath`] | `trigger.rs`, `shard.rs`, `pool.rs`, `batch.rs`, `sending.rs`, `grant.rs`, `group_cap.rs`, `trigger_msg.rs` | `JobTriggerPoolHelper`, `XxlJobTrigger` |
+//! | [`TriggerPath`] | `fire.rs` (what a fire is), `trigger.rs`, `resolve.rs`, `shard.rs`, `pool.rs`, `batch.rs`, `sending.rs`, `ticket.rs`, `grant.rs`, `group_cap.rs`, `trigger_msg.rs` | `JobTriggerPoolHelper`, `XxlJobTrigger` |
 //! | [`Completion`] | `complete.rs` (+ lost monitor, kill), `restarts.rs`, `fix_delay.rs` | `JobCompleteHelper`, `XxlJobCompleter` |
 //! | [`Workflows`] | `workflows.rs`, `workflow_advance.rs`, `workflow_sweep.rs` | — (DAG workflows, docs/workflows.md) |
 //! | [`RegistryMonitor`], [`FailMonitor`], [`ReportMonitor`] | `registry.rs`, `fail.rs`, `report.rs` | `JobRegistryHelper`, `JobFailMonitorHelper`, `JobLogReportHelper` |
@@ -37,12 +37,14 @@ mod clients;
 mod complete;
 mod config;
 mod fail;
+mod fire;
 mod fire_key;
 mod fix_delay;
 mod grant;
 mod group_cap;
 mod i18n;
 mod missed;
+mod next_times;
 mod pool;
 mod prepare;
 mod recover;
@@ -50,6 +52,7 @@ mod registry;
 mod report;
 mod report_slices;
 mod resend;
+mod resolve;
 mod restarts;
 mod ring;
 mod schedule;
@@ -59,6 +62,7 @@ mod shard;
 mod share;
 mod start;
 mod tasks;
+mod ticket;
 mod trigger;
 mod trigger_msg;
 mod workflow_advance;
@@ -76,10 +80,10 @@ pub use config::{
     MonitorIntervals, OUTCOME_BACKLOG, SLOW_POOL_FLOOR,
 };
 pub use fail::{FAIL_BATCH, FailHandled, FailMonitor};
-pub use fire_key::NodeFire;
-pub use fix_delay::FIX_DELAY_PARKED;
+pub use fire::{JobSnapshot, NodeFire, TriggerRequest};
 pub(crate) use i18n::block_title;
 pub use i18n::is_missed_fire;
+pub use next_times::{FIX_DELAY_PARKED, PRE_READ_MS};
 pub use pool::{SLOW_COUNT_LIMIT, SLOW_TRIGGER};
 pub use recover::{ClaimRecovery, RECOVERY_GRACE_MS, Recovery};
 pub use registry::{DEAD_TIMEOUT_MS, RegistryMonitor};
@@ -87,12 +91,12 @@ pub(crate) use report::local_midnight;
 pub use report::{CLAIM_KEEP_MS, ReportMonitor};
 pub use resend::{RESEND_AFTER_MS, Resend, Resends};
 pub use ring::{RingEntry, ring_second};
-pub use schedule::{CycleReport, PRE_READ_MS, Placement, PlannedFire};
+pub use schedule::{CycleReport, Placement, PlannedFire};
 pub use scheduler::Scheduler;
 pub use sending::MAX_DEFER;
 pub use share::{LEASE_MS, fair_share, schedule_node_name};
 pub use start::first_fire_time;
-pub use trigger::{JobSnapshot, TriggerOutcome, TriggerPath, TriggerRequest};
+pub use trigger::{TriggerOutcome, TriggerPath};
 pub use workflow_ops::{InstanceOp, OpError, instance_status_name};
 pub use workflow_sweep::{RUN_GRACE_MS, SweepReport};
 pub use workflows::{MAX_CONTEXT, MAX_NODE_OUTPUT, StartError, Workflows};

@@ -28,11 +28,12 @@ use std::sync::Arc;
 
 use super::EngineError;
 use super::claims::InFlight;
+use super::fire::TriggerRequest;
 use super::fix_delay::FixDelay;
 use super::missed::MissedFires;
-use super::schedule::PRE_READ_MS;
+use super::next_times::PRE_READ_MS;
 use super::share::LEASE_MS;
-use super::trigger::{TriggerPath, TriggerRequest};
+use super::trigger::TriggerPath;
 use crate::domain::{MisfireStrategy, TriggerType};
 use crate::metrics::AdminMetrics;
 use crate::store::{ClaimId, ClaimRow, JobId, Store};

@@ -12,7 +12,7 @@ use std::time::Duration;
 use jobwheel_protocol::REGISTRY_GROUP_EXECUTOR;
 
 use super::EngineError;
-use super::trigger::to_datetime;
+use super::fire::to_datetime;
 use crate::clock::Clock;
 use crate::routing::{sort_addresses, split_address_list};
 use crate::store::{Group, GroupId, GroupRow, Store};

@@ -11,8 +11,8 @@ use chrono_tz::Tz;
 
 use super::EngineError;
 use super::config::MIN_LOG_RETENTION_DAYS;
+use super::fire::to_datetime;
 use super::report_slices::Slices;
-use super::trigger::to_datetime;
 use crate::store::{LogClear, LogReport, Store};
 
 /// Fired and discarded claims are kept this long (for diagnosis), then purged.

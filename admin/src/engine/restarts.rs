@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use super::EngineError;
 use super::complete::Completion;
+use super::fire::to_datetime;
 use super::i18n::texts;
-use super::trigger::to_datetime;
 use crate::store::{GroupId, HandleResult, LogId};
 
 /// How often the new process is asked before giving up (it may still be starting to serve).

@@ -20,8 +20,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
-use super::scheduler::Scheduler;
-use super::trigger::{JobSnapshot, TriggerRequest};
+use super::fire::{JobSnapshot, TriggerRequest};
 use crate::domain::TriggerType;
 use crate::store::{ClaimId, JobId, LogId};
 
@@ -86,47 +85,18 @@ impl TimeRing {
     }
 }
 
-// === the ring thread's passes ===
-
-impl Scheduler {
-    /// The ring thread's work for one wake-up at `second` (0–59): take the due slots and fire
-    /// their claims through the pools. Returns what was fired.
-    pub fn drain_ring(&self, second: u32) -> Vec<RingEntry> {
-        self.fire_slots(second, None)
-    }
-
-    /// The ring thread's work for a wake-up at `now_ms`, [`fire_lead`] before a second (a
-    /// late or early wake-up of up to half a second still means that second): hand the second's
-    /// slots to the pools, to be sent once it begins. Returns what was handed over.
-    ///
-    /// [`fire_lead`]: super::EngineConfig::fire_lead
-    pub fn hand_over_ring(&self, now_ms: i64) -> Vec<RingEntry> {
-        let lead = self.fire_lead_ms();
-        let second_ms = (now_ms + lead + 500).div_euclid(1000) * 1000;
-        let release = (second_ms > now_ms).then_some(second_ms);
-        self.fire_slots(ring_second(second_ms), release)
-    }
-
-    fn fire_slots(&self, second: u32, release_ms: Option<i64>) -> Vec<RingEntry> {
-        let due = self.ring.take_due(second);
-        for entry in &due {
-            let request = TriggerRequest {
-                claim: Some(entry.claim),
-                scheduled_ms: Some(entry.fire_time_ms),
-                staged_log: entry.staged_log,
-                snapshot: entry.job.clone(),
-                release_ms,
-                ..TriggerRequest::new(entry.job_id, TriggerType::Cron)
-            };
-            self.triggers.submit(request);
+impl RingEntry {
+    /// The trigger this entry fires: a CRON trigger of its claim, with the staged log row and
+    /// the pre-read's job row, not to be sent before `release_ms`.
+    pub(crate) fn request(&self, release_ms: Option<i64>) -> TriggerRequest {
+        TriggerRequest {
+            claim: Some(self.claim),
+            scheduled_ms: Some(self.fire_time_ms),
+            staged_log: self.staged_log,
+            snapshot: self.job.clone(),
+            release_ms,
+            ..TriggerRequest::new(self.job_id, TriggerType::Cron)
         }
-        due
-    }
-
-    /// The configured lead, bounded by [`MAX_FIRE_LEAD`](super::config::MAX_FIRE_LEAD).
-    pub(crate) fn fire_lead_ms(&self) -> i64 {
-        let lead = self.fire_lead.min(super::config::MAX_FIRE_LEAD);
-        i64::try_from(lead.as_millis()).unwrap_or(0)
     }
 }
 

@@ -11,21 +11,16 @@ use std::sync::Arc;
 use chrono_tz::Tz;
 
 use super::EngineError;
-use super::fix_delay::FIX_DELAY_PARKED;
+use super::fire::{JobSnapshot, TriggerRequest, to_datetime};
+use super::next_times::{PRE_READ_MS, Times, job_time_zone};
+use super::resolve::route_strategy;
 use super::ring::{RingEntry, ring_second};
 use super::scheduler::Scheduler;
-use super::shard::route_strategy;
-use super::trigger::{JobSnapshot, TriggerRequest, to_datetime};
-use crate::calendar::{DayRules, next_fire, rules_by_job};
-use crate::cron::parse_time_zone;
+use crate::calendar::{DayRules, rules_by_job};
 use crate::domain::TriggerType;
 use crate::domain::{MisfireStrategy, ScheduleType};
 use crate::routing::ExecutorRouteStrategy;
 use crate::store::{ClaimId, JobId, JobRow, NewClaim, NewLog, TriggerTimeUpdate};
-
-/// Upstream `PRE_READ_MS`: the window the pre-read looks ahead, and the lateness beyond which
-/// a trigger is a misfire.
-pub const PRE_READ_MS: i64 = 5000;
 
 /// The most fires one job gets from one shared pre-read: an every-second job's whole window
 /// (five ring seconds and one fired now) and no more, whatever its schedule says.
@@ -81,44 +76,6 @@ struct JobPlan {
     /// The fire time `DO_NOTHING` skipped, recorded as a missed fire (`missed.rs`).
     skipped: Option<i64>,
     update: TriggerTimeUpdate,
-}
-
-/// The job's trigger times while its rules are applied (upstream mutates the job object).
-pub(super) struct Times {
-    pub(super) last: i64,
-    pub(super) next: i64,
-    pub(super) stopped: bool,
-}
-
-impl Times {
-    /// Upstream `refreshNextValidTime(job, from)`: success → last = old next, next = new;
-    /// no next time or an invalid schedule → the job is stopped (status 0, last 0, next 0).
-    /// The next time honours the job's calendars and windows (`rules`).
-    pub(super) fn refresh(
-        &mut self,
-        job: &JobRow,
-        schedule_type: Option<ScheduleType>,
-        (tz, rules): (Tz, &DayRules),
-        from_ms: i64,
-    ) {
-        let conf = job.job.schedule_conf.as_deref().unwrap_or_default();
-        match schedule_type.map(|t| next_fire(t, conf, tz, rules, from_ms)) {
-            Some(Ok(Some(next))) => {
-                self.last = self.next;
-                self.next = next;
-            }
-            outcome => {
-                tracing::error!(job_id = job.id.0, ?outcome, "refresh next trigger time failed, job stopped");
-                *self = Self { last: 0, next: 0, stopped: true };
-            }
-        }
-    }
-
-    /// FIX_DELAY after firing: remember the fire time, wait for completion.
-    fn park(&mut self) {
-        self.last = self.next;
-        self.next = FIX_DELAY_PARKED;
-    }
 }
 
 /// Upstream's three cases for one pre-read job; `clock` is the job's zone and day rules.
@@ -288,16 +245,4 @@ impl Scheduler {
         }
         Ok(report)
     }
-}
-
-/// The zone the job's schedule is computed in (jobwheel extension): its own IANA zone from
-/// `jobwheel_job_zone` when it has one, else `fallback` (`EngineConfig::time_zone`). A stored name that
-/// is not a zone falls back to the engine's zone with a warning rather than stopping the
-/// job: the job keeps running on the admin's clock, and the log says why.
-pub(crate) fn job_time_zone(job: &JobRow, fallback: Tz) -> Tz {
-    let Some(name) = job.time_zone.as_deref() else { return fallback };
-    parse_time_zone(name).unwrap_or_else(|error| {
-        tracing::warn!(job_id = job.id.0, zone = name, %error, "invalid job time zone, using the admin's");
-        fallback
-    })
 }

@@ -21,7 +21,7 @@ use super::config::{EngineConfig, EngineServices};
 use super::fix_delay::FixDelay;
 use super::missed::MissedFires;
 use super::recover::ClaimRecovery;
-use super::ring::TimeRing;
+use super::ring::{RingEntry, TimeRing, ring_second};
 use super::share::Leases;
 use super::tasks::{ms, sleep_or_stop};
 use super::trigger::TriggerPath;
@@ -208,6 +208,41 @@ impl Scheduler {
             return Err(format!("the scheduler's last pass began {} s ago", since / 1000));
         }
         Ok(())
+    }
+}
+
+/// The ring thread's passes.
+impl Scheduler {
+    /// The ring thread's work for one wake-up at `second` (0–59): take the due slots and fire
+    /// their claims through the pools. Returns what was fired.
+    pub fn drain_ring(&self, second: u32) -> Vec<RingEntry> {
+        self.fire_slots(second, None)
+    }
+
+    /// The ring thread's work for a wake-up at `now_ms`, [`fire_lead`] before a second (a
+    /// late or early wake-up of up to half a second still means that second): hand the second's
+    /// slots to the pools, to be sent once it begins. Returns what was handed over.
+    ///
+    /// [`fire_lead`]: super::EngineConfig::fire_lead
+    pub fn hand_over_ring(&self, now_ms: i64) -> Vec<RingEntry> {
+        let lead = self.fire_lead_ms();
+        let second_ms = (now_ms + lead + 500).div_euclid(1000) * 1000;
+        let release = (second_ms > now_ms).then_some(second_ms);
+        self.fire_slots(ring_second(second_ms), release)
+    }
+
+    fn fire_slots(&self, second: u32, release_ms: Option<i64>) -> Vec<RingEntry> {
+        let due = self.ring.take_due(second);
+        for entry in &due {
+            self.triggers.submit(entry.request(release_ms));
+        }
+        due
+    }
+
+    /// The configured lead, bounded by [`MAX_FIRE_LEAD`](super::config::MAX_FIRE_LEAD).
+    pub(crate) fn fire_lead_ms(&self) -> i64 {
+        let lead = self.fire_lead.min(super::config::MAX_FIRE_LEAD);
+        i64::try_from(lead.as_millis()).unwrap_or(0)
     }
 }
 

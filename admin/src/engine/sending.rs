@@ -18,8 +18,6 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::pool::PoolSlot;
-
 /// The longest a deferred write waits for the sends by default: under a steady stream of
 /// triggers the gauge may never reach zero, and the writes then go in batches this far apart.
 pub const MAX_DEFER: Duration = Duration::from_millis(200);
@@ -94,33 +92,6 @@ impl Drop for Gated {
     }
 }
 
-/// What a trigger holds until its `/run` calls are out: its trigger-pool slot (upstream's
-/// pool bounds the triggers being *sent*; a slot held through the outcome write would keep the
-/// second's later triggers waiting for the deferred writes) and its place in the gauge.
-#[derive(Debug, Default)]
-pub(crate) struct SendTicket {
-    slot: PoolSlot,
-    sending: Option<Sending>,
-}
-
-impl SendTicket {
-    /// A ticket for a trigger submitted through the pools.
-    pub(crate) fn new(slot: PoolSlot, sending: Sending) -> Self {
-        Self { slot, sending: Some(sending) }
-    }
-
-    /// Takes the pool slot if the trigger was started without one (handed over early).
-    pub(crate) async fn take_slot(&mut self) {
-        self.slot.acquire().await;
-    }
-
-    /// The trigger's sends are done: frees its pool slot and leaves the gauge.
-    pub(crate) fn sent(&mut self) {
-        self.slot.release();
-        self.sending = None;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,16 +140,5 @@ mod tests {
         gauge.wait_quiet(Duration::from_secs(60)).await;
         drop(gated);
         assert_eq!(gauge.gated.load(Ordering::SeqCst), 0);
-    }
-
-    #[test]
-    fn a_ticket_leaves_the_gauge_when_sent() {
-        let gauge = Arc::new(SendGauge::default());
-        let mut ticket = SendTicket::new(PoolSlot::default(), gauge.enter());
-        assert_eq!(gauge.sending(), 1);
-        ticket.sent();
-        assert_eq!(gauge.sending(), 0);
-        drop(ticket);
-        assert_eq!(gauge.sending(), 0, "left once");
     }
 }

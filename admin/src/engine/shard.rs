@@ -2,53 +2,22 @@
 //! exists; build the `TriggerParam` (with a Wasm job's module and grant), route, POST `/run`,
 //! and write the outcome and upstream's `trigger_msg` back to the row.
 
-use std::sync::Arc;
-
 use jobwheel_protocol::envelope::FAIL_CODE;
 use jobwheel_protocol::{GlueType, TriggerParam, WasmModuleRef};
 
 use super::EngineError;
+use super::fire::to_datetime;
 use super::fire_key::fire_key;
 use super::grant::wasm_grant;
 use super::group_cap::group_cap_refusal;
 use super::i18n::texts;
-use super::sending::SendTicket;
-use super::trigger::{TriggerPath, TriggerRequest, to_datetime};
+use super::resolve::{Resolved, Targets};
+use super::ticket::SendTicket;
+use super::trigger::TriggerPath;
 use super::trigger_msg::{TriggerMsg, run_result_msg};
 use crate::domain::{DeliveryMode, Named};
-use crate::executor_client::ExecutorApi;
-use crate::routing::{ExecutorRouteStrategy, RouteError, Shard, shard_address, split_address_list};
-use crate::store::{FireSend, GroupRow, JobId, JobRow, LogId, LogTriggerUpdate, Store};
-
-/// A trigger resolved against its job and group: what every shard of it shares. The stages of
-/// a trigger are the request ([`TriggerRequest`]), this, and one shard whose log row exists
-/// (`process_trigger`'s `shard` and `log_id`).
-pub(super) struct Resolved<'r> {
-    pub(super) request: &'r TriggerRequest,
-    pub(super) job: Arc<JobRow>,
-    pub(super) targets: Targets,
-    pub(super) strategy: Option<ExecutorRouteStrategy>,
-    pub(super) is_broadcast: bool,
-    /// Every shard's trigger time (upstream ≥ 3.3.2: one per trigger).
-    pub(super) trigger_time_ms: i64,
-}
-
-impl Resolved<'_> {
-    /// The shard as routing, the log and `trigger_msg` see it: a broadcast's, else none.
-    pub(super) fn broadcast_shard(&self, shard: Shard) -> Option<Shard> {
-        self.is_broadcast.then_some(shard)
-    }
-}
-
-/// The addresses of one trigger and where they came from.
-pub(super) struct Targets {
-    address_type: i16,
-    pub(super) addresses: Vec<String>,
-    /// The group's cap on runs in flight (`jobwheel_group_cap`).
-    max_running: Option<i32>,
-    /// The client for this group's executors (its own token and 3.5's protocol, if it has one).
-    client: Arc<dyn ExecutorApi>,
-}
+use crate::routing::{ExecutorRouteStrategy, RouteError, Shard, shard_address};
+use crate::store::{FireSend, JobId, LogId, LogTriggerUpdate, Store};
 
 impl TriggerPath {
     /// Upstream `processTrigger` for one shard whose log row `log_id` exists already.
@@ -252,33 +221,4 @@ pub(super) async fn wasm_module_ref(
         digest: module.digest,
         size: u64::try_from(module.size).unwrap_or(0),
     }))
-}
-
-/// The group's addresses, or the caller's override (which makes the group "manual" for this
-/// trigger, as upstream does). A missing group has no addresses.
-pub(super) fn targets(
-    group: Option<&GroupRow>,
-    override_list: Option<&[String]>,
-    client: Arc<dyn ExecutorApi>,
-) -> Targets {
-    // A manual address list does not lift the group's cap: the runs are still the group's.
-    let max_running = group.and_then(|g| g.max_running);
-    match override_list.filter(|list| !list.is_empty()) {
-        Some(list) => Targets { address_type: 1, addresses: list.to_vec(), max_running, client },
-        None => Targets {
-            address_type: group.map_or(0, |g| g.group.address_type),
-            max_running,
-            addresses: group
-                .and_then(|g| g.group.address_list.as_deref())
-                .filter(|list| !list.trim().is_empty())
-                .map(split_address_list)
-                .unwrap_or_default(),
-            client,
-        },
-    }
-}
-
-/// The job's routing strategy; `None` when the stored name is not one of the ten.
-pub(super) fn route_strategy(job: &JobRow) -> Option<ExecutorRouteStrategy> {
-    job.job.executor_route_strategy.as_ref().and_then(Named::known)
 }

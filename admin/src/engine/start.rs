@@ -5,7 +5,7 @@
 use chrono_tz::Tz;
 
 use super::EngineError;
-use super::schedule::PRE_READ_MS;
+use super::next_times::PRE_READ_MS;
 use crate::calendar::{DayRules, next_fire};
 use crate::domain::ScheduleType;
 use crate::store::Job;

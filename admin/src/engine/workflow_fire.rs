@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::EngineError;
-use super::fire_key::NodeFire;
-use super::trigger::{TriggerOutcome, TriggerRequest, to_datetime};
+use super::fire::{NodeFire, TriggerRequest, to_datetime};
+use super::trigger::TriggerOutcome;
 use super::workflows::Workflows;
 use crate::domain::TriggerType;
 use crate::store::{InstanceId, JobId, JobRow, LogId, NewLog, RunId, RunRow, RunTake, run_status as rs};

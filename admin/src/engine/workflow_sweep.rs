@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::EngineError;
-use super::schedule::PRE_READ_MS;
+use super::next_times::PRE_READ_MS;
 use super::workflows::Workflows;
 use crate::calendar::next_fire;
 use crate::cron::parse_time_zone;

@@ -8,6 +8,10 @@
 //! folders, or a folder and a top-level module, never import each other round a circle — the
 //! HTTP edge's rooms were once tied by one token type the management room took from MCP's.
 //!
+//! Inside the engine, one step further, its files import one another without a circle: each
+//! role depends on another only one way, and what several share (a fire, trigger times, a
+//! resolved trigger) lives below them (`mod.rs`, the facade that wires them, is left out).
+//!
 //! An edge is any `crate::<module>` path in a file's code (comments are left out); between
 //! folders also `super::` paths. A test of source text rather than of the compiler's view: it
 //! needs no extra tool, and imports are how this crate names its dependencies (no glob
@@ -237,6 +241,48 @@ fn assert_no_circle(graph: &Graph, what: &str) {
             .collect();
         panic!("{what} import each other in a circle:\n{}", edges.join("\n"));
     }
+}
+
+/// `file → (file of the same folder it uses → itself)` for the files of `admin/src/<folder>`
+/// but its `mod.rs`: a `super::<file>` path, or `crate::<folder>::<file>`.
+fn file_graph(folder: &str) -> Graph {
+    let dir = repo_root().join("admin/src").join(folder);
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let stem = |file: &Path| file.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+    let names: BTreeSet<String> = files.iter().map(|f| stem(f)).filter(|n| n != "mod").collect();
+    let mut graph = Graph::new();
+    for file in &files {
+        let from = stem(file);
+        if from == "mod" {
+            continue;
+        }
+        let here: Vec<String> = folder.split('/').map(str::to_owned).chain([from.clone()]).collect();
+        let code = without_comments(&std::fs::read_to_string(file).expect("readable source"));
+        let code = code.split("#[cfg(test)]").next().unwrap_or_default();
+        for path in named_paths(code, &here) {
+            let Some(to) = path.get(here.len() - 1).filter(|_| path.starts_with(&here[..here.len() - 1]))
+            else {
+                continue;
+            };
+            if *to != from && names.contains(to) {
+                graph
+                    .entry(from.clone())
+                    .or_default()
+                    .entry(to.clone())
+                    .or_default()
+                    .insert(format!("{from}.rs"));
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn the_engines_files_import_one_another_without_a_circle() {
+    let graph = file_graph("engine");
+    assert!(graph.len() > 25, "found only {} engine files that import others", graph.len());
+    assert_no_circle(&graph, "the engine's files");
 }
 
 #[test]
