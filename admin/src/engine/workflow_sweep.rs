@@ -12,7 +12,7 @@ use super::next_times::PRE_READ_MS;
 use super::workflows::Workflows;
 use crate::calendar::next_fire;
 use crate::cron::parse_time_zone;
-use crate::domain::{KnownName, ScheduleType};
+use crate::domain::{MisfireStrategy, Overflow};
 use crate::store::{Admission, NewInstance, StartOutcome, WorkflowRow};
 use crate::workflow::WorkflowDays;
 
@@ -89,7 +89,7 @@ impl Workflows {
         let w = &row.workflow;
         let tz = w.time_zone.as_deref().and_then(|z| parse_time_zone(z).ok()).unwrap_or(self.time_zone);
         let rules = WorkflowDays::from_stored(&w.days).rules(&*self.store).await?;
-        let schedule = ScheduleType::from_name(&w.schedule_type);
+        let schedule = w.schedule_type.known();
         let conf = w.schedule_conf.as_deref().unwrap_or_default();
         let due = w.trigger_next_time;
         let late = now_ms > due + PRE_READ_MS;
@@ -104,7 +104,7 @@ impl Workflows {
             }
         };
         let advance = Some((due, due, next.unwrap_or(0), next.is_none()));
-        let fire_once = w.misfire_strategy == "FIRE_ONCE_NOW";
+        let fire_once = MisfireStrategy::of(&w.misfire_strategy) == MisfireStrategy::FireOnceNow;
         // A missed start under DO_NOTHING only moves the schedule on: nothing may start.
         let starts = allowed && (!late || fire_once);
         if allowed && late && !fire_once {
@@ -119,7 +119,7 @@ impl Workflows {
         };
         let admission = Admission {
             max: if starts { w.max_instances.max(1) } else { 0 },
-            queue: starts && w.overflow == "QUEUE",
+            queue: starts && Overflow::of(&w.overflow) == Overflow::Queue,
             advance,
             now_ms,
             keep_missed: allowed,

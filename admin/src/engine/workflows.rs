@@ -20,6 +20,7 @@ use super::EngineError;
 use super::trigger::TriggerPath;
 use crate::alarm::Alarmer;
 use crate::clock::Clock;
+use crate::domain::Overflow;
 use crate::store::{
     Admission, InstanceId, LogId, NewInstance, NewWorkflow, RunEnd, RunId, StartOutcome, Store, WorkflowId,
     instance_status as is, run_status as rs,
@@ -112,7 +113,7 @@ impl Workflows {
     ) -> Result<StartOutcome, EngineError> {
         let admission = Admission {
             max: workflow.max_instances.max(1),
-            queue: workflow.overflow == "QUEUE",
+            queue: Overflow::of(&workflow.overflow) == Overflow::Queue,
             advance: None,
             now_ms,
             keep_missed: false,

@@ -17,6 +17,7 @@ use super::auth::Principal;
 use super::import_calendars::CalendarPlan;
 use super::workflows::{self, WorkflowInput, WorkflowView};
 use super::{ApiJson, audit};
+use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType};
 use crate::http::{ApiError, HttpState};
 use crate::store::{CalendarRow, GroupId, JobId, WorkflowId};
 use crate::workflow::{Graph, WorkflowDays};
@@ -28,14 +29,14 @@ pub(crate) struct WorkflowEntry {
     /// The AppName of its owner group.
     pub(crate) appname: String,
     pub(crate) name: String,
-    pub(crate) schedule_type: String,
+    pub(crate) schedule_type: Named<ScheduleType>,
     #[serde(default)]
     pub(crate) schedule_conf: Option<String>,
     #[serde(default)]
     pub(crate) time_zone: Option<String>,
-    pub(crate) misfire_strategy: String,
+    pub(crate) misfire_strategy: Named<MisfireStrategy>,
     pub(crate) max_instances: i32,
-    pub(crate) overflow: String,
+    pub(crate) overflow: Named<Overflow>,
     /// Where its alarms are mailed.
     #[serde(default)]
     pub(crate) alarm_email: String,

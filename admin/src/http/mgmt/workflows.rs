@@ -18,8 +18,9 @@ use super::alarm_routes::{self, AlarmForm, AlarmView};
 use super::auth::Principal;
 use super::jobs::zone;
 use super::{ApiJson, ApiQuery, MAX_LIMIT};
-use crate::calendar::{DayRules, next_fire};
-use crate::domain::{KnownName, ScheduleType};
+use crate::calendar::DayRules;
+use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType};
+use crate::engine::{self, Starting};
 use crate::http::{ApiError, HttpState};
 use crate::store::{GroupId, JobId, NewWorkflow, Page, WorkflowId, WorkflowRow, route_scope};
 use crate::workflow::{DaysError, Graph, WorkflowDays};
@@ -38,12 +39,12 @@ pub(crate) struct WorkflowView {
     pub(crate) id: i64,
     name: String,
     job_group: i32,
-    schedule_type: String,
+    schedule_type: Named<ScheduleType>,
     schedule_conf: Option<String>,
     time_zone: Option<String>,
-    misfire_strategy: String,
+    misfire_strategy: Named<MisfireStrategy>,
     max_instances: i32,
-    overflow: String,
+    overflow: Named<Overflow>,
     /// 1 while its schedule runs.
     trigger_status: i32,
     trigger_next_time: i64,
@@ -91,17 +92,17 @@ async fn shown(state: &HttpState, row: WorkflowRow) -> Result<WorkflowView, ApiE
     Ok(WorkflowView { alarms, ..WorkflowView::of(row) })
 }
 
-fn default_schedule() -> String {
-    "NONE".to_owned()
+fn default_schedule() -> Named<ScheduleType> {
+    ScheduleType::None.into()
 }
-fn default_misfire() -> String {
-    "DO_NOTHING".to_owned()
+fn default_misfire() -> Named<MisfireStrategy> {
+    MisfireStrategy::DoNothing.into()
 }
 fn default_max() -> i32 {
     1
 }
-fn default_overflow() -> String {
-    "SKIP".to_owned()
+fn default_overflow() -> Named<Overflow> {
+    Overflow::Skip.into()
 }
 
 /// The workflow form.
@@ -111,17 +112,17 @@ pub(crate) struct WorkflowInput {
     pub(crate) name: String,
     pub(crate) job_group: i32,
     #[serde(default = "default_schedule")]
-    pub(crate) schedule_type: String,
+    pub(crate) schedule_type: Named<ScheduleType>,
     #[serde(default)]
     pub(crate) schedule_conf: Option<String>,
     #[serde(default)]
     pub(crate) time_zone: Option<String>,
     #[serde(default = "default_misfire")]
-    pub(crate) misfire_strategy: String,
+    pub(crate) misfire_strategy: Named<MisfireStrategy>,
     #[serde(default = "default_max")]
     pub(crate) max_instances: i32,
     #[serde(default = "default_overflow")]
-    pub(crate) overflow: String,
+    pub(crate) overflow: Named<Overflow>,
     /// Where its alarms are mailed (comma-separated addresses).
     #[serde(default)]
     pub(crate) alarm_email: Option<String>,
@@ -134,29 +135,17 @@ pub(crate) struct WorkflowInput {
     pub(crate) graph: Graph,
 }
 
-/// The first start of a schedule from now under `rules`; an error names what is wrong with it.
+/// The first start of a workflow's schedule from now under `rules` (the engine's rule); an
+/// error names what is wrong with it.
 fn first_start(
-    schedule_type: &str,
+    schedule_type: &Named<ScheduleType>,
     conf: Option<&str>,
     time_zone: Option<&str>,
     rules: &DayRules,
     now_ms: i64,
 ) -> Result<Option<i64>, ApiError> {
-    let kind = ScheduleType::from_name(schedule_type)
-        .filter(|k| matches!(k, ScheduleType::None | ScheduleType::Cron | ScheduleType::FixRate))
-        .ok_or_else(|| ApiError::BadRequest("scheduleType: NONE, CRON or FIX_RATE".to_owned()))?;
-    if kind == ScheduleType::None {
-        return Ok(None);
-    }
     let tz = zone(time_zone)?;
-    let conf = conf.unwrap_or_default();
-    let next = next_fire(kind, conf, tz, rules, now_ms)
-        .map_err(|e| ApiError::BadRequest(format!("scheduleConf: {e}")))?;
-    next.map(Some).ok_or_else(|| {
-        ApiError::BadRequest(
-            "onlyOn, neverOn, exclusionWindows: they leave the schedule no start time".to_owned(),
-        )
-    })
+    Ok(engine::first_start(Starting::Workflow, schedule_type, conf, (tz, rules), now_ms)?)
 }
 
 /// The stored form of an input, after every check; `author` is the writer.
@@ -186,13 +175,13 @@ async fn checked(
     )?;
     let alarm_email = input.alarm_email.as_deref().map(str::trim).unwrap_or_default().to_owned();
     super::job_input::check_alarm_email(Some(&alarm_email), ALARM_EMAIL_MAX)?;
-    if !matches!(input.misfire_strategy.as_str(), "DO_NOTHING" | "FIRE_ONCE_NOW") {
+    if input.misfire_strategy.known().is_none() {
         return Err(ApiError::BadRequest("misfireStrategy: DO_NOTHING or FIRE_ONCE_NOW".to_owned()));
     }
     if !(1..=MAX_INSTANCES).contains(&input.max_instances) {
         return Err(ApiError::BadRequest(format!("maxInstances: 1 to {MAX_INSTANCES}")));
     }
-    if !matches!(input.overflow.as_str(), "SKIP" | "QUEUE") {
+    if input.overflow.known().is_none() {
         return Err(ApiError::BadRequest("overflow: SKIP or QUEUE".to_owned()));
     }
     input.graph.check().map_err(|e| ApiError::BadRequest(format!("graph: {e}")))?;

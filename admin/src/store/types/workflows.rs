@@ -3,6 +3,7 @@
 //! context are JSON text here; `crate::workflow` gives them meaning.
 
 use super::{GroupId, InstanceId, LogId, RunId, WorkflowId};
+use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType};
 
 /// A workflow's settings, as written.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -11,18 +12,19 @@ pub struct NewWorkflow {
     pub name: String,
     /// The owner group: who may see, edit and start it.
     pub job_group: GroupId,
-    /// `NONE`, `CRON` or `FIX_RATE`.
-    pub schedule_type: String,
+    /// `NONE`, `CRON` or `FIX_RATE` (the form refuses the rest; a stored unknown name stops
+    /// its schedule).
+    pub schedule_type: Named<ScheduleType>,
     /// The cron expression or the rate in seconds.
     pub schedule_conf: Option<String>,
     /// IANA zone of the schedule (`None`: the admin's).
     pub time_zone: Option<String>,
-    /// `DO_NOTHING` or `FIRE_ONCE_NOW`.
-    pub misfire_strategy: String,
+    /// `DO_NOTHING` or `FIRE_ONCE_NOW` ([`MisfireStrategy::of`] reads a stored one).
+    pub misfire_strategy: Named<MisfireStrategy>,
     /// Instances running at once, at most.
     pub max_instances: i32,
-    /// Beyond it: `SKIP` or `QUEUE`.
-    pub overflow: String,
+    /// Beyond it: `SKIP` or `QUEUE` ([`Overflow::of`] reads a stored one).
+    pub overflow: Named<Overflow>,
     /// The DAG (`workflow::Graph` as JSON).
     pub graph: String,
     /// 1: its schedule runs.
