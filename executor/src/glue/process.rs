@@ -43,8 +43,7 @@ pub(crate) async fn run_contained(
     }
     // Declared before the child: dropped after it, so an aborted run's tree is killed.
     let mut tree = RunTree::prepare(&mut command)?;
-    let mut child = command.spawn().context(spawn_error)?;
-    tree.started(child.id());
+    let mut child = tree.spawn(&mut command).context(spawn_error)?;
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     let output = async {

@@ -27,7 +27,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 use crate::config::ScriptTree;
 
@@ -128,12 +128,19 @@ impl RunTree {
         Ok(Self { cgroup, marker, leader: None })
     }
 
-    /// The script started with `pid`.
-    pub(crate) fn started(&mut self, pid: Option<u32>) {
-        self.leader = pid.and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
+    /// Starts the run's script and records it as a leader in one step, under the lock the
+    /// orphan reaper holds while it looks ([`reap_orphans`]). Recorded after the spawn instead,
+    /// a script that exits at once (`echo`) could be taken for an orphan and reaped by another
+    /// run's clean-up in between, and its own run's wait then failed with "No child processes
+    /// (os error 10)" — seen once in CI on 2026-12-06.
+    pub(crate) fn spawn(&mut self, command: &mut Command) -> std::io::Result<Child> {
+        let mut leaders = leaders();
+        let child = command.spawn()?;
+        self.leader = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
         if let Some(leader) = self.leader {
-            leaders().insert(leader.as_raw());
+            leaders.insert(leader.as_raw());
         }
+        Ok(child)
     }
 
     /// Sends `signal` to the script's process group (a polite SIGTERM before [`Self::kill_all`]).
@@ -237,7 +244,8 @@ fn kill_marked(marker: &str) {
 /// Reaps this process's zombie children that no one waits for: descendants of script runs
 /// re-parented here. Script interpreters themselves are reaped by their runs first.
 fn reap_orphans(me: u32) {
-    let leaders = leaders().clone();
+    // Held while looking and reaping: a script being spawned is a leader before it can be seen.
+    let leaders = leaders();
     for process in
         processes().filter(|p| p.ppid == Some(me) && p.zombie && !leaders.contains(&p.pid.as_raw()))
     {
@@ -273,10 +281,44 @@ fn processes() -> impl Iterator<Item = Process> {
 }
 
 fn leaders() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
-    // One set operation per critical section: a poisoned lock still holds a consistent set.
+    // Each critical section leaves the set whole (a spawn and its insert, a removal, a reaper's
+    // look), so a poisoned lock still holds a consistent set.
     LEADERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn nanos() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state_of(pid: u32) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(')')?.1.trim_start().chars().next()
+    }
+
+    /// A script that has exited but that its run has not waited for yet is a zombie child of
+    /// the executor like any orphan; the reaper leaves it to its run, and takes the orphan.
+    #[tokio::test]
+    async fn the_reaper_leaves_a_spawned_script_to_its_run_and_reaps_an_orphan() {
+        let mut tree = RunTree { cgroup: None, marker: "test".into(), leader: None };
+        let mut script = Command::new("true");
+        let mut child = tree.spawn(&mut script).expect("spawned");
+        let script_pid = child.id().expect("pid");
+        #[expect(clippy::zombie_processes, reason = "the reaper under test is what waits for it")]
+        let orphan = std::process::Command::new("true").spawn().expect("spawned");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while [script_pid, orphan.id()].iter().any(|pid| state_of(*pid) != Some('Z')) {
+            assert!(std::time::Instant::now() < deadline, "both exit at once");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        reap_orphans(std::process::id());
+        assert_eq!(state_of(orphan.id()), None, "the orphan is reaped");
+        assert_eq!(state_of(script_pid), Some('Z'), "the script is left to its run");
+        assert!(child.wait().await.expect("its run waits for it").success());
+        tree.kill_all();
+        assert!(!leaders().contains(&i32::try_from(script_pid).expect("pid")), "no longer a leader");
+    }
 }
