@@ -23,8 +23,13 @@ pub trait Clock: Send + Sync {
 
     /// The current time as a date-time (what upstream's `Date` columns hold).
     fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        chrono::DateTime::from_timestamp_millis(self.now_ms()).unwrap_or_default()
+        to_datetime(self.now_ms())
     }
+}
+
+/// Epoch ms → `DateTime<Utc>` (the store keeps whole seconds of it); out of range → the epoch.
+pub fn to_datetime(ms: i64) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }
 
 /// Uniform random integers, like `java.util.Random.nextInt(bound)`.

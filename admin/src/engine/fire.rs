@@ -6,8 +6,7 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
-
+pub(crate) use crate::clock::to_datetime;
 use crate::domain::{DeliveryMode, TriggerType};
 use crate::store::{ClaimId, InstanceId, JobId, JobRow, LogId, RunId};
 
@@ -90,9 +89,4 @@ pub struct NodeFire {
     pub instance: InstanceId,
     pub node: String,
     pub run: RunId,
-}
-
-/// Epoch ms → `DateTime<Utc>` (the store keeps whole seconds of it).
-pub(crate) fn to_datetime(ms: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }
