@@ -20,7 +20,10 @@ use tracing::Instrument as _;
 
 use crate::config::AdminConfig;
 use crate::credentials::{AccessToken, GroupTokens};
-use crate::http::{self, AdminCore, CallbackQueue, HttpState, RecentRegistrations};
+use crate::http::{
+    self, AdminCore, CallbackQueue, ExecutorApiState, HttpState, McpState, MgmtState, OpsState,
+    RecentRegistrations,
+};
 use crate::metrics::AdminMetrics;
 use crate::sealing::SecretBox;
 use crate::secrets::{self, TokenSource};
@@ -143,13 +146,13 @@ where
     .context("cannot start the admin core")?;
     let tasks = TaskTracker::new();
     let callbacks = CallbackQueue::spawn(Arc::clone(&core), &tasks);
-    let state = Arc::new(HttpState {
-        store,
-        clock: core.clock(),
+    let registrations = Arc::new(RecentRegistrations::new(Duration::from_secs(DEAD_TIMEOUT_SECS)));
+    let clock = core.clock();
+    let mgmt = Arc::new(MgmtState {
+        store: Arc::clone(&store),
         core: Arc::clone(&core),
-        token,
-        callbacks: callbacks.clone(),
-        registrations: RecentRegistrations::new(Duration::from_secs(DEAD_TIMEOUT_SECS)),
+        clock: Arc::clone(&clock),
+        registrations: Arc::clone(&registrations),
         login_limit: http::LoginLimiter::default(),
         refused_logins: http::RefusedLogins::default(),
         secure_cookie: config.secure_cookie,
@@ -159,10 +162,7 @@ where
         lang: config.i18n,
         module_info: http::ModuleInfoCache::default(),
         secret_box,
-        metrics,
-        group_tokens,
-        openapi_limit: http::OpenApiLimit::new(config.openapi_rate_limit),
-        token_failures: http::TokenFailures::default(),
+        group_tokens: Arc::clone(&group_tokens),
         audit_snapshots: http::audit_snapshots(),
         sso: Arc::new(
             config
@@ -172,6 +172,29 @@ where
                 .context("starting the HTTP client for single sign-on")?,
         ),
     });
+    let state = HttpState {
+        executor_api: Arc::new(ExecutorApiState {
+            store: Arc::clone(&store),
+            core: Arc::clone(&core),
+            clock,
+            token,
+            group_tokens,
+            callbacks: callbacks.clone(),
+            registrations,
+            openapi_limit: http::OpenApiLimit::new(config.openapi_rate_limit),
+            token_failures: http::TokenFailures::default(),
+            trusted_proxies: config.trusted_proxies.clone(),
+            metrics: Arc::clone(&metrics),
+            mgmt: Arc::clone(&mgmt),
+        }),
+        mgmt,
+        mcp: Arc::new(McpState {
+            store: Arc::clone(&store),
+            trusted_proxies: config.trusted_proxies.clone(),
+            metrics: Arc::clone(&metrics),
+        }),
+        ops: Arc::new(OpsState { store, core: Arc::clone(&core), callbacks: callbacks.clone(), metrics }),
+    };
     drop(secrets);
     let metrics_listener = MetricsListener::bind(config.metrics_listen).await?;
 
@@ -180,14 +203,14 @@ where
         // The peer address feeds the login throttle.
         axum::serve(
             listener,
-            http::router(Arc::clone(&state)).into_make_service_with_connect_info::<SocketAddr>(),
+            http::router(state.clone()).into_make_service_with_connect_info::<SocketAddr>(),
         )
         .with_graceful_shutdown(server_stop.clone().cancelled_owned())
         .into_future()
         .in_current_span(),
     );
     if let Some(listener) = metrics_listener {
-        listener.serve(http::metrics_router(Arc::clone(&state)), server_stop.clone())?;
+        listener.serve(http::metrics_router(Arc::clone(&state.ops)), server_stop.clone())?;
     }
     tracing::info!(%local, "jobwheel admin started");
 

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::lang::MessageLang;
-use crate::store::{GroupRow, InstanceRow, WorkflowRow, instance_status};
+use crate::store::{GroupRow, InstanceRow, InstanceStatus, WorkflowRow};
 
 /// A node that failed in the instance, with its last message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -35,7 +35,7 @@ pub struct WorkflowAlarmEvent {
 impl WorkflowAlarmEvent {
     /// `WORKFLOW_MISSED` or `WORKFLOW_FAIL`.
     pub fn alarm_type(&self) -> &'static str {
-        if self.instance.status == instance_status::MISSED { "WORKFLOW_MISSED" } else { "WORKFLOW_FAIL" }
+        if self.instance.status == InstanceStatus::Missed { "WORKFLOW_MISSED" } else { "WORKFLOW_FAIL" }
     }
 
     /// One sentence saying what happened, in `lang`.
@@ -43,7 +43,7 @@ impl WorkflowAlarmEvent {
         let name = &self.workflow.workflow.name;
         let late = self.instance.trigger_type == "MISFIRE";
         let nodes = self.failed_nodes.iter().map(|n| n.node.as_str()).collect::<Vec<_>>().join(", ");
-        match (lang, self.instance.status == instance_status::MISSED, late) {
+        match (lang, self.instance.status == InstanceStatus::Missed, late) {
             (MessageLang::Zh, true, true) => {
                 format!("工作流 {name} 的计划启动已过期超过 5 秒，按「忽略」未启动")
             }
@@ -127,7 +127,7 @@ pub struct WorkflowWebhookPayload {
 impl WorkflowWebhookPayload {
     /// The payload describing `event`.
     pub fn from_event(event: &WorkflowAlarmEvent) -> Self {
-        let missed = event.instance.status == instance_status::MISSED;
+        let missed = event.instance.status == InstanceStatus::Missed;
         Self {
             alarm_type: event.alarm_type(),
             workflow_id: event.workflow.id.0,

@@ -10,21 +10,21 @@ use serde_json::Value;
 
 use super::EngineError;
 use super::workflows::{MAX_CONTEXT, MAX_NODE_OUTPUT, Workflows};
-use crate::store::{InstanceId, NewRun, RunEnd, RunLog, RunRow, instance_status as is, run_status as rs};
+use crate::store::{InstanceId, InstanceStatus, NewRun, RunEnd, RunLog, RunRow, RunStatus};
 use crate::workflow::{Decision, Graph, NodeState, plan};
 
 impl Workflows {
     /// Advances `id` at `now_ms`; the runs it made due now, for the caller to fire.
     pub(super) async fn advance(&self, id: InstanceId, now_ms: i64) -> Result<Vec<RunRow>, EngineError> {
         let Some(mut tx) = self.store.begin_instance(id).await? else { return Ok(Vec::new()) };
-        if tx.instance().status != is::RUNNING {
+        if tx.instance().status != InstanceStatus::Running {
             return Ok(Vec::new());
         }
         let graph = Graph::from_json(&tx.instance().graph).unwrap_or_default();
         let mut context = crate::workflow::context_map(&tx.instance().context);
         let mut runs = tx.runs().await?;
         let fired: Vec<_> =
-            runs.iter().filter(|r| r.status == rs::FIRED && r.shards > 0).map(|r| r.id).collect();
+            runs.iter().filter(|r| r.status == RunStatus::Fired && r.shards > 0).map(|r| r.id).collect();
         let logs = tx.run_logs(&fired).await?;
         let mut new_runs = Vec::new();
         let mut context_changed = false;
@@ -36,31 +36,31 @@ impl Workflows {
                 continue;
             }
             let mut end = settle(&own, now_ms);
-            if end.status == rs::SUCCEEDED
+            if end.status == RunStatus::Succeeded
                 && let Some(output) = end.output.as_deref()
             {
                 let value = serde_json::from_str(output).unwrap_or(Value::Null);
                 context.insert(run.node.clone(), value);
                 if serde_json::to_vec(&context).map_or(usize::MAX, |bytes| bytes.len()) > MAX_CONTEXT {
                     context.remove(&run.node);
-                    end.status = rs::FAILED;
+                    end.status = RunStatus::Failed;
                     end.message = Some(format!("the instance context would exceed {MAX_CONTEXT} bytes"));
                 } else {
                     context_changed = true;
                 }
             }
-            if !tx.end_run(run.id, rs::FIRED, &end).await? {
+            if !tx.end_run(run.id, RunStatus::Fired, &end).await? {
                 continue;
             }
             run.status = end.status;
             let node = graph.node(&run.node);
             let retries = node.map_or(0, |n| n.retries);
-            if end.status == rs::FAILED && u32::try_from(run.attempt).unwrap_or(u32::MAX) <= retries {
+            if end.status == RunStatus::Failed && u32::try_from(run.attempt).unwrap_or(u32::MAX) <= retries {
                 let delay = i64::from(node.map_or(0, |n| n.retry_delay_secs)) * 1000;
                 new_runs.push(NewRun {
                     node: run.node.clone(),
                     attempt: run.attempt + 1,
-                    status: rs::DUE,
+                    status: RunStatus::Due,
                     due_ms: now_ms + delay,
                     output: None,
                     message: None,
@@ -72,9 +72,11 @@ impl Workflows {
         let planned = plan(&graph, &states);
         for (node, decision) in &planned.decisions {
             let (status, message) = match decision {
-                Decision::Run => (rs::DUE, None),
-                Decision::Skip => (rs::SKIPPED, Some("an incoming edge's condition did not hold".to_owned())),
-                Decision::Pass => (rs::PASSED, Some("disabled".to_owned())),
+                Decision::Run => (RunStatus::Due, None),
+                Decision::Skip => {
+                    (RunStatus::Skipped, Some("an incoming edge's condition did not hold".to_owned()))
+                }
+                Decision::Pass => (RunStatus::Passed, Some("disabled".to_owned())),
             };
             new_runs.push(NewRun {
                 node: node.clone(),
@@ -91,11 +93,11 @@ impl Workflows {
         let ended = planned.outcome.filter(|_| retrying.is_empty());
         match ended {
             Some(ok) => {
-                let status = if ok { is::SUCCEEDED } else { is::FAILED };
+                let status = if ok { InstanceStatus::Succeeded } else { InstanceStatus::Failed };
                 tx.set_instance(status, &context_text, instance.start_ms, now_ms).await?;
             }
             None if context_changed => {
-                tx.set_instance(is::RUNNING, &context_text, instance.start_ms, 0).await?
+                tx.set_instance(InstanceStatus::Running, &context_text, instance.start_ms, 0).await?
             }
             None => {}
         }
@@ -106,7 +108,7 @@ impl Workflows {
         Ok(new_runs
             .into_iter()
             .zip(ids)
-            .filter(|(r, _)| r.status == rs::DUE && r.due_ms <= now_ms)
+            .filter(|(r, _)| r.status == RunStatus::Due && r.due_ms <= now_ms)
             .map(|(r, id)| RunRow::due(id, instance.id, r))
             .collect())
     }
@@ -128,7 +130,7 @@ fn settle(logs: &[&RunLog], now_ms: i64) -> RunEnd {
     if text.len() > MAX_NODE_OUTPUT {
         let message =
             format!("the node's output is {} bytes, over the limit of {MAX_NODE_OUTPUT}", text.len());
-        return RunEnd { status: rs::FAILED, output: None, message: Some(message), end_ms: now_ms };
+        return RunEnd { status: RunStatus::Failed, output: None, message: Some(message), end_ms: now_ms };
     }
     // A failure says why: the first failed shard's message, or its trigger's code when the
     // trigger itself failed (the run page and the workflow's alarm show it).
@@ -138,7 +140,7 @@ fn settle(logs: &[&RunLog], now_ms: i64) -> RunEnd {
         _ => format!("the run failed (code {})", l.handle_code),
     });
     RunEnd {
-        status: if ok { rs::SUCCEEDED } else { rs::FAILED },
+        status: if ok { RunStatus::Succeeded } else { RunStatus::Failed },
         output: Some(text),
         message,
         end_ms: now_ms,
@@ -157,7 +159,7 @@ fn output_value(message: Option<&str>) -> Value {
 /// just planned is active.
 pub(super) fn node_states(runs: &[RunRow], retrying: &[String]) -> BTreeMap<String, NodeState> {
     let mut newest: BTreeMap<&str, &RunRow> = BTreeMap::new();
-    for run in runs.iter().filter(|r| r.status != rs::REVOKED) {
+    for run in runs.iter().filter(|r| r.status != RunStatus::Revoked) {
         match newest.get(run.node.as_str()) {
             Some(seen) if seen.id.0 > run.id.0 => {}
             _ => {
@@ -169,10 +171,10 @@ pub(super) fn node_states(runs: &[RunRow], retrying: &[String]) -> BTreeMap<Stri
         .into_iter()
         .map(|(node, run)| {
             let state = match run.status {
-                rs::SUCCEEDED => NodeState::Succeeded,
-                rs::FAILED | rs::STOPPED => NodeState::Failed,
-                rs::SKIPPED => NodeState::Skipped,
-                rs::PASSED => NodeState::Passed,
+                RunStatus::Succeeded => NodeState::Succeeded,
+                RunStatus::Failed | RunStatus::Stopped => NodeState::Failed,
+                RunStatus::Skipped => NodeState::Skipped,
+                RunStatus::Passed => NodeState::Passed,
                 _ => NodeState::Active,
             };
             (node.to_owned(), state)

@@ -10,7 +10,7 @@ use super::EngineError;
 use super::workflow_advance::node_states;
 use super::workflows::Workflows;
 use crate::alarm::{EventKind, FailedNode, Notice, WorkflowAlarmEvent};
-use crate::store::{InstanceRow, instance_alarm as alarm, instance_status, run_status as rs};
+use crate::store::{InstanceRow, InstanceStatus, RunStatus, instance_alarm as alarm};
 use crate::workflow::NodeState;
 
 /// Alarms one sweep claims at most.
@@ -66,7 +66,7 @@ impl Workflows {
             .map(|(node, _)| {
                 let message = runs
                     .iter()
-                    .filter(|r| r.node == node && r.status == rs::FAILED)
+                    .filter(|r| r.node == node && r.status == RunStatus::Failed)
                     .max_by_key(|r| r.id)
                     .and_then(|r| r.message.clone())
                     .unwrap_or_default();
@@ -79,7 +79,7 @@ impl Workflows {
 
 /// The configured channels' notice of a workflow alarm.
 fn channel_notice(event: &WorkflowAlarmEvent, now_ms: i64) -> Notice {
-    let kind = if event.instance.status == instance_status::MISSED {
+    let kind = if event.instance.status == InstanceStatus::Missed {
         EventKind::WorkflowMissed
     } else {
         EventKind::WorkflowFailed

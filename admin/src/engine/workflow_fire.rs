@@ -15,7 +15,7 @@ use super::fire::{NodeFire, TriggerRequest, to_datetime};
 use super::trigger::TriggerOutcome;
 use super::workflows::Workflows;
 use crate::domain::TriggerType;
-use crate::store::{InstanceId, JobId, JobRow, LogId, NewLog, RunId, RunRow, RunTake, run_status as rs};
+use crate::store::{InstanceId, JobId, JobRow, LogId, NewLog, RunId, RunRow, RunStatus, RunTake};
 use crate::workflow::Graph;
 
 impl Workflows {
@@ -134,6 +134,6 @@ impl Workflows {
 
     /// Fails a due run that cannot be fired, and advances its instance.
     async fn fail_due(self: &Arc<Self>, run: &RunRow, message: &str) -> Result<(), EngineError> {
-        self.end_run(run.id, run.instance_id, rs::DUE, message).await
+        self.end_run(run.id, run.instance_id, RunStatus::Due, message).await
     }
 }

@@ -15,8 +15,7 @@ use super::EngineError;
 use super::workflow_advance::node_states;
 use super::workflows::{MAX_CONTEXT, MAX_NODE_OUTPUT, StartError, Workflows};
 use crate::store::{
-    InstanceId, InstanceTx, NewInstance, NewRun, RunEnd, RunRow, StartOutcome, instance_status as is,
-    run_status as rs,
+    InstanceId, InstanceStatus, InstanceTx, NewInstance, NewRun, RunEnd, RunRow, RunStatus, StartOutcome,
 };
 use crate::workflow::{Graph, NodeState};
 
@@ -83,7 +82,7 @@ impl Workflows {
             .map(|node| NewRun {
                 node: (*node).to_owned(),
                 attempt: 1,
-                status: rs::DUE,
+                status: RunStatus::Due,
                 due_ms: now_ms,
                 output: None,
                 message: Some("rerun from failure".to_owned()),
@@ -92,7 +91,7 @@ impl Workflows {
         revoke_below(&mut *tx, &graph, &roots, &runs).await?;
         let ids = tx.insert_runs(&new_runs).await?;
         let instance = tx.instance().clone();
-        tx.set_instance(is::RUNNING, &instance.context, instance.start_ms, 0).await?;
+        tx.set_instance(InstanceStatus::Running, &instance.context, instance.start_ms, 0).await?;
         tx.commit().await?;
         tracing::info!(instance = id.0, nodes = ?roots, "workflow instance rerun from its failed nodes");
         for (run, run_id) in new_runs.into_iter().zip(ids) {
@@ -114,7 +113,7 @@ impl Workflows {
         let output = output.map(checked_output).transpose()?;
         let mut tx = self.begin(id).await?;
         let instance = tx.instance().clone();
-        if instance.status == is::QUEUED || instance.status == is::SUCCEEDED {
+        if instance.status == InstanceStatus::Queued || instance.status == InstanceStatus::Succeeded {
             return Err(OpError::Conflict(format!(
                 "workflow instance {} has not failed: nothing to mark done",
                 id.0
@@ -142,14 +141,14 @@ impl Workflows {
         let done = NewRun {
             node: node.to_owned(),
             attempt,
-            status: rs::SUCCEEDED,
+            status: RunStatus::Succeeded,
             due_ms: now_ms,
             output: output.as_ref().map(Value::to_string),
             message: Some("marked done".to_owned()),
         };
         revoke_below(&mut *tx, &graph, &[node], &runs).await?;
         tx.insert_runs(std::slice::from_ref(&done)).await?;
-        tx.set_instance(is::RUNNING, &context_text, instance.start_ms, 0).await?;
+        tx.set_instance(InstanceStatus::Running, &context_text, instance.start_ms, 0).await?;
         tx.commit().await?;
         tracing::info!(instance = id.0, node, "workflow node marked done");
         self.advance_and_fire(id).await?;
@@ -188,11 +187,11 @@ impl Workflows {
     async fn open_ended(&self, id: InstanceId) -> Result<Box<dyn InstanceTx>, OpError> {
         let tx = self.begin(id).await?;
         let status = tx.instance().status;
-        if status != is::FAILED && status != is::STOPPED {
+        if status != InstanceStatus::Failed && status != InstanceStatus::Stopped {
             return Err(OpError::Conflict(format!(
                 "workflow instance {} is {}: only a failed or stopped instance is rerun from its failed nodes",
                 id.0,
-                instance_status_name(status)
+                status.name()
             )));
         }
         Ok(tx)
@@ -210,10 +209,13 @@ async fn revoke_below(
 ) -> Result<(), EngineError> {
     let below = graph.descendants(roots);
     for node in below {
-        let newest = runs.iter().filter(|r| r.node == node && r.status != rs::REVOKED).max_by_key(|r| r.id.0);
-        if let Some(run) = newest.filter(|r| matches!(r.status, rs::SKIPPED | rs::FAILED | rs::STOPPED)) {
+        let newest =
+            runs.iter().filter(|r| r.node == node && r.status != RunStatus::Revoked).max_by_key(|r| r.id.0);
+        if let Some(run) =
+            newest.filter(|r| matches!(r.status, RunStatus::Skipped | RunStatus::Failed | RunStatus::Stopped))
+        {
             let end = RunEnd {
-                status: rs::REVOKED,
+                status: RunStatus::Revoked,
                 output: run.output.clone(),
                 message: run.message.clone(),
                 end_ms: run.end_ms,
@@ -230,12 +232,4 @@ fn checked_output(text: &str) -> Result<Value, OpError> {
         return Err(OpError::BadOutput(format!("the output is over {MAX_NODE_OUTPUT} bytes")));
     }
     Ok(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())))
-}
-
-/// The API's name of an instance status.
-pub fn instance_status_name(status: i32) -> &'static str {
-    ["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "STOPPED", "MISSED"]
-        .get(usize::try_from(status).unwrap_or(9))
-        .copied()
-        .unwrap_or("UNKNOWN")
 }

@@ -22,8 +22,8 @@ use crate::alarm::Alarmer;
 use crate::clock::Clock;
 use crate::domain::Overflow;
 use crate::store::{
-    Admission, InstanceId, LogId, NewInstance, NewWorkflow, RunEnd, RunId, StartOutcome, Store, WorkflowId,
-    instance_status as is, run_status as rs,
+    Admission, InstanceId, InstanceStatus, LogId, NewInstance, NewWorkflow, RunEnd, RunId, RunStatus,
+    StartOutcome, Store, WorkflowId,
 };
 use crate::workflow::Graph;
 
@@ -131,20 +131,24 @@ impl Workflows {
         let now_ms = self.clock.now_ms();
         let Some(mut tx) = self.store.begin_instance(id).await? else { return Ok(false) };
         let instance = tx.instance().clone();
-        if instance.status != is::RUNNING && instance.status != is::QUEUED {
+        if instance.status != InstanceStatus::Running && instance.status != InstanceStatus::Queued {
             return Ok(false);
         }
         let runs = tx.runs().await?;
-        let end =
-            RunEnd { status: rs::STOPPED, output: None, message: Some("stopped".into()), end_ms: now_ms };
+        let end = RunEnd {
+            status: RunStatus::Stopped,
+            output: None,
+            message: Some("stopped".into()),
+            end_ms: now_ms,
+        };
         let mut fired = Vec::new();
-        for run in runs.iter().filter(|r| r.status == rs::DUE || r.status == rs::FIRED) {
-            if tx.end_run(run.id, run.status, &end).await? && run.status == rs::FIRED {
+        for run in runs.iter().filter(|r| r.status == RunStatus::Due || r.status == RunStatus::Fired) {
+            if tx.end_run(run.id, run.status, &end).await? && run.status == RunStatus::Fired {
                 fired.push(run.id);
             }
         }
         let logs = tx.run_logs(&fired).await?;
-        tx.set_instance(is::STOPPED, &instance.context, instance.start_ms, now_ms).await?;
+        tx.set_instance(InstanceStatus::Stopped, &instance.context, instance.start_ms, now_ms).await?;
         tx.commit().await?;
         self.triggers.metrics.workflow_instance_ended("stopped");
         for log in logs.iter().filter(|l| !l.is_over()) {
@@ -213,19 +217,19 @@ impl Workflows {
         instance: InstanceId,
         message: &str,
     ) -> Result<(), EngineError> {
-        self.end_run(run, instance, rs::FIRED, message).await
+        self.end_run(run, instance, RunStatus::Fired, message).await
     }
 
     pub(super) async fn end_run(
         self: &Arc<Self>,
         run: RunId,
         instance: InstanceId,
-        from: i32,
+        from: RunStatus,
         message: &str,
     ) -> Result<(), EngineError> {
         let Some(mut tx) = self.store.begin_instance(instance).await? else { return Ok(()) };
         let end = RunEnd {
-            status: rs::FAILED,
+            status: RunStatus::Failed,
             output: None,
             message: Some(message.to_owned()),
             end_ms: self.clock.now_ms(),

@@ -15,7 +15,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Serialize;
 
-use super::HttpState;
+use super::OpsState;
 
 /// How long the readiness probe waits for the database.
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
@@ -45,7 +45,7 @@ struct Checks {
 }
 
 /// `GET /readyz`.
-pub(crate) async fn readyz(State(state): State<Arc<HttpState>>) -> (StatusCode, Json<Readiness>) {
+pub(crate) async fn readyz(State(state): State<Arc<OpsState>>) -> (StatusCode, Json<Readiness>) {
     let database = match tokio::time::timeout(PING_TIMEOUT, state.store.ping()).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => {

@@ -14,13 +14,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::mgmt::auth::Principal;
-use super::{ApiError, HttpState};
+use super::{ApiError, OpsState};
 use crate::metrics::{CONTENT_TYPE, Levels};
 use crate::routing::split_address_list;
 
 /// `GET /metrics` on the main listener.
 pub(crate) async fn guarded(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<OpsState>>,
     principal: Principal,
 ) -> Result<Response, ApiError> {
     principal.require_admin()?;
@@ -28,13 +28,13 @@ pub(crate) async fn guarded(
 }
 
 /// The router of `--metrics-listen`: `/metrics` only, no credentials.
-pub(crate) fn open_router(state: Arc<HttpState>) -> Router {
+pub(crate) fn open_router(state: Arc<OpsState>) -> Router {
     Router::new()
-        .route("/metrics", get(|State(state): State<Arc<HttpState>>| async move { exposition(&state).await }))
+        .route("/metrics", get(|State(state): State<Arc<OpsState>>| async move { exposition(&state).await }))
         .with_state(state)
 }
 
-async fn exposition(state: &HttpState) -> Response {
+async fn exposition(state: &OpsState) -> Response {
     let scheduler = state.core.scheduler_levels();
     let executors = match state.store.list_groups().await {
         Ok(groups) => groups

@@ -24,8 +24,8 @@ pub(crate) use super::query_buf::QueryBuf;
 use super::readers::Readers;
 use super::schema::Naming;
 use super::{
-    Backend, CalendarId, ChannelId, ClaimId, DeliveryId, EventId, GroupId, InstanceId, JobId, LogId, RunId,
-    StoreError, UserId, WorkflowId,
+    Backend, CalendarId, ChannelId, ClaimId, DeliveryId, EventId, GroupId, InstanceId, InstanceStatus, JobId,
+    LogId, RunId, RunStatus, StoreError, UserId, WorkflowId,
 };
 use crate::domain::{KnownName, Named};
 
@@ -117,6 +117,8 @@ arg_from! {
     ChannelId => |v| Arg::I64(Some(v.0)),
     EventId => |v| Arg::I64(Some(v.0)),
     DeliveryId => |v| Arg::I64(Some(v.0)),
+    InstanceStatus => |v| Arg::I32(Some(v as i32)),
+    RunStatus => |v| Arg::I32(Some(v as i32)),
 }
 
 /// A stored strategy or type binds as its name (`domain::Named`).

@@ -6,8 +6,8 @@
 use async_trait::async_trait;
 
 use super::{
-    GroupId, InstanceId, InstanceRow, LogId, NewInstance, NewLog, NewRun, NewWorkflow, Page, Paged, RunId,
-    RunLog, RunRow, StartOutcome, StoreError, WorkflowId, WorkflowRow,
+    GroupId, InstanceId, InstanceRow, InstanceStatus, LogId, NewInstance, NewLog, NewRun, NewWorkflow, Page,
+    Paged, RunId, RunLog, RunRow, RunStatus, StartOutcome, StoreError, WorkflowId, WorkflowRow,
 };
 
 /// How a start is admitted: the workflow's limit, and (scheduled starts) the fire time it
@@ -114,13 +114,13 @@ pub trait InstanceTx: Send {
     /// The log rows of `runs`.
     async fn run_logs(&mut self, runs: &[RunId]) -> Result<Vec<RunLog>, StoreError>;
     /// Ends a run that is in state `from` (guarded); false if it was not.
-    async fn end_run(&mut self, run: RunId, from: i32, end: &RunEnd) -> Result<bool, StoreError>;
+    async fn end_run(&mut self, run: RunId, from: RunStatus, end: &RunEnd) -> Result<bool, StoreError>;
     /// Inserts runs of this instance; their ids in input order.
     async fn insert_runs(&mut self, runs: &[NewRun]) -> Result<Vec<RunId>, StoreError>;
     /// Writes the instance's status, context and times.
     async fn set_instance(
         &mut self,
-        status: i32,
+        status: InstanceStatus,
         context: &str,
         start_ms: i64,
         end_ms: i64,
@@ -133,7 +133,7 @@ pub trait InstanceTx: Send {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunEnd {
     /// The new state.
-    pub status: i32,
+    pub status: RunStatus,
     /// Output (JSON).
     pub output: Option<String>,
     /// Message.

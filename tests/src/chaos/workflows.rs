@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use anyhow::ensure;
 use jobwheel_admin::store::{
-    GroupId, InstanceRow, NewWorkflow, Page, RunRow, Store, WorkflowId, instance_status as is,
-    run_status as rs,
+    GroupId, InstanceRow, InstanceStatus, NewWorkflow, Page, RunRow, Store, WorkflowId,
 };
 use serde_json::json;
 
@@ -94,7 +93,7 @@ async fn instances(store: &dyn Store, id: WorkflowId) -> anyhow::Result<Vec<Inst
 pub(crate) async fn settle(store: &dyn Store, id: WorkflowId) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
     loop {
-        let open = instances(store, id).await?.iter().filter(|i| i.status <= is::RUNNING).count();
+        let open = instances(store, id).await?.iter().filter(|i| !i.status.is_over()).count();
         if open == 0 || tokio::time::Instant::now() > deadline {
             return Ok(());
         }
@@ -110,9 +109,9 @@ pub(crate) async fn account(
 ) -> anyhow::Result<WorkflowCounts> {
     let instances = instances(store, id).await?;
     let mut counts = WorkflowCounts { instances: instances.len(), ..WorkflowCounts::default() };
-    let started = instances.iter().filter(|i| i.status != is::MISSED).count();
+    let started = instances.iter().filter(|i| i.status != InstanceStatus::Missed).count();
     ensure!(started >= 5, "the schedule started only {started} instances");
-    let open: Vec<i64> = instances.iter().filter(|i| i.status <= is::RUNNING).map(|i| i.id.0).collect();
+    let open: Vec<i64> = instances.iter().filter(|i| !i.status.is_over()).map(|i| i.id.0).collect();
     ensure!(open.is_empty(), "{} instances left running or queued (first: {:?})", open.len(), open.first());
     let mut by_time: BTreeMap<i64, usize> = BTreeMap::new();
     for instance in &instances {
@@ -122,16 +121,16 @@ pub(crate) async fn account(
     ensure!(twice.is_empty(), "scheduled times that started two instances: {twice:?}");
     for instance in &instances {
         match instance.status {
-            is::SUCCEEDED => counts.succeeded += 1,
-            is::FAILED => counts.failed += 1,
-            is::MISSED => {
+            InstanceStatus::Succeeded => counts.succeeded += 1,
+            InstanceStatus::Failed => counts.failed += 1,
+            InstanceStatus::Missed => {
                 // A start found late while no admin swept: recorded, never run.
                 counts.missed += 1;
                 let runs = store.instance_runs(instance.id).await?;
                 ensure!(runs.is_empty(), "missed instance {} has runs: {runs:?}", instance.id.0);
                 continue;
             }
-            other => anyhow::bail!("instance {} ended {other}, not by its nodes", instance.id.0),
+            other => anyhow::bail!("instance {} ended {other:?}, not by its nodes", instance.id.0),
         }
         let runs: Vec<RunRow> = store.instance_runs(instance.id).await?;
         for node in NODES {
@@ -143,11 +142,7 @@ pub(crate) async fn account(
                 mine.len()
             );
             let run = mine[0];
-            ensure!(
-                run.status >= rs::SUCCEEDED,
-                "instance {}: node {node} never ended: {run:?}",
-                instance.id.0
-            );
+            ensure!(run.status.is_over(), "instance {}: node {node} never ended: {run:?}", instance.id.0);
             if let Some(log) = run.log_id {
                 counts.node_runs += 1;
                 let starts = started_at_executor.get(&log.0).copied().unwrap_or(0);

@@ -129,4 +129,31 @@ mod tests {
         assert!(count > 40, "found only {count} files of the HTTP edge");
         assert!(readers.is_empty(), "these files of the HTTP edge read the clock:\n{}", readers.join("\n"));
     }
+
+    /// Each room of the HTTP edge takes its own state (`FromRef`); only `http/mod.rs`, which
+    /// hands the rooms their parts, and the rooms' routers, typed by it, name the whole.
+    #[test]
+    fn the_rooms_of_the_http_edge_take_only_their_own_state() {
+        let root = repo_root();
+        let mut files = Vec::new();
+        for room in ["executor_api", "mgmt", "mcp"] {
+            rust_files(&root.join("admin/src/http").join(room), &mut files);
+        }
+        assert!(files.len() > 40, "found only {} files in the rooms", files.len());
+        let offenders: Vec<String> = files
+            .iter()
+            .filter(|path| {
+                let text = std::fs::read_to_string(path).unwrap_or_default();
+                text.lines()
+                    .filter(|line| !line.starts_with("use "))
+                    .any(|line| line.replace("Router<HttpState>", "").contains("HttpState"))
+            })
+            .map(|path| path.strip_prefix(&root).unwrap_or(path).display().to_string())
+            .collect();
+        assert!(
+            offenders.is_empty(),
+            "these files of a room use the whole edge's state:\n{}",
+            offenders.join("\n")
+        );
+    }
 }

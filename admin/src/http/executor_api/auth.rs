@@ -13,7 +13,7 @@ use axum::http::HeaderMap;
 use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 
 use crate::credentials::GroupCredential;
-use crate::http::HttpState;
+use crate::http::ExecutorApiState;
 use crate::store::StoreError;
 
 /// Gen C's reply when either header is missing or blank.
@@ -56,7 +56,7 @@ impl Refusal {
 /// Authenticates the request's headers: the global token first (any caller may send an
 /// AppName with it, as jobwheel's executor always does), then the group token of the AppName.
 pub(crate) async fn authenticate(
-    state: &HttpState,
+    state: &ExecutorApiState,
     headers: &HeaderMap,
 ) -> Result<Result<Caller, Refusal>, StoreError> {
     if state.token.matches(headers) {

@@ -28,7 +28,7 @@ use jobwheel_protocol::{AdminRequest, RegistryParam};
 
 use super::auth::{Caller, Refusal, WRONG_TOKEN, authenticate};
 use super::openapi_jobs;
-use crate::http::HttpState;
+use crate::http::ExecutorApiState;
 use crate::store::{GroupId, RegistryKey};
 
 /// Largest request body read from a caller with the right token. Callback batches are the
@@ -95,7 +95,7 @@ impl IntoResponse for Reply {
 
 /// `/api/{uri}`.
 pub(crate) async fn named(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<ExecutorApiState>>,
     Path(uri): Path<String>,
     request: Request,
 ) -> Reply {
@@ -103,11 +103,11 @@ pub(crate) async fn named(
 }
 
 /// `/api/` (upstream's blank `{uri}`).
-pub(crate) async fn unnamed(State(state): State<Arc<HttpState>>, request: Request) -> Reply {
+pub(crate) async fn unnamed(State(state): State<Arc<ExecutorApiState>>, request: Request) -> Reply {
     dispatch(&state, "", request).await
 }
 
-async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> Reply {
+async fn dispatch(state: &Arc<ExecutorApiState>, uri: &str, request: Request<Body>) -> Reply {
     let (parts, body) = request.into_parts();
     if parts.method != Method::POST {
         return Reply::fail("invalid request, HttpMethod not support.");
@@ -119,7 +119,7 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
     let client = peer
         .map(|peer| SocketAddr::new(state.trusted_proxies.client(peer.ip(), &parts.headers), peer.port()));
     // A client that keeps sending wrong tokens is refused before its token is looked at (L4).
-    if let Some(wait) = client.and_then(|c| state.token_failures.blocked(c.ip(), state.instant())) {
+    if let Some(wait) = client.and_then(|c| state.token_failures.blocked(c.ip(), state.clock.instant())) {
         return Reply::fail(format!(
             "invalid request, too many requests with a wrong access token from this address; try again in {wait} s"
         ));
@@ -132,7 +132,7 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
         }
     };
     if let (Err(_), Some(client)) = (&caller, client) {
-        state.token_failures.failed(client.ip(), state.instant());
+        state.token_failures.failed(client.ip(), state.clock.instant());
     }
     let limit = if caller.is_ok() { MAX_BODY_BYTES } else { UNAUTHENTICATED_BODY_BYTES };
     let body = match axum::body::to_bytes(body, limit).await {
@@ -206,7 +206,7 @@ async fn dispatch(state: &Arc<HttpState>, uri: &str, request: Request<Body>) -> 
 /// counted), so a token copied from one executor cannot decide other groups' runs. Upstream 3.5
 /// applies them all. The global token reports for every group without a token of its own.
 async fn own_results(
-    state: &HttpState,
+    state: &ExecutorApiState,
     caller: &Caller,
     items: Vec<jobwheel_protocol::HandleCallbackParam>,
 ) -> Result<(Vec<jobwheel_protocol::HandleCallbackParam>, usize), crate::store::StoreError> {
@@ -263,7 +263,7 @@ fn foreign_msg(caller: &Caller, foreign: usize) -> String {
 /// global token registers none under the AppName of a group that has its own token (else its
 /// holder would receive that group's token, triggers and secrets; review M3).
 async fn own_registration(
-    state: &HttpState,
+    state: &ExecutorApiState,
     caller: &Caller,
     param: RegistryParam,
 ) -> Result<RegistryKey, Reply> {
@@ -288,12 +288,12 @@ async fn own_registration(
     }
 }
 
-async fn registry(state: &HttpState, key: RegistryKey, incarnation: Option<&str>) -> Reply {
-    if let Err(e) = state.store.registry_upsert(&key, state.now()).await {
+async fn registry(state: &ExecutorApiState, key: RegistryKey, incarnation: Option<&str>) -> Reply {
+    if let Err(e) = state.store.registry_upsert(&key, state.clock.now()).await {
         tracing::error!(app = %key.registry_key, address = %key.registry_value, error = %e, "cannot store a registration");
         return Reply::fail("request error: the registration could not be stored (database error)");
     }
-    let beat = state.registrations.record(&key, incarnation, state.instant());
+    let beat = state.registrations.record(&key, incarnation, state.clock.instant());
     if beat.new {
         tracing::info!(app = %key.registry_key, address = %key.registry_value, "executor registered");
         state.core.refresh_group(&key.registry_key).await;
@@ -306,7 +306,7 @@ async fn registry(state: &HttpState, key: RegistryKey, incarnation: Option<&str>
     Reply::success()
 }
 
-async fn registry_remove(state: &HttpState, key: RegistryKey) -> Reply {
+async fn registry_remove(state: &ExecutorApiState, key: RegistryKey) -> Reply {
     if let Err(e) = state.store.registry_remove(&key).await {
         tracing::error!(app = %key.registry_key, address = %key.registry_value, error = %e, "cannot remove a registration");
         return Reply::fail("request error: the registration could not be removed (database error)");

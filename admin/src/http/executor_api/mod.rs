@@ -16,7 +16,10 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::{any, get};
 
-use super::HttpState;
+use super::{AdminCore, HttpState, MgmtState};
+use crate::clock::Clock;
+use crate::credentials::{AccessToken, GroupTokens};
+use crate::store::Store;
 
 mod auth;
 mod callback_queue;
@@ -31,8 +34,33 @@ pub(crate) use openapi_jobs::OpenApiLimit;
 pub(crate) use registrations::RecentRegistrations;
 pub(crate) use token_failures::TokenFailures;
 
+/// What the executor-facing room's handlers share.
+pub(crate) struct ExecutorApiState {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) core: Arc<dyn AdminCore>,
+    /// The edge's clock (the core's).
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The global access token (`--access-token`).
+    pub(crate) token: AccessToken,
+    /// Groups' own access tokens (xxl-job 3.5), accepted beside [`ExecutorApiState::token`].
+    pub(crate) group_tokens: Arc<GroupTokens>,
+    pub(crate) callbacks: CallbackQueue,
+    /// Heartbeats seen; the management room reads them too (which executors are live).
+    pub(crate) registrations: Arc<RecentRegistrations>,
+    /// The rate limit of xxl-job 3.5's job OpenAPI.
+    pub(crate) openapi_limit: OpenApiLimit,
+    /// Wrong access tokens per client address on `/api/*`.
+    pub(crate) token_failures: TokenFailures,
+    /// Proxies whose `X-Forwarded-For` names the client (the wrong-token throttle).
+    pub(crate) trusted_proxies: crate::trusted_proxies::TrustedProxies,
+    pub(crate) metrics: Arc<crate::metrics::AdminMetrics>,
+    /// 3.5's job OpenAPI runs the management room's job handlers as a user of the caller's
+    /// group, with that room's state.
+    pub(crate) mgmt: Arc<MgmtState>,
+}
+
 /// The executor-facing routes, to be mounted at `/` and under the legacy context path.
-pub(crate) fn router() -> Router<Arc<HttpState>> {
+pub(crate) fn router() -> Router<HttpState> {
     Router::new()
         .route("/api/", any(calls::unnamed))
         .route("/api/{uri}", any(calls::named))

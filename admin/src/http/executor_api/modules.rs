@@ -15,13 +15,13 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use super::auth::{Caller, authenticate};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, ExecutorApiState};
 
 /// The response's `Content-Type` (the Wasm spec's media type).
 const WASM_CONTENT_TYPE: &str = "application/wasm";
 
 pub(crate) async fn module(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<ExecutorApiState>>,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     Path(digest): Path<String>,
     headers: HeaderMap,
@@ -30,14 +30,14 @@ pub(crate) async fn module(
     // it, 401 for a wrong token and 404 for a right one would be an unlimited oracle for group
     // tokens (review L4).
     let client = peer.map(|Extension(ConnectInfo(peer))| state.trusted_proxies.client(peer.ip(), &headers));
-    if let Some(wait) = client.and_then(|c| state.token_failures.blocked(c, state.instant())) {
+    if let Some(wait) = client.and_then(|c| state.token_failures.blocked(c, state.clock.instant())) {
         return Err(ApiError::TooManyRequests(wait));
     }
     let caller = match authenticate(&state, &headers).await? {
         Ok(caller) => caller,
         Err(_) => {
             if let Some(client) = client {
-                state.token_failures.failed(client, state.instant());
+                state.token_failures.failed(client, state.clock.instant());
             }
             return Err(ApiError::Unauthorized);
         }
@@ -77,7 +77,7 @@ pub(crate) async fn module(
 
 /// The global token fetches a module used by some group without a token of its own; modules
 /// only groups with their own token use are theirs alone (review M3).
-async fn global_may_fetch(state: &HttpState, digest: &str) -> Result<bool, ApiError> {
+async fn global_may_fetch(state: &ExecutorApiState, digest: &str) -> Result<bool, ApiError> {
     let guarded = state.group_tokens.guarded_groups().await?;
     if guarded.is_empty() {
         return Ok(true);

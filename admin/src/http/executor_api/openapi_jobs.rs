@@ -35,7 +35,7 @@ use crate::http::mgmt::job_retry::RetryForm;
 use crate::http::mgmt::job_settings::JobSettings;
 use crate::http::mgmt::token_scope::TokenScope;
 use crate::http::mgmt::{job_view, jobs};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, ExecutorApiState, MgmtState};
 use crate::store::{GroupId, JobId, User, UserId, UserRow};
 
 /// How long a request waits for the limiter before it is refused (upstream's `tryAcquire`).
@@ -137,7 +137,7 @@ pub(crate) type Outcome = Result<Option<String>, String>;
 
 /// Runs `operation` for the group `caller` holds the token of.
 pub(crate) async fn handle(
-    state: &Arc<HttpState>,
+    state: &Arc<ExecutorApiState>,
     caller: &Arc<GroupCredential>,
     operation: Operation,
     body: &[u8],
@@ -147,6 +147,7 @@ pub(crate) async fn handle(
         return Err(TOO_MANY.to_owned());
     }
     let principal = principal(caller);
+    let state = &state.mgmt;
     let result = match operation {
         Operation::Add | Operation::Update => {
             let request: JobRequest = decode(operation, body)?;
@@ -199,7 +200,7 @@ fn message(operation: Operation, error: ApiError) -> String {
 type Done = (JobId, Option<Value>, Option<String>);
 
 async fn save(
-    state: &Arc<HttpState>,
+    state: &Arc<MgmtState>,
     principal: &Principal,
     operation: Operation,
     r: JobRequest,
@@ -237,7 +238,7 @@ async fn save(
 }
 
 async fn operate(
-    state: &Arc<HttpState>,
+    state: &Arc<MgmtState>,
     principal: &Principal,
     operation: Operation,
     r: OperateRequest,

@@ -19,16 +19,26 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use crate::http::mgmt::auth::{AgentToken, bearer, digest};
 use crate::http::{ApiError, HttpState};
+use crate::store::Store;
 
 mod api;
 mod report;
 mod tools;
 
+/// What the MCP room reads itself (its tools go through the management API).
+pub(crate) struct McpState {
+    pub(crate) store: Arc<dyn Store>,
+    /// Proxies whose `X-Forwarded-For` names the client (the audit log's client).
+    pub(crate) trusted_proxies: crate::trusted_proxies::TrustedProxies,
+    /// The scheduler's lateness, for the health report tool.
+    pub(crate) metrics: Arc<crate::metrics::AdminMetrics>,
+}
+
 /// Where the server answers.
 pub(crate) const PATH: &str = "/api/mcp";
 
 /// The `/api/mcp` route; `api` is the management API it calls (with its state).
-pub(crate) fn router(api: Router, state: Arc<HttpState>) -> Router<Arc<HttpState>> {
+pub(crate) fn router(api: Router, state: Arc<McpState>) -> Router<HttpState> {
     let config = StreamableHttpServerConfig::default()
         // Stateless: no session to lose when a request reaches another admin.
         .with_legacy_session_mode(false)
@@ -47,7 +57,7 @@ pub(crate) fn router(api: Router, state: Arc<HttpState>) -> Router<Arc<HttpState
 }
 
 /// Lets through only requests with a valid API token, noting its name for the tools.
-async fn authenticate(State(state): State<Arc<HttpState>>, mut request: Request, next: Next) -> Response {
+async fn authenticate(State(state): State<Arc<McpState>>, mut request: Request, next: Next) -> Response {
     let Some(token) = bearer(request.headers()).map(str::to_owned) else {
         return refuse("send an API token as Authorization: Bearer … (create one under API tokens)");
     };

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::api::Api;
-use crate::http::HttpState;
+use crate::http::McpState;
 use crate::http::mgmt::auth::AgentToken;
 
 /// The next `count` fire times of `job` (as `GET /api/v1/jobs/{id}` shows it).
@@ -63,7 +63,7 @@ pub(super) async fn explain(api: &Api, token: &AgentToken, job: &Value, count: u
 }
 
 /// How late triggers were and how many fire times were missed, since this admin started.
-pub(super) fn lateness(state: &HttpState) -> Value {
+pub(super) fn lateness(state: &McpState) -> Value {
     let crate::metrics::LatenessSnapshot { buckets, sum, count, misfires } =
         state.metrics.lateness_snapshot();
     let quantile = |q: f64| {

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::api::Api;
-use crate::http::HttpState;
+use crate::http::McpState;
 use crate::http::mgmt::auth::AgentToken;
 
 type Reply = Result<CallToolResult, ErrorData>;
@@ -25,7 +25,7 @@ type Reply = Result<CallToolResult, ErrorData>;
 #[derive(Clone)]
 pub(crate) struct Jobwheel {
     api: Api,
-    state: Arc<HttpState>,
+    state: Arc<McpState>,
     #[allow(dead_code, reason = "read by the code #[tool_handler] generates")]
     tool_router: ToolRouter<Self>,
 }
@@ -180,7 +180,7 @@ fn query(pairs: &[(&str, Option<String>)]) -> String {
 
 #[tool_router]
 impl Jobwheel {
-    pub(crate) fn new(api: Api, state: Arc<HttpState>) -> Self {
+    pub(crate) fn new(api: Api, state: Arc<McpState>) -> Self {
         Self { api, state, tool_router: Self::tool_router() }
     }
 

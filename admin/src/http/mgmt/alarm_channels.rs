@@ -14,7 +14,7 @@ use super::ApiJson;
 use super::auth::Principal;
 use crate::alarm::outbox::{self, Raise};
 use crate::alarm::{ChannelKind, ChannelSecret, ChannelSettings, EventKind, Notice, vendors};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{ChannelId, ChannelRow, NewChannel};
 
 const NAME_MAX: usize = 64;
@@ -68,7 +68,7 @@ pub(super) fn bad(field: &str, rule: impl std::fmt::Display) -> ApiError {
     ApiError::BadRequest(format!("{field}: {rule}"))
 }
 
-fn view(state: &HttpState, row: ChannelRow, admin: bool) -> ChannelView {
+fn view(state: &MgmtState, row: ChannelRow, admin: bool) -> ChannelView {
     let c = row.channel;
     let secret: ChannelSecret = state
         .secret_box
@@ -96,7 +96,7 @@ fn view(state: &HttpState, row: ChannelRow, admin: bool) -> ChannelView {
 
 /// The stored row of a form, `current` being the stored channel it replaces.
 fn checked(
-    state: &HttpState,
+    state: &MgmtState,
     input: ChannelInput,
     current: Option<&ChannelRow>,
 ) -> Result<NewChannel, ApiError> {
@@ -203,11 +203,11 @@ fn checked(
         events: events.join(","),
         fold_secs: i32::try_from(fold_secs).unwrap_or(0),
         enabled: i32::from(input.enabled.unwrap_or(true)),
-        update_ms: state.now_ms(),
+        update_ms: state.clock.now_ms(),
     })
 }
 
-async fn load(state: &HttpState, id: i64) -> Result<ChannelRow, ApiError> {
+async fn load(state: &MgmtState, id: i64) -> Result<ChannelRow, ApiError> {
     state
         .store
         .load_channel(ChannelId(id))
@@ -221,7 +221,7 @@ fn taken(name: &str) -> ApiError {
 
 /// `GET /api/v1/alarm-channels`.
 pub(crate) async fn list(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
 ) -> Result<Json<Vec<ChannelView>>, ApiError> {
     let rows = state.store.list_channels().await?;
@@ -230,7 +230,7 @@ pub(crate) async fn list(
 
 /// `GET /api/v1/alarm-channels/{id}`.
 pub(crate) async fn get(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<ChannelView>, ApiError> {
@@ -239,7 +239,7 @@ pub(crate) async fn get(
 
 /// `POST /api/v1/alarm-channels` (administrators).
 pub(crate) async fn create(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiJson(input): ApiJson<ChannelInput>,
 ) -> Result<(StatusCode, Json<ChannelView>), ApiError> {
@@ -251,7 +251,7 @@ pub(crate) async fn create(
 
 /// `PUT /api/v1/alarm-channels/{id}` (administrators).
 pub(crate) async fn update(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
     ApiJson(input): ApiJson<ChannelInput>,
@@ -271,7 +271,7 @@ pub(crate) async fn update(
 /// `DELETE /api/v1/alarm-channels/{id}` (administrators): refused while a job, group or
 /// workflow chooses it; its deliveries stay in the log.
 pub(crate) async fn delete(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<StatusCode, ApiError> {
@@ -307,7 +307,7 @@ pub(crate) struct TestReply {
 /// `POST /api/v1/alarm-channels/{id}/test` (administrators): queues a test message, delivered
 /// within a second or so and shown in the delivery log.
 pub(crate) async fn test(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<(StatusCode, Json<TestReply>), ApiError> {
@@ -316,7 +316,7 @@ pub(crate) async fn test(
     if channel.channel.enabled == 0 {
         return Err(ApiError::Conflict(format!("alarm channel {:?} is disabled", channel.channel.name)));
     }
-    let now_ms = state.now_ms();
+    let now_ms = state.clock.now_ms();
     let notice = Notice {
         kind: EventKind::Test.as_str().to_owned(),
         title: channel.channel.name.clone(),
@@ -340,7 +340,7 @@ pub(crate) struct ChannelSnapshot;
 
 #[async_trait::async_trait]
 impl super::audit::AuditSnapshot for ChannelSnapshot {
-    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+    async fn read(&self, state: &MgmtState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
         match state.store.load_channel(ChannelId(id)).await? {
             Some(row) => Ok(Some(super::audit::to_json(view(state, row, true))?)),
             None => Ok(None),

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::alarm_channels::bad;
 use super::auth::Principal;
 use super::{ApiQuery, Listed, Paging};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{ChannelId, DeliveryFilter, delivery_status as ds};
 
 #[derive(Deserialize)]
@@ -54,7 +54,7 @@ const STATUS_NAMES: [(i32, &str); 6] = [
 /// `GET /api/v1/alarm-deliveries?channel=&subject=&status=` (administrators), newest first;
 /// folded events are counted in the message they were folded into.
 pub(crate) async fn deliveries(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiQuery(query): ApiQuery<DeliveryQuery>,
 ) -> Result<Json<Listed<DeliveryView>>, ApiError> {

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{ChannelId, RouteRow, Store, route_scope};
 
 /// Longest "should be done within": a week.
@@ -52,7 +52,7 @@ pub(crate) struct CheckedAlarm {
 impl AlarmForm {
     /// Checks the channels exist and the duration is in range; `scope` decides whether a
     /// duration may be given (not on groups).
-    pub(crate) async fn check(&self, state: &HttpState, scope: &str) -> Result<CheckedAlarm, ApiError> {
+    pub(crate) async fn check(&self, state: &MgmtState, scope: &str) -> Result<CheckedAlarm, ApiError> {
         let channels = match &self.alarm_channels {
             None => None,
             Some(ids) => {
@@ -108,7 +108,7 @@ impl CheckedAlarm {
 
 /// The alarm fields of each of `targets` in `scope`, in their order.
 pub(crate) async fn views(
-    state: &HttpState,
+    state: &MgmtState,
     scope: &str,
     targets: &[i64],
 ) -> Result<Vec<AlarmView>, ApiError> {
@@ -120,7 +120,7 @@ pub(crate) async fn views(
 }
 
 /// Removes the route of a deleted job, group or workflow.
-pub(crate) async fn forget(state: &HttpState, scope: &str, target: i64) -> Result<(), ApiError> {
+pub(crate) async fn forget(state: &MgmtState, scope: &str, target: i64) -> Result<(), ApiError> {
     let route = RouteRow { scope: scope.to_owned(), target_id: target, ..RouteRow::default() };
     Ok(state.store.set_route(&route).await?)
 }

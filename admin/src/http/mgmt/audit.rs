@@ -28,7 +28,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::MAX_JSON_BYTES;
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{CalendarId, JobId, NewAudit, UserId, UserRow, WorkflowId};
 
 /// Who made the request, filled in by the `Principal` extractor once it authenticated.
@@ -172,7 +172,7 @@ fn path_params(route: &str, path: &str) -> (Option<i64>, Option<String>) {
 }
 
 /// The middleware: records every successful write of the management API.
-pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request, next: Next) -> Response {
+pub(crate) async fn record(State(state): State<Arc<MgmtState>>, request: Request, next: Next) -> Response {
     if matches!(*request.method(), Method::GET | Method::HEAD) {
         return next.run(request).await;
     }
@@ -221,7 +221,7 @@ pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request
         // Throttled (429) and malformed (400) logins cost the caller nothing: one row per
         // client and window, not one per request (review M2). Wrong passwords (401) are
         // bounded by the throttle and recorded each.
-        match state.refused_logins.admit(&client, state.instant()) {
+        match state.refused_logins.admit(&client, state.clock.instant()) {
             None => return response,
             Some(previous) => folded = Some(previous),
         }
@@ -268,7 +268,7 @@ pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request
         None => detail,
     };
     let entry = NewAudit {
-        at_ms: state.now_ms(),
+        at_ms: state.clock.now_ms(),
         user_id,
         username,
         client,
@@ -284,7 +284,7 @@ pub(crate) async fn record(State(state): State<Arc<HttpState>>, request: Request
 
 /// Stores one entry. The change itself is done by now; if its record cannot be written, the
 /// error log says what is missing (an audit failure never turns a done change into an error).
-pub(crate) async fn store_entry(state: &HttpState, entry: &NewAudit) {
+pub(crate) async fn store_entry(state: &MgmtState, entry: &NewAudit) {
     if let Err(error) = state.store.add_audit(entry).await {
         tracing::error!(%error, action = %entry.action, target = %entry.target, "cannot record an audit entry");
     }
@@ -294,7 +294,7 @@ pub(crate) async fn store_entry(state: &HttpState, entry: &NewAudit) {
 /// `username` = `openapi:{AppName}`, and imports): `before` as the caller read it, the job as
 /// it is now.
 pub(crate) async fn record_job_change(
-    state: &HttpState,
+    state: &MgmtState,
     client: String,
     username: String,
     action: &str,
@@ -308,7 +308,7 @@ pub(crate) async fn record_job_change(
 
 /// Records a workflow an import created or changed.
 pub(crate) async fn record_workflow_change(
-    state: &HttpState,
+    state: &MgmtState,
     client: String,
     username: String,
     action: &str,
@@ -322,7 +322,7 @@ pub(crate) async fn record_workflow_change(
 
 /// Records a calendar an import created.
 pub(crate) async fn record_calendar_created(
-    state: &HttpState,
+    state: &MgmtState,
     client: String,
     username: String,
     id: CalendarId,
@@ -342,10 +342,10 @@ struct Change<'a> {
     detail: Option<Value>,
 }
 
-async fn record_change(state: &HttpState, client: String, username: String, change: Change<'_>) {
+async fn record_change(state: &MgmtState, client: String, username: String, change: Change<'_>) {
     let after = snapshot(state, change.subject, change.id).await;
     let entry = NewAudit {
-        at_ms: state.now_ms(),
+        at_ms: state.clock.now_ms(),
         user_id: None,
         username,
         client,
@@ -418,7 +418,7 @@ async fn created_id(response: Response) -> (Response, Option<i64>) {
 #[async_trait::async_trait]
 pub(crate) trait AuditSnapshot: Send + Sync {
     /// The resource with id `id`; `None` if it does not exist.
-    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<Value>, ApiError>;
+    async fn read(&self, state: &MgmtState, id: i64) -> Result<Option<Value>, ApiError>;
 }
 
 /// Which module reads which [`Subject`]; built once by the router.
@@ -446,7 +446,7 @@ pub(crate) fn to_json(view: impl serde::Serialize) -> Result<Value, ApiError> {
 
 /// The resource as the API shows it, without history lists; `None` if it does not exist or
 /// nothing reads `subject`.
-async fn snapshot(state: &HttpState, subject: Subject, id: i64) -> Option<Value> {
+async fn snapshot(state: &MgmtState, subject: Subject, id: i64) -> Option<Value> {
     let reader = state.audit_snapshots.reader(subject)?;
     match reader.read(state, id).await {
         Ok(value) => value.map(|mut v| {

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::auth::Principal;
 use super::{ApiQuery, Listed, Paging};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{AuditFilter, AuditRow};
 
 /// One recorded change as the API shows it.
@@ -65,7 +65,7 @@ pub(crate) struct AuditQuery {
 
 /// `GET /api/v1/audit`.
 pub(crate) async fn list(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiQuery(query): ApiQuery<AuditQuery>,
 ) -> Result<Json<Listed<AuditView>>, ApiError> {

@@ -9,14 +9,14 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, MatchedPath};
+use axum::extract::{FromRef, FromRequestParts, MatchedPath};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, header};
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
 use super::token_scope::TokenScope;
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, UserRow};
 
 /// The session cookie's name.
@@ -161,11 +161,16 @@ fn unauthenticated() -> ApiError {
     )
 }
 
-impl FromRequestParts<Arc<HttpState>> for Principal {
+/// Taken in any room whose state hands out the management room's (the `/metrics` page too).
+impl<S: Send + Sync> FromRequestParts<S> for Principal
+where
+    Arc<MgmtState>: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &Arc<HttpState>) -> Result<Self, ApiError> {
-        let now_ms = state.now_ms();
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let state = &Arc::<MgmtState>::from_ref(state);
+        let now_ms = state.clock.now_ms();
         if let Some(token) = bearer(&parts.headers) {
             let row = state
                 .store
@@ -216,7 +221,7 @@ impl FromRequestParts<Arc<HttpState>> for Principal {
 /// belong is renewed at every sign-in, and someone removed there loses access within that time
 /// without signing in again. Local accounts are not affected.
 async fn require_recent_provider_sign_in(
-    state: &HttpState,
+    state: &MgmtState,
     user: &UserRow,
     now_ms: i64,
 ) -> Result<(), ApiError> {

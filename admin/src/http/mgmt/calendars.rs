@@ -18,7 +18,7 @@ use super::auth::Principal;
 use super::{ApiJson, ApiQuery};
 use crate::calendar::{CalendarDays, MAX_ICS_BYTES, read_ics, rules_by_job};
 use crate::engine::{FIX_DELAY_PARKED, first_fire_time};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{CalendarId, CalendarRow, NewCalendar, TriggerTimeUpdate};
 use crate::workflow::WorkflowDays;
 
@@ -91,7 +91,7 @@ fn checked(name: &str, description: &str, days: &CalendarDays, now_ms: i64) -> R
     })
 }
 
-async fn name_taken(state: &HttpState, name: &str, except: Option<CalendarId>) -> Result<(), ApiError> {
+async fn name_taken(state: &MgmtState, name: &str, except: Option<CalendarId>) -> Result<(), ApiError> {
     match state.store.find_calendar(name).await? {
         Some(other) if Some(other.id) != except => {
             Err(ApiError::Conflict(format!("name: a calendar named {name:?} exists already")))
@@ -100,7 +100,7 @@ async fn name_taken(state: &HttpState, name: &str, except: Option<CalendarId>) -
     }
 }
 
-async fn load(state: &HttpState, id: i64) -> Result<CalendarRow, ApiError> {
+async fn load(state: &MgmtState, id: i64) -> Result<CalendarRow, ApiError> {
     state
         .store
         .load_calendar(CalendarId(id))
@@ -110,7 +110,7 @@ async fn load(state: &HttpState, id: i64) -> Result<CalendarRow, ApiError> {
 
 /// `GET /api/v1/calendars`: every calendar, by name.
 pub(crate) async fn list(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     _principal: Principal,
 ) -> Result<Json<Vec<CalendarView>>, ApiError> {
     let rows = state.store.list_calendars().await?;
@@ -119,7 +119,7 @@ pub(crate) async fn list(
 
 /// `GET /api/v1/calendars/{id}`.
 pub(crate) async fn get(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     _principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<CalendarView>, ApiError> {
@@ -128,12 +128,12 @@ pub(crate) async fn get(
 
 /// `POST /api/v1/calendars` (administrators).
 pub(crate) async fn create(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiJson(input): ApiJson<CalendarInput>,
 ) -> Result<(StatusCode, Json<CalendarView>), ApiError> {
     principal.require_admin()?;
-    let calendar = checked(&input.name, &input.description, &input.days, state.now_ms())?;
+    let calendar = checked(&input.name, &input.description, &input.days, state.clock.now_ms())?;
     name_taken(&state, &calendar.name, None).await?;
     let id = state.store.add_calendar(&calendar).await?;
     Ok((StatusCode::CREATED, Json(CalendarView::of(load(&state, id.0).await?)?)))
@@ -142,14 +142,14 @@ pub(crate) async fn create(
 /// `PUT /api/v1/calendars/{id}` (administrators): new name, description and days; the running
 /// jobs that refer to it are rescheduled.
 pub(crate) async fn update(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
     ApiJson(input): ApiJson<CalendarInput>,
 ) -> Result<Json<CalendarView>, ApiError> {
     principal.require_admin()?;
     let current = load(&state, id).await?;
-    let calendar = checked(&input.name, &input.description, &input.days, state.now_ms())?;
+    let calendar = checked(&input.name, &input.description, &input.days, state.clock.now_ms())?;
     name_taken(&state, &calendar.name, Some(current.id)).await?;
     state.store.update_calendar(current.id, &calendar).await?;
     reschedule_users(&state, current.id).await?;
@@ -158,7 +158,7 @@ pub(crate) async fn update(
 
 /// `DELETE /api/v1/calendars/{id}` (administrators); refused while a job refers to it.
 pub(crate) async fn delete(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<StatusCode, ApiError> {
@@ -216,7 +216,7 @@ pub(crate) struct ImportReply {
 /// `POST /api/v1/calendars/import?name=&description=` (administrators), the body an iCalendar
 /// file: creates the calendar `name` from its events, or replaces that calendar's days.
 pub(crate) async fn import(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiQuery(query): ApiQuery<ImportQuery>,
     body: Body,
@@ -241,7 +241,7 @@ pub(crate) async fn import(
         .or_else(|| existing.as_ref().map(|c| c.calendar.description.clone()))
         .or(ics.name.clone())
         .unwrap_or_default();
-    let calendar = checked(&query.name, &description, &ics.days, state.now_ms())?;
+    let calendar = checked(&query.name, &description, &ics.days, state.clock.now_ms())?;
     let id = match &existing {
         Some(row) => {
             state.store.update_calendar(row.id, &calendar).await?;
@@ -263,8 +263,8 @@ pub(crate) async fn import(
 
 /// Moves the next fire time of every running job referring to `calendar` to the first time its
 /// rules allow from now + the pre-read window; a job they no longer allow at all is stopped.
-async fn reschedule_users(state: &HttpState, calendar: CalendarId) -> Result<(), ApiError> {
-    let now_ms = state.now_ms();
+async fn reschedule_users(state: &MgmtState, calendar: CalendarId) -> Result<(), ApiError> {
+    let now_ms = state.clock.now_ms();
     let users = state.store.calendar_jobs(calendar).await?;
     // One read of the jobs and one of their rules, however many jobs use the calendar.
     let mut rules = rules_by_job(&state.store.job_days(&users).await?);
@@ -305,7 +305,7 @@ pub(crate) struct CalendarSnapshot;
 
 #[async_trait::async_trait]
 impl super::audit::AuditSnapshot for CalendarSnapshot {
-    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+    async fn read(&self, state: &MgmtState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
         match state.store.load_calendar(crate::store::CalendarId(id)).await? {
             Some(row) => Ok(Some(super::audit::to_json(CalendarView::of(row)?)?)),
             None => Ok(None),

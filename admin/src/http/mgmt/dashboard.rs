@@ -13,7 +13,7 @@ use super::ApiQuery;
 use super::auth::Principal;
 use crate::cron::local_time_zone;
 use crate::engine::local_midnight;
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::routing::split_address_list;
 use crate::store::{JobFilter, Page};
 
@@ -35,7 +35,7 @@ pub(crate) struct Counters {
 /// executor addresses over every group's address list (upstream counts the same, for every
 /// logged-in user).
 pub(crate) async fn counters(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     _principal: Principal,
 ) -> Result<Json<Counters>, ApiError> {
     let job_count = state.store.page_jobs(&JobFilter::default(), Page { offset: 0, limit: 1 }).await?.total;
@@ -92,12 +92,12 @@ fn date(field: &str, value: Option<&str>) -> Result<Option<NaiveDate>, ApiError>
 /// `GET /api/v1/dashboard/chart?from=&to=`: one entry per day of `[from, to]` (days in the
 /// admin's time zone, as the engine counts them), zeros for days without a report row.
 pub(crate) async fn chart(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     _principal: Principal,
     ApiQuery(query): ApiQuery<ChartQuery>,
 ) -> Result<Json<Chart>, ApiError> {
     let tz = local_time_zone();
-    let today = state.now().with_timezone(&tz).date_naive();
+    let today = state.clock.now().with_timezone(&tz).date_naive();
     let back = |day: NaiveDate| day.checked_sub_days(Days::new(DEFAULT_DAYS - 1)).unwrap_or(day);
     let (from, to) = match (date("from", query.from.as_deref())?, date("to", query.to.as_deref())?) {
         (Some(from), Some(to)) => (from, to),

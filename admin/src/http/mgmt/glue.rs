@@ -13,7 +13,7 @@ use super::job_input::GLUE_SOURCE_MAX;
 use super::job_view::permitted_job;
 use super::{ApiJson, ms};
 use crate::domain::{GlueType, Named};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{JobRow, NewGlueHistory};
 
 /// Upstream's remark rule: 4–100 characters.
@@ -39,7 +39,7 @@ struct HistoryEntry {
 }
 
 /// The job, if it is a GLUE job with a source (a script or GLUE(Java)) the caller may edit.
-async fn source_job(state: &HttpState, principal: &Principal, id: i32) -> Result<JobRow, ApiError> {
+async fn source_job(state: &MgmtState, principal: &Principal, id: i32) -> Result<JobRow, ApiError> {
     let job = permitted_job(state, principal, id).await?;
     if !job.job.glue_type.known().is_some_and(GlueType::carries_source) {
         return Err(ApiError::BadRequest(format!(
@@ -50,7 +50,7 @@ async fn source_job(state: &HttpState, principal: &Principal, id: i32) -> Result
     Ok(job)
 }
 
-async fn view(state: &HttpState, job: JobRow) -> Result<GlueView, ApiError> {
+async fn view(state: &MgmtState, job: JobRow) -> Result<GlueView, ApiError> {
     let history = state
         .store
         .list_glue_history(job.id)
@@ -74,7 +74,7 @@ async fn view(state: &HttpState, job: JobRow) -> Result<GlueView, ApiError> {
 
 /// `GET /api/v1/jobs/{id}/glue`.
 pub(crate) async fn get(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<Json<GlueView>, ApiError> {
@@ -92,7 +92,7 @@ pub(crate) struct SaveBody {
 /// `PUT /api/v1/jobs/{id}/glue`: a new version. Executors reload scripts by
 /// `glue_updatetime`, so the next run uses it.
 pub(crate) async fn save(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
     ApiJson(body): ApiJson<SaveBody>,
@@ -105,7 +105,7 @@ pub(crate) async fn save(
     if body.glue_source.len() > GLUE_SOURCE_MAX {
         return Err(ApiError::BadRequest(format!("glueSource: at most {GLUE_SOURCE_MAX} bytes")));
     }
-    let now = state.now();
+    let now = state.clock.now();
     let mut updated = job.job.clone();
     updated.glue_source = Some(body.glue_source.clone());
     updated.glue_remark = Some(remark.clone());
@@ -135,7 +135,7 @@ pub(crate) struct GlueSnapshot;
 
 #[async_trait::async_trait]
 impl super::audit::AuditSnapshot for GlueSnapshot {
-    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+    async fn read(&self, state: &MgmtState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
         let Some(id) = super::audit::small_id(id) else { return Ok(None) };
         Ok(state.store.load_job(crate::store::JobId(id)).await?.map(|job| {
             serde_json::json!({"glueType": job.job.glue_type, "glueSource": job.job.glue_source, "glueRemark": job.job.glue_remark})

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::ApiJson;
 use super::auth::Principal;
 use super::job_view::permitted_job;
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, JobGrantRow, JobId, VariableOwner, VariableRow};
 
 /// Longest variable or secret value (64 KiB; environment variables, not files).
@@ -94,7 +94,7 @@ pub(crate) struct SecretInput {
 
 /// `GET /api/v1/jobs/{id}/grant`.
 pub(crate) async fn get_job(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<Json<JobGrantView>, ApiError> {
@@ -104,7 +104,7 @@ pub(crate) async fn get_job(
 
 /// `PUT /api/v1/jobs/{id}/grant`: policy, limits and plain variables, all at once.
 pub(crate) async fn put_job(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
     ApiJson(input): ApiJson<JobGrantInput>,
@@ -187,7 +187,7 @@ pub(crate) async fn put_job(
             row.memory_bytes
         ));
     }
-    let now = state.now_ms();
+    let now = state.clock.now_ms();
     changes.extend(replace_variables(&state, owner, &input.variables, now).await?);
     state.store.save_job_grant(job.id, &row, now).await?;
     record(&state, owner, &principal, &changes, now).await?;
@@ -217,7 +217,7 @@ fn refuse_new_uses_unless_admin(
 
 /// `PUT /api/v1/jobs/{id}/secrets/{name}`.
 pub(crate) async fn put_job_secret(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path((id, name)): Path<(i32, String)>,
     ApiJson(input): ApiJson<SecretInput>,
@@ -228,7 +228,7 @@ pub(crate) async fn put_job_secret(
 
 /// `DELETE /api/v1/jobs/{id}/secrets/{name}`.
 pub(crate) async fn delete_job_secret(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path((id, name)): Path<(i32, String)>,
 ) -> Result<StatusCode, ApiError> {
@@ -238,7 +238,7 @@ pub(crate) async fn delete_job_secret(
 
 /// `GET /api/v1/groups/{id}/variables`.
 pub(crate) async fn get_group(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<Json<VariablesView>, ApiError> {
@@ -248,13 +248,13 @@ pub(crate) async fn get_group(
 
 /// `PUT /api/v1/groups/{id}/variables`: replaces the group's plain variables.
 pub(crate) async fn put_group(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
     ApiJson(input): ApiJson<VariablesInput>,
 ) -> Result<Json<VariablesView>, ApiError> {
     let owner = group_owner(&state, &principal, id).await?;
-    let now = state.now_ms();
+    let now = state.clock.now_ms();
     let changes = replace_variables(&state, owner, &input.variables, now).await?;
     record(&state, owner, &principal, &changes, now).await?;
     Ok(Json(variables_view(&state, owner).await?))
@@ -262,7 +262,7 @@ pub(crate) async fn put_group(
 
 /// `PUT /api/v1/groups/{id}/secrets/{name}`.
 pub(crate) async fn put_group_secret(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path((id, name)): Path<(i32, String)>,
     ApiJson(input): ApiJson<SecretInput>,
@@ -273,7 +273,7 @@ pub(crate) async fn put_group_secret(
 
 /// `DELETE /api/v1/groups/{id}/secrets/{name}`.
 pub(crate) async fn delete_group_secret(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path((id, name)): Path<(i32, String)>,
 ) -> Result<StatusCode, ApiError> {
@@ -282,7 +282,7 @@ pub(crate) async fn delete_group_secret(
 }
 
 /// Group variables are shared by every job of the group: administrators only.
-async fn group_owner(state: &HttpState, principal: &Principal, id: i32) -> Result<VariableOwner, ApiError> {
+async fn group_owner(state: &MgmtState, principal: &Principal, id: i32) -> Result<VariableOwner, ApiError> {
     principal.require_admin()?;
     state
         .store
@@ -292,7 +292,7 @@ async fn group_owner(state: &HttpState, principal: &Principal, id: i32) -> Resul
     Ok(VariableOwner::Group(GroupId(id)))
 }
 
-pub(crate) async fn job_view(state: &HttpState, job: JobId) -> Result<JobGrantView, ApiError> {
+pub(crate) async fn job_view(state: &MgmtState, job: JobId) -> Result<JobGrantView, ApiError> {
     let row = state.store.load_job_grant(job).await?.unwrap_or_default();
     Ok(JobGrantView {
         http_allow: row.http_allow.lines().map(str::to_owned).collect(),
@@ -307,7 +307,7 @@ pub(crate) async fn job_view(state: &HttpState, job: JobId) -> Result<JobGrantVi
 }
 
 pub(crate) async fn variables_view(
-    state: &HttpState,
+    state: &MgmtState,
     owner: VariableOwner,
 ) -> Result<VariablesView, ApiError> {
     let rows = state.store.list_variables(owner).await?;
@@ -332,7 +332,7 @@ pub(crate) async fn variables_view(
 
 /// Makes `wanted` the owner's plain variables; returns the changes in words.
 async fn replace_variables(
-    state: &HttpState,
+    state: &MgmtState,
     owner: VariableOwner,
     wanted: &BTreeMap<String, String>,
     now: i64,
@@ -364,7 +364,7 @@ async fn replace_variables(
 }
 
 async fn put_secret(
-    state: &HttpState,
+    state: &MgmtState,
     principal: &Principal,
     owner: VariableOwner,
     name: &str,
@@ -379,7 +379,7 @@ async fn put_secret(
             "{name} is a plain variable here; remove it first to make it a secret"
         )));
     }
-    let now = state.now_ms();
+    let now = state.clock.now_ms();
     let sealed = state.secret_box.seal(owner, name, value);
     state.store.put_variable(owner, name, true, &sealed, now).await?;
     let change =
@@ -389,7 +389,7 @@ async fn put_secret(
 }
 
 async fn delete_secret(
-    state: &HttpState,
+    state: &MgmtState,
     principal: &Principal,
     owner: VariableOwner,
     name: &str,
@@ -399,13 +399,13 @@ async fn delete_secret(
         return Err(ApiError::NotFound(format!("no secret named {name} here")));
     }
     state.store.delete_variable(owner, name).await?;
-    let now = state.now_ms();
+    let now = state.clock.now_ms();
     record(state, owner, principal, &[format!("secret {name} removed")], now).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 async fn record(
-    state: &HttpState,
+    state: &MgmtState,
     owner: VariableOwner,
     principal: &Principal,
     changes: &[String],
@@ -453,7 +453,7 @@ pub(crate) struct GrantSnapshot;
 
 #[async_trait::async_trait]
 impl super::audit::AuditSnapshot for GrantSnapshot {
-    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+    async fn read(&self, state: &MgmtState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
         let Some(id) = super::audit::small_id(id) else { return Ok(None) };
         Ok(Some(super::audit::to_json(job_view(state, JobId(id)).await?)?))
     }
@@ -464,7 +464,7 @@ pub(crate) struct GroupVariablesSnapshot;
 
 #[async_trait::async_trait]
 impl super::audit::AuditSnapshot for GroupVariablesSnapshot {
-    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+    async fn read(&self, state: &MgmtState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
         let Some(id) = super::audit::small_id(id) else { return Ok(None) };
         let view = variables_view(state, VariableOwner::Group(GroupId(id))).await?;
         Ok(Some(super::audit::to_json(view)?))

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::auth::Principal;
 use super::groups::load;
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, RegistryKey};
 use jobwheel_protocol::REGISTRY_GROUP_EXECUTOR;
 
@@ -56,7 +56,7 @@ pub(crate) struct ExecutorView {
 
 /// `GET /api/v1/groups/{id}/executors`.
 pub(crate) async fn list(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<Json<Vec<ExecutorView>>, ApiError> {

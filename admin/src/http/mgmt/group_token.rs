@@ -17,7 +17,7 @@ use super::ApiJson;
 use super::auth::{Principal, new_secret};
 use super::groups::load;
 use crate::credentials::{MAX_TOKEN_CHARS, MIN_TOKEN_CHARS};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -37,7 +37,7 @@ pub(crate) struct TokenSet {
 
 /// `PUT /api/v1/groups/{id}/access-token`.
 pub(crate) async fn put(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
     ApiJson(input): ApiJson<TokenInput>,
@@ -49,7 +49,7 @@ pub(crate) async fn put(
         Some(token) => checked(token)?.to_owned(),
     };
     let stored = state.group_tokens.stored_form(group.id, &token);
-    if !state.store.set_group_token(group.id, Some(&stored), state.now_ms()).await? {
+    if !state.store.set_group_token(group.id, Some(&stored), state.clock.now_ms()).await? {
         return Err(ApiError::NotFound(format!("executor group {id} not found")));
     }
     state.group_tokens.invalidate();
@@ -58,13 +58,13 @@ pub(crate) async fn put(
 
 /// `DELETE /api/v1/groups/{id}/access-token`.
 pub(crate) async fn delete(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<StatusCode, ApiError> {
     principal.require_admin()?;
     let group = load(&state, id).await?;
-    state.store.set_group_token(group.id, None, state.now_ms()).await?;
+    state.store.set_group_token(group.id, None, state.clock.now_ms()).await?;
     state.group_tokens.invalidate();
     Ok(StatusCode::NO_CONTENT)
 }

@@ -16,7 +16,7 @@ use super::auth::Principal;
 use super::{ApiJson, ApiQuery, Listed, Paging, ms};
 use crate::credentials::TokenRefusal;
 use crate::engine::DEAD_TIMEOUT_MS;
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::routing::sort_addresses;
 use crate::store::{Group, GroupId, GroupRow, JobFilter, Page, route_scope};
 
@@ -76,13 +76,13 @@ impl From<GroupRow> for GroupView {
 
 /// The groups that have their own access token, and why each one that is refused is.
 pub(crate) async fn with_tokens(
-    state: &HttpState,
+    state: &MgmtState,
 ) -> Result<BTreeMap<GroupId, Option<TokenRefusal>>, ApiError> {
     Ok(state.group_tokens.current_states().await?.into_iter().collect())
 }
 
 /// The view of `row`, saying whether it has its own access token.
-pub(crate) async fn view(state: &HttpState, row: GroupRow) -> Result<GroupView, ApiError> {
+pub(crate) async fn view(state: &MgmtState, row: GroupRow) -> Result<GroupView, ApiError> {
     let token = with_tokens(state).await?.get(&row.id).copied();
     let alarms = alarm_routes::views(state, route_scope::GROUP, &[i64::from(row.id.0)])
         .await?
@@ -109,7 +109,7 @@ pub(crate) struct GroupQuery {
 /// `GET /api/v1/groups`: upstream's `pageList` (substring filters, case-insensitive like
 /// MySQL's default collation); normal users see only their permitted groups.
 pub(crate) async fn list(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiQuery(query): ApiQuery<GroupQuery>,
 ) -> Result<Json<Listed<GroupView>>, ApiError> {
@@ -147,7 +147,7 @@ pub(crate) async fn list(
 /// `GET /api/v1/groups/{id}`: the group plus the live registrations of its AppName (upstream's
 /// "registered nodes" popup).
 pub(crate) async fn get(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<Json<GroupView>, ApiError> {
@@ -161,9 +161,9 @@ pub(crate) async fn get(
 /// Distinct `EXECUTOR` registrations of `app_name` with a heartbeat within
 /// `--executor-dead-timeout` (upstream `DEAD_TIMEOUT`, 90 s), sorted like the registry monitor
 /// sorts a group's address list.
-async fn registered(state: &HttpState, app_name: &str) -> Result<Vec<String>, ApiError> {
+async fn registered(state: &MgmtState, app_name: &str) -> Result<Vec<String>, ApiError> {
     let dead_ms = i64::try_from(state.executor_dead_timeout.as_millis()).unwrap_or(DEAD_TIMEOUT_MS);
-    let alive_after = state.now() - chrono::Duration::milliseconds(dead_ms);
+    let alive_after = state.clock.now() - chrono::Duration::milliseconds(dead_ms);
     let live: BTreeSet<String> = state
         .store
         .alive_registry(alive_after)
@@ -177,7 +177,7 @@ async fn registered(state: &HttpState, app_name: &str) -> Result<Vec<String>, Ap
     Ok(addresses)
 }
 
-pub(crate) async fn load(state: &HttpState, id: i32) -> Result<GroupRow, ApiError> {
+pub(crate) async fn load(state: &MgmtState, id: i32) -> Result<GroupRow, ApiError> {
     state
         .store
         .load_group(GroupId(id))
@@ -285,7 +285,7 @@ fn manual_addresses(list: &str) -> Result<String, ApiError> {
 
 /// After saving an automatic group, let the core fill its address list from live
 /// registrations at once (upstream's update does the same inline), then read it back.
-async fn saved(state: &HttpState, id: GroupId, group: &Group) -> Result<GroupRow, ApiError> {
+async fn saved(state: &MgmtState, id: GroupId, group: &Group) -> Result<GroupRow, ApiError> {
     if group.address_type == AUTO {
         state.core.refresh_group(&group.app_name).await;
     }
@@ -294,12 +294,12 @@ async fn saved(state: &HttpState, id: GroupId, group: &Group) -> Result<GroupRow
 
 /// `POST /api/v1/groups`.
 pub(crate) async fn create(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiJson(input): ApiJson<GroupInput>,
 ) -> Result<(StatusCode, Json<GroupView>), ApiError> {
     principal.require_admin()?;
-    let group = input.check(state.now())?;
+    let group = input.check(state.clock.now())?;
     let cap = input.cap()?;
     let alarms = input.alarms.check(&state, route_scope::GROUP).await?;
     unique_app_name(&state, &group.app_name, None).await?;
@@ -315,7 +315,7 @@ pub(crate) async fn create(
 /// Refuses an AppName another group has: executors register by AppName, so two groups with one
 /// name would share executors, the group token and the secrets sent with triggers (review L6;
 /// upstream 3.5 makes `app_name` unique too).
-async fn unique_app_name(state: &HttpState, app_name: &str, this: Option<GroupId>) -> Result<(), ApiError> {
+async fn unique_app_name(state: &MgmtState, app_name: &str, this: Option<GroupId>) -> Result<(), ApiError> {
     let groups = state.store.list_groups().await?;
     match groups.iter().find(|g| g.group.app_name == app_name && Some(g.id) != this) {
         Some(other) => Err(ApiError::BadRequest(format!(
@@ -328,14 +328,14 @@ async fn unique_app_name(state: &HttpState, app_name: &str, this: Option<GroupId
 
 /// `PUT /api/v1/groups/{id}`.
 pub(crate) async fn update(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
     ApiJson(input): ApiJson<GroupInput>,
 ) -> Result<Json<GroupView>, ApiError> {
     principal.require_admin()?;
     let current = load(&state, id).await?;
-    let mut group = input.check(state.now())?;
+    let mut group = input.check(state.clock.now())?;
     let cap = input.cap()?;
     let alarms = input.alarms.check(&state, route_scope::GROUP).await?;
     unique_app_name(&state, &group.app_name, Some(current.id)).await?;
@@ -362,7 +362,7 @@ pub(crate) async fn update(
 /// `DELETE /api/v1/groups/{id}`: refused while jobs use the group or if it is the last one
 /// (upstream's rules; the job form needs a group).
 pub(crate) async fn delete(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<StatusCode, ApiError> {
@@ -398,7 +398,7 @@ pub(crate) struct GroupSnapshot;
 
 #[async_trait::async_trait]
 impl super::audit::AuditSnapshot for GroupSnapshot {
-    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+    async fn read(&self, state: &MgmtState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
         let Some(id) = super::audit::small_id(id) else { return Ok(None) };
         match state.store.load_group(GroupId(id)).await? {
             Some(row) => Ok(Some(super::audit::to_json(view(state, row).await?)?)),

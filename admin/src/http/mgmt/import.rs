@@ -28,7 +28,7 @@ use super::transfer_workflows::{WorkflowItem, WorkflowPlan};
 use super::wasm_versions::off_the_workers;
 use super::{ApiJson, ApiQuery, audit, glue, grants, job_view, jobs};
 use crate::domain::{DeliveryMode, GlueType, Priority};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, JobFilter, JobId, NewWasmVersion, VariableOwner};
 
 /// Largest export file accepted (modules travel inside it, base64-encoded).
@@ -79,7 +79,7 @@ struct Planned {
 }
 
 pub(crate) async fn import(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiQuery(query): ApiQuery<ImportQuery>,
     request: Request,
@@ -139,7 +139,7 @@ pub(crate) async fn import(
 }
 
 async fn plan(
-    state: &Arc<HttpState>,
+    state: &Arc<MgmtState>,
     principal: &Principal,
     entries: Vec<JobEntry>,
     (modules, calendars): (&HashMap<String, Vec<u8>>, &CalendarPlan),
@@ -248,7 +248,7 @@ fn input(entry: &JobEntry, group: GroupId, calendars: &CalendarPlan) -> JobInput
     }
 }
 
-async fn item(state: &HttpState, plan: &Planned) -> Result<ImportItem, ApiError> {
+async fn item(state: &MgmtState, plan: &Planned) -> Result<ImportItem, ApiError> {
     let wanted = plan.entry.grant.as_ref().map(|g| g.secrets.clone()).unwrap_or_default();
     let (have, current_module) = match plan.existing {
         Some(id) => {
@@ -275,7 +275,7 @@ async fn item(state: &HttpState, plan: &Planned) -> Result<ImportItem, ApiError>
 }
 
 async fn apply(
-    state: &Arc<HttpState>,
+    state: &Arc<MgmtState>,
     principal: &Principal,
     plan: Planned,
     modules: &HashMap<String, Vec<u8>>,
@@ -321,7 +321,7 @@ async fn apply(
         && let Some(bytes) = modules.get(digest)
         && state.store.current_wasm_module(id).await?.map(|m| m.digest).as_ref() != Some(digest)
     {
-        let now_ms = state.now_ms();
+        let now_ms = state.clock.now_ms();
         state.store.put_wasm_module(bytes, now_ms).await?;
         let version = NewWasmVersion {
             job_id: id,

@@ -15,7 +15,7 @@ use super::calendars::{self, CalendarInput};
 use super::transfer::CalendarEntry;
 use super::{ApiJson, audit};
 use crate::calendar::CalendarDays;
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::CalendarId;
 
 /// What the import does with one calendar.
@@ -38,7 +38,7 @@ pub(crate) struct CalendarPlan {
 impl CalendarPlan {
     /// Plans the file's calendars; what cannot be imported is added to `problems`.
     pub(crate) async fn new(
-        state: &HttpState,
+        state: &MgmtState,
         principal: &Principal,
         entries: &[CalendarEntry],
         problems: &mut Vec<String>,
@@ -104,7 +104,7 @@ impl CalendarPlan {
     /// Creates the missing calendars through the calendar API's handler, each audited.
     pub(crate) async fn apply(
         &mut self,
-        state: &Arc<HttpState>,
+        state: &Arc<MgmtState>,
         principal: &Principal,
         client: &str,
     ) -> Result<(), ApiError> {

@@ -12,7 +12,7 @@ use super::job_view::JobView;
 use crate::calendar::{
     CalendarDays, DayRules, DaySet, Window, join_windows, parse_stored_windows, parse_windows, rules_by_job,
 };
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{CalendarId, JobDays, JobId, day_mode};
 
 /// Calendars one job may refer to (both kinds together).
@@ -37,7 +37,7 @@ pub(crate) struct CheckedDays {
 /// Checks the form's day fields against existing calendars and merges them with what `job`
 /// has. `None` when the form names none of them (nothing to store).
 pub(crate) async fn check(
-    state: &HttpState,
+    state: &MgmtState,
     form: &DaysForm<'_>,
     job: Option<JobId>,
 ) -> Result<Option<CheckedDays>, ApiError> {
@@ -82,7 +82,7 @@ pub(crate) async fn check(
 
 /// Loads and compiles calendars; `missing` builds the error for an id that does not exist.
 pub(crate) async fn compile<'a>(
-    state: &HttpState,
+    state: &MgmtState,
     ids: impl Iterator<Item = &'a CalendarId>,
     missing: impl Fn(CalendarId) -> ApiError,
 ) -> Result<HashMap<CalendarId, Arc<DaySet>>, ApiError> {
@@ -97,7 +97,7 @@ pub(crate) async fn compile<'a>(
 }
 
 /// What `jobs` have stored, by job.
-async fn stored_of(state: &HttpState, jobs: &[JobId]) -> Result<BTreeMap<i32, JobDays>, ApiError> {
+async fn stored_of(state: &MgmtState, jobs: &[JobId]) -> Result<BTreeMap<i32, JobDays>, ApiError> {
     let mut by_job: BTreeMap<i32, JobDays> = BTreeMap::new();
     for row in state.store.job_days(jobs).await? {
         let days = by_job.entry(row.job_id.0).or_default();
@@ -116,17 +116,17 @@ async fn stored_of(state: &HttpState, jobs: &[JobId]) -> Result<BTreeMap<i32, Jo
 }
 
 /// What one job has stored.
-async fn stored(state: &HttpState, job: JobId) -> Result<JobDays, ApiError> {
+async fn stored(state: &MgmtState, job: JobId) -> Result<JobDays, ApiError> {
     Ok(stored_of(state, &[job]).await?.remove(&job.0).unwrap_or_default())
 }
 
 /// The rules a stored job's next fire time is computed under.
-pub(crate) async fn rules_of(state: &HttpState, job: JobId) -> Result<DayRules, ApiError> {
+pub(crate) async fn rules_of(state: &MgmtState, job: JobId) -> Result<DayRules, ApiError> {
     Ok(rules_by_job(&state.store.job_days(&[job]).await?).remove(&job).unwrap_or_default())
 }
 
 /// Fills in the calendars and windows of `views` (one query for all of them).
-pub(crate) async fn attach(state: &HttpState, views: &mut [JobView]) -> Result<(), ApiError> {
+pub(crate) async fn attach(state: &MgmtState, views: &mut [JobView]) -> Result<(), ApiError> {
     let ids: Vec<JobId> = views.iter().map(|v| JobId(v.id)).collect();
     let mut by_job = stored_of(state, &ids).await?;
     for view in views {

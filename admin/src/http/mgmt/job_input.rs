@@ -10,7 +10,7 @@ use super::job_days::{self, CheckedDays, DaysForm};
 use super::job_settings::{JobSettings, trimmed};
 use crate::cron::{Schedule, parse_time_zone};
 use crate::domain::{DeliveryMode, GlueType, Priority, ScheduleType};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, Job, JobId, RetryBackoff, Store, route_scope};
 
 /// Upstream's form limits (characters).
@@ -133,7 +133,7 @@ impl JobInput {
     /// child job. `this` is the job being edited (a job may not be its own child).
     pub(crate) async fn check(
         &self,
-        state: &HttpState,
+        state: &MgmtState,
         principal: &Principal,
         this: Option<JobId>,
     ) -> Result<Checked, ApiError> {
@@ -239,7 +239,7 @@ impl JobInput {
     /// upstream missing the permission part).
     async fn check_children(
         &self,
-        state: &HttpState,
+        state: &MgmtState,
         principal: &Principal,
         this: Option<JobId>,
     ) -> Result<(), ApiError> {

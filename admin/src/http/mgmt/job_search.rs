@@ -11,7 +11,7 @@
 use nucleo_matcher::pattern::{AtomKind, CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher, Utf32Str};
 
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{JobFilter, JobId, JobRow, Page, Paged};
 
 /// Longest query accepted (a search box, not a document).
@@ -20,7 +20,7 @@ pub(crate) const MAX_QUERY_CHARS: usize = 200;
 /// One page of the jobs `filter` leaves that match `query`, best first (newest first among
 /// equals), and how many match in all.
 pub(crate) async fn search(
-    state: &HttpState,
+    state: &MgmtState,
     filter: &JobFilter,
     query: &str,
     page: Page,

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::ApiQuery;
 use super::auth::Principal;
 use super::job_view::JobView;
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, JobId};
 
 /// Tags a job may carry.
@@ -53,7 +53,7 @@ pub(crate) fn normalize(tags: &[String]) -> Result<Vec<String>, ApiError> {
 }
 
 /// Fills in the tags of `views` (one query for all of them).
-pub(crate) async fn attach(state: &HttpState, views: &mut [JobView]) -> Result<(), ApiError> {
+pub(crate) async fn attach(state: &MgmtState, views: &mut [JobView]) -> Result<(), ApiError> {
     let ids: Vec<JobId> = views.iter().map(|v| JobId(v.id)).collect();
     let mut by_job: BTreeMap<i32, Vec<String>> = BTreeMap::new();
     for (job, tag) in state.store.job_tags(&ids).await? {
@@ -81,7 +81,7 @@ pub(crate) struct TagCount {
 /// `GET /api/v1/jobs/tags?jobGroup=`: the tags in use (in that group; all groups for
 /// administrators only, like the job list) with their number of jobs.
 pub(crate) async fn list(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiQuery(query): ApiQuery<TagQuery>,
 ) -> Result<Json<Vec<TagCount>>, ApiError> {

@@ -11,7 +11,7 @@ use super::job_retry::RetryForm;
 use super::job_settings::JobSettings;
 use super::{job_days, job_tags, ms};
 use crate::domain::{DeliveryMode, Priority};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{JobId, JobRow, route_scope};
 
 /// A job as the API shows it: its settings and what the admin keeps about it.
@@ -76,7 +76,7 @@ impl From<JobRow> for JobView {
 
 /// The job `id`, if the caller may manage its group (403 otherwise, 404 if absent).
 pub(crate) async fn permitted_job(
-    state: &HttpState,
+    state: &MgmtState,
     principal: &Principal,
     id: i32,
 ) -> Result<JobRow, ApiError> {
@@ -90,7 +90,7 @@ pub(crate) async fn permitted_job(
 }
 
 /// The job `id` as `GET /api/v1/jobs/{id}` shows it (with its backoff, tags and calendars).
-pub(crate) async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiError> {
+pub(crate) async fn reload(state: &MgmtState, id: JobId) -> Result<JobView, ApiError> {
     let row =
         state.store.load_job(id).await?.ok_or_else(|| ApiError::NotFound(format!("job {id} not found")))?;
     let retry = RetryForm::from_stored(state.store.job_retry_backoff(id).await?);
@@ -104,7 +104,7 @@ pub(crate) async fn reload(state: &HttpState, id: JobId) -> Result<JobView, ApiE
 }
 
 /// Fills the alarm fields of `views` (one read).
-pub(crate) async fn attach_alarms(state: &HttpState, views: &mut [JobView]) -> Result<(), ApiError> {
+pub(crate) async fn attach_alarms(state: &MgmtState, views: &mut [JobView]) -> Result<(), ApiError> {
     let ids: Vec<i64> = views.iter().map(|v| i64::from(v.id)).collect();
     for (view, alarms) in views.iter_mut().zip(alarm_routes::views(state, route_scope::JOB, &ids).await?) {
         view.alarms = alarms;
@@ -117,7 +117,7 @@ pub(crate) struct JobSnapshot;
 
 #[async_trait::async_trait]
 impl super::audit::AuditSnapshot for JobSnapshot {
-    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+    async fn read(&self, state: &MgmtState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
         let Some(id) = super::audit::small_id(id) else { return Ok(None) };
         match reload(state, JobId(id)).await {
             Ok(view) => Ok(Some(super::audit::to_json(view)?)),

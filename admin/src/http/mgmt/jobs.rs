@@ -21,7 +21,7 @@ use crate::calendar::{DayRules, next_fires};
 use crate::cron::{local_time_zone, parse_time_zone};
 use crate::domain::{MisfireStrategy, ScheduleType};
 use crate::engine::first_fire_time;
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{Job, JobFilter};
 use crate::workflow::Graph;
 
@@ -46,7 +46,7 @@ pub(crate) struct JobQuery {
 
 /// `GET /api/v1/jobs`.
 pub(crate) async fn list(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiQuery(query): ApiQuery<JobQuery>,
 ) -> Result<Json<Listed<JobView>>, ApiError> {
@@ -74,7 +74,7 @@ pub(crate) async fn list(
 
 /// `GET /api/v1/jobs/{id}`.
 pub(crate) async fn get(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<Json<JobView>, ApiError> {
@@ -106,7 +106,7 @@ fn dry_answer(next: Option<i64>) -> Response {
 
 /// `POST /api/v1/jobs` as routed: [`create`], or with `?dryRun=true` only its checks.
 pub(crate) async fn create_route(
-    state: State<Arc<HttpState>>,
+    state: State<Arc<MgmtState>>,
     principal: Principal,
     ApiQuery(query): ApiQuery<WriteQuery>,
     input: ApiJson<JobInput>,
@@ -120,7 +120,7 @@ pub(crate) async fn create_route(
 
 /// `PUT /api/v1/jobs/{id}` as routed: [`update`], or with `?dryRun=true` only its checks.
 pub(crate) async fn update_route(
-    state: State<Arc<HttpState>>,
+    state: State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
     ApiQuery(query): ApiQuery<WriteQuery>,
@@ -139,12 +139,12 @@ pub(crate) async fn update_route(
 
 /// `POST /api/v1/jobs`: a new, stopped job.
 pub(crate) async fn create(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiJson(input): ApiJson<JobInput>,
 ) -> Result<(StatusCode, Json<JobView>), ApiError> {
     let checked = input.check(&state, &principal, None).await?;
-    let now = state.now();
+    let now = state.clock.now();
     let glue_source = input
         .glue_source
         .clone()
@@ -185,7 +185,7 @@ pub(crate) async fn create(
 /// `PUT /api/v1/jobs/{id}`. The GLUE type is fixed at creation (upstream's form disables it);
 /// GLUE sources change through `/glue`, modules through `/wasm`.
 pub(crate) async fn update(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
     ApiJson(input): ApiJson<JobInput>,
@@ -197,7 +197,7 @@ pub(crate) async fn update(
     let checked = input.check(&state, &principal, Some(current.id)).await?;
     let mut job = current.job.clone();
     input.apply(&checked, &mut job);
-    job.update_time = Some(state.now());
+    job.update_time = Some(state.clock.now());
     let days_changed = checked.days.as_ref().is_some_and(|days| days.changed);
     let schedule_changed = job.schedule_type != current.job.schedule_type
         || job.schedule_conf != current.job.schedule_conf
@@ -209,7 +209,7 @@ pub(crate) async fn update(
             Some(days) => days.rules.clone(),
             None => job_days::rules_of(&state, current.id).await?,
         };
-        job.trigger_next_time = first_fire(&job, checked.time_zone.as_deref(), &rules, state.now_ms())?;
+        job.trigger_next_time = first_fire(&job, checked.time_zone.as_deref(), &rules, state.clock.now_ms())?;
     }
     state.store.update_job(current.id, &job).await?;
     checked.store_beside(state.store.as_ref(), current.id).await?;
@@ -218,7 +218,7 @@ pub(crate) async fn update(
 
 /// `DELETE /api/v1/jobs/{id}`.
 pub(crate) async fn delete(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<StatusCode, ApiError> {
@@ -249,25 +249,25 @@ pub(crate) async fn delete(
 
 /// `POST /api/v1/jobs/{id}/start`.
 pub(crate) async fn start(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<Json<JobView>, ApiError> {
     let job = permitted_job(&state, &principal, id).await?;
     let rules = job_days::rules_of(&state, job.id).await?;
-    let next = first_fire(&job.job, job.time_zone.as_deref(), &rules, state.now_ms())?;
-    state.store.start_job(job.id, next, state.now()).await?;
+    let next = first_fire(&job.job, job.time_zone.as_deref(), &rules, state.clock.now_ms())?;
+    state.store.start_job(job.id, next, state.clock.now()).await?;
     Ok(Json(reload(&state, job.id).await?))
 }
 
 /// `POST /api/v1/jobs/{id}/stop`.
 pub(crate) async fn stop(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<Json<JobView>, ApiError> {
     let job = permitted_job(&state, &principal, id).await?;
-    state.store.stop_job(job.id, state.now()).await?;
+    state.store.stop_job(job.id, state.clock.now()).await?;
     Ok(Json(reload(&state, job.id).await?))
 }
 
@@ -302,7 +302,7 @@ impl TriggerBody {
 /// `POST /api/v1/jobs/{id}/trigger`: run once now, optionally with another parameter or on
 /// given executors.
 pub(crate) async fn trigger(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
     ApiJson(mut body): ApiJson<TriggerBody>,
@@ -388,7 +388,7 @@ fn id_list(field: &str, text: Option<&str>) -> Result<Option<Vec<i64>>, ApiError
 /// `GET /api/v1/schedule/next`: the next five fire times of a schedule (the form's preview),
 /// under the calendars and windows given.
 pub(crate) async fn next_times(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     _principal: Principal,
     ApiQuery(query): ApiQuery<NextQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
@@ -408,7 +408,7 @@ pub(crate) async fn next_times(
         exclusion_windows: windows.as_deref(),
     };
     let rules = job_days::check(&state, &form, None).await?.map(|d| d.rules).unwrap_or_default();
-    let now_ms = state.now_ms();
+    let now_ms = state.clock.now_ms();
     let count = match query.count.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
         None => 5,
         Some(text) => text.parse::<usize>().ok().filter(|c| (1..=100).contains(c)).ok_or_else(|| {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::Principal;
 use super::{ApiJson, ApiQuery, Listed, Paging, ms};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, JobId, LogClearType, LogFilter, LogId, LogRow, LogStatusFilter};
 
 /// A log as the API shows it (`XxlJobLog` plus the job's description).
@@ -66,7 +66,7 @@ impl LogView {
 struct JobDescs(HashMap<JobId, Option<String>>);
 
 impl JobDescs {
-    async fn view(&mut self, state: &HttpState, row: LogRow) -> Result<LogView, ApiError> {
+    async fn view(&mut self, state: &MgmtState, row: LogRow) -> Result<LogView, ApiError> {
         let desc = match self.0.get(&row.job_id) {
             Some(desc) => desc.clone(),
             None => {
@@ -114,7 +114,7 @@ fn instant(field: &str, ms: Option<i64>) -> Result<Option<DateTime<Utc>>, ApiErr
 /// upstream's log page, which always has one selected: the store filters by one group, and a
 /// list must never mix in groups the caller may not see.
 pub(crate) async fn list(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiQuery(query): ApiQuery<LogQuery>,
 ) -> Result<Json<Listed<LogView>>, ApiError> {
@@ -170,7 +170,7 @@ pub(crate) async fn list(
 }
 
 /// The log `id`, if the caller may see its group (403 otherwise, 404 if absent).
-async fn permitted_log(state: &HttpState, principal: &Principal, id: i64) -> Result<LogRow, ApiError> {
+async fn permitted_log(state: &MgmtState, principal: &Principal, id: i64) -> Result<LogRow, ApiError> {
     let log = state
         .store
         .load_log(LogId(id))
@@ -182,7 +182,7 @@ async fn permitted_log(state: &HttpState, principal: &Principal, id: i64) -> Res
 
 /// `GET /api/v1/logs/{id}`.
 pub(crate) async fn get(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<LogView>, ApiError> {
@@ -213,7 +213,7 @@ pub(crate) struct ContentView {
 /// `GET /api/v1/logs/{id}/content?fromLine=`: one page of the run's log from the executor that
 /// ran it (upstream `logDetailCat`). An unreachable or failing executor is 502.
 pub(crate) async fn content(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
     ApiQuery(query): ApiQuery<ContentQuery>,
@@ -234,7 +234,7 @@ pub(crate) async fn content(
 /// `POST /api/v1/logs/{id}/kill`: stops a running run on its executor; the log is failed with
 /// upstream's "killed by operator" note. 400 when the trigger failed or the run has finished.
 pub(crate) async fn kill(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
@@ -263,7 +263,7 @@ pub(crate) struct ClearBody {
 /// `POST /api/v1/logs/clear`: deletes logs of a group (or, for administrators, of every group
 /// when `jobGroup` is absent or 0), optionally of one job, by upstream's `type` 1–9.
 pub(crate) async fn clear(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiJson(body): ApiJson<ClearBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
@@ -275,7 +275,7 @@ pub(crate) async fn clear(
     })?;
     let job_group = principal.group_scope(body.job_group)?;
     let job_id = body.job_id.filter(|id| *id > 0).map(JobId);
-    let clear = kind.to_clear(state.now(), job_group, job_id);
+    let clear = kind.to_clear(state.clock.now(), job_group, job_id);
     let deleted = state.store.clear_logs(&clear).await?;
     Ok(Json(serde_json::json!({ "deleted": deleted })))
 }

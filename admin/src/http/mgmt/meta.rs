@@ -14,7 +14,7 @@ use super::auth::Principal;
 use crate::cron::ScheduleType;
 use crate::domain::MisfireStrategy;
 use crate::engine::block_title;
-use crate::http::HttpState;
+use crate::http::MgmtState;
 use crate::lang::MessageLang;
 use crate::routing::ExecutorRouteStrategy;
 
@@ -41,7 +41,7 @@ pub(crate) struct Meta {
 }
 
 /// `GET /api/v1/meta`.
-pub(crate) async fn meta(State(state): State<Arc<HttpState>>, _principal: Principal) -> Json<Meta> {
+pub(crate) async fn meta(State(state): State<Arc<MgmtState>>, _principal: Principal) -> Json<Meta> {
     let zh = state.lang == MessageLang::Zh;
     let pick = |en: &'static str, zh_title: &'static str| if zh { zh_title } else { en };
     Json(Meta {

@@ -18,7 +18,10 @@ use axum::routing::{get, post, put};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::http::{ApiError, HttpState};
+use crate::clock::Clock;
+use crate::credentials::GroupTokens;
+use crate::http::{AdminCore, ApiError, HttpState, RecentRegistrations};
+use crate::store::Store;
 use crate::store::{Page, UserRow};
 
 mod alarm_channels;
@@ -63,6 +66,40 @@ pub(crate) use wasm_versions::ModuleInfoCache;
 
 pub(crate) use login_limit::{LoginLimiter, RefusedLogins};
 
+/// What the management room's handlers share.
+pub(crate) struct MgmtState {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) core: Arc<dyn AdminCore>,
+    /// The edge's clock (the core's): sessions, tokens, throttles and audit times read it.
+    pub(crate) clock: Arc<dyn Clock>,
+    /// Heartbeats the executor room saw (which executors are live now).
+    pub(crate) registrations: Arc<RecentRegistrations>,
+    /// Failed-login bookkeeping.
+    pub(crate) login_limit: LoginLimiter,
+    /// Throttled and malformed logins folded for the audit log.
+    pub(crate) refused_logins: RefusedLogins,
+    /// Whether session cookies carry `Secure` (the admin is reached over HTTPS).
+    pub(crate) secure_cookie: bool,
+    /// `--keep-upstream-password-hashes`: an upstream admin shares the users table.
+    pub(crate) keep_upstream_password_hashes: bool,
+    /// Proxies whose `X-Forwarded-For` names the client (login throttle, audit).
+    pub(crate) trusted_proxies: crate::trusted_proxies::TrustedProxies,
+    /// `--executor-dead-timeout`: registrations older than this are not shown as live.
+    pub(crate) executor_dead_timeout: std::time::Duration,
+    /// The admin's language (`--i18n`): titles in `/api/v1/meta`, trigger messages.
+    pub(crate) lang: crate::lang::MessageLang,
+    /// What uploaded Wasm modules export and import, by digest.
+    pub(crate) module_info: ModuleInfoCache,
+    /// Seals secret values written through the API (never opens them: reads show "set").
+    pub(crate) secret_box: Arc<crate::sealing::SecretBox>,
+    /// Groups' own access tokens (xxl-job 3.5): shown, made and revoked here.
+    pub(crate) group_tokens: Arc<GroupTokens>,
+    /// Who reads each audited resource for its before/after snapshots.
+    pub(crate) audit_snapshots: audit::Snapshots,
+    /// Single sign-on providers and whether local passwords are on (docs/sso.md).
+    pub(crate) sso: Arc<crate::sso::Sso>,
+}
+
 /// Largest JSON body (a GLUE source is the big one: `mediumtext`, but nobody edits 1 MiB of
 /// script in a browser).
 pub(crate) const MAX_JSON_BYTES: usize = 2 * 1024 * 1024;
@@ -88,7 +125,7 @@ pub(crate) fn audit_snapshots() -> audit::Snapshots {
 }
 
 /// The `/api/v1` routes.
-pub(crate) fn router() -> Router<Arc<HttpState>> {
+pub(crate) fn router() -> Router<HttpState> {
     Router::new()
         .route("/api/v1/session", post(session::login).get(session::current).delete(session::logout))
         .route("/api/v1/session/password", put(session::change_password))

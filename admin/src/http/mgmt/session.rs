@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::{Credential, Principal, ROLE_ADMIN, SESSION_COOKIE, digest, new_secret};
 use super::{ApiJson, UserView};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::secrets::{self, DUMMY_HASH};
 use crate::sso::LocalPasswords;
 use crate::store::{NewSession, UserRow};
@@ -50,7 +50,7 @@ pub(crate) const PUBLISHED_PASSWORD_REFUSED: &str = "this account still has xxl-
 
 /// `POST /api/v1/session`.
 pub(crate) async fn login(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<LoginBody>,
@@ -58,8 +58,10 @@ pub(crate) async fn login(
     let username = body.username.trim().to_owned();
     let addr = Some(state.trusted_proxies.client(peer.ip(), &headers));
     // The place under the throttle is taken before the password is checked (review M1).
-    let attempt =
-        state.login_limit.reserve(&username, addr, state.instant()).map_err(ApiError::TooManyRequests)?;
+    let attempt = state
+        .login_limit
+        .reserve(&username, addr, state.clock.instant())
+        .map_err(ApiError::TooManyRequests)?;
     let verified = match body.provider.as_deref().filter(|p| !p.is_empty()) {
         Some(provider) => super::sso::ldap_login(&state, provider, &username, &body.password).await,
         None => local_login(&state, &username, body.password).await,
@@ -67,7 +69,7 @@ pub(crate) async fn login(
     let user = match verified {
         Ok(Some(user)) => user,
         Ok(None) => {
-            attempt.failed(state.instant());
+            attempt.failed(state.clock.instant());
             return Err(ApiError::Unauthenticated("wrong username or password".to_owned()));
         }
         // Refused by the mapping or the password policy: the password was right, so it does not
@@ -85,11 +87,11 @@ pub(crate) async fn login(
 /// A new session for `user` (after a password, LDAP or OpenID Connect login): its `Set-Cookie`
 /// header and its CSRF token.
 pub(crate) async fn open_session(
-    state: &HttpState,
+    state: &MgmtState,
     user: &UserRow,
     remember: bool,
 ) -> Result<(HeaderValue, String), ApiError> {
-    let now_ms = state.now_ms();
+    let now_ms = state.clock.now_ms();
     let cookie = new_secret();
     let csrf_token = new_secret();
     let lifetime = if remember { REMEMBER_MS } else { SESSION_MS };
@@ -111,7 +113,7 @@ pub(crate) async fn open_session(
 
 /// A password checked against `xxl_job_user`; `Ok(None)` when it does not match.
 async fn local_login(
-    state: &HttpState,
+    state: &MgmtState,
     username: &str,
     password: String,
 ) -> Result<Option<UserRow>, ApiError> {
@@ -140,7 +142,7 @@ async fn local_login(
 /// hex) accepted and replaced by an argon2 hash on success, unless an upstream admin shares
 /// the database (`--keep-upstream-password-hashes`). `Some(user)` when it matches.
 async fn check_password(
-    state: &HttpState,
+    state: &MgmtState,
     mut user: UserRow,
     password: String,
     published: bool,
@@ -171,7 +173,7 @@ async fn check_password(
 /// `password` as the users table should keep it: argon2, or with
 /// `--keep-upstream-password-hashes` the hash an upstream admin of the database's generation
 /// verifies (MD5 hex on 2.x, SHA-256 hex on 3.x).
-pub(crate) async fn stored_password(state: &HttpState, password: String) -> Result<String, ApiError> {
+pub(crate) async fn stored_password(state: &MgmtState, password: String) -> Result<String, ApiError> {
     if !state.keep_upstream_password_hashes {
         return hash_blocking(password).await;
     }
@@ -269,7 +271,7 @@ pub(crate) async fn current(principal: Principal) -> Json<SessionView> {
 
 /// `DELETE /api/v1/session`.
 pub(crate) async fn logout(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
 ) -> Result<Response, ApiError> {
     if let Credential::Session { id_hash, .. } = &principal.credential {
@@ -289,7 +291,7 @@ pub(crate) struct PasswordBody {
 
 /// `PUT /api/v1/session/password`.
 pub(crate) async fn change_password(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiJson(body): ApiJson<PasswordBody>,
 ) -> Result<StatusCode, ApiError> {

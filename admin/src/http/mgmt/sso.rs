@@ -20,7 +20,7 @@ use subtle::ConstantTimeEq as _;
 use super::audit::store_entry;
 use super::auth::cookie;
 use super::session::open_session;
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::sso::config::OidcProvider;
 use crate::sso::mapping::{self, Matching};
 use crate::sso::oidc::{self, PendingLogin};
@@ -53,7 +53,7 @@ pub(crate) struct SsoView {
 }
 
 /// `GET /api/v1/sso`: public, for the login page.
-pub(crate) async fn providers(State(state): State<Arc<HttpState>>) -> Json<SsoView> {
+pub(crate) async fn providers(State(state): State<Arc<MgmtState>>) -> Json<SsoView> {
     let config = &state.sso.config;
     let oidc =
         config.oidc.iter().map(|p| ProviderView { id: p.id.clone(), name: p.name.clone(), kind: "oidc" });
@@ -64,7 +64,7 @@ pub(crate) async fn providers(State(state): State<Arc<HttpState>>) -> Json<SsoVi
 
 /// `GET /api/v1/sso/oidc/{id}/login`: off to the provider.
 pub(crate) async fn oidc_login(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -77,7 +77,7 @@ pub(crate) async fn oidc_login(
     if state.sso.login_starts.check_key(&client).is_err() {
         return ApiError::TooManyRequests(60).into_response();
     }
-    let expires_ms = state.now_ms() + LOGIN_MS;
+    let expires_ms = state.clock.now_ms() + LOGIN_MS;
     match oidc::begin(provider, &callback, (&state.sso.http, &state.sso.discovery), expires_ms).await {
         Ok((url, pending)) => {
             let sealed = state.secret_box.seal_login(&serde_json::to_string(&pending).unwrap_or_default());
@@ -104,7 +104,7 @@ pub(crate) struct CallbackQuery {
 
 /// `GET /api/v1/sso/oidc/{id}/callback`: the provider sends the browser back here.
 pub(crate) async fn oidc_callback(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -131,7 +131,7 @@ pub(crate) async fn oidc_callback(
             // Anonymous and free (a callback without the cookie is refused at once): recorded
             // once per client and window with the number folded into it, as refused password
             // logins are (N6, review M2).
-            if let Some(folded) = state.refused_logins.admit(&client, state.instant()) {
+            if let Some(folded) = state.refused_logins.admit(&client, state.clock.instant()) {
                 tracing::info!(provider = %id, username, error = %e, folded, "a single sign-on was refused");
                 let detail = json!({ "provider": id, "reason": e.to_string(), "folded": folded });
                 audit(&state, client, None, &username, "session.login_failed", detail).await;
@@ -144,7 +144,7 @@ pub(crate) async fn oidc_callback(
 }
 
 async fn callback(
-    state: &HttpState,
+    state: &MgmtState,
     (provider, callback_url): (&OidcProvider, String),
     headers: &HeaderMap,
     query: CallbackQuery,
@@ -163,7 +163,7 @@ async fn callback(
         .ok_or_else(again)?;
     let given = query.state.unwrap_or_default();
     let same_state = bool::from(given.as_bytes().ct_eq(pending.state.as_bytes()));
-    if !same_state || pending.provider != id || pending.expires_ms < state.now_ms() {
+    if !same_state || pending.provider != id || pending.expires_ms < state.clock.now_ms() {
         return Err(again());
     }
     if let Some(error) = query.error {
@@ -180,13 +180,13 @@ async fn callback(
         account::revoke(state.store.as_ref(), &provider.id, &identity).await?;
         return Err(outside(&identity.username, &provider.name));
     };
-    let now_ms = state.now_ms();
+    let now_ms = state.clock.now_ms();
     account::sign_in(state.store.as_ref(), &provider.id, &identity, &grant, now_ms).await
 }
 
 /// The LDAP branch of `POST /api/v1/session`: `Ok(None)` for a wrong name or password.
 pub(crate) async fn ldap_login(
-    state: &HttpState,
+    state: &MgmtState,
     provider: &str,
     username: &str,
     password: &str,
@@ -203,7 +203,7 @@ pub(crate) async fn ldap_login(
         account::revoke(state.store.as_ref(), &directory.id, &identity).await?;
         return Err(api_error(outside(username, &directory.name)));
     };
-    let now_ms = state.now_ms();
+    let now_ms = state.clock.now_ms();
     account::sign_in(state.store.as_ref(), &directory.id, &identity, &grant, now_ms)
         .await
         .map(Some)
@@ -233,13 +233,13 @@ fn api_error(e: SsoError) -> ApiError {
     }
 }
 
-fn oidc_provider<'a>(state: &'a HttpState, id: &str) -> Option<(&'a OidcProvider, String)> {
+fn oidc_provider<'a>(state: &'a MgmtState, id: &str) -> Option<(&'a OidcProvider, String)> {
     let provider = state.sso.oidc(id)?;
     Some((provider, state.sso.config.callback_url(id)?))
 }
 
 /// The UI at `fragment`, under the configured public URL.
-fn home(state: &HttpState, fragment: &str) -> String {
+fn home(state: &MgmtState, fragment: &str) -> String {
     let base = state.sso.config.public_url.as_deref().unwrap_or("").trim_end_matches('/');
     format!("{base}/{fragment}")
 }
@@ -247,7 +247,7 @@ fn home(state: &HttpState, fragment: &str) -> String {
 /// The login page with `message` shown (as text: the UI never parses it as HTML).
 /// Back to the login page with the refusal's code only (N15): the page has its own text for
 /// each code and shows nothing it reads from the URL.
-fn back_to_login(state: &HttpState, error: &SsoError) -> Response {
+fn back_to_login(state: &MgmtState, error: &SsoError) -> Response {
     redirect(&home(state, &format!("#/login?error={}", error.code())))
 }
 
@@ -264,7 +264,7 @@ fn redirect(location: &str) -> Response {
 /// cross-site top-level GET, which `Strict` would strip the cookie from.
 /// Whether cookies are `Secure` (and the login cookie `__Host-`): with `--secure-cookie`, or
 /// when the admin's `public_url` is https (N17: the URL browsers are sent back to says so).
-pub(crate) fn secure_login(state: &HttpState) -> bool {
+pub(crate) fn secure_login(state: &MgmtState) -> bool {
     let https = state
         .sso
         .config
@@ -284,7 +284,7 @@ fn login_cookie(value: &str, max_age: i64, secure: bool) -> HeaderValue {
 }
 
 async fn audit(
-    state: &HttpState,
+    state: &MgmtState,
     client: String,
     user: Option<&UserRow>,
     username: &str,
@@ -292,7 +292,7 @@ async fn audit(
     detail: serde_json::Value,
 ) {
     let entry = NewAudit {
-        at_ms: state.now_ms(),
+        at_ms: state.clock.now_ms(),
         user_id: user.map(|u| u.id),
         username: username.chars().take(50).collect(),
         client,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::ApiJson;
 use super::auth::{Principal, digest, new_secret};
 use super::token_scope::TokenScope;
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{ApiTokenRow, NewApiToken};
 
 /// Longest token name (characters).
@@ -46,7 +46,7 @@ impl From<ApiTokenRow> for TokenView {
 
 /// `GET /api/v1/tokens`: the caller's tokens, newest first.
 pub(crate) async fn list(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
 ) -> Result<Json<Vec<TokenView>>, ApiError> {
     let rows = state.store.list_api_tokens(principal.user.id).await?;
@@ -81,7 +81,7 @@ pub(crate) struct CreatedToken {
 
 /// `POST /api/v1/tokens`.
 pub(crate) async fn create(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiJson(body): ApiJson<NewTokenBody>,
 ) -> Result<(StatusCode, Json<CreatedToken>), ApiError> {
@@ -95,7 +95,7 @@ pub(crate) async fn create(
             .ok_or_else(|| ApiError::BadRequest("scope: must be read, run or write".to_owned()))?,
     };
     let token = new_secret();
-    let created_at = state.now_ms();
+    let created_at = state.clock.now_ms();
     let expires_at = match body.expires_in_days {
         None => None,
         Some(days) if (1..=EXPIRY_MAX_DAYS).contains(&days) => Some(created_at + days * 24 * 3600 * 1000),
@@ -123,7 +123,7 @@ pub(crate) async fn create(
 
 /// `DELETE /api/v1/tokens/{id}`: only the caller's own tokens (another user's id is 404).
 pub(crate) async fn delete(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<StatusCode, ApiError> {

@@ -28,7 +28,7 @@ use super::job_view::permitted_job;
 use super::transfer_workflows::{self, WorkflowEntry};
 use crate::calendar::{CalendarDays, stored_window_texts};
 use crate::domain::GlueType;
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{CalendarRow, GroupId, JobFilter, JobId, JobRow, VariableOwner, day_mode};
 
 /// `format` of an export file.
@@ -145,19 +145,19 @@ pub(crate) struct ExportQuery {
 
 /// `GET /api/v1/jobs/export?jobGroup=` or `?ids=1,2`: the jobs as a downloadable file.
 pub(crate) async fn export(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiQuery(query): ApiQuery<ExportQuery>,
 ) -> Result<Response, ApiError> {
     let jobs = chosen_jobs(&state, &principal, &query).await?;
     let bundle = bundle(&state, &principal, jobs).await?;
-    let name = format!("jobwheel-jobs-{}.json", state.now().format("%Y%m%d-%H%M%S"));
+    let name = format!("jobwheel-jobs-{}.json", state.clock.now().format("%Y%m%d-%H%M%S"));
     let disposition = format!("attachment; filename=\"{name}\"");
     Ok(([(header::CONTENT_DISPOSITION, disposition)], Json(bundle)).into_response())
 }
 
 async fn chosen_jobs(
-    state: &HttpState,
+    state: &MgmtState,
     principal: &Principal,
     query: &ExportQuery,
 ) -> Result<Vec<JobRow>, ApiError> {
@@ -195,7 +195,7 @@ async fn chosen_jobs(
     Ok(rows)
 }
 
-async fn bundle(state: &HttpState, principal: &Principal, jobs: Vec<JobRow>) -> Result<Bundle, ApiError> {
+async fn bundle(state: &MgmtState, principal: &Principal, jobs: Vec<JobRow>) -> Result<Bundle, ApiError> {
     let appnames: HashMap<GroupId, String> =
         state.store.list_groups().await?.into_iter().map(|g| (g.id, g.group.app_name)).collect();
     let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
@@ -247,7 +247,7 @@ async fn bundle(state: &HttpState, principal: &Principal, jobs: Vec<JobRow>) -> 
     Ok(Bundle {
         format: FORMAT.to_owned(),
         version: VERSION,
-        exported_at: state.now_ms(),
+        exported_at: state.clock.now_ms(),
         jobs: entries,
         modules,
         calendars,
@@ -265,7 +265,7 @@ struct EntryDays {
 
 /// Each job's calendar names and windows, and the calendars used, by name.
 async fn job_calendars(
-    state: &HttpState,
+    state: &MgmtState,
     ids: &[JobId],
 ) -> Result<(HashMap<JobId, EntryDays>, Vec<CalendarEntry>), ApiError> {
     let mut days: HashMap<JobId, EntryDays> = HashMap::new();
@@ -300,7 +300,7 @@ fn calendar_entry(calendar: &CalendarRow) -> Result<CalendarEntry, ApiError> {
     Ok(CalendarEntry { name, description, days })
 }
 
-async fn grant(state: &HttpState, job: JobId) -> Result<GrantEntry, ApiError> {
+async fn grant(state: &MgmtState, job: JobId) -> Result<GrantEntry, ApiError> {
     let row = state.store.load_job_grant(job).await?.unwrap_or_default();
     let mut entry = GrantEntry {
         http_allow: row.http_allow.lines().map(str::to_owned).filter(|l| !l.is_empty()).collect(),

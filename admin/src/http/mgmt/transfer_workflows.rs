@@ -18,7 +18,7 @@ use super::import_calendars::CalendarPlan;
 use super::workflows::{self, WorkflowInput, WorkflowView};
 use super::{ApiJson, audit};
 use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{CalendarRow, GroupId, JobId, WorkflowId};
 use crate::workflow::{Graph, WorkflowDays};
 
@@ -56,7 +56,7 @@ pub(crate) struct WorkflowEntry {
 /// The workflows the principal may use whose every node runs one of `jobs`, for an export,
 /// and the calendars they refer to (for the file's `calendars`).
 pub(crate) async fn entries(
-    state: &HttpState,
+    state: &MgmtState,
     principal: &Principal,
     jobs: &BTreeSet<i32>,
     appnames: &HashMap<GroupId, String>,
@@ -123,7 +123,7 @@ impl WorkflowPlan {
     /// Checks every entry: its group exists once here and may be used, its graph holds, and
     /// each node names a job of the file (`file_jobs`: the entries' ids).
     pub(crate) async fn new(
-        state: &HttpState,
+        state: &MgmtState,
         principal: &Principal,
         entries: Vec<WorkflowEntry>,
         (file_jobs, calendars): (&BTreeSet<i32>, &CalendarPlan),
@@ -182,7 +182,7 @@ impl WorkflowPlan {
     /// (`jobs`: the file's job id → the job here), each change in the audit log.
     pub(crate) async fn apply(
         &mut self,
-        state: &Arc<HttpState>,
+        state: &Arc<MgmtState>,
         principal: &Principal,
         (jobs, calendars): (&HashMap<i32, JobId>, &CalendarPlan),
         client: &str,

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::auth::{Principal, ROLE_ADMIN};
 use super::session::{check_password_rule, stored_password};
 use super::{ApiJson, ApiQuery, Listed, Paging, UserView};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, StoreError, User, UserFilter, UserId, UserRow};
 
 /// Upstream's username length rule (after trimming).
@@ -34,7 +34,7 @@ pub(crate) struct UserQuery {
 
 /// `GET /api/v1/users`.
 pub(crate) async fn list(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiQuery(query): ApiQuery<UserQuery>,
 ) -> Result<Json<Listed<UserView>>, ApiError> {
@@ -67,7 +67,7 @@ struct Checked {
 }
 
 impl UserInput {
-    async fn check(&self, state: &HttpState, password_required: bool) -> Result<Checked, ApiError> {
+    async fn check(&self, state: &MgmtState, password_required: bool) -> Result<Checked, ApiError> {
         let username = self.username.trim();
         if !USERNAME_CHARS.contains(&username.chars().count()) {
             return Err(ApiError::BadRequest("username: must be 4 to 20 characters".to_owned()));
@@ -119,7 +119,7 @@ fn store_error(e: StoreError, username: &str) -> ApiError {
 
 /// `POST /api/v1/users`.
 pub(crate) async fn create(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiJson(input): ApiJson<UserInput>,
 ) -> Result<(StatusCode, Json<UserView>), ApiError> {
@@ -143,7 +143,7 @@ pub(crate) async fn create(
 /// The user `id`, unless it is the caller (upstream: your own account changes through the
 /// password page, so an admin cannot lock itself out).
 async fn other_user(
-    state: &HttpState,
+    state: &MgmtState,
     principal: &Principal,
     id: i32,
     what: &str,
@@ -158,7 +158,7 @@ async fn other_user(
 
 /// `PUT /api/v1/users/{id}`.
 pub(crate) async fn update(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
     ApiJson(input): ApiJson<UserInput>,
@@ -189,7 +189,7 @@ pub(crate) async fn update(
 /// `DELETE /api/v1/users/{id}`: the user's sessions, API tokens and single sign-on identities
 /// end with it.
 pub(crate) async fn delete(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<StatusCode, ApiError> {
@@ -209,7 +209,7 @@ pub(crate) struct UserSnapshot;
 
 #[async_trait::async_trait]
 impl super::audit::AuditSnapshot for UserSnapshot {
-    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+    async fn read(&self, state: &MgmtState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
         let Some(id) = super::audit::small_id(id) else { return Ok(None) };
         Ok(state
             .store

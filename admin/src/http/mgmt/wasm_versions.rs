@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::Principal;
 use super::job_view::permitted_job;
 use super::{ApiJson, ApiQuery};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{JobId, JobRow, NewWasmVersion, WasmVersionRow};
 use crate::wasm_check::{MAX_MODULE_BYTES, ModuleInfo, inspect};
 
@@ -63,7 +63,7 @@ pub(crate) struct VersionsView {
     versions: Vec<VersionView>,
 }
 
-async fn wasm_job(state: &HttpState, principal: &Principal, id: i32) -> Result<JobRow, ApiError> {
+async fn wasm_job(state: &MgmtState, principal: &Principal, id: i32) -> Result<JobRow, ApiError> {
     let job = permitted_job(state, principal, id).await?;
     if !job.job.glue_type.is(GlueType::GlueWasm) {
         return Err(ApiError::BadRequest(format!(
@@ -74,7 +74,7 @@ async fn wasm_job(state: &HttpState, principal: &Principal, id: i32) -> Result<J
     Ok(job)
 }
 
-async fn module_info(state: &HttpState, digest: &str) -> Result<Arc<ModuleInfo>, ApiError> {
+async fn module_info(state: &MgmtState, digest: &str) -> Result<Arc<ModuleInfo>, ApiError> {
     if let Some(info) = state.module_info.get(digest) {
         return Ok(info);
     }
@@ -89,7 +89,7 @@ async fn module_info(state: &HttpState, digest: &str) -> Result<Arc<ModuleInfo>,
     Ok(state.module_info.put(info))
 }
 
-async fn version_view(state: &HttpState, row: WasmVersionRow) -> Result<VersionView, ApiError> {
+async fn version_view(state: &MgmtState, row: WasmVersionRow) -> Result<VersionView, ApiError> {
     let module = (*module_info(state, &row.digest).await?).clone();
     Ok(VersionView {
         id: row.id,
@@ -102,7 +102,7 @@ async fn version_view(state: &HttpState, row: WasmVersionRow) -> Result<VersionV
 
 /// `GET /api/v1/jobs/{id}/wasm`: newest first; the newest is what the next trigger runs.
 pub(crate) async fn versions(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
 ) -> Result<Json<VersionsView>, ApiError> {
@@ -159,7 +159,7 @@ fn check_remark(remark: Option<String>) -> Result<Option<String>, ApiError> {
 
 /// `POST /api/v1/jobs/{id}/wasm?remark=`: the body is the `.wasm` file.
 pub(crate) async fn upload(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
     ApiQuery(query): ApiQuery<UploadQuery>,
@@ -169,7 +169,7 @@ pub(crate) async fn upload(
     let remark = check_remark(query.remark)?;
     let bytes = read_module(body).await?;
     let info = inspected(bytes.clone()).await?;
-    let now_ms = state.now_ms();
+    let now_ms = state.clock.now_ms();
     state.store.put_wasm_module(&bytes, now_ms).await?;
     let version = NewWasmVersion {
         job_id: job.id,
@@ -204,7 +204,7 @@ pub(crate) struct RollbackBody {
 
 /// `POST /api/v1/jobs/{id}/wasm/rollback`: a new newest version with an older module.
 pub(crate) async fn rollback(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
     ApiJson(body): ApiJson<RollbackBody>,
@@ -221,7 +221,7 @@ pub(crate) async fn rollback(
         .ok_or_else(|| {
             ApiError::NotFound(format!("versionId: job {id} has no version {}", body.version_id))
         })?;
-    let now_ms = state.now_ms();
+    let now_ms = state.clock.now_ms();
     let version = NewWasmVersion {
         job_id: job.id,
         digest: target.digest.clone(),
@@ -256,7 +256,7 @@ pub(crate) struct WasmSnapshot;
 
 #[async_trait::async_trait]
 impl super::audit::AuditSnapshot for WasmSnapshot {
-    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+    async fn read(&self, state: &MgmtState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
         let Some(id) = super::audit::small_id(id) else { return Ok(None) };
         Ok(Some(match state.store.current_wasm_module(crate::store::JobId(id)).await? {
             Some(module) => serde_json::json!({"digest": module.digest, "size": module.size}),

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::auth::Principal;
 use super::workflows::{Deleted, permitted, require_node_groups, runnable};
 use super::{ApiJson, ApiQuery, DEFAULT_LIMIT, MAX_LIMIT};
-use crate::engine::{InstanceOp, OpError, StartError, instance_status_name};
-use crate::http::{ApiError, HttpState};
+use crate::engine::{InstanceOp, OpError, StartError};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{InstanceId, InstanceRow, Page, RunRow, StartOutcome};
 use crate::workflow::Graph;
 
@@ -37,7 +37,7 @@ pub(crate) struct StartReply {
 
 /// `POST /api/v1/workflows/{id}/instances`: starts an instance now.
 pub(crate) async fn start_instance(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
     ApiJson(body): ApiJson<StartBody>,
@@ -91,7 +91,7 @@ impl InstanceView {
         Self {
             id: row.id.0,
             workflow_id: row.workflow_id.0,
-            status: instance_status_name(row.status),
+            status: row.status.name(),
             trigger_type: row.trigger_type,
             fire_time: row.fire_time_ms,
             start_time: row.start_ms,
@@ -122,10 +122,7 @@ pub(crate) struct RunView {
 
 impl RunView {
     fn of(row: RunRow) -> Self {
-        let status = ["DUE", "FIRED", "SUCCEEDED", "FAILED", "SKIPPED", "PASSED", "STOPPED", "REVOKED"]
-            .get(usize::try_from(row.status).unwrap_or(99))
-            .copied()
-            .unwrap_or("UNKNOWN");
+        let status = row.status.name();
         Self {
             id: row.id.0,
             node: row.node,
@@ -159,7 +156,7 @@ pub(crate) struct InstancePage {
 
 /// `GET /api/v1/workflows/{id}/instances`: newest first.
 pub(crate) async fn instances(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
     ApiQuery(query): ApiQuery<PageQuery>,
@@ -176,7 +173,7 @@ pub(crate) async fn instances(
 /// An instance the principal may see and act on: through its workflow's group, and every node's
 /// group of the graph the instance runs (its own, stored at its start: a rerun runs it again).
 async fn permitted_instance(
-    state: &HttpState,
+    state: &MgmtState,
     principal: &Principal,
     id: i64,
     deleted: Deleted,
@@ -193,7 +190,7 @@ async fn permitted_instance(
 
 /// `GET /api/v1/workflow-instances/{id}`: with its graph and every node run.
 pub(crate) async fn instance(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<InstanceView>, ApiError> {
@@ -204,7 +201,7 @@ pub(crate) async fn instance(
 
 /// `POST /api/v1/workflow-instances/{id}/stop`.
 pub(crate) async fn stop_instance(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<InstanceView>, ApiError> {
@@ -217,7 +214,7 @@ pub(crate) async fn stop_instance(
 
 /// The instance with its graph and runs, as it is now.
 async fn full_instance(
-    state: &HttpState,
+    state: &MgmtState,
     principal: &Principal,
     id: i64,
 ) -> Result<Json<InstanceView>, ApiError> {
@@ -237,7 +234,7 @@ fn op_error(error: OpError) -> ApiError {
 
 /// `POST /api/v1/workflow-instances/{id}/rerun-failed`: its failed nodes run again.
 pub(crate) async fn rerun_failed(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<InstanceView>, ApiError> {
@@ -256,7 +253,7 @@ pub(crate) struct DoneBody {
 /// `POST /api/v1/workflow-instances/{id}/nodes/{name}/done`: a failed node counts as
 /// succeeded, with the given output, and what follows it runs.
 pub(crate) async fn mark_done(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path((id, node)): Path<(i64, String)>,
     ApiJson(body): ApiJson<DoneBody>,
@@ -271,7 +268,7 @@ pub(crate) async fn mark_done(
 /// `POST /api/v1/workflow-instances/{id}/rerun`: a new instance with the same graph and start
 /// input.
 pub(crate) async fn rerun(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<(StatusCode, Json<StartReply>), ApiError> {

@@ -21,7 +21,7 @@ use super::{ApiJson, ApiQuery, MAX_LIMIT};
 use crate::calendar::DayRules;
 use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType};
 use crate::engine::{self, Starting};
-use crate::http::{ApiError, HttpState};
+use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, JobId, NewWorkflow, Page, WorkflowId, WorkflowRow, route_scope};
 use crate::workflow::{DaysError, Graph, WorkflowDays};
 
@@ -86,7 +86,7 @@ impl WorkflowView {
 }
 
 /// The view of `row` with its alarm fields.
-async fn shown(state: &HttpState, row: WorkflowRow) -> Result<WorkflowView, ApiError> {
+async fn shown(state: &MgmtState, row: WorkflowRow) -> Result<WorkflowView, ApiError> {
     let alarms =
         alarm_routes::views(state, route_scope::WORKFLOW, &[row.id.0]).await?.pop().unwrap_or_default();
     Ok(WorkflowView { alarms, ..WorkflowView::of(row) })
@@ -150,7 +150,7 @@ fn first_start(
 
 /// The stored form of an input, after every check; `author` is the writer.
 async fn checked(
-    state: &HttpState,
+    state: &MgmtState,
     principal: &Principal,
     input: WorkflowInput,
     author: &str,
@@ -171,7 +171,7 @@ async fn checked(
         input.schedule_conf.as_deref(),
         input.time_zone.as_deref(),
         &rules,
-        state.now_ms(),
+        state.clock.now_ms(),
     )?;
     let alarm_email = input.alarm_email.as_deref().map(str::trim).unwrap_or_default().to_owned();
     super::job_input::check_alarm_email(Some(&alarm_email), ALARM_EMAIL_MAX)?;
@@ -213,7 +213,7 @@ async fn checked(
         trigger_last_time: 0,
         trigger_next_time: 0,
         author: author.to_owned(),
-        update_ms: state.now_ms(),
+        update_ms: state.clock.now_ms(),
         days: days.to_stored(),
         alarm_email,
     })
@@ -234,7 +234,7 @@ fn days_error(error: DaysError) -> ApiError {
 /// principal may not use; with `Deleted::Refused`, 409 the node whose job was deleted (what
 /// would run it again), while a finished instance of a deleted job stays readable.
 pub(super) async fn require_node_groups(
-    state: &HttpState,
+    state: &MgmtState,
     principal: &Principal,
     graph: &str,
     deleted: Deleted,
@@ -273,7 +273,7 @@ pub(super) enum Deleted {
 /// A workflow the principal may use and run: its owner group and every node's (N2), or
 /// 404/403/409.
 pub(super) async fn runnable(
-    state: &HttpState,
+    state: &MgmtState,
     principal: &Principal,
     id: i64,
 ) -> Result<WorkflowRow, ApiError> {
@@ -284,7 +284,7 @@ pub(super) async fn runnable(
 
 /// A workflow the principal may use, or 404/403.
 pub(super) async fn permitted(
-    state: &HttpState,
+    state: &MgmtState,
     principal: &Principal,
     id: i64,
 ) -> Result<WorkflowRow, ApiError> {
@@ -306,7 +306,7 @@ pub(crate) struct ListQuery {
 
 /// `GET /api/v1/workflows`: the workflows of the groups the principal may use.
 pub(crate) async fn list(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<Vec<WorkflowView>>, ApiError> {
@@ -332,7 +332,7 @@ pub(crate) async fn list(
 
 /// `GET /api/v1/workflows/{id}`.
 pub(crate) async fn get(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<WorkflowView>, ApiError> {
@@ -341,7 +341,7 @@ pub(crate) async fn get(
 
 /// `POST /api/v1/workflows`: created with its schedule off.
 pub(crate) async fn create(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     ApiJson(input): ApiJson<WorkflowInput>,
 ) -> Result<(StatusCode, Json<WorkflowView>), ApiError> {
@@ -355,7 +355,7 @@ pub(crate) async fn create(
 /// `PUT /api/v1/workflows/{id}`: running instances keep the graph they started with; a running
 /// schedule restarts from now under the new settings.
 pub(crate) async fn update(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
     ApiJson(input): ApiJson<WorkflowInput>,
@@ -370,7 +370,7 @@ pub(crate) async fn update(
             workflow.schedule_conf.as_deref(),
             workflow.time_zone.as_deref(),
             &rules,
-            state.now_ms(),
+            state.clock.now_ms(),
         )?;
         workflow.status = i32::from(next.is_some());
         workflow.trigger_next_time = next.unwrap_or(0);
@@ -383,13 +383,13 @@ pub(crate) async fn update(
 
 /// `DELETE /api/v1/workflows/{id}`: refused while an instance runs (stop it first).
 pub(crate) async fn delete(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<StatusCode, ApiError> {
     let current = permitted(&state, &principal, id).await?;
     let page = state.store.page_instances(current.id, Page { offset: 0, limit: MAX_LIMIT }).await?;
-    if page.rows.iter().any(|i| i.status <= 1) {
+    if page.rows.iter().any(|i| !i.status.is_over()) {
         return Err(ApiError::Conflict(format!(
             "workflow {:?} has running or queued instances; stop them first",
             current.workflow.name
@@ -402,7 +402,7 @@ pub(crate) async fn delete(
 
 /// `POST /api/v1/workflows/{id}/start`: its schedule runs from now.
 pub(crate) async fn start(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<WorkflowView>, ApiError> {
@@ -414,7 +414,7 @@ pub(crate) async fn start(
         w.schedule_conf.as_deref(),
         w.time_zone.as_deref(),
         &rules,
-        state.now_ms(),
+        state.clock.now_ms(),
     )?
     .ok_or_else(|| {
         ApiError::BadRequest("a workflow with scheduleType NONE starts only by hand or API".to_owned())
@@ -427,7 +427,7 @@ pub(crate) async fn start(
 
 /// `POST /api/v1/workflows/{id}/stop`: its schedule stops (running instances go on).
 pub(crate) async fn stop(
-    State(state): State<Arc<HttpState>>,
+    State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
 ) -> Result<Json<WorkflowView>, ApiError> {
@@ -443,7 +443,7 @@ pub(crate) struct WorkflowSnapshot;
 
 #[async_trait::async_trait]
 impl super::audit::AuditSnapshot for WorkflowSnapshot {
-    async fn read(&self, state: &HttpState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
+    async fn read(&self, state: &MgmtState, id: i64) -> Result<Option<serde_json::Value>, ApiError> {
         let row = state.store.load_workflow(WorkflowId(id)).await?;
         row.map(|r| serde_json::to_value(WorkflowView::of(r)).map_err(ApiError::internal)).transpose()
     }

@@ -8,8 +8,8 @@ use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
 use crate::store::{
     AlarmStore, ChannelId, ChannelRow, DeliveryFilter, DeliveryId, DeliveryListRow, DeliveryOutcome,
-    DeliveryRow, EventId, EventRow, FailingJob, GroupId, InstanceRow, JobId, LogId, LogRow, NewChannel,
-    NewEvent, Page, Paged, RouteRow, StoreError, delivery_status as ds, instance_status,
+    DeliveryRow, EventId, EventRow, FailingJob, GroupId, InstanceRow, InstanceStatus, JobId, LogId, LogRow,
+    NewChannel, NewEvent, Page, Paged, RouteRow, StoreError, delivery_status as ds,
 };
 
 macro_rules! channel_columns {
@@ -316,7 +316,7 @@ impl AlarmStore for SqlStore {
         before_ms: i64,
         limit: u32,
     ) -> Result<Vec<InstanceRow>, StoreError> {
-        let args = args![workflow, instance_status::RUNNING, before_ms, i64::from(limit)];
+        let args = args![workflow, InstanceStatus::Running, before_ms, i64::from(limit)];
         self.ex().fetch_all(&INSTANCES_BEFORE, &args).await
     }
 }

@@ -13,9 +13,8 @@ use crate::store::pool::Tx;
 use crate::store::time::secs;
 use crate::store::workflow_store::{Admission, InstanceTx, RunEnd, RunTake, WorkflowStore};
 use crate::store::{
-    GroupId, InstanceId, InstanceRow, LogId, NewInstance, NewRun, NewWorkflow, Page, Paged, RunId, RunLog,
-    RunRow, StartOutcome, StoreError, WorkflowId, WorkflowRow, instance_alarm, instance_status as is,
-    run_status as rs,
+    GroupId, InstanceId, InstanceRow, InstanceStatus, LogId, NewInstance, NewRun, NewWorkflow, Page, Paged,
+    RunId, RunLog, RunRow, RunStatus, StartOutcome, StoreError, WorkflowId, WorkflowRow, instance_alarm,
 };
 
 macro_rules! workflow_columns {
@@ -228,8 +227,8 @@ impl WorkflowStore for SqlStore {
         }
         let full = running(&mut tx, new.workflow_id).await? >= i64::from(admission.max);
         let status = match (full, admission.queue) {
-            (false, _) => is::RUNNING,
-            (true, true) => is::QUEUED,
+            (false, _) => InstanceStatus::Running,
+            (true, true) => InstanceStatus::Queued,
             (true, false) => {
                 // The schedule still moves on: a skipped start is not retried. A scheduled one
                 // is kept as MISSED, so it is seen and alarmed.
@@ -242,7 +241,7 @@ impl WorkflowStore for SqlStore {
                 return Ok(StartOutcome::Skipped);
             }
         };
-        let start_ms = if status == is::RUNNING { admission.now_ms } else { 0 };
+        let start_ms = if status == InstanceStatus::Running { admission.now_ms } else { 0 };
         let args = args![
             new.workflow_id,
             status,
@@ -254,7 +253,11 @@ impl WorkflowStore for SqlStore {
         ];
         let id = InstanceId(tx.ex().insert_id(&INSERT_INSTANCE, &args).await?);
         tx.commit().await?;
-        Ok(if status == is::RUNNING { StartOutcome::Started(id) } else { StartOutcome::Queued(id) })
+        Ok(if status == InstanceStatus::Running {
+            StartOutcome::Started(id)
+        } else {
+            StartOutcome::Queued(id)
+        })
     }
 
     async fn admit_queued(
@@ -412,7 +415,7 @@ impl InstanceTx for SqlInstanceTx {
         self.tx.ex().fetch_all(&q, q.args()).await
     }
 
-    async fn end_run(&mut self, run: RunId, from: i32, end: &RunEnd) -> Result<bool, StoreError> {
+    async fn end_run(&mut self, run: RunId, from: RunStatus, end: &RunEnd) -> Result<bool, StoreError> {
         let args = args![end.status, &end.output, &end.message, end.end_ms, run, from];
         Ok(self.tx.ex().execute(&END_RUN, &args).await? > 0)
     }
@@ -420,7 +423,7 @@ impl InstanceTx for SqlInstanceTx {
     async fn insert_runs(&mut self, runs: &[NewRun]) -> Result<Vec<RunId>, StoreError> {
         let mut ids = Vec::with_capacity(runs.len());
         for r in runs {
-            let end_ms = if r.status == rs::DUE { 0 } else { r.due_ms };
+            let end_ms = if r.status == RunStatus::Due { 0 } else { r.due_ms };
             let args = args![
                 self.instance.id,
                 &r.node,
@@ -438,12 +441,13 @@ impl InstanceTx for SqlInstanceTx {
 
     async fn set_instance(
         &mut self,
-        status: i32,
+        status: InstanceStatus,
         context: &str,
         start_ms: i64,
         end_ms: i64,
     ) -> Result<(), StoreError> {
-        let alarm = if status == is::FAILED { instance_alarm::PENDING } else { instance_alarm::NONE };
+        let alarm =
+            if status == InstanceStatus::Failed { instance_alarm::PENDING } else { instance_alarm::NONE };
         let args = args![status, alarm, status, context, start_ms, end_ms, self.instance.id];
         self.tx.ex().execute(&SET_INSTANCE, &args).await?;
         self.instance.status = status;

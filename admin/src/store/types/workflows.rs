@@ -53,21 +53,43 @@ pub struct WorkflowRow {
     pub workflow: NewWorkflow,
 }
 
-/// Instance states (`jobwheel_workflow_instance.status`).
-pub mod instance_status {
+/// Instance states (`jobwheel_workflow_instance.status`), stored as their codes. The SQL that
+/// selects by state (`store/sql/workflows.rs`) writes the codes as literals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::Type)]
+#[repr(i32)]
+pub enum InstanceStatus {
     /// Waiting for a slot under `max_instances` (`QUEUE`).
-    pub const QUEUED: i32 = 0;
+    Queued = 0,
     /// Nodes are due or running.
-    pub const RUNNING: i32 = 1;
+    Running = 1,
     /// Every node over, none failed.
-    pub const SUCCEEDED: i32 = 2;
+    Succeeded = 2,
     /// Every node over, one failed.
-    pub const FAILED: i32 = 3;
+    Failed = 3,
     /// Stopped by a user.
-    pub const STOPPED: i32 = 4;
+    Stopped = 4,
     /// A scheduled start that did not happen (late under `DO_NOTHING`, or at max instances
     /// with `SKIP`): kept so it is seen and alarmed; it never runs.
-    pub const MISSED: i32 = 5;
+    Missed = 5,
+}
+
+impl InstanceStatus {
+    /// The API's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Queued => "QUEUED",
+            Self::Running => "RUNNING",
+            Self::Succeeded => "SUCCEEDED",
+            Self::Failed => "FAILED",
+            Self::Stopped => "STOPPED",
+            Self::Missed => "MISSED",
+        }
+    }
+
+    /// Whether it has ended (it will not run any more nodes unless rerun).
+    pub fn is_over(self) -> bool {
+        !matches!(self, Self::Queued | Self::Running)
+    }
 }
 
 /// Alarm states of an instance (`jobwheel_workflow_instance.alarm_status`).
@@ -84,24 +106,47 @@ pub mod instance_alarm {
     pub const FAILED: i32 = 3;
 }
 
-/// Node run states (`jobwheel_workflow_run.status`).
-pub mod run_status {
+/// Node run states (`jobwheel_workflow_run.status`), stored as their codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::Type)]
+#[repr(i32)]
+pub enum RunStatus {
     /// Waiting to be fired (at `due_ms`).
-    pub const DUE: i32 = 0;
+    Due = 0,
     /// Fired: its log rows exist.
-    pub const FIRED: i32 = 1;
+    Fired = 1,
     /// Succeeded.
-    pub const SUCCEEDED: i32 = 2;
+    Succeeded = 2,
     /// Failed (this attempt).
-    pub const FAILED: i32 = 3;
+    Failed = 3,
     /// Its edges' conditions did not hold.
-    pub const SKIPPED: i32 = 4;
+    Skipped = 4,
     /// Disabled: passed as a success.
-    pub const PASSED: i32 = 5;
+    Passed = 5,
     /// The instance was stopped before it ended.
-    pub const STOPPED: i32 = 6;
+    Stopped = 6,
     /// A skip undone by a rerun or a "mark done": the node is planned again.
-    pub const REVOKED: i32 = 7;
+    Revoked = 7,
+}
+
+impl RunStatus {
+    /// The API's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Due => "DUE",
+            Self::Fired => "FIRED",
+            Self::Succeeded => "SUCCEEDED",
+            Self::Failed => "FAILED",
+            Self::Skipped => "SKIPPED",
+            Self::Passed => "PASSED",
+            Self::Stopped => "STOPPED",
+            Self::Revoked => "REVOKED",
+        }
+    }
+
+    /// Whether this attempt is over (neither waiting nor fired).
+    pub fn is_over(self) -> bool {
+        !matches!(self, Self::Due | Self::Fired)
+    }
 }
 
 /// A stored instance.
@@ -111,8 +156,8 @@ pub struct InstanceRow {
     pub id: InstanceId,
     /// Its workflow.
     pub workflow_id: WorkflowId,
-    /// See [`instance_status`].
-    pub status: i32,
+    /// Its state.
+    pub status: InstanceStatus,
     /// `CRON`, `MANUAL`, `API`, `RERUN`…
     pub trigger_type: String,
     /// The scheduled time (or the start request's), epoch ms.
@@ -153,8 +198,8 @@ pub struct RunRow {
     pub node: String,
     /// 1 for the first attempt.
     pub attempt: i32,
-    /// See [`run_status`].
-    pub status: i32,
+    /// Its state.
+    pub status: RunStatus,
     /// Not fired before this time.
     pub due_ms: i64,
     /// When it was fired (0: not yet).
@@ -180,7 +225,7 @@ impl RunRow {
             instance_id: instance,
             node: run.node,
             attempt: run.attempt,
-            status: run_status::DUE,
+            status: RunStatus::Due,
             due_ms: run.due_ms,
             fired_ms: 0,
             end_ms: 0,
@@ -199,8 +244,8 @@ pub struct NewRun {
     pub node: String,
     /// Attempt number.
     pub attempt: i32,
-    /// See [`run_status`]: `DUE`, or a state it is born in (`SKIPPED`, `PASSED`).
-    pub status: i32,
+    /// `Due`, or a state it is born in (`Skipped`, `Passed`).
+    pub status: RunStatus,
     /// Due time (or, born over, the end time).
     pub due_ms: i64,
     /// Output (a pass or a "mark done").

@@ -6,7 +6,7 @@
 //! skipped node below it run.
 
 use jobwheel_admin::protocol::HandleCallbackParam;
-use jobwheel_admin::store::{InstanceId, JobId, StartOutcome, instance_status as is, run_status as rs};
+use jobwheel_admin::store::{InstanceId, InstanceStatus, JobId, RunStatus, StartOutcome};
 use jobwheel_admin::workflow::{Condition, Graph};
 use serde_json::{Value, json};
 
@@ -45,7 +45,7 @@ async fn context(s: &Setup, id: InstanceId) -> anyhow::Result<Value> {
 }
 
 /// Statuses of `node`'s runs, oldest first.
-async fn statuses(s: &Setup, id: InstanceId, name: &str) -> anyhow::Result<Vec<i32>> {
+async fn statuses(s: &Setup, id: InstanceId, name: &str) -> anyhow::Result<Vec<RunStatus>> {
     let runs = s.store.instance_runs(id).await?;
     Ok(runs.iter().filter(|r| r.node == name).map(|r| r.status).collect())
 }
@@ -88,7 +88,7 @@ async fn operations(db: &Db) -> anyhow::Result<()> {
     assert_eq!(context_of(&s, join, 1).await?["right"]["sum"], 10, "a join sees every parent's output");
     answer(&s, join, 1, 500, "join broke").await?;
     answer(&s, cleanup, 1, 200, "cleaned").await?;
-    assert_eq!(ended(&*s.store, id).await?, is::FAILED);
+    assert_eq!(ended(&*s.store, id).await?, InstanceStatus::Failed);
 
     // Rerun from failure: `left` (the topmost failed node) runs again; `join`, failed below
     // it, waits for it and runs again; `cleanup`, which succeeded, stays done.
@@ -99,11 +99,11 @@ async fn operations(db: &Db) -> anyhow::Result<()> {
     );
     answer(&s, left, 2, 200, "left ok").await?;
     answer(&s, join, 2, 200, "joined").await?;
-    assert_eq!(ended(&*s.store, id).await?, is::SUCCEEDED);
+    assert_eq!(ended(&*s.store, id).await?, InstanceStatus::Succeeded);
     assert_eq!(context_of(&s, join, 2).await?["left"], "left ok", "the rerun's output reached the join");
-    assert_eq!(statuses(&s, id, "left").await?, vec![rs::FAILED, rs::SUCCEEDED]);
-    assert_eq!(statuses(&s, id, "join").await?, vec![rs::REVOKED, rs::SUCCEEDED]);
-    assert_eq!(statuses(&s, id, "cleanup").await?, vec![rs::SUCCEEDED]);
+    assert_eq!(statuses(&s, id, "left").await?, vec![RunStatus::Failed, RunStatus::Succeeded]);
+    assert_eq!(statuses(&s, id, "join").await?, vec![RunStatus::Revoked, RunStatus::Succeeded]);
+    assert_eq!(statuses(&s, id, "cleanup").await?, vec![RunStatus::Succeeded]);
     let counts: Vec<usize> = s.jobs.iter().map(|j| runs_of(&s.fake, *j).len()).collect();
     assert_eq!(counts, vec![1, 2, 1, 2, 1], "each node ran exactly as often as it should");
     let done = context(&s, id).await?;
@@ -118,8 +118,8 @@ async fn operations(db: &Db) -> anyhow::Result<()> {
         json!({"day": "2030-01-01"}),
         "no outputs of the old instance"
     );
-    assert_eq!(ended(&*s.store, again).await?, is::FAILED);
-    assert_eq!(statuses(&s, again, "join").await?, vec![rs::SKIPPED]);
+    assert_eq!(ended(&*s.store, again).await?, InstanceStatus::Failed);
+    assert_eq!(statuses(&s, again, "join").await?, vec![RunStatus::Skipped]);
 
     // The failed root marked done with an output: everything skipped below it runs, with it.
     assert!(wf.mark_done(again, "left", None).await.is_err(), "only a failed node");
@@ -128,11 +128,11 @@ async fn operations(db: &Db) -> anyhow::Result<()> {
     answer(&s, right, 2, 200, "r").await?;
     assert_eq!(context_of(&s, left, 3).await?["extract"]["rows"], 7, "the given output reached the children");
     answer(&s, join, 3, 200, "j").await?;
-    assert_eq!(ended(&*s.store, again).await?, is::SUCCEEDED);
-    assert_eq!(statuses(&s, again, "extract").await?, vec![rs::FAILED, rs::SUCCEEDED]);
+    assert_eq!(ended(&*s.store, again).await?, InstanceStatus::Succeeded);
+    assert_eq!(statuses(&s, again, "extract").await?, vec![RunStatus::Failed, RunStatus::Succeeded]);
     assert_eq!(
         statuses(&s, again, "cleanup").await?,
-        vec![rs::REVOKED, rs::SKIPPED],
+        vec![RunStatus::Revoked, RunStatus::Skipped],
         "planned again, skipped"
     );
     let counts: Vec<usize> = s.jobs.iter().map(|j| runs_of(&s.fake, *j).len()).collect();

@@ -13,7 +13,7 @@ use std::time::Duration;
 use jobwheel_admin::alarm::{AlarmChannel, Alarmer, WebhookAlarm};
 use jobwheel_admin::calendar::CalendarDays;
 use jobwheel_admin::clock::ManualClock;
-use jobwheel_admin::store::{InstanceRow, LogId, NewCalendar, Store, WorkflowId, instance_status as is};
+use jobwheel_admin::store::{InstanceRow, InstanceStatus, LogId, NewCalendar, Store, WorkflowId};
 use jobwheel_admin::workflow::{Graph, WorkflowDays};
 use serde_json::{Value, json};
 
@@ -89,7 +89,7 @@ async fn schedule(db: &Db) -> anyhow::Result<()> {
     let next = store.load_workflow(id).await?.expect("workflow").workflow.trigger_next_time;
     assert_eq!(next, MON, "never on the weekend: Monday 09:00");
     wait_for(WAIT, "Friday's instance failed", || async {
-        Ok(instances(&*store, id).await?.first().filter(|i| i.status == is::FAILED).map(|_| ()))
+        Ok(instances(&*store, id).await?.first().filter(|i| i.status == InstanceStatus::Failed).map(|_| ()))
     })
     .await?;
     assert_eq!(wf.sweep(FRI + 1000).await?.alarms, 1);
@@ -111,7 +111,7 @@ async fn schedule(db: &Db) -> anyhow::Result<()> {
     assert_eq!(missed["fireTime"], MON);
     let all = instances(&*store, id).await?;
     assert_eq!(all.len(), 2);
-    assert_eq!((all[1].status, all[1].fire_time_ms), (is::MISSED, MON));
+    assert_eq!((all[1].status, all[1].fire_time_ms), (InstanceStatus::Missed, MON));
     assert_eq!(store.load_workflow(id).await?.expect("workflow").workflow.trigger_next_time, TUE);
     assert_eq!(wf.sweep(MON + 11_000).await?.alarms, 0, "alarmed once");
 

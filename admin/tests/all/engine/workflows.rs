@@ -10,8 +10,8 @@ use jobwheel_admin::alarm::Alarmer;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::Engine;
 use jobwheel_admin::store::{
-    Admission, GroupId, InstanceId, JobId, NewInstance, NewWorkflow, RunRow, StartOutcome, Store, WorkflowId,
-    instance_status as is, run_status as rs,
+    Admission, GroupId, InstanceId, InstanceStatus, JobId, NewInstance, NewWorkflow, RunRow, RunStatus,
+    StartOutcome, Store, WorkflowId,
 };
 use jobwheel_admin::workflow::{Condition, Edge, Graph, Node};
 
@@ -102,10 +102,10 @@ pub(crate) async fn answer(s: &Setup, job: JobId, n: usize, code: i32, msg: &str
     Ok(())
 }
 
-pub(crate) async fn ended(store: &dyn Store, id: InstanceId) -> anyhow::Result<i32> {
+pub(crate) async fn ended(store: &dyn Store, id: InstanceId) -> anyhow::Result<InstanceStatus> {
     wait_for(WAIT, "the instance to end", || async {
         let row = store.load_instance(id).await?.expect("instance");
-        Ok((row.status >= is::SUCCEEDED).then_some(row.status))
+        Ok(row.status.is_over().then_some(row.status))
     })
     .await
 }
@@ -148,7 +148,11 @@ async fn diamond(db: &Db) -> anyhow::Result<()> {
     assert!(runs_of(&s.fake, join).len() <= 1);
     answer(&s, join, 1, 500, "join broke").await?;
     answer(&s, cleanup, 1, 200, "cleaned").await?;
-    assert_eq!(ended(&*s.store, id).await?, is::FAILED, "join failed without continue-on-failure");
+    assert_eq!(
+        ended(&*s.store, id).await?,
+        InstanceStatus::Failed,
+        "join failed without continue-on-failure"
+    );
 
     // Every node ran exactly as often as it should; the disabled one never.
     let counts: Vec<usize> =
@@ -164,10 +168,10 @@ async fn diamond(db: &Db) -> anyhow::Result<()> {
     assert!(context.get("join").is_none(), "a failed node adds nothing");
     let runs = s.store.instance_runs(id).await?;
     let state =
-        |name: &str| -> Vec<i32> { runs.iter().filter(|r| r.node == name).map(|r| r.status).collect() };
-    assert_eq!(state("off"), vec![rs::PASSED]);
-    assert_eq!(state("right"), vec![rs::FAILED, rs::SUCCEEDED]);
-    assert_eq!(state("left"), vec![rs::FAILED]);
+        |name: &str| -> Vec<RunStatus> { runs.iter().filter(|r| r.node == name).map(|r| r.status).collect() };
+    assert_eq!(state("off"), vec![RunStatus::Passed]);
+    assert_eq!(state("right"), vec![RunStatus::Failed, RunStatus::Succeeded]);
+    assert_eq!(state("left"), vec![RunStatus::Failed]);
     s.engine.triggers().wait_idle().await;
     Ok(())
 }
@@ -213,21 +217,21 @@ async fn max_instances_skip_or_queue_and_stop_kills_the_running_node() -> anyhow
     let a_log = instance_runs(&*s.store, a).await?[0].log_id.expect("fired");
     assert!(wf.stop(a).await?);
     assert!(!wf.stop(a).await?, "once");
-    assert_eq!(s.store.load_instance(a).await?.map(|i| i.status), Some(is::STOPPED));
-    assert_eq!(instance_runs(&*s.store, a).await?[0].status, rs::STOPPED);
+    assert_eq!(s.store.load_instance(a).await?.map(|i| i.status), Some(InstanceStatus::Stopped));
+    assert_eq!(instance_runs(&*s.store, a).await?[0].status, RunStatus::Stopped);
     let kills = s.fake.kills.lock().expect("kills").clone();
     assert!(kills.iter().any(|(_, job)| *job == s.jobs[0].0), "its executor was asked to kill it: {kills:?}");
     // A late result of the stopped run changes nothing.
     s.engine.completion().on_callbacks(vec![callback(a_log, 200, "late")]).await?;
     wf.sweep(T0).await?;
     let b_row = s.store.load_instance(b).await?.expect("b");
-    assert_eq!(b_row.status, is::RUNNING, "the queued instance was admitted");
+    assert_eq!(b_row.status, InstanceStatus::Running, "the queued instance was admitted");
     wait_for(WAIT, "b's node fired", || async {
-        Ok(instance_runs(&*s.store, b).await?.first().filter(|r| r.status == rs::FIRED).map(|_| ()))
+        Ok(instance_runs(&*s.store, b).await?.first().filter(|r| r.status == RunStatus::Fired).map(|_| ()))
     })
     .await?;
-    assert_eq!(s.store.load_instance(a).await?.map(|i| i.status), Some(is::STOPPED));
-    assert_eq!(s.store.load_instance(first).await?.map(|i| i.status), Some(is::RUNNING));
+    assert_eq!(s.store.load_instance(a).await?.map(|i| i.status), Some(InstanceStatus::Stopped));
+    assert_eq!(s.store.load_instance(first).await?.map(|i| i.status), Some(InstanceStatus::Running));
     s.engine.triggers().wait_idle().await;
     Ok(())
 }
@@ -304,6 +308,9 @@ async fn the_sweep_recovers_what_a_dead_admin_left_and_two_admins_fire_each_run_
         s.fake.runs().into_iter().chain(other_fake.runs()).filter(|(_, p)| p.job_id == s.jobs[1].0).collect();
     assert_eq!(second.len(), 1, "the child fired once");
     let runs = instance_runs(&*s.store, id).await?;
-    assert_eq!(runs.iter().map(|r| r.status).collect::<Vec<_>>(), vec![rs::SUCCEEDED, rs::FIRED]);
+    assert_eq!(
+        runs.iter().map(|r| r.status).collect::<Vec<_>>(),
+        vec![RunStatus::Succeeded, RunStatus::Fired]
+    );
     Ok(())
 }

@@ -6,8 +6,8 @@
 
 use chrono::Utc;
 use jobwheel_admin::store::{
-    Admission, GroupId, InstanceId, NewInstance, NewLog, NewRun, NewWorkflow, StartOutcome, WorkflowId,
-    instance_status as is, run_status as rs,
+    Admission, GroupId, InstanceId, InstanceStatus, NewInstance, NewLog, NewRun, NewWorkflow, RunStatus,
+    StartOutcome, WorkflowId,
 };
 use serde_json::{Value, json};
 
@@ -74,14 +74,14 @@ impl World {
         let run = NewRun {
             node: MATRIX_SECRET.into(),
             attempt: 1,
-            status: if failed { rs::FAILED } else { rs::DUE },
+            status: if failed { RunStatus::Failed } else { RunStatus::Due },
             due_ms: now_ms,
             output: None,
             message: failed.then(|| "matrix failure".to_owned()),
         };
         let run_id = tx.insert_runs(&[run]).await.expect("run")[0];
         if failed {
-            tx.set_instance(is::FAILED, "{}", now_ms, now_ms).await.expect("failed");
+            tx.set_instance(InstanceStatus::Failed, "{}", now_ms, now_ms).await.expect("failed");
         }
         tx.commit().await.expect("commit");
         if !failed {
