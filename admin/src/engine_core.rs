@@ -17,6 +17,7 @@ use crate::alarm::{AlarmChannel, Alarmer, EmailAlarm, WebhookAlarm};
 use crate::app::CoreContext;
 use crate::clock::{Clock, SystemClock, ThreadRandom};
 use crate::config::AdminConfig;
+use crate::domain::TriggerType;
 use crate::engine::{
     Engine, EngineConfig, EngineError, EngineServices, InstanceOp, OpError, StartError, schedule_node_name,
 };
@@ -111,7 +112,7 @@ impl AdminCore for EngineCore {
         workflow: WorkflowId,
         context: Option<&str>,
     ) -> Result<StartOutcome, StartError> {
-        self.engine.workflows().start(workflow, context, "MANUAL").await
+        self.engine.workflows().start(workflow, context, TriggerType::Manual).await
     }
 
     async fn stop_workflow_instance(&self, instance: InstanceId) -> Result<bool, EngineError> {

@@ -353,6 +353,7 @@ fn type_label(trigger_type: TriggerType) -> &'static str {
         TriggerType::Api => "api",
         TriggerType::Workflow => "workflow",
         TriggerType::Misfire => "misfire",
+        TriggerType::Rerun => "rerun",
     }
 }
 

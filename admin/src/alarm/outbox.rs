@@ -11,8 +11,7 @@
 
 use super::notice::{EventKind, Notice};
 use crate::store::{
-    ChannelId, DeliveryId, GroupId, JobId, NewEvent, RouteRow, Store, StoreError, delivery_status as ds,
-    route_scope,
+    ChannelId, DeliveryId, DeliveryStatus, GroupId, JobId, NewEvent, RouteRow, Store, StoreError, route_scope,
 };
 
 /// What an event is about, for folding and keys.
@@ -98,7 +97,7 @@ async fn placement(
         return Ok((now_ms, None));
     }
     let Some(last) = store.last_message(channel, subject).await? else { return Ok((now_ms, None)) };
-    if last.status == ds::PENDING && last.attempts == 0 {
+    if last.status == DeliveryStatus::Pending && last.attempts == 0 {
         // Not sent yet (this window's next message, or one about to go): count into it.
         return Ok((last.due_ms, Some(last.id)));
     }

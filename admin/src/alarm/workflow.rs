@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use crate::domain::TriggerType;
 use crate::lang::MessageLang;
 use crate::store::{GroupRow, InstanceRow, InstanceStatus, WorkflowRow};
 
@@ -41,7 +42,7 @@ impl WorkflowAlarmEvent {
     /// One sentence saying what happened, in `lang`.
     pub fn summary(&self, lang: MessageLang) -> String {
         let name = &self.workflow.workflow.name;
-        let late = self.instance.trigger_type == "MISFIRE";
+        let late = self.instance.trigger_type.is(TriggerType::Misfire);
         let nodes = self.failed_nodes.iter().map(|n| n.node.as_str()).collect::<Vec<_>>().join(", ");
         match (lang, self.instance.status == InstanceStatus::Missed, late) {
             (MessageLang::Zh, true, true) => {
@@ -89,7 +90,7 @@ impl WorkflowAlarmEvent {
             self.alarm_type(),
             text(&self.summary(lang)),
             self.instance.id,
-            text(&self.instance.trigger_type)
+            text(&self.instance.started_by())
         )
     }
 }
@@ -136,7 +137,7 @@ impl WorkflowWebhookPayload {
             job_group_title: event.group.as_ref().map(|g| g.group.title.clone()),
             instance_id: event.instance.id.0,
             status: if missed { "MISSED" } else { "FAILED" },
-            trigger_type: event.instance.trigger_type.clone(),
+            trigger_type: event.instance.started_by(),
             fire_time: event.instance.fire_time_ms,
             end_time: event.instance.end_ms,
             summary: event.summary(MessageLang::En),

@@ -1,8 +1,10 @@
 //! Why a trigger happened, and its title in upstream's two message bundles.
 
+use super::KnownName;
 use crate::lang::MessageLang;
 
-/// Why a trigger happened (upstream `TriggerTypeEnum`); only used in message text.
+/// Why a trigger happened (upstream `TriggerTypeEnum`): in a log's trigger message, and as how a
+/// workflow instance started (`jobwheel_workflow_instance.trigger_type`, by its name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TriggerType {
     /// From the UI's "trigger once" or the API.
@@ -19,6 +21,38 @@ pub enum TriggerType {
     Misfire,
     /// A node of a workflow instance (jobwheel).
     Workflow,
+    /// A workflow instance started again from a finished one (jobwheel; the instance keeps
+    /// which in `rerun_of`).
+    Rerun,
+}
+
+impl KnownName for TriggerType {
+    fn all() -> &'static [Self] {
+        &[
+            Self::Manual,
+            Self::Cron,
+            Self::Retry,
+            Self::Parent,
+            Self::Api,
+            Self::Misfire,
+            Self::Workflow,
+            Self::Rerun,
+        ]
+    }
+
+    /// Upstream's enum constant names (jobwheel's two after them).
+    fn name(self) -> &'static str {
+        match self {
+            Self::Manual => "MANUAL",
+            Self::Cron => "CRON",
+            Self::Retry => "RETRY",
+            Self::Parent => "PARENT",
+            Self::Api => "API",
+            Self::Misfire => "MISFIRE",
+            Self::Workflow => "WORKFLOW",
+            Self::Rerun => "RERUN",
+        }
+    }
 }
 
 impl TriggerType {
@@ -39,6 +73,8 @@ impl TriggerType {
             (Self::Misfire, MessageLang::En) => "Misfire compensation trigger",
             (Self::Workflow, MessageLang::Zh) => "工作流触发",
             (Self::Workflow, MessageLang::En) => "Workflow trigger",
+            (Self::Rerun, MessageLang::Zh) => "重新运行",
+            (Self::Rerun, MessageLang::En) => "Rerun",
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::alarm::outbox::{self, Raise};
 use crate::alarm::{ChannelSender, EventKind, Notice, SEND_TIMEOUT, plain_text};
 use crate::lang::MessageLang;
 use crate::store::{
-    DeliveryOutcome, DeliveryRow, GroupRow, JobRow, LogRow, Store, delivery_status as ds, route_scope,
+    DeliveryOutcome, DeliveryRow, DeliveryStatus, GroupRow, JobRow, LogRow, Store, route_scope,
 };
 
 /// Waits before the 2nd … 6th attempt.
@@ -140,7 +140,7 @@ impl AlarmDesk {
 
     /// One pass: every [`SWEEP_EVERY_MS`] the duration sweeps and recoveries, then the due
     /// deliveries; answers the deliveries attempted with the status each ended in.
-    pub async fn pass(&self, now_ms: i64) -> Result<Vec<(DeliveryRow, i32)>, EngineError> {
+    pub async fn pass(&self, now_ms: i64) -> Result<Vec<(DeliveryRow, DeliveryStatus)>, EngineError> {
         let last = self.last_sweep_ms.load(Ordering::Relaxed);
         if now_ms.saturating_sub(last) >= SWEEP_EVERY_MS {
             self.last_sweep_ms.store(now_ms, Ordering::Relaxed);
@@ -242,7 +242,7 @@ impl AlarmDesk {
     }
 
     /// Claims the due deliveries and sends them all at once; each one's final status.
-    pub async fn deliver_due(&self, now_ms: i64) -> Result<Vec<(DeliveryRow, i32)>, EngineError> {
+    pub async fn deliver_due(&self, now_ms: i64) -> Result<Vec<(DeliveryRow, DeliveryStatus)>, EngineError> {
         let mut sends = JoinSet::new();
         for delivery in self.store.due_deliveries(now_ms, BATCH).await? {
             if !self.store.claim_delivery(&delivery, now_ms + LEASE_MS).await? {
@@ -274,13 +274,13 @@ async fn deliver(
     sender: &ChannelSender,
     d: &DeliveryRow,
     now_ms: i64,
-) -> Result<i32, EngineError> {
+) -> Result<DeliveryStatus, EngineError> {
     let channel = store.load_channel(d.channel_id).await?;
     let event = store.load_event(d.event_id).await?;
     let attempts = d.attempts + 1;
     let (Some(channel), Some(event)) = (channel.filter(|c| c.channel.enabled != 0), event) else {
         let outcome = DeliveryOutcome {
-            status: ds::SKIPPED,
+            status: DeliveryStatus::Skipped,
             due_ms: d.due_ms,
             attempts: d.attempts,
             sent_ms: now_ms,
@@ -289,15 +289,15 @@ async fn deliver(
             answer: "the channel was disabled or deleted".to_owned(),
         };
         store.finish_delivery(d.id, &outcome).await?;
-        return Ok(ds::SKIPPED);
+        return Ok(DeliveryStatus::Skipped);
     };
     let notice: Notice = serde_json::from_str(&event.notice).unwrap_or_default();
     let attempt = sender.send(&channel, &notice, d.folded, now_ms).await;
     let retry = usize::try_from(d.attempts).ok().and_then(|i| RETRY_DELAYS_MS.get(i).copied());
     let (status, due_ms) = match (attempt.ok, retry) {
-        (true, _) => (ds::SENT, d.due_ms),
-        (false, Some(wait)) => (ds::PENDING, now_ms + wait),
-        (false, None) => (ds::FAILED, d.due_ms),
+        (true, _) => (DeliveryStatus::Sent, d.due_ms),
+        (false, Some(wait)) => (DeliveryStatus::Pending, now_ms + wait),
+        (false, None) => (DeliveryStatus::Failed, d.due_ms),
     };
     if !attempt.ok {
         tracing::warn!(delivery = d.id.0, channel = %channel.channel.name, attempts, answer = %attempt.answer, "alarm delivery failed");

@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::EngineError;
 use super::workflow_advance::node_states;
 use super::workflows::{MAX_CONTEXT, MAX_NODE_OUTPUT, StartError, Workflows};
+use crate::domain::TriggerType;
 use crate::store::{
     InstanceId, InstanceStatus, InstanceTx, NewInstance, NewRun, RunEnd, RunRow, RunStatus, StartOutcome,
 };
@@ -168,7 +169,8 @@ impl Workflows {
         input.retain(|key, _| graph.node(key).is_none());
         let new = NewInstance {
             workflow_id: old.workflow_id,
-            trigger_type: format!("RERUN of {}", id.0),
+            trigger_type: TriggerType::Rerun,
+            rerun_of: Some(id),
             fire_time_ms: now_ms,
             graph: old.graph,
             context: Value::Object(input).to_string(),

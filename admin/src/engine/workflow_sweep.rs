@@ -12,6 +12,7 @@ use super::next_times::PRE_READ_MS;
 use super::workflows::Workflows;
 use crate::calendar::next_fire;
 use crate::cron::parse_time_zone;
+use crate::domain::TriggerType;
 use crate::domain::{MisfireStrategy, Overflow};
 use crate::store::{Admission, NewInstance, StartOutcome, WorkflowRow};
 use crate::workflow::WorkflowDays;
@@ -112,7 +113,8 @@ impl Workflows {
         }
         let new = NewInstance {
             workflow_id: row.id,
-            trigger_type: if late { "MISFIRE".into() } else { "CRON".into() },
+            trigger_type: if late { TriggerType::Misfire } else { TriggerType::Cron },
+            rerun_of: None,
             fire_time_ms: if late { now_ms } else { due },
             graph: w.graph.clone(),
             context: "{}".into(),

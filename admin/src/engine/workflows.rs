@@ -21,6 +21,7 @@ use super::trigger::TriggerPath;
 use crate::alarm::Alarmer;
 use crate::clock::Clock;
 use crate::domain::Overflow;
+use crate::domain::TriggerType;
 use crate::store::{
     Admission, InstanceId, InstanceStatus, LogId, NewInstance, NewWorkflow, RunEnd, RunId, RunStatus,
     StartOutcome, Store, WorkflowId,
@@ -86,7 +87,7 @@ impl Workflows {
         self: &Arc<Self>,
         workflow: WorkflowId,
         context: Option<&str>,
-        trigger_type: &str,
+        trigger_type: TriggerType,
     ) -> Result<StartOutcome, StartError> {
         let now_ms = self.clock.now_ms();
         let row = self.store.load_workflow(workflow).await.map_err(EngineError::from)?;
@@ -95,7 +96,8 @@ impl Workflows {
         Graph::from_json(&row.workflow.graph).map_err(|e| StartError::BadGraph(e.to_string()))?;
         let new = NewInstance {
             workflow_id: workflow,
-            trigger_type: trigger_type.to_owned(),
+            trigger_type,
+            rerun_of: None,
             fire_time_ms: now_ms,
             graph: row.workflow.graph.clone(),
             context,

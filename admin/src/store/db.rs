@@ -24,10 +24,10 @@ pub(crate) use super::query_buf::QueryBuf;
 use super::readers::Readers;
 use super::schema::Naming;
 use super::{
-    Backend, CalendarId, ChannelId, ClaimId, DeliveryId, EventId, GroupId, InstanceId, InstanceStatus, JobId,
-    LogId, RunId, RunStatus, StoreError, UserId, WorkflowId,
+    Backend, CalendarId, ChannelId, ClaimId, DeliveryId, DeliveryStatus, EventId, GroupId, InstanceId,
+    InstanceStatus, JobId, LogId, RunId, RunStatus, StoreError, UserId, WorkflowId,
 };
-use crate::domain::{KnownName, Named};
+use crate::domain::{KnownName, Named, TriggerType};
 
 /// A row type every backend can decode (the derived `FromRow` of the row types, or a tuple).
 pub(crate) trait Record:
@@ -119,6 +119,15 @@ arg_from! {
     DeliveryId => |v| Arg::I64(Some(v.0)),
     InstanceStatus => |v| Arg::I32(Some(v as i32)),
     RunStatus => |v| Arg::I32(Some(v as i32)),
+    DeliveryStatus => |v| Arg::I32(Some(v as i32)),
+    Option<InstanceId> => |v| Arg::I64(v.map(|id| id.0)),
+}
+
+/// How an instance started binds as its name.
+impl From<TriggerType> for Arg<'_> {
+    fn from(v: TriggerType) -> Self {
+        Arg::Text(Some(Cow::Borrowed(v.name())))
+    }
 }
 
 /// A stored strategy or type binds as its name (`domain::Named`).

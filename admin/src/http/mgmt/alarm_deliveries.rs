@@ -11,7 +11,7 @@ use super::alarm_channels::bad;
 use super::auth::Principal;
 use super::{ApiQuery, Listed, Paging};
 use crate::http::{ApiError, MgmtState};
-use crate::store::{ChannelId, DeliveryFilter, delivery_status as ds};
+use crate::store::{ChannelId, DeliveryFilter, DeliveryStatus};
 
 #[derive(Deserialize)]
 pub(crate) struct DeliveryQuery {
@@ -42,15 +42,6 @@ pub(crate) struct DeliveryView {
     answer: String,
 }
 
-const STATUS_NAMES: [(i32, &str); 6] = [
-    (ds::PENDING, "PENDING"),
-    (ds::SENDING, "SENDING"),
-    (ds::SENT, "SENT"),
-    (ds::FAILED, "FAILED"),
-    (ds::FOLDED, "FOLDED"),
-    (ds::SKIPPED, "SKIPPED"),
-];
-
 /// `GET /api/v1/alarm-deliveries?channel=&subject=&status=` (administrators), newest first;
 /// folded events are counted in the message they were folded into.
 pub(crate) async fn deliveries(
@@ -63,10 +54,9 @@ pub(crate) async fn deliveries(
     let status = match query.status.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
         None => None,
         Some(name) => Some(
-            STATUS_NAMES
-                .iter()
-                .find(|(_, n)| n.eq_ignore_ascii_case(name))
-                .map(|(v, _)| *v)
+            DeliveryStatus::ALL
+                .into_iter()
+                .find(|status| status.name().eq_ignore_ascii_case(name))
                 .ok_or_else(|| bad("status", "PENDING, SENDING, SENT, FAILED or SKIPPED"))?,
         ),
     };
@@ -89,7 +79,7 @@ pub(crate) async fn deliveries(
                 channel_name: names.iter().find(|(id, _)| *id == d.channel_id).map(|(_, n)| n.clone()),
                 event: row.kind,
                 subject: d.subject,
-                status: STATUS_NAMES.iter().find(|(v, _)| *v == d.status).map_or("UNKNOWN", |(_, n)| n),
+                status: d.status.name(),
                 due_time: d.due_ms,
                 attempts: d.attempts,
                 folded: d.folded,

@@ -92,7 +92,7 @@ impl InstanceView {
             id: row.id.0,
             workflow_id: row.workflow_id.0,
             status: row.status.name(),
-            trigger_type: row.trigger_type,
+            trigger_type: row.started_by(),
             fire_time: row.fire_time_ms,
             start_time: row.start_ms,
             end_time: row.end_ms,

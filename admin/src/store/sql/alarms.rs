@@ -8,8 +8,8 @@ use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
 use crate::store::{
     AlarmStore, ChannelId, ChannelRow, DeliveryFilter, DeliveryId, DeliveryListRow, DeliveryOutcome,
-    DeliveryRow, EventId, EventRow, FailingJob, GroupId, InstanceRow, InstanceStatus, JobId, LogId, LogRow,
-    NewChannel, NewEvent, Page, Paged, RouteRow, StoreError, delivery_status as ds,
+    DeliveryRow, DeliveryStatus, EventId, EventRow, FailingJob, GroupId, InstanceRow, InstanceStatus, JobId,
+    LogId, LogRow, NewChannel, NewEvent, Page, Paged, RouteRow, StoreError,
 };
 
 macro_rules! channel_columns {
@@ -112,7 +112,7 @@ static RUNNING_BEFORE: Sql = Sql::new(concat!(
     AND trigger_time <= TS(?) ORDER BY id LIMIT ?"
 ));
 static INSTANCES_BEFORE: Sql = Sql::new(
-    "SELECT id, workflow_id, status, trigger_type, fire_time_ms, start_ms, end_ms, graph, context \
+    "SELECT id, workflow_id, status, trigger_type, rerun_of, fire_time_ms, start_ms, end_ms, graph, context \
     FROM jobwheel_workflow_instance WHERE workflow_id = ? AND status = ? AND start_ms < ? ORDER BY id LIMIT ?",
 );
 
@@ -121,7 +121,7 @@ fn channel_args(c: &NewChannel) -> Vec<crate::store::db::Arg<'_>> {
 }
 
 fn push_filter(q: &mut QueryBuf<'_>, f: &DeliveryFilter) {
-    q.push(" WHERE d.status <> ").bind(ds::FOLDED);
+    q.push(" WHERE d.status <> ").bind(DeliveryStatus::Folded);
     if let Some(channel) = f.channel {
         q.push(" AND d.channel_id = ").bind(channel);
     }
@@ -212,7 +212,7 @@ impl AlarmStore for SqlStore {
         channel: ChannelId,
         subject: &str,
     ) -> Result<Option<DeliveryRow>, StoreError> {
-        self.ex().fetch_optional(&LAST_MESSAGE, &args![channel, subject, ds::FOLDED]).await
+        self.ex().fetch_optional(&LAST_MESSAGE, &args![channel, subject, DeliveryStatus::Folded]).await
     }
 
     async fn add_delivery(
@@ -224,7 +224,7 @@ impl AlarmStore for SqlStore {
         into: Option<DeliveryId>,
         now_ms: i64,
     ) -> Result<DeliveryId, StoreError> {
-        let status = if into.is_some() { ds::FOLDED } else { ds::PENDING };
+        let status = if into.is_some() { DeliveryStatus::Folded } else { DeliveryStatus::Pending };
         let into_id = into.map_or(0, |d| d.0);
         let mut tx = self.db.begin().await?;
         let args = args![event, channel, subject, status, due_ms, into_id, now_ms];
@@ -237,12 +237,12 @@ impl AlarmStore for SqlStore {
     }
 
     async fn due_deliveries(&self, now_ms: i64, limit: u32) -> Result<Vec<DeliveryRow>, StoreError> {
-        let args = args![ds::PENDING, now_ms, ds::SENDING, now_ms, i64::from(limit)];
+        let args = args![DeliveryStatus::Pending, now_ms, DeliveryStatus::Sending, now_ms, i64::from(limit)];
         self.ex().fetch_all(&DUE, &args).await
     }
 
     async fn claim_delivery(&self, d: &DeliveryRow, lease_ms: i64) -> Result<bool, StoreError> {
-        let args = args![ds::SENDING, lease_ms, d.id, d.status, d.lease_ms, d.attempts];
+        let args = args![DeliveryStatus::Sending, lease_ms, d.id, d.status, d.lease_ms, d.attempts];
         Ok(self.ex().execute(&CLAIM, &args).await? > 0)
     }
 
@@ -277,8 +277,10 @@ impl AlarmStore for SqlStore {
     }
 
     async fn purge_alarms(&self, before_ms: i64) -> Result<u64, StoreError> {
-        let deleted =
-            self.ex().execute(&PURGE_DELIVERIES, &args![before_ms, ds::PENDING, ds::SENDING]).await?;
+        let deleted = self
+            .ex()
+            .execute(&PURGE_DELIVERIES, &args![before_ms, DeliveryStatus::Pending, DeliveryStatus::Sending])
+            .await?;
         self.ex().execute(&PURGE_EVENTS, &args![before_ms]).await?;
         Ok(deleted)
     }

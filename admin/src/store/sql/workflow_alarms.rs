@@ -11,7 +11,7 @@ use crate::store::workflow_store::WorkflowAlarmStore;
 use crate::store::{InstanceId, InstanceRow, StoreError, instance_alarm};
 
 static PENDING: Sql = Sql::new(
-    "SELECT id, workflow_id, status, trigger_type, fire_time_ms, start_ms, end_ms, graph, context \
+    "SELECT id, workflow_id, status, trigger_type, rerun_of, fire_time_ms, start_ms, end_ms, graph, context \
     FROM jobwheel_workflow_instance WHERE alarm_status = ? ORDER BY id LIMIT ?",
 );
 static SET: Sql =

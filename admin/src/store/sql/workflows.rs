@@ -26,7 +26,7 @@ macro_rules! workflow_columns {
 }
 macro_rules! instance_columns {
     () => {
-        "SELECT id, workflow_id, status, trigger_type, fire_time_ms, start_ms, end_ms, graph, context \
+        "SELECT id, workflow_id, status, trigger_type, rerun_of, fire_time_ms, start_ms, end_ms, graph, context \
          FROM jobwheel_workflow_instance"
     };
 }
@@ -66,8 +66,8 @@ static QUEUED_WORKFLOWS: Sql = Sql::new(
 static ADMIT: Sql =
     Sql::new("UPDATE jobwheel_workflow_instance SET status = 1, start_ms = ? WHERE id = ? AND status = 0");
 static INSERT_INSTANCE: Sql = Sql::new(
-    "INSERT INTO jobwheel_workflow_instance (workflow_id, status, trigger_type, fire_time_ms, start_ms, graph, context) \
-    VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    "INSERT INTO jobwheel_workflow_instance (workflow_id, status, trigger_type, rerun_of, fire_time_ms, start_ms, \
+    graph, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
 );
 static LOAD_INSTANCE: Sql = Sql::new(concat!(instance_columns!(), " WHERE id = ?"));
 static LOCK_INSTANCE: Sql = Sql::new(concat!(instance_columns!(), " WHERE id = ? FOR UPDATE"));
@@ -234,7 +234,7 @@ impl WorkflowStore for SqlStore {
                 // is kept as MISSED, so it is seen and alarmed.
                 if let Some((due, ..)) = admission.advance.filter(|_| admission.keep_missed) {
                     // Its fire time is the scheduled one it missed, even when found late.
-                    let args = args![new.workflow_id, &new.trigger_type, due, admission.now_ms, &new.graph];
+                    let args = args![new.workflow_id, new.trigger_type, due, admission.now_ms, &new.graph];
                     tx.ex().execute(&INSERT_MISSED, &args).await?;
                 }
                 tx.commit().await?;
@@ -245,7 +245,8 @@ impl WorkflowStore for SqlStore {
         let args = args![
             new.workflow_id,
             status,
-            &new.trigger_type,
+            new.trigger_type,
+            new.rerun_of,
             new.fire_time_ms,
             start_ms,
             &new.graph,

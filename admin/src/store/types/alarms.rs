@@ -4,20 +4,40 @@
 
 use super::{ChannelId, DeliveryId, EventId, JobId, LogId};
 
-/// `jobwheel_alarm_delivery.status`.
-pub mod delivery_status {
+/// `jobwheel_alarm_delivery.status`, stored as its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::Type)]
+#[repr(i32)]
+pub enum DeliveryStatus {
     /// Waiting for its due time (new, or a failed attempt waiting to be retried).
-    pub const PENDING: i32 = 0;
+    Pending = 0,
     /// Claimed by an admin that is sending it (until `lease_ms`).
-    pub const SENDING: i32 = 1;
+    Sending = 1,
     /// The channel accepted it.
-    pub const SENT: i32 = 2;
+    Sent = 2,
     /// Every attempt failed; the last answer is kept.
-    pub const FAILED: i32 = 3;
+    Failed = 3,
     /// Counted into another delivery of the same channel and subject (`folded_into`).
-    pub const FOLDED: i32 = 4;
+    Folded = 4,
     /// Not sent: the channel was disabled or deleted before it was due.
-    pub const SKIPPED: i32 = 5;
+    Skipped = 5,
+}
+
+impl DeliveryStatus {
+    /// Every state, in the delivery log's order.
+    pub const ALL: [Self; 6] =
+        [Self::Pending, Self::Sending, Self::Sent, Self::Failed, Self::Folded, Self::Skipped];
+
+    /// The API's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pending => "PENDING",
+            Self::Sending => "SENDING",
+            Self::Sent => "SENT",
+            Self::Failed => "FAILED",
+            Self::Folded => "FOLDED",
+            Self::Skipped => "SKIPPED",
+        }
+    }
 }
 
 /// What a route belongs to (`jobwheel_alarm_route.scope`).
@@ -124,8 +144,8 @@ pub struct DeliveryRow {
     pub channel_id: ChannelId,
     /// The event's subject (folding key with the channel).
     pub subject: String,
-    /// [`delivery_status`].
-    pub status: i32,
+    /// Its state.
+    pub status: DeliveryStatus,
     /// When it is (or was) due, epoch ms.
     pub due_ms: i64,
     /// Attempts made.
@@ -161,8 +181,8 @@ pub struct DeliveryListRow {
 /// What an attempt to send came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryOutcome {
-    /// SENT, FAILED, PENDING (retry) or SKIPPED.
-    pub status: i32,
+    /// Sent, Failed, Pending (a retry) or Skipped.
+    pub status: DeliveryStatus,
     /// The next attempt, when PENDING.
     pub due_ms: i64,
     /// Attempts made so far.
@@ -185,7 +205,7 @@ pub struct DeliveryFilter {
     /// One subject's (`job:12`).
     pub subject: Option<String>,
     /// One status.
-    pub status: Option<i32>,
+    pub status: Option<DeliveryStatus>,
 }
 
 /// A job whose last alarm was a failure, for the recovery alarm.

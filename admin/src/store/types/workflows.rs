@@ -3,7 +3,7 @@
 //! context are JSON text here; `crate::workflow` gives them meaning.
 
 use super::{GroupId, InstanceId, LogId, RunId, WorkflowId};
-use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType};
+use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType, TriggerType};
 
 /// A workflow's settings, as written.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -158,8 +158,11 @@ pub struct InstanceRow {
     pub workflow_id: WorkflowId,
     /// Its state.
     pub status: InstanceStatus,
-    /// `CRON`, `MANUAL`, `API`, `RERUN`…
-    pub trigger_type: String,
+    /// How it started: `CRON`, `MISFIRE`, `MANUAL`, `API` or `RERUN` (a name this admin does
+    /// not know is kept as read).
+    pub trigger_type: Named<TriggerType>,
+    /// The instance it reruns (`RERUN` only).
+    pub rerun_of: Option<InstanceId>,
     /// The scheduled time (or the start request's), epoch ms.
     pub fire_time_ms: i64,
     /// When it began running (0 while queued).
@@ -172,13 +175,26 @@ pub struct InstanceRow {
     pub context: String,
 }
 
+impl InstanceRow {
+    /// How it started, as the API and alarms tell it: the trigger type's name, a rerun with the
+    /// instance it reruns (`RERUN of 12`).
+    pub fn started_by(&self) -> String {
+        match self.rerun_of {
+            Some(of) if self.trigger_type.is(TriggerType::Rerun) => format!("RERUN of {}", of.0),
+            _ => self.trigger_type.as_str().to_owned(),
+        }
+    }
+}
+
 /// A new instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewInstance {
     /// Its workflow.
     pub workflow_id: WorkflowId,
     /// How it started.
-    pub trigger_type: String,
+    pub trigger_type: TriggerType,
+    /// The instance it reruns (`RERUN` only).
+    pub rerun_of: Option<InstanceId>,
     /// The scheduled or requested time.
     pub fire_time_ms: i64,
     /// The graph to run.

@@ -12,8 +12,7 @@ use jobwheel_admin::lang::MessageLang;
 use jobwheel_admin::routing::Router;
 use jobwheel_admin::sealing::SecretBox;
 use jobwheel_admin::store::{
-    ChannelId, DeliveryFilter, GroupId, JobId, NewChannel, Page, RouteRow, Store, delivery_status as ds,
-    route_scope,
+    ChannelId, DeliveryFilter, DeliveryStatus, GroupId, JobId, NewChannel, Page, RouteRow, Store, route_scope,
 };
 
 use super::alarm_vendors::{DINGTALK_SECRET, FEISHU_SECRET, HOOK_KEY, Vendors};
@@ -89,7 +88,10 @@ impl Setup {
     }
 
     /// The deliveries of `channel`, oldest first: (status, attempts, folded, event kind).
-    async fn deliveries(&self, channel: ChannelId) -> anyhow::Result<Vec<(i32, i32, i32, String)>> {
+    async fn deliveries(
+        &self,
+        channel: ChannelId,
+    ) -> anyhow::Result<Vec<(DeliveryStatus, i32, i32, String)>> {
         let filter = DeliveryFilter { channel: Some(channel), ..DeliveryFilter::default() };
         let mut rows = self.store.page_deliveries(&filter, Page { offset: 0, limit: 100 }).await?.rows;
         rows.reverse();
@@ -184,7 +186,11 @@ async fn run_on(db: &Db) -> anyhow::Result<()> {
         (wc, "/cgi-bin/webhook/send"),
         (hook, "/hook"),
     ] {
-        assert_eq!(s.deliveries(channel).await?, [(ds::SENT, 1, 0, "FAILED".to_owned())], "{path}");
+        assert_eq!(
+            s.deliveries(channel).await?,
+            [(DeliveryStatus::Sent, 1, 0, "FAILED".to_owned())],
+            "{path}"
+        );
     }
     let slack = s.vendors.seen("/services/T000/B000/XXXX");
     assert_eq!(slack.len(), 1, "the job's own channels win: A is not told on the group's Slack");
@@ -223,10 +229,10 @@ async fn run_on(db: &Db) -> anyhow::Result<()> {
     assert_eq!(hooked.body["msg"], "boom at step 3");
 
     // Retries: the refused DingTalk message waits 10 s, then 30 s, …
-    assert_eq!(s.deliveries(bad).await?, [(ds::PENDING, 1, 0, "FAILED".to_owned())]);
+    assert_eq!(s.deliveries(bad).await?, [(DeliveryStatus::Pending, 1, 0, "FAILED".to_owned())]);
     assert!(desk.deliver_due(T0 + 11_999).await?.is_empty(), "before its 10 s backoff");
     desk.deliver_due(T0 + 12_000).await?;
-    assert_eq!(s.deliveries(bad).await?, [(ds::PENDING, 2, 0, "FAILED".to_owned())]);
+    assert_eq!(s.deliveries(bad).await?, [(DeliveryStatus::Pending, 2, 0, "FAILED".to_owned())]);
     assert!(desk.deliver_due(T0 + 41_999).await?.is_empty(), "before its 30 s backoff");
     desk.deliver_due(T0 + 42_000).await?;
     assert_eq!(s.deliveries(bad).await?[0].1, 3, "third attempt");
@@ -239,7 +245,7 @@ async fn run_on(db: &Db) -> anyhow::Result<()> {
     s.engine.failures().handle_failures(T0 + 23_000).await?;
     let hook_rows = s.deliveries(hook).await?;
     assert_eq!(hook_rows.len(), 2, "one message of its own: {hook_rows:?}");
-    assert_eq!(hook_rows[1], (ds::PENDING, 0, 2, "FAILED".to_owned()));
+    assert_eq!(hook_rows[1], (DeliveryStatus::Pending, 0, 2, "FAILED".to_owned()));
     desk.deliver_due(T0 + 301_999).await?;
     assert_eq!(s.vendors.seen("/hook").len(), 1, "nothing more inside the window");
     desk.deliver_due(T0 + 302_000).await?;
@@ -259,7 +265,7 @@ async fn run_on(db: &Db) -> anyhow::Result<()> {
     desk.deliver_due(T0 + 701_000).await?;
     desk.deliver_due(T0 + 711_000).await?;
     let last = s.deliveries(hook).await?.pop().expect("a delivery");
-    assert_eq!((last.0, last.1), (ds::SENT, 2), "sent on the second attempt");
+    assert_eq!((last.0, last.1), (DeliveryStatus::Sent, 2), "sent on the second attempt");
 
     // C should be done within 60 s: its run from T0 + 1 s is overdue at T0 + 61 s, told once.
     s.run(c, T0 + 1_000, None).await?;
@@ -290,7 +296,7 @@ async fn run_on(db: &Db) -> anyhow::Result<()> {
     assert!(store.purge_alarms(T0 + 10_000_000).await? > 0);
     let left = store.page_deliveries(&DeliveryFilter::default(), Page { offset: 0, limit: 500 }).await?;
     assert!(!left.rows.is_empty(), "the retry still waiting is kept");
-    assert!(left.rows.iter().all(|r| r.delivery.status == ds::PENDING), "{:?}", left.rows);
+    assert!(left.rows.iter().all(|r| r.delivery.status == DeliveryStatus::Pending), "{:?}", left.rows);
     Ok(())
 }
 

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::engine::support::{Db, T0, wait_for};
 use crate::engine::workflows::{Setup, WAIT, answer, edge, ended, node, runs_of, setup, workflow};
+use jobwheel_admin::domain::TriggerType;
 
 /// The context the `n`th `/run` of `job` carried, once it was sent.
 async fn context_of(s: &Setup, job: JobId, n: usize) -> anyhow::Result<Value> {
@@ -74,7 +75,8 @@ async fn operations(db: &Db) -> anyhow::Result<()> {
     };
     let w = s.store.add_workflow(&workflow(s.group, &graph, 5, "SKIP")).await?;
     let wf = s.engine.workflows();
-    let StartOutcome::Started(id) = wf.start(w, Some(r#"{"day":"2030-01-01"}"#), "MANUAL").await? else {
+    let StartOutcome::Started(id) = wf.start(w, Some(r#"{"day":"2030-01-01"}"#), TriggerType::Manual).await?
+    else {
         anyhow::bail!("not started")
     };
 
@@ -112,6 +114,10 @@ async fn operations(db: &Db) -> anyhow::Result<()> {
     // A whole rerun: a new instance with the start input only.
     let StartOutcome::Started(again) = wf.rerun(id).await? else { anyhow::bail!("rerun not started") };
     assert_ne!(again, id);
+    let stored =
+        s.store.load_instance(again).await?.ok_or_else(|| anyhow::anyhow!("the rerun's instance"))?;
+    assert_eq!((stored.trigger_type.known(), stored.rerun_of), (Some(TriggerType::Rerun), Some(id)));
+    assert_eq!(stored.started_by(), format!("RERUN of {}", id.0));
     answer(&s, extract, 2, 500, "source down").await?;
     assert_eq!(
         context_of(&s, extract, 2).await?,

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use crate::engine::completion::{callback, webhook_receiver};
 use crate::engine::support::{Db, FakeExecutor, T0, engine_with, group, job, wait_for};
 use crate::engine::workflows::{WAIT, node, workflow};
+use jobwheel_admin::domain::TriggerType;
 
 const HOUR: i64 = 3_600_000;
 const DAY: i64 = 24 * HOUR;
@@ -126,7 +127,8 @@ async fn schedule(db: &Db) -> anyhow::Result<()> {
 
     // Wednesday with one instance running (max 1, SKIP): the scheduled start is MISSED.
     clock.set(WED - 60_000);
-    let jobwheel_admin::store::StartOutcome::Started(_) = wf.start(id, None, "MANUAL").await? else {
+    let jobwheel_admin::store::StartOutcome::Started(_) = wf.start(id, None, TriggerType::Manual).await?
+    else {
         anyhow::bail!("a manual start")
     };
     clock.set(WED);

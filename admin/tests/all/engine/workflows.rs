@@ -17,6 +17,7 @@ use jobwheel_admin::workflow::{Condition, Edge, Graph, Node};
 
 use crate::engine::completion::callback;
 use crate::engine::support::{Db, FakeExecutor, T0, engine_with, group, job, wait_for};
+use jobwheel_admin::domain::TriggerType;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
@@ -138,7 +139,7 @@ async fn diamond(db: &Db) -> anyhow::Result<()> {
         ],
     };
     let w = s.store.add_workflow(&workflow(s.group, &graph, 1, "SKIP")).await?;
-    let started = s.engine.workflows().start(w, Some(r#"{"day":"2030-01-01"}"#), "MANUAL").await?;
+    let started = s.engine.workflows().start(w, Some(r#"{"day":"2030-01-01"}"#), TriggerType::Manual).await?;
     let StartOutcome::Started(id) = started else { anyhow::bail!("not started: {started:?}") };
 
     answer(&s, extract, 1, 200, r#"{"rows":3}"#).await?;
@@ -205,12 +206,22 @@ async fn max_instances_skip_or_queue_and_stop_kills_the_running_node() -> anyhow
     let s = setup(&db, 1).await?;
     let skip = s.store.add_workflow(&workflow(s.group, &one_node(s.jobs[0]), 1, "SKIP")).await?;
     let wf = s.engine.workflows();
-    let StartOutcome::Started(first) = wf.start(skip, None, "MANUAL").await? else { anyhow::bail!("first") };
-    assert_eq!(wf.start(skip, None, "MANUAL").await?, StartOutcome::Skipped, "one at a time, skip beyond");
+    let StartOutcome::Started(first) = wf.start(skip, None, TriggerType::Manual).await? else {
+        anyhow::bail!("first")
+    };
+    assert_eq!(
+        wf.start(skip, None, TriggerType::Manual).await?,
+        StartOutcome::Skipped,
+        "one at a time, skip beyond"
+    );
     let queue = s.store.add_workflow(&workflow(s.group, &one_node(s.jobs[0]), 1, "QUEUE")).await?;
-    let StartOutcome::Started(a) = wf.start(queue, None, "MANUAL").await? else { anyhow::bail!("a") };
-    let StartOutcome::Queued(b) = wf.start(queue, None, "MANUAL").await? else { anyhow::bail!("b queued") };
-    assert!(wf.start(skip, Some("[1]"), "MANUAL").await.is_err(), "a context must be an object");
+    let StartOutcome::Started(a) = wf.start(queue, None, TriggerType::Manual).await? else {
+        anyhow::bail!("a")
+    };
+    let StartOutcome::Queued(b) = wf.start(queue, None, TriggerType::Manual).await? else {
+        anyhow::bail!("b queued")
+    };
+    assert!(wf.start(skip, Some("[1]"), TriggerType::Manual).await.is_err(), "a context must be an object");
 
     // Stopping the first instance of `queue` kills its fired node and admits the queued one.
     wait_for(WAIT, "a's node fired", || async { Ok((s.fake.runs().len() >= 2).then_some(())) }).await?;
@@ -256,7 +267,8 @@ async fn the_sweep_recovers_what_a_dead_admin_left_and_two_admins_fire_each_run_
     // "A dead admin" started an instance and died before planning it.
     let new = NewInstance {
         workflow_id: w,
-        trigger_type: "API".into(),
+        trigger_type: TriggerType::Api,
+        rerun_of: None,
         fire_time_ms: T0,
         graph: graph.to_json(),
         context: "{}".into(),

@@ -20,6 +20,7 @@ mod catalog;
 mod credentials;
 mod leases;
 mod logs;
+mod rerun_of;
 mod schedule;
 mod staging;
 

@@ -12,6 +12,7 @@ use jobwheel_admin::store::{
 use serde_json::{Value, json};
 
 use super::matrix_world::{Body, MATRIX_SECRET, Side, World};
+use jobwheel_admin::domain::TriggerType;
 
 impl World {
     /// A workflow's JSON form in `group`, its node running a new no-op job there.
@@ -61,7 +62,8 @@ impl World {
         let now_ms = Utc::now().timestamp_millis();
         let new = NewInstance {
             workflow_id: workflow,
-            trigger_type: "API".into(),
+            trigger_type: TriggerType::Api,
+            rerun_of: None,
             fire_time_ms: now_ms,
             graph: row.workflow.graph,
             context: "{}".into(),
