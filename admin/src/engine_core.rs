@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use jobwheel_protocol::{HandleCallbackParam, LogResult};
 use tokio_util::sync::CancellationToken;
 
-use crate::alarm::{AlarmChannel, Alarmer, EmailAlarm, WebhookAlarm};
+use crate::alarm::{EmailAlarm, UpstreamAlarms, WebhookAlarm};
 use crate::app::CoreContext;
 use crate::clock::{Clock, SystemClock, ThreadRandom};
 use crate::config::AdminConfig;
@@ -45,16 +45,13 @@ impl EngineCore {
             .context("cannot build the executor client")?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let router = Router::new(Arc::clone(&clock), Arc::new(ThreadRandom), lang);
-        let mut channels: Vec<Arc<dyn AlarmChannel>> = Vec::new();
-        let mut mailer = None;
+        let mut upstream = UpstreamAlarms::default();
         if let Some(smtp) = &config.smtp {
-            let email = Arc::new(EmailAlarm::new(smtp, lang).context("invalid SMTP settings")?);
-            mailer = Some(Arc::clone(&email));
-            channels.push(email);
+            upstream.mail = Some(Arc::new(EmailAlarm::new(smtp, lang).context("invalid SMTP settings")?));
         }
         if let Some(url) = &config.alarm_webhook_url {
-            let webhook = WebhookAlarm::new(url.clone(), WEBHOOK_TIMEOUT).context("invalid alarm webhook")?;
-            channels.push(Arc::new(webhook));
+            upstream.webhook =
+                Some(WebhookAlarm::new(url.clone(), WEBHOOK_TIMEOUT).context("invalid alarm webhook")?);
         }
         // Shared scheduling needs row locks across hosts; SQLite is one admin's file.
         let shared = !config.exclusive_scheduling && context.store.backend() != Backend::Sqlite;
@@ -84,16 +81,8 @@ impl EngineCore {
             secrets: Some(Arc::clone(&context.secret_box)),
             metrics: Arc::clone(&context.metrics),
             group_tokens: Some(Arc::clone(&context.group_tokens)),
-            mailer,
         };
-        let engine = Engine::new(
-            context.store,
-            Arc::new(client),
-            router,
-            Alarmer::new(channels),
-            engine_config,
-            services,
-        );
+        let engine = Engine::new(context.store, Arc::new(client), router, upstream, engine_config, services);
         let stop = CancellationToken::new();
         engine.start(stop.clone());
         Ok(Arc::new(Self { engine, clock, stop }))

@@ -1,16 +1,19 @@
 //! [`EmailAlarm`]: upstream's `EmailJobAlarm` over SMTP with lettre — one HTML mail per distinct
-//! address in the job's `alarm_email`, with upstream's subject and table.
+//! address in the job's `alarm_email`, with upstream's subject and table. One of upstream's
+//! channels of the alarm desk (`upstream.rs`); its transport also sends configured e-mail
+//! channels (`sender.rs`).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use lettre::message::Mailbox;
 use lettre::message::header::ContentType;
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use super::{AlarmChannel, AlarmError, AlarmEvent, WorkflowAlarmEvent};
+use super::AlarmError;
+use super::event::JobEvent;
+use super::workflow::WorkflowAlarmEvent;
 use crate::lang::MessageLang;
 
 /// How the SMTP connection is secured (also the `--smtp-tls` flag's values).
@@ -106,25 +109,20 @@ impl EmailAlarm {
     }
 }
 
-#[async_trait]
-impl AlarmChannel for EmailAlarm {
-    fn name(&self) -> &'static str {
-        "email"
+impl EmailAlarm {
+    /// Upstream's alarm mail of a job's run: its table, in the admin's language.
+    pub(crate) fn job_html(&self, event: &JobEvent) -> String {
+        mail_body(event, &Labels::of(self.lang))
     }
 
-    async fn alarm(&self, event: &AlarmEvent) -> Result<(), AlarmError> {
-        let recipients = addresses(event.job.job.alarm_email.as_deref().unwrap_or_default());
-        let labels = Labels::of(self.lang);
-        let body = mail_body(event, &labels);
-        let what = format!("job {} log {}", event.job.id.0, event.log.id.0);
-        self.send(recipients, labels.subject, &body, &what).await
+    /// The alarm mail of a workflow's end.
+    pub(crate) fn workflow_html(&self, event: &WorkflowAlarmEvent) -> String {
+        event.mail_html(self.lang)
     }
 
-    async fn alarm_workflow(&self, event: &WorkflowAlarmEvent) -> Result<(), AlarmError> {
-        let body = event.mail_html(self.lang);
-        let what = format!("workflow {} instance {}", event.workflow.id.0, event.instance.id.0);
-        let subject = Labels::of(self.lang).subject;
-        self.send(addresses(&event.workflow.workflow.alarm_email), subject, &body, &what).await
+    /// Upstream's subject, in the admin's language.
+    pub(crate) fn subject(&self) -> &'static str {
+        Labels::of(self.lang).subject
     }
 }
 
@@ -210,7 +208,7 @@ impl Labels {
 /// Upstream's `alarmContent` and HTML table. Every field comes from users, executors or guests
 /// (job and group names, trigger and handle messages), so each is HTML-escaped (upstream
 /// inserts them raw); only the `<br>` line breaks of the messages stay markup, as in the UI.
-fn mail_body(event: &AlarmEvent, l: &Labels) -> String {
+fn mail_body(event: &JobEvent, l: &Labels) -> String {
     let log = &event.log;
     let text = |value: &str| html_escape::encode_text(value).into_owned();
     let lines = |value: Option<&str>| text(value.unwrap_or("null")).replace("&lt;br&gt;", "<br>");
@@ -256,7 +254,7 @@ mod tests {
 
     /// A failed run whose every text field carries markup, as a job author, an executor or a
     /// guest could put there.
-    fn hostile_event() -> AlarmEvent {
+    fn hostile_event() -> JobEvent {
         use crate::domain::Priority;
         let job = Job {
             job_group: GroupId(1),
@@ -307,7 +305,7 @@ mod tests {
             handle_msg: Some("<script>steal()</script><br>exit 1".to_owned()),
             alarm_status: 0,
         };
-        AlarmEvent {
+        JobEvent {
             job: JobRow {
                 id: JobId(7),
                 job,

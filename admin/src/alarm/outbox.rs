@@ -1,5 +1,6 @@
 //! Raising an alarm on channels: the event is recorded once under its key, then each chosen
-//! channel that tells its kind gets a delivery — due now, or folded.
+//! channel that tells its kind gets a delivery — due now, or folded — and each of upstream's
+//! channels one claimed by the raiser, to be sent at once (`upstream.rs`).
 //!
 //! **Folding** (per channel and subject, the channel's window `W`): the first event sends at
 //! once. An event within `W` of the last message becomes the next window's message, due when
@@ -10,9 +11,16 @@
 //! are never doubled.
 
 use super::notice::{EventKind, Notice};
+use super::sender::SEND_TIMEOUT;
+use super::upstream::UpstreamForm;
 use crate::store::{
-    ChannelId, DeliveryId, DeliveryStatus, GroupId, JobId, NewEvent, RouteRow, Store, StoreError, route_scope,
+    ChannelId, DeliveryId, DeliveryStatus, GroupId, JobId, NewDelivery, NewEvent, RouteRow, Store,
+    StoreError, route_scope,
 };
+
+/// How long a claim on a delivery lasts: longer than the longest attempt, so a live sender
+/// keeps it, and a dead one's is taken again when it ends.
+pub const CLAIM_MS: i64 = 3 * SEND_TIMEOUT.as_millis() as i64;
 
 /// What an event is about, for folding and keys.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,10 +31,24 @@ pub struct Raise {
     pub subject: String,
     /// The notice.
     pub notice: Notice,
-    /// The channels chosen for it.
+    /// The configured channels chosen for it.
     pub channels: Vec<ChannelId>,
+    /// What upstream's mail and webhook make of it.
+    pub upstream: Vec<UpstreamForm>,
     /// False for test messages: each is its own.
     pub fold: bool,
+}
+
+/// What raising an event did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Raised {
+    /// Deliveries queued (due now or when the fold window opens) or folded on configured
+    /// channels.
+    pub queued: usize,
+    /// Deliveries of upstream's channels, claimed by the raiser to send at once.
+    pub at_once: Vec<DeliveryId>,
+    /// Upstream's channels that had nothing to send (upstream counts that as alarmed).
+    pub not_needed: usize,
 }
 
 /// The channels and "should be done within" of a job: its own route, else its group's.
@@ -53,11 +75,12 @@ pub async fn workflow_route(
     Ok(RouteRow { channels: group.channels, ..own })
 }
 
-/// Records `raise` and queues its deliveries at `now_ms`; answers how many deliveries were
-/// queued or folded (0 when the event was recorded before, or no channel tells its kind).
-pub async fn raise(store: &dyn Store, raise: &Raise, now_ms: i64) -> Result<usize, StoreError> {
-    if raise.channels.is_empty() {
-        return Ok(0);
+/// Records `raise` and queues its deliveries at `now_ms`. Nothing is queued when the event was
+/// recorded before (under its key), or no channel tells its kind.
+pub async fn raise(store: &dyn Store, raise: &Raise, now_ms: i64) -> Result<Raised, StoreError> {
+    let mut raised = Raised::default();
+    if raise.channels.is_empty() && raise.upstream.is_empty() {
+        return Ok(raised);
     }
     let event = NewEvent {
         event_key: raise.key.clone(),
@@ -66,9 +89,31 @@ pub async fn raise(store: &dyn Store, raise: &Raise, now_ms: i64) -> Result<usiz
         created_ms: now_ms,
         notice: serde_json::to_string(&raise.notice).unwrap_or_default(),
     };
-    let Some(event_id) = store.record_event(&event).await? else { return Ok(0) };
+    let Some(event_id) = store.record_event(&event).await? else { return Ok(raised) };
+    let delivery = |channel, due_ms, into| NewDelivery {
+        event: event_id,
+        channel,
+        subject: &raise.subject,
+        due_ms,
+        into,
+        created_ms: now_ms,
+        request: "",
+        claimed_until: None,
+    };
+    for form in &raise.upstream {
+        match form {
+            UpstreamForm::Send(channel, body) => {
+                let claimed = NewDelivery {
+                    request: body,
+                    claimed_until: Some(now_ms + CLAIM_MS),
+                    ..delivery(channel.id(), now_ms, None)
+                };
+                raised.at_once.push(store.add_delivery(&claimed).await?);
+            }
+            UpstreamForm::NotNeeded(_) => raised.not_needed += 1,
+        }
+    }
     let kind = raise.notice.event_kind();
-    let mut queued = 0;
     for &channel_id in &raise.channels {
         let Some(channel) = store.load_channel(channel_id).await? else { continue };
         let c = &channel.channel;
@@ -79,10 +124,10 @@ pub async fn raise(store: &dyn Store, raise: &Raise, now_ms: i64) -> Result<usiz
         }
         let window_ms = if raise.fold { i64::from(c.fold_secs.max(0)) * 1000 } else { 0 };
         let (due_ms, into) = placement(store, channel_id, &raise.subject, window_ms, now_ms).await?;
-        store.add_delivery(event_id, channel_id, &raise.subject, due_ms, into, now_ms).await?;
-        queued += 1;
+        store.add_delivery(&delivery(channel_id, due_ms, into)).await?;
+        raised.queued += 1;
     }
-    Ok(queued)
+    Ok(raised)
 }
 
 /// When a new event's delivery is due, or which message it folds into.

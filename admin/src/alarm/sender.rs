@@ -1,22 +1,24 @@
 //! [`ChannelSender`]: one attempt to deliver a notice on one channel — open the channel's
 //! sealed secrets, build the vendor's request, POST it (or mail it), and say what was sent and
-//! what came back. Retrying and folding are the caller's (the engine's alarm desk).
+//! what came back; upstream's mail and webhook send the body written when the event was raised
+//! (`upstream.rs`). Retrying and folding are the caller's (the engine's alarm desk).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::channel::{ChannelKind, ChannelSecret, ChannelSettings};
-use super::email::{EmailAlarm, addresses};
+use super::email::addresses;
 use super::notice::Notice;
 use super::outbound::{AlarmNetworks, read_capped};
+use super::upstream::{UpstreamAlarms, UpstreamChannel};
 use super::vendors::{self, Outgoing};
 use crate::sealing::SecretBox;
-use crate::store::ChannelRow;
+use crate::store::{ChannelRow, DeliveryRow};
 
 /// How long one attempt may take.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest answer kept in the delivery log.
-const MAX_ANSWER: usize = 2000;
+pub(crate) const MAX_ANSWER: usize = 2000;
 
 /// What one attempt came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +34,7 @@ pub struct Attempt {
 }
 
 impl Attempt {
-    fn refused(request: String, why: impl Into<String>) -> Self {
+    pub(crate) fn refused(request: String, why: impl Into<String>) -> Self {
         Self { ok: false, request, answer_code: 0, answer: why.into() }
     }
 }
@@ -41,18 +43,18 @@ impl Attempt {
 #[derive(Clone)]
 pub struct ChannelSender {
     networks: AlarmNetworks,
-    mailer: Option<Arc<EmailAlarm>>,
+    upstream: UpstreamAlarms,
     secrets: Option<Arc<SecretBox>>,
 }
 
 impl std::fmt::Debug for ChannelSender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChannelSender").field("mail", &self.mailer.is_some()).finish_non_exhaustive()
+        f.debug_struct("ChannelSender").field("upstream", &self.upstream).finish_non_exhaustive()
     }
 }
 
 /// `s` cut to `max` bytes on a character boundary.
-fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;
@@ -61,15 +63,28 @@ fn clip(s: &str, max: usize) -> String {
 }
 
 impl ChannelSender {
-    /// A sender mailing through `mailer` (none: e-mail channels fail with a message saying
-    /// SMTP is not configured), opening secrets with `secrets`, and posting to public addresses
-    /// and `networks` only (`outbound.rs`).
-    pub fn new(
-        mailer: Option<Arc<EmailAlarm>>,
-        secrets: Option<Arc<SecretBox>>,
-        networks: AlarmNetworks,
-    ) -> Self {
-        Self { networks, mailer, secrets }
+    /// A sender for upstream's mail and webhook of `upstream`, mailing configured e-mail
+    /// channels through its SMTP transport too (none: they fail with a message saying SMTP is
+    /// not configured), opening secrets with `secrets`, and posting configured channels to
+    /// public addresses and `networks` only (`outbound.rs`).
+    pub fn new(upstream: UpstreamAlarms, secrets: Option<Arc<SecretBox>>, networks: AlarmNetworks) -> Self {
+        Self { networks, upstream, secrets }
+    }
+
+    /// Upstream's mail and webhook of this admin.
+    pub fn upstream(&self) -> &UpstreamAlarms {
+        &self.upstream
+    }
+
+    /// One attempt at `delivery` of `notice` on upstream's `channel`: the body written when
+    /// the event was raised.
+    pub async fn send_upstream(
+        &self,
+        channel: UpstreamChannel,
+        notice: &Notice,
+        delivery: &DeliveryRow,
+    ) -> Attempt {
+        self.upstream.send(channel, notice, &delivery.request).await
     }
 
     /// One attempt to tell `notice` (with `folded` more folded into it) on `channel` at `now_ms`.
@@ -133,7 +148,7 @@ impl ChannelSender {
 
     async fn mail(&self, settings: &ChannelSettings, notice: &Notice, folded: i32) -> Attempt {
         let text = notice.text(folded);
-        let Some(mailer) = &self.mailer else {
+        let Some(mailer) = &self.upstream.mail else {
             return Attempt::refused(text, "no SMTP server is configured (--smtp-host)");
         };
         let fallback = notice.alarm_email.clone().unwrap_or_default();

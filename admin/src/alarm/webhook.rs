@@ -1,12 +1,15 @@
-//! [`WebhookAlarm`]: a JSON POST per failed log to a configured URL (a jobwheel extension;
-//! upstream only ships e-mail). Any 2xx answer counts as delivered.
+//! [`WebhookAlarm`]: the admin's `--alarm-webhook-url` (a jobwheel extension; upstream only
+//! ships e-mail), one of upstream's channels of the alarm desk (`upstream.rs`): a JSON POST per
+//! failed log ([`WebhookPayload`]) or workflow end. Any 2xx answer counts as delivered.
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use serde::Serialize;
 
-use super::{AlarmChannel, AlarmError, AlarmEvent, WorkflowAlarmEvent, WorkflowWebhookPayload};
+use super::AlarmError;
+use super::event::JobEvent;
+use super::outbound::read_capped;
+use super::sender::{Attempt, clip};
 
 /// The JSON body of a webhook alarm: a wire contract for receivers, so field names are stable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -44,7 +47,7 @@ pub struct WebhookPayload {
 
 impl WebhookPayload {
     /// The payload describing `event`.
-    pub fn from_event(event: &AlarmEvent) -> Self {
+    pub fn from_event(event: &JobEvent) -> Self {
         let log = &event.log;
         Self {
             alarm_type: "JOB_FAIL",
@@ -87,34 +90,29 @@ impl WebhookAlarm {
     }
 }
 
-#[async_trait]
-impl AlarmChannel for WebhookAlarm {
-    fn name(&self) -> &'static str {
-        "webhook"
-    }
-
-    async fn alarm(&self, event: &AlarmEvent) -> Result<(), AlarmError> {
-        self.post(&WebhookPayload::from_event(event)).await
-    }
-
-    async fn alarm_workflow(&self, event: &WorkflowAlarmEvent) -> Result<(), AlarmError> {
-        self.post(&WorkflowWebhookPayload::from_event(event)).await
-    }
-}
-
 impl WebhookAlarm {
-    /// POSTs `payload`; anything but a 2xx answer is a failure.
-    async fn post(&self, payload: &impl Serialize) -> Result<(), AlarmError> {
-        let response = self
-            .http
-            .post(&self.url)
-            .json(payload)
-            .send()
-            .await
-            .map_err(|e| AlarmError::Webhook(e.without_url().to_string()))?;
-        if !response.status().is_success() {
-            return Err(AlarmError::Webhook(format!("answered HTTP {}", response.status().as_u16())));
+    /// POSTs `body` (JSON); anything but a 2xx answer is a failure.
+    pub(crate) async fn post(&self, body: &str) -> Attempt {
+        let request =
+            self.http.post(&self.url).header("Content-Type", "application/json").body(body.to_owned());
+        match request.send().await {
+            Ok(response) => {
+                let status = response.status();
+                let (answer, _cut) = read_capped(response).await;
+                let answer = if status.is_success() {
+                    clip(&answer, super::sender::MAX_ANSWER)
+                } else {
+                    clip(&format!("answered HTTP {}: {answer}", status.as_u16()), super::sender::MAX_ANSWER)
+                };
+                Attempt {
+                    ok: status.is_success(),
+                    request: body.to_owned(),
+                    answer_code: i32::from(status.as_u16()),
+                    answer,
+                }
+            }
+            // Without the URL: the operator's may carry a token.
+            Err(e) => Attempt::refused(body.to_owned(), e.without_url().to_string()),
         }
-        Ok(())
     }
 }

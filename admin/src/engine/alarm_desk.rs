@@ -1,9 +1,11 @@
-//! The alarm desk (docs/alarms.md): raises events on the configured channels and delivers them.
+//! The alarm desk (docs/alarms.md): the one path every alarm takes — [`AlarmDesk::alarm`]
+//! raises an [`Alarm`] on its channels and answers what came of it — and the deliveries.
 //!
-//! - **Raising**: the fail monitor hands it failed, missed and lost runs that have no retries
-//!   left; the workflow sweep failed instances and missed starts; its own sweeps find runs and
-//!   instances past their "should be done within" (each raised once: the event key is unique)
-//!   and the first success after a failure alarm.
+//! - **Raising**: the fail monitor hands it failed, missed and lost runs; the workflow sweep
+//!   failed instances and missed starts; its own sweeps find runs and instances past their
+//!   "should be done within" (each raised once: the event key is unique) and the first success
+//!   after a failure alarm. Configured channels get deliveries the passes send; upstream's mail
+//!   and webhook (`alarm/upstream.rs`) get deliveries sent at once, as upstream sends them.
 //! - **Delivering**: each pass claims due deliveries (a guarded update with a lease, so of
 //!   several admins one sends each, and a dead admin's claim is taken again when its lease
 //!   ends), sends them at once, and stores what was sent and the answer. A failed attempt is
@@ -18,11 +20,13 @@ use tokio::task::JoinSet;
 
 use super::EngineError;
 use super::i18n::{is_missed_fire, texts};
-use crate::alarm::outbox::{self, Raise};
-use crate::alarm::{ChannelSender, EventKind, Notice, SEND_TIMEOUT, plain_text};
+use crate::alarm::outbox::{self, CLAIM_MS, Raise};
+use crate::alarm::{
+    Alarm, Attempt, ChannelSender, EventKind, JobEvent, Notice, UpstreamChannel, WorkflowAlarmEvent,
+};
 use crate::lang::MessageLang;
 use crate::store::{
-    DeliveryOutcome, DeliveryRow, DeliveryStatus, GroupRow, JobRow, LogRow, Store, route_scope,
+    DeliveryOutcome, DeliveryRow, DeliveryStatus, JobId, LogRow, RouteRow, Store, WorkflowId, route_scope,
 };
 
 /// Waits before the 2nd … 6th attempt.
@@ -31,14 +35,36 @@ pub const RETRY_DELAYS_MS: [i64; 5] = [10_000, 30_000, 120_000, 600_000, 1_800_0
 const BATCH: u32 = 50;
 /// Runs or instances one duration sweep raises at most per job or workflow.
 const SWEEP_LIMIT: u32 = 100;
-/// A claim outlives the longest attempt.
-const LEASE_MS: i64 = 3 * SEND_TIMEOUT.as_millis() as i64;
 
 /// How often the duration and recovery sweeps run (deliveries go every pass, each second): an
 /// overdue run is told within 5 s of its limit, for a few queries every 5 s.
 pub const SWEEP_EVERY_MS: i64 = 5_000;
 
-/// Raises and delivers alarms on configured channels.
+/// What raising an alarm came to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AlarmOutcome {
+    /// Deliveries queued or folded on configured channels (sent by the passes).
+    pub queued: usize,
+    /// Upstream's channels that accepted it at once.
+    pub sent: usize,
+    /// Upstream's channels that did not (their deliveries are retried).
+    pub failed: usize,
+    /// Upstream's channels with nothing to send (a mail for a job without `alarm_email`).
+    pub not_needed: usize,
+}
+
+impl AlarmOutcome {
+    /// Whether the alarm counts as sent — upstream's `alarm_status` 2, else 3 — the one place
+    /// this is decided. Where upstream's mail or webhook told it, upstream's rule: every one
+    /// accepted it (a mail with no address to go to counts as accepted). Otherwise a delivery
+    /// queued on a configured channel counts (its own outcome is in the delivery log). No
+    /// channel at all is not sent, as upstream, so a missing configuration shows.
+    pub fn counted_as_sent(&self) -> bool {
+        if self.sent + self.failed + self.not_needed > 0 { self.failed == 0 } else { self.queued > 0 }
+    }
+}
+
+/// Raises and delivers alarms.
 pub struct AlarmDesk {
     store: Arc<dyn Store>,
     sender: ChannelSender,
@@ -46,8 +72,8 @@ pub struct AlarmDesk {
     last_sweep_ms: AtomicI64,
 }
 
-/// Which configured-channel event a failed log is: a missed fire and a lost run are told
-/// apart by the messages the admin itself wrote on them (in either language).
+/// Which event a failed log is: a missed fire and a lost run are told apart by the messages
+/// the admin itself wrote on them (in either language).
 pub(super) fn classify(log: &LogRow) -> EventKind {
     let langs = [texts(MessageLang::Zh), texts(MessageLang::En)];
     if log.handle_code == 0 && is_missed_fire(log.trigger_msg.as_deref().unwrap_or_default()) {
@@ -60,82 +86,69 @@ pub(super) fn classify(log: &LogRow) -> EventKind {
     EventKind::Failed
 }
 
-/// The notice of `kind` about `log` of `job`.
-pub(super) fn log_notice(
-    kind: EventKind,
-    job: &JobRow,
-    group: Option<&GroupRow>,
-    log: &LogRow,
-    now_ms: i64,
-) -> Notice {
-    let message = if log.handle_code != 0 { log.handle_msg.as_deref() } else { log.trigger_msg.as_deref() };
-    Notice {
-        kind: kind.as_str().to_owned(),
-        title: job.job.job_desc.clone(),
-        job_id: Some(job.id.0),
-        group_id: Some(job.job.job_group.0),
-        group_title: group.map(|g| g.group.title.clone()),
-        log_id: Some(log.id.0),
-        executor_address: log.executor_address.clone(),
-        trigger_time: log.trigger_time.map(|t| t.timestamp_millis()),
-        handle_code: Some(log.handle_code),
-        message: message.map(plain_text),
-        at_ms: now_ms,
-        alarm_email: job.job.alarm_email.clone(),
-        ..Notice::default()
-    }
-}
-
 impl AlarmDesk {
     pub(super) fn new(store: Arc<dyn Store>, sender: ChannelSender) -> Self {
         Self { store, sender, last_sweep_ms: AtomicI64::new(i64::MIN) }
     }
 
-    /// Raises `kind` for `log` on its job's channels (its own, else its group's); how many
-    /// deliveries were queued. A failure also marks the job failing, for the recovery alarm.
-    pub async fn raise_log(
-        &self,
-        kind: EventKind,
-        job: &JobRow,
-        group: Option<&GroupRow>,
-        log: &LogRow,
-        now_ms: i64,
-    ) -> Result<usize, EngineError> {
-        let route = outbox::job_route(self.store.as_ref(), job.id, job.job.job_group).await?;
-        let channels = route.channel_ids();
-        if channels.is_empty() {
-            return Ok(0);
+    /// Raises `alarm` at `now_ms` on its channels: the configured ones of its job or workflow
+    /// (its own, else its group's) and upstream's mail and webhook, which are sent before this
+    /// answers. A failure also marks the job failing, for the recovery alarm.
+    pub async fn alarm(&self, alarm: &Alarm, now_ms: i64) -> Result<AlarmOutcome, EngineError> {
+        let channels =
+            if alarm.for_configured_channels() { self.route(alarm).await?.channel_ids() } else { Vec::new() };
+        if let Alarm::Job { kind: EventKind::Failed | EventKind::Lost, event, .. } = alarm
+            && !channels.is_empty()
+        {
+            self.store.mark_failing(event.job.id, event.log.id, now_ms).await?;
         }
-        if matches!(kind, EventKind::Failed | EventKind::Lost) {
-            self.store.mark_failing(job.id, log.id, now_ms).await?;
-        }
+        let notice = alarm.notice(now_ms);
         let raise = Raise {
-            key: format!("{}:log:{}", kind.as_str(), log.id.0),
-            subject: format!("job:{}", job.id.0),
-            notice: log_notice(kind, job, group, log, now_ms),
+            key: alarm.key(),
+            subject: alarm.subject(),
+            upstream: self.sender.upstream().forms(alarm, &notice),
+            notice,
             channels,
             fold: true,
         };
-        Ok(outbox::raise(self.store.as_ref(), &raise, now_ms).await?)
+        let raised = outbox::raise(self.store.as_ref(), &raise, now_ms).await?;
+        let mut outcome =
+            AlarmOutcome { queued: raised.queued, not_needed: raised.not_needed, ..AlarmOutcome::default() };
+        let mut sends = JoinSet::new();
+        for id in raised.at_once {
+            let Some(delivery) = self.store.load_delivery(id).await? else { continue };
+            let (store, sender) = (Arc::clone(&self.store), self.sender.clone());
+            sends.spawn(async move { deliver(store.as_ref(), &sender, &delivery, now_ms).await });
+        }
+        while let Some(joined) = sends.join_next().await {
+            match joined {
+                Ok(Ok(DeliveryStatus::Sent)) => outcome.sent += 1,
+                Ok(Ok(_)) => outcome.failed += 1,
+                Ok(Err(error)) => {
+                    tracing::error!(%error, "alarm delivery not stored");
+                    outcome.failed += 1;
+                }
+                Err(error) => {
+                    tracing::error!(%error, "alarm delivery task failed");
+                    outcome.failed += 1;
+                }
+            }
+        }
+        Ok(outcome)
     }
 
-    /// Raises a workflow's event (`notice` filled by the caller) on its channels.
-    pub async fn raise_workflow(&self, notice: Notice, now_ms: i64) -> Result<usize, EngineError> {
-        let (Some(workflow), Some(instance), Some(group)) =
-            (notice.workflow_id, notice.instance_id, notice.group_id)
-        else {
-            return Ok(0);
-        };
-        let route =
-            outbox::workflow_route(self.store.as_ref(), workflow, crate::store::GroupId(group)).await?;
-        let raise = Raise {
-            key: format!("{}:instance:{instance}", notice.kind),
-            subject: format!("workflow:{workflow}"),
-            channels: route.channel_ids(),
-            notice,
-            fold: true,
-        };
-        Ok(outbox::raise(self.store.as_ref(), &raise, now_ms).await?)
+    /// The configured channels and duration of what `alarm` is about.
+    async fn route(&self, alarm: &Alarm) -> Result<RouteRow, EngineError> {
+        let store = self.store.as_ref();
+        Ok(match alarm {
+            Alarm::Job { event, .. } => {
+                outbox::job_route(store, event.job.id, event.job.job.job_group).await?
+            }
+            Alarm::Workflow { event, .. } => {
+                let w = &event.workflow;
+                outbox::workflow_route(store, w.id.0, w.workflow.job_group).await?
+            }
+        })
     }
 
     /// One pass: every [`SWEEP_EVERY_MS`] the duration sweeps and recoveries, then the due
@@ -151,12 +164,13 @@ impl AlarmDesk {
         self.deliver_due(now_ms).await
     }
 
-    /// Raises OVERDUE for runs still going past their job's "should be done within".
+    /// Raises OVERDUE for runs still going past their job's "should be done within"; how many
+    /// deliveries were queued.
     pub async fn overdue_runs(&self, now_ms: i64) -> Result<usize, EngineError> {
         let mut raised = 0;
         for route in self.store.timed_routes(route_scope::JOB).await? {
             let Ok(job_id) = i32::try_from(route.target_id) else { continue };
-            let Some(job) = self.store.load_job(crate::store::JobId(job_id)).await? else { continue };
+            let Some(job) = self.store.load_job(JobId(job_id)).await? else { continue };
             let within_ms = i64::from(route.done_within_secs) * 1000;
             let before_secs = (now_ms - within_ms).div_euclid(1000);
             let logs =
@@ -166,52 +180,47 @@ impl AlarmDesk {
             }
             let group = self.store.load_group(job.job.job_group).await?;
             for log in logs {
-                let mut notice = log_notice(EventKind::Overdue, &job, group.as_ref(), &log, now_ms);
-                notice.done_within_secs = Some(i64::from(route.done_within_secs));
-                notice.message = None;
-                let own = outbox::job_route(self.store.as_ref(), job.id, job.job.job_group).await?;
-                let raise = Raise {
-                    key: format!("OVERDUE:log:{}", log.id.0),
-                    subject: format!("job:{}", job.id.0),
-                    notice,
-                    channels: own.channel_ids(),
-                    fold: true,
+                let alarm = Alarm::Job {
+                    kind: EventKind::Overdue,
+                    event: JobEvent { job: job.clone(), group: group.clone(), log },
+                    retrying: false,
+                    within_secs: Some(i64::from(route.done_within_secs)),
                 };
-                raised += outbox::raise(self.store.as_ref(), &raise, now_ms).await?;
+                raised += self.alarm(&alarm, now_ms).await?.queued;
             }
         }
         Ok(raised)
     }
 
-    /// Raises WORKFLOW_OVERDUE for instances running past their workflow's duration.
+    /// Raises WORKFLOW_OVERDUE for instances running past their workflow's duration; how many
+    /// deliveries were queued.
     pub async fn overdue_instances(&self, now_ms: i64) -> Result<usize, EngineError> {
         let mut raised = 0;
         for route in self.store.timed_routes(route_scope::WORKFLOW).await? {
-            let id = crate::store::WorkflowId(route.target_id);
+            let id = WorkflowId(route.target_id);
             let Some(workflow) = self.store.load_workflow(id).await? else { continue };
             let before = now_ms - i64::from(route.done_within_secs) * 1000;
             let group = self.store.load_group(workflow.workflow.job_group).await?;
             for instance in self.store.running_instances_before(id.0, before, SWEEP_LIMIT).await? {
-                let notice = Notice {
-                    kind: EventKind::WorkflowOverdue.as_str().to_owned(),
-                    title: workflow.workflow.name.clone(),
-                    group_id: Some(workflow.workflow.job_group.0),
-                    group_title: group.as_ref().map(|g| g.group.title.clone()),
-                    workflow_id: Some(id.0),
-                    instance_id: Some(instance.id.0),
-                    trigger_time: Some(instance.start_ms),
-                    done_within_secs: Some(i64::from(route.done_within_secs)),
-                    at_ms: now_ms,
-                    alarm_email: Some(workflow.workflow.alarm_email.clone()).filter(|e| !e.is_empty()),
-                    ..Notice::default()
+                let event = WorkflowAlarmEvent {
+                    workflow: workflow.clone(),
+                    group: group.clone(),
+                    instance,
+                    failed_nodes: Vec::new(),
                 };
-                raised += self.raise_workflow(notice, now_ms).await?;
+                let alarm = Alarm::Workflow {
+                    kind: EventKind::WorkflowOverdue,
+                    event,
+                    within_secs: Some(i64::from(route.done_within_secs)),
+                };
+                raised += self.alarm(&alarm, now_ms).await?.queued;
             }
         }
         Ok(raised)
     }
 
-    /// Raises RECOVERED for failing jobs that have succeeded since.
+    /// Raises RECOVERED for failing jobs that have succeeded since; how many deliveries were
+    /// queued.
     pub async fn recoveries(&self, now_ms: i64) -> Result<usize, EngineError> {
         let mut raised = 0;
         for failing in self.store.failing_jobs(200).await? {
@@ -227,16 +236,13 @@ impl AlarmDesk {
                 continue;
             };
             let group = self.store.load_group(job.job.job_group).await?;
-            let route = outbox::job_route(self.store.as_ref(), job.id, job.job.job_group).await?;
-            let raise = Raise {
-                key: format!("RECOVERED:log:{}", log.id.0),
-                // Its own subject: a recovery is never folded away behind the failures.
-                subject: format!("job:{}:recovered", job.id.0),
-                notice: log_notice(EventKind::Recovered, &job, group.as_ref(), &log, now_ms),
-                channels: route.channel_ids(),
-                fold: true,
+            let alarm = Alarm::Job {
+                kind: EventKind::Recovered,
+                event: JobEvent { job, group, log },
+                retrying: false,
+                within_secs: None,
             };
-            raised += outbox::raise(self.store.as_ref(), &raise, now_ms).await?;
+            raised += self.alarm(&alarm, now_ms).await?.queued;
         }
         Ok(raised)
     }
@@ -245,7 +251,7 @@ impl AlarmDesk {
     pub async fn deliver_due(&self, now_ms: i64) -> Result<Vec<(DeliveryRow, DeliveryStatus)>, EngineError> {
         let mut sends = JoinSet::new();
         for delivery in self.store.due_deliveries(now_ms, BATCH).await? {
-            if !self.store.claim_delivery(&delivery, now_ms + LEASE_MS).await? {
+            if !self.store.claim_delivery(&delivery, now_ms + CLAIM_MS).await? {
                 continue;
             }
             let (store, sender) = (Arc::clone(&self.store), self.sender.clone());
@@ -268,31 +274,29 @@ impl AlarmDesk {
     }
 }
 
-/// One attempt at `d`; its outcome stored. Answers the status it ended in.
+/// One attempt at `d`, claimed by the caller; its outcome stored. Answers the status it ended in.
 async fn deliver(
     store: &dyn Store,
     sender: &ChannelSender,
     d: &DeliveryRow,
     now_ms: i64,
 ) -> Result<DeliveryStatus, EngineError> {
-    let channel = store.load_channel(d.channel_id).await?;
-    let event = store.load_event(d.event_id).await?;
     let attempts = d.attempts + 1;
-    let (Some(channel), Some(event)) = (channel.filter(|c| c.channel.enabled != 0), event) else {
-        let outcome = DeliveryOutcome {
-            status: DeliveryStatus::Skipped,
-            due_ms: d.due_ms,
-            attempts: d.attempts,
-            sent_ms: now_ms,
-            request: String::new(),
-            answer_code: 0,
-            answer: "the channel was disabled or deleted".to_owned(),
-        };
-        store.finish_delivery(d.id, &outcome).await?;
-        return Ok(DeliveryStatus::Skipped);
+    let Some(event) = store.load_event(d.event_id).await? else {
+        return skip(store, d, now_ms).await;
     };
     let notice: Notice = serde_json::from_str(&event.notice).unwrap_or_default();
-    let attempt = sender.send(&channel, &notice, d.folded, now_ms).await;
+    let (name, attempt): (String, Attempt) = match UpstreamChannel::of(d.channel_id) {
+        Some(upstream) => (upstream.name().to_owned(), sender.send_upstream(upstream, &notice, d).await),
+        None => {
+            let channel = store.load_channel(d.channel_id).await?;
+            let Some(channel) = channel.filter(|c| c.channel.enabled != 0) else {
+                return skip(store, d, now_ms).await;
+            };
+            let attempt = sender.send(&channel, &notice, d.folded, now_ms).await;
+            (channel.channel.name, attempt)
+        }
+    };
     let retry = usize::try_from(d.attempts).ok().and_then(|i| RETRY_DELAYS_MS.get(i).copied());
     let (status, due_ms) = match (attempt.ok, retry) {
         (true, _) => (DeliveryStatus::Sent, d.due_ms),
@@ -300,7 +304,7 @@ async fn deliver(
         (false, None) => (DeliveryStatus::Failed, d.due_ms),
     };
     if !attempt.ok {
-        tracing::warn!(delivery = d.id.0, channel = %channel.channel.name, attempts, answer = %attempt.answer, "alarm delivery failed");
+        tracing::warn!(delivery = d.id.0, channel = %name, attempts, answer = %attempt.answer, "alarm delivery failed");
     }
     let outcome = DeliveryOutcome {
         status,
@@ -313,4 +317,19 @@ async fn deliver(
     };
     store.finish_delivery(d.id, &outcome).await?;
     Ok(status)
+}
+
+/// Ends `d` as SKIPPED: its channel was disabled or deleted.
+async fn skip(store: &dyn Store, d: &DeliveryRow, now_ms: i64) -> Result<DeliveryStatus, EngineError> {
+    let outcome = DeliveryOutcome {
+        status: DeliveryStatus::Skipped,
+        due_ms: d.due_ms,
+        attempts: d.attempts,
+        sent_ms: now_ms,
+        request: String::new(),
+        answer_code: 0,
+        answer: "the channel was disabled or deleted".to_owned(),
+    };
+    store.finish_delivery(d.id, &outcome).await?;
+    Ok(DeliveryStatus::Skipped)
 }

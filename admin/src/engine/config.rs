@@ -174,20 +174,12 @@ pub struct EngineServices {
     /// Groups' own access tokens: their executors are called with them (xxl-job 3.5's
     /// protocol). `None`: every executor is called with the client's global token.
     pub group_tokens: Option<Arc<crate::credentials::GroupTokens>>,
-    /// Mails the e-mail alarm channels (`None`: they fail, saying SMTP is not configured).
-    pub mailer: Option<Arc<crate::alarm::EmailAlarm>>,
 }
 
 impl EngineServices {
     /// The system clock, fresh metrics, no secrets and no group tokens.
     pub fn new() -> Self {
-        Self {
-            clock: Arc::new(SystemClock),
-            secrets: None,
-            metrics: Arc::default(),
-            group_tokens: None,
-            mailer: None,
-        }
+        Self { clock: Arc::new(SystemClock), secrets: None, metrics: Arc::default(), group_tokens: None }
     }
 }
 

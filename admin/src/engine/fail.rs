@@ -1,6 +1,7 @@
 //! The fail monitor (upstream `JobFailMonitorHelper`, docs/upstream.md §5.5): every failed
 //! log is taken once (`alarm_status` 0 → −1, so only one admin handles it), retried while it
-//! has retries left, and alarmed; its `alarm_status` then records the alarm's outcome.
+//! has retries left, and alarmed on the alarm desk; its `alarm_status` then records whether the
+//! alarm counted as sent (`AlarmOutcome::counted_as_sent`).
 //!
 //! jobwheel extension: the retry backoff (the job's own `retryBackoff*`, else the admin's
 //! `--retry-backoff*`): fixed, or doubling per attempt up to a ceiling, with optional jitter
@@ -19,7 +20,7 @@ use super::alarm_desk::{AlarmDesk, classify};
 use super::fire::TriggerRequest;
 use super::i18n::{separator, texts};
 use super::trigger::TriggerPath;
-use crate::alarm::{AlarmEvent, Alarmer};
+use crate::alarm::{Alarm, JobEvent};
 use crate::domain::TriggerType;
 use crate::lang::MessageLang;
 use crate::metrics::AdminMetrics;
@@ -32,9 +33,9 @@ pub const FAIL_BATCH: u32 = 1000;
 mod alarm_status {
     /// The job no longer exists: no alarm needed.
     pub(super) const NOT_NEEDED: i16 = 1;
-    /// Every channel delivered.
+    /// The alarm counted as sent.
     pub(super) const SENT: i16 = 2;
-    /// A channel failed (or none is configured).
+    /// It did not: a channel refused it, or none is configured.
     pub(super) const FAILED: i16 = 3;
 }
 
@@ -49,12 +50,10 @@ pub struct FailHandled {
     pub alarm_status: i16,
 }
 
-/// The fail monitor: retries through the trigger path, alarms through the alarmer.
+/// The fail monitor: retries through the trigger path, alarms on the alarm desk.
 pub struct FailMonitor {
     store: Arc<dyn Store>,
     triggers: Arc<TriggerPath>,
-    alarmer: Alarmer,
-    /// Configured channels (docs/alarms.md): told once a failure has no retries left.
     desk: Arc<AlarmDesk>,
     /// The admin's `--retry-backoff*`, for jobs without their own.
     retry_backoff: RetryBackoff,
@@ -65,7 +64,7 @@ pub struct FailMonitor {
 impl FailMonitor {
     pub(super) fn new(
         triggers: Arc<TriggerPath>,
-        (alarmer, desk): (Alarmer, Arc<AlarmDesk>),
+        desk: Arc<AlarmDesk>,
         retry_backoff: RetryBackoff,
         lang: MessageLang,
     ) -> Self {
@@ -73,7 +72,6 @@ impl FailMonitor {
             store: Arc::clone(&triggers.store),
             metrics: Arc::clone(&triggers.metrics),
             triggers,
-            alarmer,
             desk,
             retry_backoff,
             lang,
@@ -171,17 +169,13 @@ impl FailMonitor {
         let status = match job {
             Some(job) => {
                 let group = self.store.load_group(job.job.job_group).await?;
-                // Configured channels hear of a failure once its retries are spent.
-                let queued = if retried {
-                    0
-                } else {
-                    self.desk.raise_log(classify(&log), &job, group.as_ref(), &log, now_ms).await?
+                let alarm = Alarm::Job {
+                    kind: classify(&log),
+                    event: JobEvent { job, group, log: log.clone() },
+                    retrying: retried,
+                    within_secs: None,
                 };
-                let event = AlarmEvent { job, group, log: log.clone() };
-                // Upstream: no channel at all is a failed alarm. Queued deliveries count as
-                // handled; their own outcome is in the delivery log.
-                let delivered =
-                    if self.alarmer.is_empty() { queued > 0 } else { self.alarmer.alarm(&event).await };
+                let delivered = self.desk.alarm(&alarm, now_ms).await?.counted_as_sent();
                 self.metrics.alarm(delivered);
                 if delivered { alarm_status::SENT } else { alarm_status::FAILED }
             }

@@ -15,7 +15,7 @@
 //! | [`Completion`] | `complete.rs` (+ lost monitor, kill), `restarts.rs`, `fix_delay.rs` | `JobCompleteHelper`, `XxlJobCompleter` |
 //! | [`Workflows`] | `workflows.rs`, `workflow_advance.rs`, `workflow_sweep.rs` | — (DAG workflows, docs/workflows.md) |
 //! | [`RegistryMonitor`], [`FailMonitor`], [`ReportMonitor`] | `registry.rs`, `fail.rs`, `report.rs` | `JobRegistryHelper`, `JobFailMonitorHelper`, `JobLogReportHelper` |
-//! | [`AlarmDesk`] | `alarm_desk.rs` | — (alarm channels, docs/alarms.md) |
+//! | [`AlarmDesk`] | `alarm_desk.rs` | `JobAlarmer` (every alarm, on every channel: docs/alarms.md) |
 //!
 //! `tasks.rs` spawns them all; `start.rs` is `JobInfoController.start`'s first fire time.
 
@@ -24,7 +24,7 @@ use std::sync::Arc;
 use jobwheel_protocol::{LogParam, LogResult};
 use tokio_util::task::TaskTracker;
 
-use crate::alarm::Alarmer;
+use crate::alarm::UpstreamAlarms;
 use crate::clock::Clock;
 use crate::executor_client::ExecutorApi;
 use crate::routing::Router;
@@ -73,7 +73,7 @@ mod workflow_sweep;
 mod workflows;
 
 pub use crate::domain::TriggerType;
-pub use alarm_desk::{AlarmDesk, RETRY_DELAYS_MS, SWEEP_EVERY_MS};
+pub use alarm_desk::{AlarmDesk, AlarmOutcome, RETRY_DELAYS_MS, SWEEP_EVERY_MS};
 pub use complete::{Completion, LOST_AFTER_MS};
 pub use config::{
     EngineConfig, EngineServices, FAST_POOL_FLOOR, FIRE_LEAD, MAX_FIRE_LEAD, MIN_LOG_RETENTION_DAYS,
@@ -163,7 +163,7 @@ impl Engine {
         store: Arc<dyn Store>,
         client: Arc<dyn ExecutorApi>,
         router: Router,
-        alarmer: Alarmer,
+        upstream: UpstreamAlarms,
         config: EngineConfig,
         services: EngineServices,
     ) -> Arc<Self> {
@@ -183,17 +183,13 @@ impl Engine {
         );
         let scheduler = Scheduler::new(Arc::clone(&store), Arc::clone(&triggers), shared, &config, &services);
         let sender = crate::alarm::ChannelSender::new(
-            services.mailer.clone(),
+            upstream,
             services.secrets.clone(),
             config.alarm_networks.clone(),
         );
         let alarms = Arc::new(AlarmDesk::new(Arc::clone(&store), sender));
-        let workflows = Workflows::new(
-            Arc::clone(&triggers),
-            tracker.clone(),
-            config.time_zone,
-            (alarmer.clone(), Arc::clone(&alarms)),
-        );
+        let workflows =
+            Workflows::new(Arc::clone(&triggers), tracker.clone(), config.time_zone, Arc::clone(&alarms));
         let completion = Completion::new(
             Arc::clone(&triggers),
             (fix_delay, Arc::clone(&workflows)),
@@ -201,12 +197,8 @@ impl Engine {
             &services,
             tracker.clone(),
         );
-        let failures = FailMonitor::new(
-            Arc::clone(&triggers),
-            (alarmer, Arc::clone(&alarms)),
-            config.retry_backoff,
-            config.lang,
-        );
+        let failures =
+            FailMonitor::new(Arc::clone(&triggers), Arc::clone(&alarms), config.retry_backoff, config.lang);
         let clock = Arc::clone(&services.clock);
         Arc::new(Self {
             registry: Arc::new(RegistryMonitor::new(
@@ -249,7 +241,7 @@ impl Engine {
         &self.workflows
     }
 
-    /// The alarm channels' desk: raising and delivering.
+    /// The alarm desk: every alarm raised, and its deliveries.
     pub fn alarms(&self) -> &Arc<AlarmDesk> {
         &self.alarms
     }

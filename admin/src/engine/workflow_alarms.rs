@@ -1,16 +1,17 @@
 //! The workflow sweep's last step: alarms of instances that failed and of scheduled starts
 //! that were missed (docs/workflows.md, "Alarms"). Each waits in `alarm_status` PENDING; an
-//! admin claims it (PENDING → SENDING, guarded, so of several admins one sends it) and hands it
-//! to every channel in a task of its own, so a slow mail server never holds up the sweep's
-//! firing. The outcome is stored as SENT or FAILED, as upstream's `alarm_status` 2 and 3.
+//! admin claims it (PENDING → SENDING, guarded, so of several admins one raises it) and raises
+//! it on the alarm desk in a task of its own, so a slow mail server never holds up the sweep's
+//! firing. Whether it counted as sent is stored as SENT or FAILED, as upstream's `alarm_status`
+//! 2 and 3.
 
 use std::sync::Arc;
 
 use super::EngineError;
 use super::workflow_advance::node_states;
 use super::workflows::Workflows;
-use crate::alarm::{EventKind, FailedNode, Notice, WorkflowAlarmEvent};
-use crate::store::{InstanceRow, InstanceStatus, RunStatus, instance_alarm as alarm};
+use crate::alarm::{Alarm, FailedNode, WorkflowAlarmEvent};
+use crate::store::{InstanceRow, RunStatus, instance_alarm as alarm};
 use crate::workflow::NodeState;
 
 /// Alarms one sweep claims at most.
@@ -30,14 +31,13 @@ impl Workflows {
                 let id = instance.id;
                 let sent = match this.alarm_event(instance).await {
                     Ok(Some(event)) => {
-                        let queued = match this.desk.raise_workflow(channel_notice(&event, this.clock.now_ms()), this.clock.now_ms()).await {
-                            Ok(queued) => queued,
+                        match this.desk.alarm(&Alarm::workflow_ended(event), this.clock.now_ms()).await {
+                            Ok(outcome) => outcome.counted_as_sent(),
                             Err(error) => {
-                                tracing::error!(instance = id.0, %error, "workflow alarm not raised on channels");
-                                0
+                                tracing::error!(instance = id.0, %error, "workflow alarm not raised");
+                                false
                             }
-                        };
-                        if this.alarmer.is_empty() { queued > 0 } else { this.alarmer.alarm_workflow(&event).await }
+                        }
                     }
                     Ok(None) => false,
                     Err(error) => {
@@ -74,28 +74,5 @@ impl Workflows {
             })
             .collect();
         Ok(Some(WorkflowAlarmEvent { workflow, group, instance, failed_nodes }))
-    }
-}
-
-/// The configured channels' notice of a workflow alarm.
-fn channel_notice(event: &WorkflowAlarmEvent, now_ms: i64) -> Notice {
-    let kind = if event.instance.status == InstanceStatus::Missed {
-        EventKind::WorkflowMissed
-    } else {
-        EventKind::WorkflowFailed
-    };
-    let w = &event.workflow;
-    Notice {
-        kind: kind.as_str().to_owned(),
-        title: w.workflow.name.clone(),
-        group_id: Some(w.workflow.job_group.0),
-        group_title: event.group.as_ref().map(|g| g.group.title.clone()),
-        workflow_id: Some(w.id.0),
-        instance_id: Some(event.instance.id.0),
-        trigger_time: Some(event.instance.fire_time_ms),
-        failed_nodes: event.failed_nodes.iter().map(|n| format!("{}: {}", n.node, n.message)).collect(),
-        at_ms: now_ms,
-        alarm_email: Some(w.workflow.alarm_email.clone()).filter(|e| !e.is_empty()),
-        ..Notice::default()
     }
 }

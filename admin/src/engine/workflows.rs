@@ -18,7 +18,6 @@ use tokio_util::task::TaskTracker;
 
 use super::EngineError;
 use super::trigger::TriggerPath;
-use crate::alarm::Alarmer;
 use crate::clock::Clock;
 use crate::domain::Overflow;
 use crate::domain::TriggerType;
@@ -40,9 +39,7 @@ pub struct Workflows {
     pub(super) clock: Arc<dyn Clock>,
     pub(super) tracker: TaskTracker,
     pub(super) time_zone: chrono_tz::Tz,
-    /// Where failed instances and missed starts are told (`workflow_alarms.rs`).
-    pub(super) alarmer: Alarmer,
-    /// The configured channels' desk (docs/alarms.md).
+    /// Where failed instances and missed starts are raised (`workflow_alarms.rs`).
     pub(super) desk: Arc<super::AlarmDesk>,
 }
 
@@ -68,7 +65,7 @@ impl Workflows {
         triggers: Arc<TriggerPath>,
         tracker: TaskTracker,
         time_zone: chrono_tz::Tz,
-        (alarmer, desk): (Alarmer, Arc<super::AlarmDesk>),
+        desk: Arc<super::AlarmDesk>,
     ) -> Arc<Self> {
         Arc::new(Self {
             store: Arc::clone(&triggers.store),
@@ -76,7 +73,6 @@ impl Workflows {
             triggers,
             tracker,
             time_zone,
-            alarmer,
             desk,
         })
     }

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 
 use super::{
     ChannelId, ChannelRow, DeliveryFilter, DeliveryId, DeliveryListRow, DeliveryOutcome, DeliveryRow,
-    EventId, EventRow, FailingJob, GroupId, InstanceRow, JobId, LogId, LogRow, NewChannel, NewEvent, Page,
-    Paged, RouteRow, StoreError,
+    EventId, EventRow, FailingJob, GroupId, InstanceRow, JobId, LogId, LogRow, NewChannel, NewDelivery,
+    NewEvent, Page, Paged, RouteRow, StoreError,
 };
 
 /// Alarm channels and their traffic.
@@ -49,17 +49,9 @@ pub trait AlarmStore: Send + Sync {
         channel: ChannelId,
         subject: &str,
     ) -> Result<Option<DeliveryRow>, StoreError>;
-    /// Adds a delivery: PENDING at `due_ms`, or (with `into`) FOLDED into that delivery, whose
-    /// count goes up in the same transaction.
-    async fn add_delivery(
-        &self,
-        event: EventId,
-        channel: ChannelId,
-        subject: &str,
-        due_ms: i64,
-        into: Option<DeliveryId>,
-        now_ms: i64,
-    ) -> Result<DeliveryId, StoreError>;
+    /// Adds a delivery: PENDING at `due_ms`, SENDING under the raiser's claim, or FOLDED into
+    /// another delivery, whose count goes up in the same transaction.
+    async fn add_delivery(&self, d: &NewDelivery<'_>) -> Result<DeliveryId, StoreError>;
     /// Deliveries due at `now_ms`: PENDING ones, and SENDING ones whose lease ended.
     async fn due_deliveries(&self, now_ms: i64, limit: u32) -> Result<Vec<DeliveryRow>, StoreError>;
     /// Claims `d` (as read by [`AlarmStore::due_deliveries`]) until `lease_ms`; false if another

@@ -329,9 +329,10 @@ pub(crate) async fn test(
         subject: format!("test:{id}"),
         notice,
         channels: vec![channel.id],
+        upstream: Vec::new(),
         fold: false,
     };
-    let queued = outbox::raise(state.store.as_ref(), &raise, now_ms).await?;
+    let queued = outbox::raise(state.store.as_ref(), &raise, now_ms).await?.queued;
     Ok((StatusCode::ACCEPTED, Json(TestReply { id, queued })))
 }
 

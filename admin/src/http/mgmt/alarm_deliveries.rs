@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::alarm_channels::bad;
 use super::auth::Principal;
 use super::{ApiQuery, Listed, Paging};
+use crate::alarm::UpstreamChannel;
 use crate::http::{ApiError, MgmtState};
 use crate::store::{ChannelId, DeliveryFilter, DeliveryStatus};
 
@@ -66,8 +67,9 @@ pub(crate) async fn deliveries(
         status,
     };
     let paged = state.store.page_deliveries(&filter, page).await?;
-    let names: Vec<(ChannelId, String)> =
+    let mut names: Vec<(ChannelId, String)> =
         state.store.list_channels().await?.into_iter().map(|c| (c.id, c.channel.name)).collect();
+    names.extend(UpstreamChannel::ALL.map(|c| (c.id(), c.name().to_owned())));
     let items = paged
         .rows
         .into_iter()

@@ -9,7 +9,7 @@ use crate::store::dialect::Sql;
 use crate::store::{
     AlarmStore, ChannelId, ChannelRow, DeliveryFilter, DeliveryId, DeliveryListRow, DeliveryOutcome,
     DeliveryRow, DeliveryStatus, EventId, EventRow, FailingJob, GroupId, InstanceRow, InstanceStatus, JobId,
-    LogId, LogRow, NewChannel, NewEvent, Page, Paged, RouteRow, StoreError,
+    LogId, LogRow, NewChannel, NewDelivery, NewEvent, Page, Paged, RouteRow, StoreError,
 };
 
 macro_rules! channel_columns {
@@ -65,7 +65,7 @@ static LAST_MESSAGE: Sql = Sql::new(concat!(
 ));
 static INSERT_DELIVERY: Sql = Sql::new(
     "INSERT INTO jobwheel_alarm_delivery (event_id, channel_id, subject, status, due_ms, folded_into, \
-    created_ms, request, answer) VALUES (?, ?, ?, ?, ?, ?, ?, '', '') RETURNING id",
+    lease_ms, created_ms, request, answer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '') RETURNING id",
 );
 static FOLD: Sql = Sql::new("UPDATE jobwheel_alarm_delivery SET folded = folded + 1 WHERE id = ?");
 static DUE: Sql = Sql::new(concat!(
@@ -215,21 +215,28 @@ impl AlarmStore for SqlStore {
         self.ex().fetch_optional(&LAST_MESSAGE, &args![channel, subject, DeliveryStatus::Folded]).await
     }
 
-    async fn add_delivery(
-        &self,
-        event: EventId,
-        channel: ChannelId,
-        subject: &str,
-        due_ms: i64,
-        into: Option<DeliveryId>,
-        now_ms: i64,
-    ) -> Result<DeliveryId, StoreError> {
-        let status = if into.is_some() { DeliveryStatus::Folded } else { DeliveryStatus::Pending };
-        let into_id = into.map_or(0, |d| d.0);
+    async fn add_delivery(&self, d: &NewDelivery<'_>) -> Result<DeliveryId, StoreError> {
+        let status = match (d.into, d.claimed_until) {
+            (Some(_), _) => DeliveryStatus::Folded,
+            (None, Some(_)) => DeliveryStatus::Sending,
+            (None, None) => DeliveryStatus::Pending,
+        };
+        let into_id = d.into.map_or(0, |i| i.0);
+        let lease_ms = d.claimed_until.unwrap_or(0);
         let mut tx = self.db.begin().await?;
-        let args = args![event, channel, subject, status, due_ms, into_id, now_ms];
+        let args = args![
+            d.event,
+            d.channel,
+            d.subject,
+            status,
+            d.due_ms,
+            into_id,
+            lease_ms,
+            d.created_ms,
+            d.request
+        ];
         let id = DeliveryId(tx.ex().insert_id(&INSERT_DELIVERY, &args).await?);
-        if let Some(into) = into {
+        if let Some(into) = d.into {
             tx.ex().execute(&FOLD, &args![into]).await?;
         }
         tx.commit().await?;

@@ -168,6 +168,27 @@ pub struct DeliveryRow {
     pub answer: String,
 }
 
+/// A new delivery of an event on a channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewDelivery<'a> {
+    /// The event.
+    pub event: EventId,
+    /// The channel.
+    pub channel: ChannelId,
+    /// The event's subject.
+    pub subject: &'a str,
+    /// When it is due, epoch ms.
+    pub due_ms: i64,
+    /// The message it is folded into (FOLDED, that one's count goes up); none: a message.
+    pub into: Option<DeliveryId>,
+    /// Recorded, epoch ms.
+    pub created_ms: i64,
+    /// The body to send, when it is written at once (upstream's mail and webhook); else empty.
+    pub request: &'a str,
+    /// Claimed by the raising admin until then (SENDING, to be sent at once); none: PENDING.
+    pub claimed_until: Option<i64>,
+}
+
 /// A delivery in the log, with its event's kind.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct DeliveryListRow {

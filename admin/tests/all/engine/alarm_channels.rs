@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use jobwheel_admin::alarm::{Alarmer, ChannelSecret, ChannelSettings, EventKind};
+use jobwheel_admin::alarm::{ChannelSecret, ChannelSettings, EventKind, UpstreamAlarms};
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{Engine, EngineConfig, EngineServices, TriggerRequest, TriggerType};
 use jobwheel_admin::lang::MessageLang;
@@ -115,7 +115,7 @@ async fn run_on(db: &Db) -> anyhow::Result<()> {
     let services =
         EngineServices { clock: clock.clone(), secrets: Some(secrets.clone()), ..EngineServices::new() };
     let fake = Arc::new(FakeExecutor::default());
-    let engine = Engine::new(store.clone(), fake, router, Alarmer::default(), config, services);
+    let engine = Engine::new(store.clone(), fake, router, UpstreamAlarms::default(), config, services);
     let s = Setup { store: store.clone(), engine, clock, vendors: Vendors::start().await?, secrets };
     let desk = s.engine.alarms().clone();
 

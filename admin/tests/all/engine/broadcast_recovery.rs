@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{Engine, Recovery, ring_second};
 use jobwheel_admin::store::{JobId, Store};
@@ -36,8 +36,10 @@ async fn stuck_on_shard_zero(db: &Db, misfire_strategy: &str) -> anyhow::Result<
     let store_a = db.connect().await?;
     let store_b = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
-    let a = engine_with(store_a.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
-    let b = engine_with(store_b.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
+    let a =
+        engine_with(store_a.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), UpstreamAlarms::default());
+    let b =
+        engine_with(store_b.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), UpstreamAlarms::default());
     let g = group(&*store_a, "app", &[A, B, C]).await?;
     let mut broadcast = job(g, T0 + 2000);
     broadcast.schedule_conf = Some("0 0 * * * ?".to_owned());

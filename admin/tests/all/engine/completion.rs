@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jobwheel_admin::alarm::{AlarmChannel, Alarmer, EmailAlarm, SmtpConfig, SmtpTls, WebhookAlarm};
+use jobwheel_admin::alarm::{EmailAlarm, SmtpConfig, SmtpTls, UpstreamAlarms, WebhookAlarm};
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{LOST_AFTER_MS, TriggerRequest, TriggerType};
 use jobwheel_admin::lang::MessageLang;
@@ -30,7 +30,8 @@ async fn success_triggers_children_and_repeats_are_ignored() -> anyhow::Result<(
     let db = Db::sqlite().await?;
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
-    let engine = engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
+    let engine =
+        engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), UpstreamAlarms::default());
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let mut child = job(g, 0);
     child.trigger_status = 0;
@@ -73,7 +74,7 @@ async fn lost_jobs_kill_and_registry_refresh() -> anyhow::Result<()> {
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
     let clock = Arc::new(ManualClock::new(T0));
-    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), Alarmer::default());
+    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), UpstreamAlarms::default());
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let mut j = job(g, 0);
     j.trigger_status = 0;
@@ -212,12 +213,11 @@ async fn failures_are_retried_and_alarmed_by_mail_and_webhook() -> anyhow::Resul
         tls: SmtpTls::None,
         timeout: Duration::from_secs(5),
     };
-    let channels: Vec<Arc<dyn AlarmChannel>> = vec![
-        Arc::new(EmailAlarm::new(&smtp, MessageLang::Zh)?),
-        Arc::new(WebhookAlarm::new(hook_url, Duration::from_secs(5))?),
-    ];
-    let engine =
-        engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::new(channels));
+    let upstream = UpstreamAlarms {
+        mail: Some(Arc::new(EmailAlarm::new(&smtp, MessageLang::Zh)?)),
+        webhook: Some(WebhookAlarm::new(hook_url, Duration::from_secs(5))?),
+    };
+    let engine = engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), upstream);
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let mut j = job(g, 0);
     j.trigger_status = 0;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::FAST_POOL_FLOOR;
 
@@ -21,7 +21,7 @@ async fn a_second_handed_over_early_takes_its_claims_first_and_sends_at_the_seco
     let store = db.connect().await?;
     let (fake, clock) = (Arc::new(FakeExecutor::default()), Arc::new(ManualClock::new(T0)));
     let engine =
-        engine_configured(store.clone(), fake.clone(), clock.clone(), Alarmer::default(), |config| {
+        engine_configured(store.clone(), fake.clone(), clock.clone(), UpstreamAlarms::default(), |config| {
             config.fast_pool_max = FAST_POOL_FLOOR;
         });
     let g = group(&*store, "app", &["http://a:9999/"]).await?;

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{Engine, RESEND_AFTER_MS, Resend};
 use jobwheel_admin::protocol::EXACTLY_ONCE;
@@ -37,7 +37,7 @@ async fn mysql_resends_a_fire_in_doubt_once_to_its_address() -> anyhow::Result<(
 }
 
 fn admin(store: &Arc<dyn Store>, fake: &Arc<FakeExecutor>, now_ms: i64) -> Arc<Engine> {
-    engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(now_ms)), Alarmer::default())
+    engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(now_ms)), UpstreamAlarms::default())
 }
 
 /// Admin A sends an exactly-once manual fire of `job` to [`SENT_TO`] and dies before the

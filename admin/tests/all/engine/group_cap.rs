@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use chrono::Utc;
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{TriggerOutcome, TriggerRequest, TriggerType};
 use jobwheel_admin::store::{HandleResult, LogId};
@@ -28,7 +28,8 @@ async fn a_capped_group_starts_no_more_runs_than_its_cap() -> anyhow::Result<()>
     let db = Db::sqlite().await?;
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
-    let engine = engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
+    let engine =
+        engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), UpstreamAlarms::default());
     let capped = group(&*store, "capped-app", &[A, B]).await?;
     let free = group(&*store, "free-app", &[A]).await?;
     store.set_group_cap(capped, Some(2)).await?;

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::ring_second;
 use jobwheel_admin::store::JobId;
@@ -33,7 +33,7 @@ async fn edits(db: &Db) -> anyhow::Result<()> {
     // Another admin's connection: its edits reach this admin only through the database.
     let other = db.connect().await?;
     let (fake, clock) = (Arc::new(FakeExecutor::default()), Arc::new(ManualClock::new(T0)));
-    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), Alarmer::default());
+    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), UpstreamAlarms::default());
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let mut every_ten = job(g, T0 + 3000);
     every_ten.schedule_conf = Some("0/10 * * * * ?".to_owned());

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use anyhow::ensure;
 use chrono::{DateTime, Duration, TimeZone as _, Utc};
 use chrono_tz::Tz;
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::Engine;
 use jobwheel_admin::store::{
@@ -139,7 +139,7 @@ async fn scenario(db: &Db, tz: Tz) -> anyhow::Result<()> {
         store_a.clone(),
         Arc::new(FakeExecutor::default()),
         clock,
-        Alarmer::default(),
+        UpstreamAlarms::default(),
         |c| {
             c.time_zone = tz;
         },

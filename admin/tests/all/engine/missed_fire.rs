@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobwheel_admin::alarm::{AlarmChannel, Alarmer, WebhookAlarm};
+use jobwheel_admin::alarm::{UpstreamAlarms, WebhookAlarm};
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{Engine, Recovery};
 use jobwheel_admin::store::{JobId, Store};
@@ -20,9 +20,9 @@ async fn alarmed_engine(
     fake: Arc<FakeExecutor>,
 ) -> anyhow::Result<(Arc<Engine>, Arc<std::sync::Mutex<Vec<serde_json::Value>>>)> {
     let (url, hooks) = webhook_receiver().await?;
-    let channels: Vec<Arc<dyn AlarmChannel>> =
-        vec![Arc::new(WebhookAlarm::new(url, Duration::from_secs(5))?)];
-    Ok((engine_with(store, fake, Arc::new(ManualClock::new(T0)), Alarmer::new(channels)), hooks))
+    let upstream =
+        UpstreamAlarms { webhook: Some(WebhookAlarm::new(url, Duration::from_secs(5))?), mail: None };
+    Ok((engine_with(store, fake, Arc::new(ManualClock::new(T0)), upstream), hooks))
 }
 
 /// An hourly DO_NOTHING job with retries configured (a missed fire must not use them).
@@ -87,7 +87,8 @@ async fn claims_discarded_by_recovery_are_one_row_and_one_alarm() -> anyhow::Res
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
     // A takes the next fire into its ring and stops; B recovers it 18 s late.
-    let a = engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
+    let a =
+        engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), UpstreamAlarms::default());
     let (b, hooks) = alarmed_engine(store.clone(), fake.clone()).await?;
     let id = hourly(&*store, T0 + 2000).await?;
     assert_eq!(a.scheduler().schedule_cycle(T0).await?.fires.len(), 1);

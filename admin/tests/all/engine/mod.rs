@@ -26,6 +26,7 @@ mod staging;
 mod support;
 pub(crate) mod time_zones;
 mod trigger;
+mod upstream_alarms;
 mod workflow_ops;
 mod workflow_schedule;
 pub(crate) mod workflows;

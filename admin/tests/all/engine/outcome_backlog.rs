@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::executor_client::{ExecutorApi, ExecutorReply, LogReply};
 use jobwheel_admin::protocol::{LogParam, TriggerParam};
@@ -76,7 +76,7 @@ async fn the_admin_stops_sending_while_its_database_does_not_take_outcomes() -> 
             store.clone(),
             executor.clone(),
             Arc::new(ManualClock::new(T0)),
-            Alarmer::default(),
+            UpstreamAlarms::default(),
             |config| config.outcome_backlog = BACKLOG,
         );
         let g = group(&*store, "app", &[A]).await?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::engine::{Engine, EngineConfig, EngineServices};
 use jobwheel_admin::executor_client::HttpExecutorClient;
 use jobwheel_admin::protocol::{CallbackBody, RegistryParam};
@@ -57,7 +57,7 @@ async fn bean_job_runs_on_a_real_executor_and_its_callback_completes_the_log() -
         store.clone(),
         client,
         Router::default(),
-        Alarmer::default(),
+        UpstreamAlarms::default(),
         EngineConfig::new("127.0.0.1"),
         EngineServices::new(),
     );

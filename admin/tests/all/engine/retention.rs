@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::store::{AuditFilter, NewAudit, NewLog, Page};
 
@@ -38,7 +38,7 @@ async fn logs_and_audit_entries_older_than_the_retention_are_deleted() -> anyhow
         store.clone(),
         Arc::new(FakeExecutor::default()),
         Arc::new(ManualClock::new(T0)),
-        Alarmer::default(),
+        UpstreamAlarms::default(),
     );
 
     // Retention 30 days (the default): the 40-day-old log and entry go.

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{Engine, FAIL_BATCH, TriggerRequest, TriggerType};
 use jobwheel_admin::store::{BackoffStrategy, GroupId, JobId, LogTriggerUpdate, NewLog, RetryBackoff, Store};
@@ -41,7 +41,7 @@ async fn run_on(db: Db) -> anyhow::Result<()> {
     let fake = Arc::new(FakeExecutor::default());
     let clock = Arc::new(ManualClock::new(T0));
     let engine =
-        engine_configured(store.clone(), fake.clone(), clock.clone(), Alarmer::default(), |config| {
+        engine_configured(store.clone(), fake.clone(), clock.clone(), UpstreamAlarms::default(), |config| {
             config.retry_backoff = RetryBackoff::fixed(30);
         });
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
@@ -141,7 +141,7 @@ async fn waiting_failures_never_delay_a_new_one() -> anyhow::Result<()> {
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
     let clock = Arc::new(ManualClock::new(T0));
-    let engine = engine_configured(store.clone(), fake, clock.clone(), Alarmer::default(), |config| {
+    let engine = engine_configured(store.clone(), fake, clock.clone(), UpstreamAlarms::default(), |config| {
         config.retry_backoff = RetryBackoff::fixed(0);
     });
     let g = group(&*store, "app", &["http://a:9999/"]).await?;

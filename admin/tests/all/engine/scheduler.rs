@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{FIX_DELAY_PARKED, Placement, Recovery, TriggerType, ring_second};
 use jobwheel_admin::store::{JobId, Store};
@@ -20,7 +20,7 @@ async fn setup() -> anyhow::Result<(Db, Arc<dyn Store>, Arc<FakeExecutor>, Arc<M
 #[tokio::test]
 async fn due_job_fires_now_then_rings_its_next_second() -> anyhow::Result<()> {
     let (_db, store, fake, clock) = setup().await?;
-    let engine = engine_with(store.clone(), fake.clone(), clock, Alarmer::default());
+    let engine = engine_with(store.clone(), fake.clone(), clock, UpstreamAlarms::default());
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let id = store.add_job(&job(g, T0 - 200)).await?;
 
@@ -58,7 +58,7 @@ async fn due_job_fires_now_then_rings_its_next_second() -> anyhow::Result<()> {
 #[tokio::test]
 async fn job_within_the_window_goes_to_the_ring_and_refreshes_from_its_next_time() -> anyhow::Result<()> {
     let (_db, store, fake, clock) = setup().await?;
-    let engine = engine_with(store.clone(), fake.clone(), clock, Alarmer::default());
+    let engine = engine_with(store.clone(), fake.clone(), clock, UpstreamAlarms::default());
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let mut j = job(g, T0 + 3000);
     j.schedule_conf = Some("0/10 * * * * ?".to_owned());
@@ -80,7 +80,7 @@ async fn job_within_the_window_goes_to_the_ring_and_refreshes_from_its_next_time
 #[tokio::test]
 async fn misfire_do_nothing_skips_and_fire_once_now_fires_as_misfire() -> anyhow::Result<()> {
     let (_db, store, fake, clock) = setup().await?;
-    let engine = engine_with(store.clone(), fake.clone(), clock, Alarmer::default());
+    let engine = engine_with(store.clone(), fake.clone(), clock, UpstreamAlarms::default());
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let mut skip = job(g, T0 - 6000);
     skip.schedule_conf = Some("0 0 * * * ?".to_owned());
@@ -112,7 +112,7 @@ async fn misfire_do_nothing_skips_and_fire_once_now_fires_as_misfire() -> anyhow
 #[tokio::test]
 async fn fix_rate_chains_from_the_previous_next_time() -> anyhow::Result<()> {
     let (_db, store, fake, clock) = setup().await?;
-    let engine = engine_with(store.clone(), fake, clock, Alarmer::default());
+    let engine = engine_with(store.clone(), fake, clock, UpstreamAlarms::default());
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let mut j = job(g, T0 + 1000);
     j.schedule_type = "FIX_RATE".into();
@@ -132,7 +132,7 @@ async fn fix_rate_chains_from_the_previous_next_time() -> anyhow::Result<()> {
 #[tokio::test]
 async fn cron_edge_cases_through_the_scheduler() -> anyhow::Result<()> {
     let (_db, store, fake, clock) = setup().await?;
-    let engine = engine_with(store.clone(), fake, clock, Alarmer::default());
+    let engine = engine_with(store.clone(), fake, clock, UpstreamAlarms::default());
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     // Last day of the month after a fire at 2030-01-01: 2030-01-31 00:00 UTC.
     let mut last_day = job(g, T0 - 100);
@@ -173,7 +173,7 @@ async fn cron_edge_cases_through_the_scheduler() -> anyhow::Result<()> {
 #[tokio::test]
 async fn stop_start_rules_of_upstream() -> anyhow::Result<()> {
     let (_db, store, fake, clock) = setup().await?;
-    let engine = engine_with(store.clone(), fake.clone(), clock, Alarmer::default());
+    let engine = engine_with(store.clone(), fake.clone(), clock, UpstreamAlarms::default());
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let id = store.add_job(&job(g, T0 + 2000)).await?;
 
@@ -210,7 +210,7 @@ async fn fix_delay_job(store: &dyn Store, delay_s: u32) -> anyhow::Result<JobId>
 #[tokio::test]
 async fn fix_delay_parks_until_completion() -> anyhow::Result<()> {
     let (_db, store, fake, clock) = setup().await?;
-    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), Alarmer::default());
+    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), UpstreamAlarms::default());
     let id = fix_delay_job(&*store, 30).await?;
 
     let report = engine.scheduler().schedule_cycle(T0).await?;
@@ -241,7 +241,7 @@ async fn fix_delay_parks_until_completion() -> anyhow::Result<()> {
 #[tokio::test]
 async fn fix_delay_rearms_when_the_lost_job_monitor_closes_its_run() -> anyhow::Result<()> {
     let (_db, store, fake, clock) = setup().await?;
-    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), Alarmer::default());
+    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), UpstreamAlarms::default());
     let id = fix_delay_job(&*store, 30).await?;
     engine.scheduler().schedule_cycle(T0).await?;
     engine.triggers().wait_idle().await;
@@ -262,9 +262,10 @@ async fn recovery_contract(db: &Db) -> anyhow::Result<()> {
     let store_a = db.connect().await?;
     let store_b = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
-    let a = engine_with(store_a.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
+    let a =
+        engine_with(store_a.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), UpstreamAlarms::default());
     let clock_b = Arc::new(ManualClock::new(T0));
-    let b = engine_with(store_b.clone(), fake.clone(), clock_b.clone(), Alarmer::default());
+    let b = engine_with(store_b.clone(), fake.clone(), clock_b.clone(), UpstreamAlarms::default());
     let g = group(&*store_a, "app", &["http://a:9999/"]).await?;
     let mut late = job(g, T0 + 2000);
     late.schedule_conf = Some("0 0 * * * ?".to_owned());

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::protocol::HandleCallbackParam;
 
@@ -24,7 +24,7 @@ async fn an_outcome_and_a_callback_wait_for_a_trigger_still_sending() -> anyhow:
         store.clone(),
         fake.clone(),
         Arc::new(ManualClock::new(T0)),
-        Alarmer::default(),
+        UpstreamAlarms::default(),
         |config| config.max_defer = Duration::from_secs(60),
     );
     let g = group(&*store, "app", &[A, HELD]).await?;

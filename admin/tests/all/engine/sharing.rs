@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::ensure;
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{Engine, LEASE_MS, ring_second};
 use jobwheel_admin::store::{JobId, SCHEDULE_PARTITIONS, Store};
@@ -208,9 +208,15 @@ impl Cluster {
         let mut admins = Vec::new();
         for node in nodes {
             let store = db.connect().await?;
-            admins.push(engine_configured(store, fake.clone(), clock.clone(), Alarmer::default(), |c| {
-                c.schedule_node = Some((*node).to_owned());
-            }));
+            admins.push(engine_configured(
+                store,
+                fake.clone(),
+                clock.clone(),
+                UpstreamAlarms::default(),
+                |c| {
+                    c.schedule_node = Some((*node).to_owned());
+                },
+            ));
         }
         let store = db.connect().await?;
         let g = group(&*store, "app", &["http://a:9999/"]).await?;

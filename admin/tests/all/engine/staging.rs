@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{Placement, ring_second};
 use jobwheel_admin::protocol::HandleCallbackParam;
@@ -20,7 +20,7 @@ async fn the_pre_read_stages_the_log_row_and_the_second_fires_it() -> anyhow::Re
     let db = Db::sqlite().await?;
     let store = db.connect().await?;
     let (fake, clock) = (Arc::new(FakeExecutor::default()), Arc::new(ManualClock::new(T0)));
-    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), Alarmer::default());
+    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), UpstreamAlarms::default());
     let g = group(&*store, "app", &["http://a:9999/"]).await?;
     let mut j = job(g, T0 + 3000);
     j.schedule_conf = Some("0/10 * * * * ?".to_owned());
@@ -57,7 +57,7 @@ async fn broadcasts_are_claimed_bare_and_a_new_broadcast_keeps_its_staged_row() 
     let db = Db::sqlite().await?;
     let store = db.connect().await?;
     let (fake, clock) = (Arc::new(FakeExecutor::default()), Arc::new(ManualClock::new(T0)));
-    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), Alarmer::default());
+    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), UpstreamAlarms::default());
     let g = group(&*store, "app", &["http://a:9999/", "http://b:9999/"]).await?;
     let mut broadcast = job(g, T0 + 2000);
     broadcast.schedule_conf = Some("0/10 * * * * ?".to_owned());
@@ -104,7 +104,7 @@ async fn a_late_fire_is_not_closed_as_stalled_while_its_run_is_on_its_way() -> a
     let store = db.connect().await?;
     let (fake, clock) = (Arc::new(FakeExecutor::default()), Arc::new(ManualClock::new(T0)));
     let engine =
-        engine_configured(store.clone(), fake.clone(), clock.clone(), Alarmer::default(), |config| {
+        engine_configured(store.clone(), fake.clone(), clock.clone(), UpstreamAlarms::default(), |config| {
             config.lost_after = Duration::from_secs(20);
         });
     let g = group(&*store, "app", &[A]).await?;

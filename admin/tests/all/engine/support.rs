@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use async_trait::async_trait;
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::{ManualClock, RandomSource};
 use jobwheel_admin::engine::{Engine, EngineConfig, EngineServices};
 use jobwheel_admin::executor_client::{ExecutorApi, ExecutorReply, LogReply};
@@ -167,9 +167,9 @@ pub(crate) fn engine_with(
     store: Arc<dyn Store>,
     client: Arc<dyn ExecutorApi>,
     clock: Arc<ManualClock>,
-    alarmer: Alarmer,
+    upstream: UpstreamAlarms,
 ) -> Arc<Engine> {
-    engine_configured(store, client, clock, alarmer, |_| {})
+    engine_configured(store, client, clock, upstream, |_| {})
 }
 
 /// Like [`engine_with`], with the configuration changed by `configure` first.
@@ -177,7 +177,7 @@ pub(crate) fn engine_configured(
     store: Arc<dyn Store>,
     client: Arc<dyn ExecutorApi>,
     clock: Arc<ManualClock>,
-    alarmer: Alarmer,
+    upstream: UpstreamAlarms,
     configure: impl FnOnce(&mut EngineConfig),
 ) -> Arc<Engine> {
     let router = Router::new(clock.clone(), Arc::new(Zero), MessageLang::Zh);
@@ -186,7 +186,7 @@ pub(crate) fn engine_configured(
     // The channels' stand-ins listen on loopback, which alarm requests may not reach by default.
     config.alarm_networks = jobwheel_admin::alarm::AlarmNetworks::parse("127.0.0.0/8").expect("networks");
     configure(&mut config);
-    Engine::new(store, client, router, alarmer, config, EngineServices { clock, ..EngineServices::new() })
+    Engine::new(store, client, router, upstream, config, EngineServices { clock, ..EngineServices::new() })
 }
 
 pub(crate) fn at_ms(ms: i64) -> chrono::DateTime<chrono::Utc> {

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::{Engine, Placement};
 use jobwheel_admin::store::{GroupId, JobId, Store};
@@ -38,8 +38,12 @@ impl Harness {
     pub(crate) async fn new(db: &Db) -> anyhow::Result<Self> {
         let store = db.connect().await?;
         let clock = Arc::new(ManualClock::new(T0));
-        let engine =
-            engine_with(store.clone(), Arc::new(FakeExecutor::default()), clock.clone(), Alarmer::default());
+        let engine = engine_with(
+            store.clone(),
+            Arc::new(FakeExecutor::default()),
+            clock.clone(),
+            UpstreamAlarms::default(),
+        );
         let group = group(&*store, "tz-app", &["http://a:9999/"]).await?;
         Ok(Self { store, engine, clock, group })
     }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::domain::Priority;
 use jobwheel_admin::engine::{EngineError, TriggerOutcome, TriggerRequest, TriggerType};
@@ -20,7 +20,8 @@ async fn strategies_broadcast_failover_and_empty_lists() -> anyhow::Result<()> {
     let db = Db::sqlite().await?;
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
-    let engine = engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
+    let engine =
+        engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), UpstreamAlarms::default());
     let g = group(&*store, "app", &[A, B, C]).await?;
     let add = |strategy: &str| {
         let mut j = job(g, 0);
@@ -121,7 +122,8 @@ async fn manual_trigger_overrides_param_and_addresses_and_wasm_jobs_carry_their_
     let db = Db::sqlite().await?;
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
-    let engine = engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
+    let engine =
+        engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), UpstreamAlarms::default());
     let g = group(&*store, "app", &[A, C]).await?;
     let mut j = job(g, 0);
     j.trigger_status = 0;
@@ -172,7 +174,8 @@ async fn the_trigger_carries_the_jobs_priority() -> anyhow::Result<()> {
     let db = Db::sqlite().await?;
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
-    let engine = engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
+    let engine =
+        engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), UpstreamAlarms::default());
     let g = group(&*store, "app", &[A]).await?;
     let mut stopped = job(g, 0);
     stopped.trigger_status = 0;

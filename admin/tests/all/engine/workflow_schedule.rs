@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jobwheel_admin::alarm::{AlarmChannel, Alarmer, WebhookAlarm};
+use jobwheel_admin::alarm::{UpstreamAlarms, WebhookAlarm};
 use jobwheel_admin::calendar::CalendarDays;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::store::{InstanceRow, InstanceStatus, LogId, NewCalendar, Store, WorkflowId};
@@ -58,10 +58,10 @@ async fn schedule(db: &Db) -> anyhow::Result<()> {
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
     let (url, hooks) = webhook_receiver().await?;
-    let channels: Vec<Arc<dyn AlarmChannel>> =
-        vec![Arc::new(WebhookAlarm::new(url, Duration::from_secs(5))?)];
+    let upstream =
+        UpstreamAlarms { webhook: Some(WebhookAlarm::new(url, Duration::from_secs(5))?), mail: None };
     let clock = Arc::new(ManualClock::new(T0));
-    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), Alarmer::new(channels));
+    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), upstream);
     let g = group(&*store, "wf-days", &["http://a:9999/"]).await?;
     let mut j = job(g, 0);
     j.trigger_status = 0;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobwheel_admin::alarm::Alarmer;
+use jobwheel_admin::alarm::UpstreamAlarms;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::Engine;
 use jobwheel_admin::store::{
@@ -73,7 +73,8 @@ pub(crate) struct Setup {
 pub(crate) async fn setup(db: &Db, jobs: usize) -> anyhow::Result<Setup> {
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
-    let engine = engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), Alarmer::default());
+    let engine =
+        engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), UpstreamAlarms::default());
     let group = group(&*store, "wf-app", &["http://a:9999/"]).await?;
     let mut ids = Vec::new();
     for _ in 0..jobs {
@@ -257,7 +258,7 @@ async fn the_sweep_recovers_what_a_dead_admin_left_and_two_admins_fire_each_run_
         db.connect().await?,
         other_fake.clone(),
         Arc::new(ManualClock::new(T0)),
-        Alarmer::default(),
+        UpstreamAlarms::default(),
     );
     let graph = Graph {
         nodes: vec![node("first", s.jobs[0]), node("second", s.jobs[1])],
