@@ -5,7 +5,7 @@
 
 use super::notice::{EventKind, Notice, plain_text};
 use super::workflow::WorkflowAlarmEvent;
-use crate::store::{GroupRow, InstanceStatus, JobRow, LogRow};
+use crate::store::{GroupRow, InstanceRow, InstanceStatus, JobRow, LogRow};
 
 /// A run of a job and what it belongs to (upstream's `XxlJobInfo` and `XxlJobLog`).
 #[derive(Debug, Clone)]
@@ -45,16 +45,26 @@ pub enum Alarm {
     },
 }
 
+/// The key of an instance's end (WORKFLOW_FAILED or WORKFLOW_MISSED).
+pub fn ended_key(kind: EventKind, instance: &InstanceRow) -> String {
+    format!("{}:instance:{}:{}", kind.as_str(), instance.id.0, instance.end_ms)
+}
+
+/// What an ended instance tells: WORKFLOW_MISSED for a start that did not happen, else
+/// WORKFLOW_FAILED.
+pub fn ended_kind(instance: &InstanceRow) -> EventKind {
+    if instance.status == InstanceStatus::Missed {
+        EventKind::WorkflowMissed
+    } else {
+        EventKind::WorkflowFailed
+    }
+}
+
 impl Alarm {
     /// A workflow instance's end: WORKFLOW_MISSED for a start that did not happen, else
     /// WORKFLOW_FAILED.
     pub fn workflow_ended(event: WorkflowAlarmEvent) -> Self {
-        let kind = if event.instance.status == InstanceStatus::Missed {
-            EventKind::WorkflowMissed
-        } else {
-            EventKind::WorkflowFailed
-        };
-        Alarm::Workflow { kind, event, within_secs: None }
+        Alarm::Workflow { kind: ended_kind(&event.instance), event, within_secs: None }
     }
 
     /// What happened.
@@ -70,13 +80,16 @@ impl Alarm {
         !matches!(self, Alarm::Job { retrying: true, .. })
     }
 
-    /// The key the event is recorded under, once (`FAILED:log:12`, `WORKFLOW_FAILED:instance:3`).
+    /// The key the event is recorded under, once: `FAILED:log:12`, `WORKFLOW_OVERDUE:instance:3`;
+    /// an instance's end with its end time (`WORKFLOW_FAILED:instance:3:1767261600000`), so a
+    /// second failure after a rerun is an event of its own.
     pub fn key(&self) -> String {
         match self {
             Alarm::Job { kind, event, .. } => format!("{}:log:{}", kind.as_str(), event.log.id.0),
-            Alarm::Workflow { kind, event, .. } => {
-                format!("{}:instance:{}", kind.as_str(), event.instance.id.0)
+            Alarm::Workflow { kind: EventKind::WorkflowOverdue, event, .. } => {
+                format!("{}:instance:{}", EventKind::WorkflowOverdue.as_str(), event.instance.id.0)
             }
+            Alarm::Workflow { kind, event, .. } => ended_key(*kind, &event.instance),
         }
     }
 

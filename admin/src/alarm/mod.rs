@@ -28,7 +28,7 @@ mod workflow;
 
 pub use channel::{ChannelKind, ChannelSecret, ChannelSettings};
 pub use email::{EmailAlarm, SmtpConfig, SmtpTls};
-pub use event::{Alarm, JobEvent};
+pub use event::{Alarm, JobEvent, ended_key, ended_kind};
 pub use notice::{EventKind, Notice, plain_text};
 pub use outbound::AlarmNetworks;
 pub use sender::{Attempt, ChannelSender, SEND_TIMEOUT};

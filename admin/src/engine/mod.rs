@@ -97,6 +97,7 @@ pub use sending::MAX_DEFER;
 pub use share::{LEASE_MS, fair_share, schedule_node_name};
 pub use start::{Starting, first_fire_time, first_start};
 pub use trigger::{TriggerOutcome, TriggerPath};
+pub use workflow_alarms::{CATCH_UP_MS, LOOK_BACK_MS};
 pub use workflow_ops::{InstanceOp, OpError};
 pub use workflow_sweep::{RUN_GRACE_MS, SweepReport};
 pub use workflows::{MAX_CONTEXT, MAX_NODE_OUTPUT, StartError, Workflows};

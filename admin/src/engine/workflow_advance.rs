@@ -4,14 +4,12 @@
 //! instance when every node is over. One transaction, so a crash leaves either all of it or
 //! none, and the sweep finds the instance again.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
 use super::EngineError;
 use super::workflows::{MAX_CONTEXT, MAX_NODE_OUTPUT, Workflows};
 use crate::store::{InstanceId, InstanceStatus, NewRun, RunEnd, RunLog, RunRow, RunStatus};
-use crate::workflow::{Decision, Graph, NodeState, plan};
+use crate::workflow::{Decision, Graph, node_states, plan};
 
 impl Workflows {
     /// Advances `id` at `now_ms`; the runs it made due now, for the caller to fire.
@@ -152,36 +150,4 @@ fn output_value(message: Option<&str>) -> Value {
         None | Some("") => Value::Null,
         Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
     }
-}
-
-/// Each node's state from its newest run (by id: a rerun starts its attempts at 1 again);
-/// revoked runs (skips undone by a rerun or a "mark done") do not count; a node with a retry
-/// just planned is active.
-pub(super) fn node_states(runs: &[RunRow], retrying: &[String]) -> BTreeMap<String, NodeState> {
-    let mut newest: BTreeMap<&str, &RunRow> = BTreeMap::new();
-    for run in runs.iter().filter(|r| r.status != RunStatus::Revoked) {
-        match newest.get(run.node.as_str()) {
-            Some(seen) if seen.id.0 > run.id.0 => {}
-            _ => {
-                newest.insert(run.node.as_str(), run);
-            }
-        }
-    }
-    let mut states: BTreeMap<String, NodeState> = newest
-        .into_iter()
-        .map(|(node, run)| {
-            let state = match run.status {
-                RunStatus::Succeeded => NodeState::Succeeded,
-                RunStatus::Failed | RunStatus::Stopped => NodeState::Failed,
-                RunStatus::Skipped => NodeState::Skipped,
-                RunStatus::Passed => NodeState::Passed,
-                _ => NodeState::Active,
-            };
-            (node.to_owned(), state)
-        })
-        .collect();
-    for node in retrying {
-        states.insert(node.clone(), NodeState::Active);
-    }
-    states
 }

@@ -12,13 +12,12 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::EngineError;
-use super::workflow_advance::node_states;
 use super::workflows::{MAX_CONTEXT, MAX_NODE_OUTPUT, StartError, Workflows};
 use crate::domain::TriggerType;
 use crate::store::{
     InstanceId, InstanceStatus, InstanceTx, NewInstance, NewRun, RunEnd, RunRow, RunStatus, StartOutcome,
 };
-use crate::workflow::{Graph, NodeState};
+use crate::workflow::{Graph, NodeState, node_states};
 
 /// An operation on an instance that changes its runs in place.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,8 @@
 //! ones, and recover what no admin is handling — instances started but not planned, runs whose
 //! results were stored by an admin that died before it advanced them, due runs nobody fired
 //! (a dead admin's, or retries whose delay passed), and fired runs past their node's timeout;
-//! last, it hands the alarms of failed instances and missed starts to the channels.
+//! last, it raises the alarms of instances that ended failed and of missed starts
+//! (`workflow_alarms.rs`).
 //! Each step is guarded in the store, so admins sweeping together do each thing once.
 
 use std::sync::Arc;
@@ -34,7 +35,7 @@ pub struct SweepReport {
     pub fired: usize,
     /// Runs failed for their timeout.
     pub timed_out: usize,
-    /// Alarms of failed instances and missed starts claimed (and handed to the channels).
+    /// Alarms of failed instances and missed starts this admin raised.
     pub alarms: usize,
 }
 
@@ -76,7 +77,7 @@ impl Workflows {
         let due = self.store.due_runs(now_ms - RUN_GRACE_MS, SWEEP_BATCH).await?;
         report.fired = due.len();
         self.fire_runs(due, None).await?;
-        report.alarms = self.send_alarms().await?;
+        report.alarms = self.alarms.raise_ended(now_ms).await?;
         Ok(report)
     }
 

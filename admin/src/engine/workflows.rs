@@ -18,6 +18,7 @@ use tokio_util::task::TaskTracker;
 
 use super::EngineError;
 use super::trigger::TriggerPath;
+use super::workflow_alarms::InstanceAlarms;
 use crate::clock::Clock;
 use crate::domain::Overflow;
 use crate::domain::TriggerType;
@@ -39,8 +40,8 @@ pub struct Workflows {
     pub(super) clock: Arc<dyn Clock>,
     pub(super) tracker: TaskTracker,
     pub(super) time_zone: chrono_tz::Tz,
-    /// Where failed instances and missed starts are raised (`workflow_alarms.rs`).
-    pub(super) desk: Arc<super::AlarmDesk>,
+    /// Raises the alarms of instances that ended failed or missed (`workflow_alarms.rs`).
+    pub(super) alarms: InstanceAlarms,
 }
 
 /// Why a start was refused.
@@ -70,10 +71,10 @@ impl Workflows {
         Arc::new(Self {
             store: Arc::clone(&triggers.store),
             clock: Arc::clone(&triggers.clock),
+            alarms: InstanceAlarms::new(Arc::clone(&triggers.store), desk, tracker.clone()),
             triggers,
             tracker,
             time_zone,
-            desk,
         })
     }
 

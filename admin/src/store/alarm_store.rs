@@ -41,6 +41,8 @@ pub trait AlarmStore: Send + Sync {
 
     /// Records an event; `None` if one with its key is recorded already.
     async fn record_event(&self, e: &NewEvent) -> Result<Option<EventId>, StoreError>;
+    /// Whether an event with `key` is recorded.
+    async fn event_recorded(&self, key: &str) -> Result<bool, StoreError>;
     /// One event.
     async fn load_event(&self, id: EventId) -> Result<Option<EventRow>, StoreError>;
     /// The newest delivery of `channel` on `subject` that is a message of its own (not folded).

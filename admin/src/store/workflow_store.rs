@@ -142,13 +142,15 @@ pub struct RunEnd {
     pub end_ms: i64,
 }
 
-/// Alarms of workflow instances: failed instances and missed scheduled starts wait in
-/// `alarm_status` PENDING until one admin claims and sends them (`instance_alarm`).
+/// What the workflow sweep reads to raise the alarms of instances that ended failed or missed.
 #[async_trait]
 pub trait WorkflowAlarmStore: Send + Sync {
-    /// Instances whose alarm waits, oldest first.
-    async fn pending_workflow_alarms(&self, limit: u32) -> Result<Vec<InstanceRow>, StoreError>;
-    /// Moves an instance's alarm state from `from` to `to`; false if it was not `from` (another
-    /// admin claimed it, or a rerun made it moot).
-    async fn set_workflow_alarm(&self, id: InstanceId, from: i32, to: i32) -> Result<bool, StoreError>;
+    /// Instances in `status` that ended after `after` (end time, then id), oldest end first, at
+    /// most `limit`.
+    async fn ended_instances(
+        &self,
+        status: InstanceStatus,
+        after: (i64, InstanceId),
+        limit: u32,
+    ) -> Result<Vec<InstanceRow>, StoreError>;
 }

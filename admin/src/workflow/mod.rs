@@ -11,7 +11,7 @@ mod plan;
 
 pub use days::{DaysError, MAX_WORKFLOW_CALENDARS, WorkflowDays};
 pub use graph::{Condition, Edge, Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES, Node};
-pub use plan::{Decision, NodeState, Planned, plan};
+pub use plan::{Decision, NodeState, Planned, node_states, plan};
 
 /// An instance's stored context as a JSON object; anything else (never written by the engine,
 /// but a hand-edited row could hold it) reads as an empty one, so a bad row cannot stop an

@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use super::graph::{Condition, Graph};
+use crate::store::{RunRow, RunStatus};
 
 /// What an instance knows of one node (its newest attempt).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,38 @@ impl NodeState {
     fn is_over(self) -> bool {
         self != Self::Active
     }
+}
+
+/// Each node's state from its newest run (by id: a rerun starts its attempts at 1 again);
+/// revoked runs (skips undone by a rerun or a "mark done") do not count; a node with a retry
+/// just planned is active.
+pub fn node_states(runs: &[RunRow], retrying: &[String]) -> BTreeMap<String, NodeState> {
+    let mut newest: BTreeMap<&str, &RunRow> = BTreeMap::new();
+    for run in runs.iter().filter(|r| r.status != RunStatus::Revoked) {
+        match newest.get(run.node.as_str()) {
+            Some(seen) if seen.id.0 > run.id.0 => {}
+            _ => {
+                newest.insert(run.node.as_str(), run);
+            }
+        }
+    }
+    let mut states: BTreeMap<String, NodeState> = newest
+        .into_iter()
+        .map(|(node, run)| {
+            let state = match run.status {
+                RunStatus::Succeeded => NodeState::Succeeded,
+                RunStatus::Failed | RunStatus::Stopped => NodeState::Failed,
+                RunStatus::Skipped => NodeState::Skipped,
+                RunStatus::Passed => NodeState::Passed,
+                _ => NodeState::Active,
+            };
+            (node.to_owned(), state)
+        })
+        .collect();
+    for node in retrying {
+        states.insert(node.clone(), NodeState::Active);
+    }
+    states
 }
 
 /// What the planner decided for a node that had no state yet.

@@ -54,6 +54,7 @@ static INSERT_EVENT: Sql = Sql::new(
     "INSERT INTO jobwheel_alarm_event (event_key, kind, subject, created_ms, notice) VALUES (?, ?, ?, ?, ?) \
     RETURNING id",
 );
+static EVENT_ID: Sql = Sql::new("SELECT id FROM jobwheel_alarm_event WHERE event_key = ?");
 static LOAD_EVENT: Sql = Sql::new(
     "SELECT id, event_key, kind, subject, created_ms, notice FROM jobwheel_alarm_event WHERE id = ?",
 );
@@ -201,6 +202,11 @@ impl AlarmStore for SqlStore {
             Err(e) if e.is_duplicate() => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    async fn event_recorded(&self, key: &str) -> Result<bool, StoreError> {
+        let id: Option<i64> = self.ex().fetch_value(&EVENT_ID, &args![key]).await?;
+        Ok(id.is_some())
     }
 
     async fn load_event(&self, id: EventId) -> Result<Option<EventRow>, StoreError> {

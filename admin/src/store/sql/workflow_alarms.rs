@@ -1,6 +1,6 @@
-//! Alarm states of workflow instances (`jobwheel_workflow_instance.alarm_status`): the waiting
-//! ones are found through `i_instance_alarm`, and a claim is a guarded update, so of several
-//! admins sweeping one sends each alarm.
+//! The workflow sweep's reads for alarms (`engine/workflow_alarms.rs`): instances that ended in
+//! a state worth telling, by end time through `i_instance_ended` (status, end_ms, id), read on
+//! from a cursor so a sweep reads only what ended since its last look.
 
 use async_trait::async_trait;
 
@@ -8,22 +8,23 @@ use super::SqlStore;
 use crate::store::db::args;
 use crate::store::dialect::Sql;
 use crate::store::workflow_store::WorkflowAlarmStore;
-use crate::store::{InstanceId, InstanceRow, StoreError, instance_alarm};
+use crate::store::{InstanceId, InstanceRow, InstanceStatus, StoreError};
 
-static PENDING: Sql = Sql::new(
+static ENDED: Sql = Sql::new(
     "SELECT id, workflow_id, status, trigger_type, rerun_of, fire_time_ms, start_ms, end_ms, graph, context \
-    FROM jobwheel_workflow_instance WHERE alarm_status = ? ORDER BY id LIMIT ?",
+    FROM jobwheel_workflow_instance WHERE status = ? AND (end_ms > ? OR (end_ms = ? AND id > ?)) \
+    ORDER BY end_ms, id LIMIT ?",
 );
-static SET: Sql =
-    Sql::new("UPDATE jobwheel_workflow_instance SET alarm_status = ? WHERE id = ? AND alarm_status = ?");
 
 #[async_trait]
 impl WorkflowAlarmStore for SqlStore {
-    async fn pending_workflow_alarms(&self, limit: u32) -> Result<Vec<InstanceRow>, StoreError> {
-        self.ex().fetch_all(&PENDING, &args![instance_alarm::PENDING, i64::from(limit)]).await
-    }
-
-    async fn set_workflow_alarm(&self, id: InstanceId, from: i32, to: i32) -> Result<bool, StoreError> {
-        Ok(self.ex().execute(&SET, &args![to, id, from]).await? > 0)
+    async fn ended_instances(
+        &self,
+        status: InstanceStatus,
+        after: (i64, InstanceId),
+        limit: u32,
+    ) -> Result<Vec<InstanceRow>, StoreError> {
+        let (end_ms, id) = after;
+        self.ex().fetch_all(&ENDED, &args![status, end_ms, end_ms, id, i64::from(limit)]).await
     }
 }

@@ -14,7 +14,7 @@ use crate::store::time::secs;
 use crate::store::workflow_store::{Admission, InstanceTx, RunEnd, RunTake, WorkflowStore};
 use crate::store::{
     GroupId, InstanceId, InstanceRow, InstanceStatus, LogId, NewInstance, NewRun, NewWorkflow, Page, Paged,
-    RunId, RunLog, RunRow, RunStatus, StartOutcome, StoreError, WorkflowId, WorkflowRow, instance_alarm,
+    RunId, RunLog, RunRow, RunStatus, StartOutcome, StoreError, WorkflowId, WorkflowRow,
 };
 
 macro_rules! workflow_columns {
@@ -75,17 +75,14 @@ static COUNT_INSTANCES: Sql =
     Sql::new("SELECT COUNT(*) FROM jobwheel_workflow_instance WHERE workflow_id = ?");
 static PAGE_INSTANCES: Sql =
     Sql::new(concat!(instance_columns!(), " WHERE workflow_id = ? ORDER BY id DESC LIMIT ? OFFSET ?"));
-// The alarm state first: MySQL evaluates SET left to right, so `status` must still be the old
-// one here. A change of state to FAILED waits for its alarm; any other change clears a waiting
-// one (a rerun made it moot); no change of state leaves it as it is (alarmed once).
 static SET_INSTANCE: Sql = Sql::new(
-    "UPDATE jobwheel_workflow_instance SET alarm_status = CASE WHEN status = ? THEN alarm_status ELSE ? END, \
-    status = ?, context = ?, start_ms = ?, end_ms = ? WHERE id = ?",
+    "UPDATE jobwheel_workflow_instance SET status = ?, context = ?, start_ms = ?, end_ms = ? WHERE id = ?",
 );
-/// A scheduled start that did not happen, kept as an instance whose alarm waits.
+/// A scheduled start that did not happen, kept as an instance (its alarm is raised by the sweep
+/// that finds it ended: `engine/workflow_alarms.rs`).
 static INSERT_MISSED: Sql = Sql::new(
     "INSERT INTO jobwheel_workflow_instance (workflow_id, status, trigger_type, fire_time_ms, start_ms, end_ms, \
-    graph, context, alarm_status) VALUES (?, 5, ?, ?, 0, ?, ?, '{}', 1)",
+    graph, context) VALUES (?, ?, ?, ?, 0, ?, ?, '{}')",
 );
 static RUNS: Sql = Sql::new(concat!(run_columns!(), " WHERE instance_id = ? ORDER BY id"));
 static INSERT_RUN: Sql = Sql::new(
@@ -234,7 +231,14 @@ impl WorkflowStore for SqlStore {
                 // is kept as MISSED, so it is seen and alarmed.
                 if let Some((due, ..)) = admission.advance.filter(|_| admission.keep_missed) {
                     // Its fire time is the scheduled one it missed, even when found late.
-                    let args = args![new.workflow_id, new.trigger_type, due, admission.now_ms, &new.graph];
+                    let args = args![
+                        new.workflow_id,
+                        InstanceStatus::Missed,
+                        new.trigger_type,
+                        due,
+                        admission.now_ms,
+                        &new.graph
+                    ];
                     tx.ex().execute(&INSERT_MISSED, &args).await?;
                 }
                 tx.commit().await?;
@@ -447,9 +451,7 @@ impl InstanceTx for SqlInstanceTx {
         start_ms: i64,
         end_ms: i64,
     ) -> Result<(), StoreError> {
-        let alarm =
-            if status == InstanceStatus::Failed { instance_alarm::PENDING } else { instance_alarm::NONE };
-        let args = args![status, alarm, status, context, start_ms, end_ms, self.instance.id];
+        let args = args![status, context, start_ms, end_ms, self.instance.id];
         self.tx.ex().execute(&SET_INSTANCE, &args).await?;
         self.instance.status = status;
         self.instance.context = context.to_owned();

@@ -92,20 +92,6 @@ impl InstanceStatus {
     }
 }
 
-/// Alarm states of an instance (`jobwheel_workflow_instance.alarm_status`).
-pub mod instance_alarm {
-    /// Claimed by an admin that is sending it.
-    pub const SENDING: i32 = -1;
-    /// Nothing to tell.
-    pub const NONE: i32 = 0;
-    /// Failed or missed: waiting for an admin to send its alarm.
-    pub const PENDING: i32 = 1;
-    /// Sent by every channel.
-    pub const SENT: i32 = 2;
-    /// A channel could not deliver it.
-    pub const FAILED: i32 = 3;
-}
-
 /// Node run states (`jobwheel_workflow_run.status`), stored as their codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::Type)]
 #[repr(i32)]

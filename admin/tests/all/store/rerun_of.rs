@@ -6,11 +6,7 @@
 use jobwheel_admin::domain::TriggerType;
 use jobwheel_admin::store::{self, InstanceId};
 
-/// The migration's conversion statement (the file's `UPDATE`; its `ALTER` has run already).
-fn conversion(migration: &str) -> &str {
-    let at = migration.find("UPDATE").expect("0033 has an UPDATE");
-    migration[at..].trim()
-}
+use super::migration::{Kind, on_fresh, raw, statement};
 
 const OLD_ROWS: &str = "INSERT INTO jobwheel_workflow_instance \
     (id, workflow_id, status, trigger_type, fire_time_ms, graph, context) VALUES \
@@ -29,52 +25,27 @@ async fn check(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The old rows, then the migration file's `UPDATE` (its `ALTER` has run already), then the check.
+async fn convert(kind: Kind, migration: &str) -> anyhow::Result<()> {
+    on_fresh(kind, async |url| {
+        raw(kind, url, OLD_ROWS).await?;
+        raw(kind, url, statement(migration, "UPDATE")).await?;
+        check(url).await
+    })
+    .await
+}
+
 #[tokio::test]
 async fn an_old_rerun_reads_as_a_rerun_of_its_instance_on_sqlite() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let url = format!("sqlite://{}", dir.path().join("jobwheel.db").display());
-    drop(store::connect(&url).await?);
-    let pool = sqlx::SqlitePool::connect(&url).await?;
-    sqlx::raw_sql(OLD_ROWS).execute(&pool).await?;
-    sqlx::raw_sql(conversion(include_str!("../../../migrations/sqlite/0033_instance_rerun_of.sql")))
-        .execute(&pool)
-        .await?;
-    pool.close().await;
-    check(&url).await
+    convert(Kind::Sqlite, include_str!("../../../migrations/sqlite/0033_instance_rerun_of.sql")).await
 }
 
 #[tokio::test]
 async fn an_old_rerun_reads_as_a_rerun_of_its_instance_on_postgres() -> anyhow::Result<()> {
-    let Some(db) = super::FreshDatabase::create(super::Server::Postgres).await? else { return Ok(()) };
-    let result = async {
-        drop(store::connect(&db.url).await?);
-        let pool = sqlx::PgPool::connect(&db.url).await?;
-        sqlx::raw_sql(OLD_ROWS).execute(&pool).await?;
-        sqlx::raw_sql(conversion(include_str!("../../../migrations/postgres/0033_instance_rerun_of.sql")))
-            .execute(&pool)
-            .await?;
-        pool.close().await;
-        check(&db.url).await
-    }
-    .await;
-    db.drop_it().await?;
-    result
+    convert(Kind::Postgres, include_str!("../../../migrations/postgres/0033_instance_rerun_of.sql")).await
 }
 
 #[tokio::test]
 async fn an_old_rerun_reads_as_a_rerun_of_its_instance_on_mysql() -> anyhow::Result<()> {
-    let Some(db) = super::FreshDatabase::create(super::Server::MySql).await? else { return Ok(()) };
-    let result = async {
-        drop(store::connect(&db.url).await?);
-        let pool = sqlx::MySqlPool::connect(&db.url).await?;
-        sqlx::raw_sql(OLD_ROWS).execute(&pool).await?;
-        sqlx::raw_sql(conversion(include_str!("../../../migrations/mysql/0033_instance_rerun_of.sql")))
-            .execute(&pool)
-            .await?;
-        pool.close().await;
-        check(&db.url).await
-    }
-    .await;
-    db.drop_it().await?;
-    result
+    convert(Kind::Mysql, include_str!("../../../migrations/mysql/0033_instance_rerun_of.sql")).await
 }
