@@ -13,7 +13,7 @@
 //! | [`ClaimRecovery`] | `recover.rs`, `claims.rs` | — (dead admins' claims) |
 //! | [`TriggerPath`] | `fire.rs` (what a fire is), `trigger.rs`, `resolve.rs`, `shard.rs`, `pool.rs`, `batch.rs`, `sending.rs`, `ticket.rs`, `grant.rs`, `group_cap.rs`, `trigger_msg.rs` | `JobTriggerPoolHelper`, `XxlJobTrigger` |
 //! | [`Completion`] | `complete.rs` (+ lost monitor, kill), `restarts.rs`, `fix_delay.rs` | `JobCompleteHelper`, `XxlJobCompleter` |
-//! | [`Workflows`] | `workflows.rs`, `workflow_advance.rs`, `workflow_sweep.rs` | — (DAG workflows, docs/workflows.md) |
+//! | [`Workflows`] | `workflows.rs` (commands), `workflow_runner.rs` (`InstanceRunner`), `workflow_sweep.rs` (`WorkflowSweep`) | — (DAG workflows, docs/workflows.md) |
 //! | [`RegistryMonitor`], [`FailMonitor`], [`ReportMonitor`] | `registry.rs`, `fail.rs`, `report.rs` | `JobRegistryHelper`, `JobFailMonitorHelper`, `JobLogReportHelper` |
 //! | [`AlarmDesk`] | `alarm_desk.rs` | `JobAlarmer` (every alarm, on every channel: docs/alarms.md) |
 //!
@@ -65,14 +65,12 @@ mod tasks;
 mod ticket;
 mod trigger;
 mod trigger_msg;
-mod workflow_advance;
-mod workflow_alarms;
-mod workflow_fire;
-mod workflow_ops;
+mod workflow_runner;
 mod workflow_sweep;
 mod workflows;
 
 pub use crate::domain::TriggerType;
+pub use crate::workflow::{MAX_CONTEXT, MAX_NODE_OUTPUT};
 pub use alarm_desk::{AlarmDesk, AlarmOutcome, RETRY_DELAYS_MS, SWEEP_EVERY_MS};
 pub use complete::{Completion, LOST_AFTER_MS};
 pub use config::{
@@ -97,10 +95,8 @@ pub use sending::MAX_DEFER;
 pub use share::{LEASE_MS, fair_share, schedule_node_name};
 pub use start::{Starting, first_fire_time, first_start};
 pub use trigger::{TriggerOutcome, TriggerPath};
-pub use workflow_alarms::{CATCH_UP_MS, LOOK_BACK_MS};
-pub use workflow_ops::{InstanceOp, OpError};
-pub use workflow_sweep::{RUN_GRACE_MS, SweepReport};
-pub use workflows::{MAX_CONTEXT, MAX_NODE_OUTPUT, StartError, Workflows};
+pub use workflow_sweep::{CATCH_UP_MS, LOOK_BACK_MS, RUN_GRACE_MS, SweepReport};
+pub use workflows::{InstanceOp, OpError, StartError, Workflows};
 
 /// What the engine's callers can get wrong, or what failed underneath.
 #[derive(Debug, thiserror::Error)]

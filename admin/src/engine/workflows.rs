@@ -1,47 +1,44 @@
-//! The `Workflows` role: instances of workflows (docs/workflows.md). It starts instances
-//! (by hand, by API, by schedule), fires node runs through the trigger path, and advances an
-//! instance when a run's result is stored (`workflow_advance.rs`); its sweep
-//! (`workflow_sweep.rs`) runs schedules and recovers what a dead admin left.
+//! The `Workflows` role: instances of workflows (docs/workflows.md) — the commands users and
+//! the API give (start, stop, rerun from failure, mark a node done, rerun as a new instance)
+//! and the sweep. Running an instance's nodes is its [`InstanceRunner`]'s
+//! (`workflow_runner.rs`); the once-a-second sweep with the alarms of ended instances is its
+//! [`WorkflowSweep`]'s (`workflow_sweep.rs`).
 //!
 //! Exactly once: a run is fired by taking it (`DUE` → `FIRED`, guarded) in the transaction
 //! that inserts its log row, so of two admins one fires it; what runs next is decided under the
 //! instance's row lock, from the stored states, so a join is planned once however its parents'
 //! results arrive. The hand-off is event driven — the admin that stores a parent's result
 //! plans and fires the children at once — and the sweep is only the safety net.
+//!
+//! The operations after something went wrong (docs/workflows.md, "Operations") decide under
+//! the instance's row lock too, so they cannot race a result arriving or another admin's sweep.
+//! A rerun or a "mark done" also *revokes* what failed or was skipped below the nodes it
+//! touches: such a node is planned again from the new states once its parents are over (and is
+//! skipped again if its conditions still do not hold); what succeeded stays done.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
+use serde_json::Value;
 use tokio_util::task::TaskTracker;
 
 use super::EngineError;
 use super::trigger::TriggerPath;
-use super::workflow_alarms::InstanceAlarms;
+use super::workflow_runner::InstanceRunner;
+use super::workflow_sweep::{SweepReport, WorkflowSweep};
 use crate::clock::Clock;
-use crate::domain::Overflow;
-use crate::domain::TriggerType;
+use crate::domain::{Overflow, TriggerType};
 use crate::store::{
-    Admission, InstanceId, InstanceStatus, LogId, NewInstance, NewWorkflow, RunEnd, RunId, RunStatus,
-    StartOutcome, Store, WorkflowId,
+    Admission, InstanceId, InstanceStatus, InstanceTx, LogId, NewInstance, NewRun, NewWorkflow, RunEnd,
+    RunRow, RunStatus, StartOutcome, Store, WorkflowId,
 };
-use crate::workflow::Graph;
+use crate::workflow::{Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, NodeState, node_states};
 
-/// The largest output one node may add to the context, in bytes of JSON.
-pub const MAX_NODE_OUTPUT: usize = jobwheel_protocol::MAX_WORKFLOW_OUTPUT;
-/// The largest context an instance may hold (start input and outputs), in bytes of JSON.
-pub const MAX_CONTEXT: usize = 1024 * 1024;
-
-/// Instances of workflows: start, fire, advance, stop.
+/// Instances of workflows: the commands, with the runner and the sweep they hand work to.
 pub struct Workflows {
-    pub(super) store: Arc<dyn Store>,
-    pub(super) triggers: Arc<TriggerPath>,
-    pub(super) clock: Arc<dyn Clock>,
-    pub(super) tracker: TaskTracker,
-    pub(super) time_zone: chrono_tz::Tz,
-    /// Raises the alarms of instances that ended failed or missed (`workflow_alarms.rs`).
-    pub(super) alarms: InstanceAlarms,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    runner: Arc<InstanceRunner>,
+    sweep: WorkflowSweep,
 }
 
 /// Why a start was refused.
@@ -61,6 +58,43 @@ pub enum StartError {
     Engine(#[from] EngineError),
 }
 
+/// An operation on an instance that changes its runs in place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstanceOp {
+    /// [`Workflows::rerun_failed`].
+    RerunFailed,
+    /// [`Workflows::mark_done`] with the output's JSON text.
+    MarkDone {
+        /// The node.
+        node: String,
+        /// Its output.
+        output: Option<String>,
+    },
+}
+
+/// Why an operation on an instance was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    /// No such instance (or node).
+    #[error("{0}")]
+    NotFound(String),
+    /// The instance or node is not in a state the operation applies to.
+    #[error("{0}")]
+    Conflict(String),
+    /// The given output is not acceptable.
+    #[error("{0}")]
+    BadOutput(String),
+    /// The store failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+impl From<crate::store::StoreError> for OpError {
+    fn from(error: crate::store::StoreError) -> Self {
+        Self::Engine(error.into())
+    }
+}
+
 impl Workflows {
     pub(super) fn new(
         triggers: Arc<TriggerPath>,
@@ -68,20 +102,30 @@ impl Workflows {
         time_zone: chrono_tz::Tz,
         desk: Arc<super::AlarmDesk>,
     ) -> Arc<Self> {
+        let runner = InstanceRunner::new(Arc::clone(&triggers), tracker.clone());
         Arc::new(Self {
             store: Arc::clone(&triggers.store),
             clock: Arc::clone(&triggers.clock),
-            alarms: InstanceAlarms::new(Arc::clone(&triggers.store), desk, tracker.clone()),
-            triggers,
-            tracker,
-            time_zone,
+            sweep: WorkflowSweep::new(Arc::clone(&runner), time_zone, desk, tracker),
+            runner,
         })
+    }
+
+    /// One sweep at `now_ms` (`workflow_sweep.rs`).
+    pub async fn sweep(&self, now_ms: i64) -> Result<SweepReport, EngineError> {
+        self.sweep.pass(now_ms).await
+    }
+
+    /// Results were stored for `logs`: advances the instances of those that belong to node
+    /// runs, in the background (the callback's answer does not wait; the sweep covers a crash).
+    pub(crate) fn on_results(&self, logs: Vec<LogId>) {
+        self.runner.on_results(logs);
     }
 
     /// Starts an instance of `workflow` now with `context` (a JSON object; `None`: empty), as
     /// a user or the API asks; its root nodes are fired before this returns.
     pub async fn start(
-        self: &Arc<Self>,
+        &self,
         workflow: WorkflowId,
         context: Option<&str>,
         trigger_type: TriggerType,
@@ -104,8 +148,8 @@ impl Workflows {
 
     /// Starts `new` under `workflow`'s max instances (queued or skipped beyond them) and fires
     /// its first runs if it started.
-    pub(super) async fn admit(
-        self: &Arc<Self>,
+    async fn admit(
+        &self,
         new: &NewInstance,
         workflow: &NewWorkflow,
         now_ms: i64,
@@ -119,7 +163,7 @@ impl Workflows {
         };
         let outcome = self.store.start_instance(new, admission).await?;
         if let StartOutcome::Started(id) = outcome {
-            self.advance_and_fire(id).await?;
+            self.runner.advance_and_fire(id).await?;
         }
         Ok(outcome)
     }
@@ -149,97 +193,145 @@ impl Workflows {
         let logs = tx.run_logs(&fired).await?;
         tx.set_instance(InstanceStatus::Stopped, &instance.context, instance.start_ms, now_ms).await?;
         tx.commit().await?;
-        self.triggers.metrics.workflow_instance_ended("stopped");
+        self.runner.triggers().metrics.workflow_instance_ended("stopped");
         for log in logs.iter().filter(|l| !l.is_over()) {
-            self.kill_log(log.log_id).await;
+            self.runner.kill_log(log.log_id).await;
         }
         Ok(true)
     }
 
-    /// Asks the executor running `log` to kill it (best effort: a run that ended meanwhile
-    /// has nothing to kill).
-    pub(super) async fn kill_log(&self, log: LogId) {
-        let Ok(Some(row)) = self.store.load_log(log).await else { return };
-        let Some(address) = row.executor_address.as_deref() else { return };
-        let reply = self.triggers.clients.for_group(row.job_group).await.kill(address, row.job_id.0).await;
-        tracing::info!(log_id = log.0, code = reply.code, "workflow run killed");
-    }
-
-    /// Results were stored for `logs`: advances the instances of those that belong to node
-    /// runs, in the background (the callback's answer does not wait; the sweep covers a crash).
-    pub(crate) fn on_results(self: &Arc<Self>, logs: Vec<LogId>) {
-        let this = Arc::clone(self);
-        let stored = Instant::now();
-        self.tracker.spawn(async move {
-            let runs = match this.store.runs_of_logs(&logs).await {
-                Ok(runs) => runs,
-                Err(error) => return tracing::error!(%error, "cannot look up workflow runs of results"),
-            };
-            let mut instances: Vec<InstanceId> = runs.into_iter().map(|(_, instance)| instance).collect();
-            instances.sort_unstable();
-            instances.dedup();
-            for instance in instances {
-                if let Err(error) = this.advance_and_fire_since(instance, Some(stored)).await {
-                    tracing::error!(instance = instance.0, %error, "cannot advance workflow instance");
-                }
-            }
-        });
-    }
-
-    /// Advances `instance` and fires what became due. Boxed: firing a run may advance its
-    /// instance again (a failed trigger), and a recursive future must have a named type.
-    pub(super) fn advance_and_fire(
-        self: &Arc<Self>,
-        instance: InstanceId,
-    ) -> Pin<Box<dyn Future<Output = Result<(), EngineError>> + Send + 'static>> {
-        self.advance_and_fire_since(instance, None)
-    }
-
-    /// [`Self::advance_and_fire`] for results stored at `stored`: the hand-off to each run it
-    /// fires is measured from then (`jobwheel_workflow_handoff_seconds`).
-    fn advance_and_fire_since(
-        self: &Arc<Self>,
-        instance: InstanceId,
-        stored: Option<Instant>,
-    ) -> Pin<Box<dyn Future<Output = Result<(), EngineError>> + Send + 'static>> {
-        let this = Arc::clone(self);
-        Box::pin(async move {
-            let due = this.advance(instance, this.clock.now_ms()).await?;
-            this.fire_runs(due, stored).await
-        })
-    }
-
-    /// Fails a fired run that will get no result, and advances its instance.
-    pub(super) async fn end_fired(
-        self: &Arc<Self>,
-        run: RunId,
-        instance: InstanceId,
-        message: &str,
-    ) -> Result<(), EngineError> {
-        self.end_run(run, instance, RunStatus::Fired, message).await
-    }
-
-    pub(super) async fn end_run(
-        self: &Arc<Self>,
-        run: RunId,
-        instance: InstanceId,
-        from: RunStatus,
-        message: &str,
-    ) -> Result<(), EngineError> {
-        let Some(mut tx) = self.store.begin_instance(instance).await? else { return Ok(()) };
-        let end = RunEnd {
-            status: RunStatus::Failed,
-            output: None,
-            message: Some(message.to_owned()),
-            end_ms: self.clock.now_ms(),
-        };
-        let ended = tx.end_run(run, from, &end).await?;
-        tx.commit().await?;
-        if ended {
-            tracing::warn!(run = run.0, message, "workflow run failed");
-            self.advance_and_fire(instance).await?;
+    /// Reruns a failed or stopped instance from its failed nodes: each gets a new first
+    /// attempt (with its retries again), nodes skipped because of them are planned again, and
+    /// what succeeded stays done. The new runs are fired before this returns.
+    pub async fn rerun_failed(&self, id: InstanceId) -> Result<(), OpError> {
+        let now_ms = self.clock.now_ms();
+        let mut tx = self.open_ended(id).await?;
+        let runs = tx.runs().await?;
+        let graph = Graph::from_json(&tx.instance().graph).unwrap_or_default();
+        let failed: Vec<String> = node_states(&runs, &[])
+            .into_iter()
+            .filter(|(_, state)| *state == NodeState::Failed)
+            .map(|(node, _)| node)
+            .collect();
+        // A failed node below another failed node waits for it: it is planned again, not rerun now.
+        let failed_refs: Vec<&str> = failed.iter().map(String::as_str).collect();
+        let below = graph.descendants(&failed_refs);
+        let roots: Vec<&str> = failed_refs.iter().copied().filter(|n| !below.contains(n)).collect();
+        if roots.is_empty() {
+            return Err(OpError::Conflict(format!("workflow instance {} has no failed node to rerun", id.0)));
         }
+        let new_runs: Vec<NewRun> = roots
+            .iter()
+            .map(|node| NewRun {
+                node: (*node).to_owned(),
+                attempt: 1,
+                status: RunStatus::Due,
+                due_ms: now_ms,
+                output: None,
+                message: Some("rerun from failure".to_owned()),
+            })
+            .collect();
+        revoke_below(&mut *tx, &graph, &roots, &runs).await?;
+        let ids = tx.insert_runs(&new_runs).await?;
+        let instance = tx.instance().clone();
+        tx.set_instance(InstanceStatus::Running, &instance.context, instance.start_ms, 0).await?;
+        tx.commit().await?;
+        tracing::info!(instance = id.0, nodes = ?roots, "workflow instance rerun from its failed nodes");
+        let due = new_runs.into_iter().zip(ids).map(|(run, run_id)| RunRow::due(run_id, id, run)).collect();
+        Ok(self.runner.fire_runs(due, None).await?)
+    }
+
+    /// Marks `node`, which failed (or was stopped), done with `output` (JSON text; none: no
+    /// output): it counts as succeeded, its output joins the context, and what follows it runs.
+    /// Applies to a running instance too (a node that failed while others go on).
+    pub async fn mark_done(&self, id: InstanceId, node: &str, output: Option<&str>) -> Result<(), OpError> {
+        let now_ms = self.clock.now_ms();
+        let output = output.map(checked_output).transpose()?;
+        let mut tx = self.begin(id).await?;
+        let instance = tx.instance().clone();
+        if instance.status == InstanceStatus::Queued || instance.status == InstanceStatus::Succeeded {
+            return Err(OpError::Conflict(format!(
+                "workflow instance {} has not failed: nothing to mark done",
+                id.0
+            )));
+        }
+        let graph = Graph::from_json(&instance.graph).unwrap_or_default();
+        if graph.node(node).is_none() {
+            return Err(OpError::NotFound(format!("workflow instance {} has no node {node:?}", id.0)));
+        }
+        let runs = tx.runs().await?;
+        if node_states(&runs, &[]).get(node) != Some(&NodeState::Failed) {
+            return Err(OpError::Conflict(format!(
+                "node {node:?} has not failed: only a failed node can be marked done"
+            )));
+        }
+        let mut context = crate::workflow::context_map(&instance.context);
+        if let Some(value) = &output {
+            context.insert(node.to_owned(), value.clone());
+        }
+        let context_text = Value::Object(context).to_string();
+        if context_text.len() > MAX_CONTEXT {
+            return Err(OpError::BadOutput(format!("the instance context would exceed {MAX_CONTEXT} bytes")));
+        }
+        let attempt = runs.iter().filter(|r| r.node == node).map(|r| r.attempt).max().unwrap_or(0) + 1;
+        let done = NewRun {
+            node: node.to_owned(),
+            attempt,
+            status: RunStatus::Succeeded,
+            due_ms: now_ms,
+            output: output.as_ref().map(Value::to_string),
+            message: Some("marked done".to_owned()),
+        };
+        revoke_below(&mut *tx, &graph, &[node], &runs).await?;
+        tx.insert_runs(std::slice::from_ref(&done)).await?;
+        tx.set_instance(InstanceStatus::Running, &context_text, instance.start_ms, 0).await?;
+        tx.commit().await?;
+        tracing::info!(instance = id.0, node, "workflow node marked done");
+        self.runner.advance_and_fire(id).await?;
         Ok(())
+    }
+
+    /// Starts a new instance like `id`: the same graph and the same start input (the context
+    /// without the nodes' outputs), under the workflow's max instances.
+    pub async fn rerun(&self, id: InstanceId) -> Result<StartOutcome, StartError> {
+        let now_ms = self.clock.now_ms();
+        let old = self.store.load_instance(id).await.map_err(EngineError::from)?;
+        let old = old.ok_or(StartError::NotFound(id.0))?;
+        let row = self.store.load_workflow(old.workflow_id).await.map_err(EngineError::from)?;
+        let row = row.ok_or(StartError::NotFound(old.workflow_id.0))?;
+        let graph = Graph::from_json(&old.graph).map_err(|e| StartError::BadGraph(e.to_string()))?;
+        let mut input = crate::workflow::context_map(&old.context);
+        input.retain(|key, _| graph.node(key).is_none());
+        let new = NewInstance {
+            workflow_id: old.workflow_id,
+            trigger_type: TriggerType::Rerun,
+            rerun_of: Some(id),
+            fire_time_ms: now_ms,
+            graph: old.graph,
+            context: Value::Object(input).to_string(),
+        };
+        Ok(self.admit(&new, &row.workflow, now_ms).await?)
+    }
+
+    async fn begin(&self, id: InstanceId) -> Result<Box<dyn InstanceTx>, OpError> {
+        self.store
+            .begin_instance(id)
+            .await?
+            .ok_or_else(|| OpError::NotFound(format!("workflow instance {} not found", id.0)))
+    }
+
+    /// The instance, locked, if it failed or was stopped.
+    async fn open_ended(&self, id: InstanceId) -> Result<Box<dyn InstanceTx>, OpError> {
+        let tx = self.begin(id).await?;
+        let status = tx.instance().status;
+        if status != InstanceStatus::Failed && status != InstanceStatus::Stopped {
+            return Err(OpError::Conflict(format!(
+                "workflow instance {} is {}: only a failed or stopped instance is rerun from its failed nodes",
+                id.0,
+                status.name()
+            )));
+        }
+        Ok(tx)
     }
 }
 
@@ -254,4 +346,40 @@ fn start_context(context: Option<&str>) -> Result<String, StartError> {
         Ok(_) => Err(StartError::BadContext("the context must be a JSON object".to_owned())),
         Err(e) => Err(StartError::BadContext(format!("the context is not JSON: {e}"))),
     }
+}
+
+/// Revokes the newest run of every node below `roots` that was skipped, failed or stopped, so
+/// the planner decides those nodes again once their parents are over. The run keeps its
+/// message and times; only its status says it no longer counts.
+async fn revoke_below(
+    tx: &mut dyn InstanceTx,
+    graph: &Graph,
+    roots: &[&str],
+    runs: &[RunRow],
+) -> Result<(), EngineError> {
+    let below = graph.descendants(roots);
+    for node in below {
+        let newest =
+            runs.iter().filter(|r| r.node == node && r.status != RunStatus::Revoked).max_by_key(|r| r.id.0);
+        if let Some(run) =
+            newest.filter(|r| matches!(r.status, RunStatus::Skipped | RunStatus::Failed | RunStatus::Stopped))
+        {
+            let end = RunEnd {
+                status: RunStatus::Revoked,
+                output: run.output.clone(),
+                message: run.message.clone(),
+                end_ms: run.end_ms,
+            };
+            tx.end_run(run.id, run.status, &end).await?;
+        }
+    }
+    Ok(())
+}
+
+/// A hand-given output: JSON (anything else is taken as a string), within [`MAX_NODE_OUTPUT`].
+fn checked_output(text: &str) -> Result<Value, OpError> {
+    if text.len() > MAX_NODE_OUTPUT {
+        return Err(OpError::BadOutput(format!("the output is over {MAX_NODE_OUTPUT} bytes")));
+    }
+    Ok(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())))
 }

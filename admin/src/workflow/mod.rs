@@ -13,6 +13,11 @@ pub use days::{DaysError, MAX_WORKFLOW_CALENDARS, WorkflowDays};
 pub use graph::{Condition, Edge, Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES, Node};
 pub use plan::{Decision, NodeState, Planned, node_states, plan};
 
+/// The largest output one node may add to the context, in bytes of JSON.
+pub const MAX_NODE_OUTPUT: usize = jobwheel_protocol::MAX_WORKFLOW_OUTPUT;
+/// The largest context an instance may hold (start input and outputs), in bytes of JSON.
+pub const MAX_CONTEXT: usize = 1024 * 1024;
+
 /// An instance's stored context as a JSON object; anything else (never written by the engine,
 /// but a hand-edited row could hold it) reads as an empty one, so a bad row cannot stop an
 /// instance from advancing.

@@ -1,4 +1,4 @@
-//! The workflow sweep's reads for alarms (`engine/workflow_alarms.rs`): instances that ended in
+//! The workflow sweep's reads for alarms (`engine/workflow_sweep.rs`): instances that ended in
 //! a state worth telling, by end time through `i_instance_ended` (status, end_ms, id), read on
 //! from a cursor so a sweep reads only what ended since its last look.
 

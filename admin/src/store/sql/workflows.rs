@@ -79,7 +79,7 @@ static SET_INSTANCE: Sql = Sql::new(
     "UPDATE jobwheel_workflow_instance SET status = ?, context = ?, start_ms = ?, end_ms = ? WHERE id = ?",
 );
 /// A scheduled start that did not happen, kept as an instance (its alarm is raised by the sweep
-/// that finds it ended: `engine/workflow_alarms.rs`).
+/// that finds it ended: `engine/workflow_sweep.rs`).
 static INSERT_MISSED: Sql = Sql::new(
     "INSERT INTO jobwheel_workflow_instance (workflow_id, status, trigger_type, fire_time_ms, start_ms, end_ms, \
     graph, context) VALUES (?, ?, ?, ?, 0, ?, ?, '{}')",

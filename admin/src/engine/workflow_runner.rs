@@ -1,0 +1,398 @@
+//! [`InstanceRunner`]: running one instance's nodes — advancing it when results arrive and
+//! firing the runs that became due (docs/workflows.md). The `Workflows` role's commands and
+//! its sweep hand their instances to it.
+//!
+//! **Advancing**, under the instance's row lock: end the fired runs whose every shard is over
+//! (output into the context, a retry if the node has attempts left), ask the planner
+//! (`workflow::plan`) what runs, is skipped or passes next, insert those runs, and end the
+//! instance when every node is over. One transaction, so a crash leaves either all of it or
+//! none, and the sweep finds the instance again.
+//!
+//! **Firing**: the runs made due together — a fan-out's children, the due runs the sweep finds —
+//! are taken per instance in one transaction (`take_runs`: each run `DUE` → `FIRED`, guarded,
+//! with its `xxl_job_log` row and link), after one read of the instance and of each job they
+//! run; then every node's trigger goes out at once, in the background. One transaction instead
+//! of one per child keeps a 200-node fan-out's last hand-off close to its first
+//! (docs/benchmarks.md, "Workflows").
+
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio_util::task::TaskTracker;
+
+use super::EngineError;
+use super::fire::{NodeFire, TriggerRequest, to_datetime};
+use super::trigger::{TriggerOutcome, TriggerPath};
+use crate::clock::Clock;
+use crate::domain::TriggerType;
+use crate::store::{
+    InstanceId, InstanceStatus, JobId, JobRow, LogId, NewLog, NewRun, RunEnd, RunId, RunLog, RunRow,
+    RunStatus, RunTake, Store,
+};
+use crate::workflow::{Decision, Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, node_states, plan};
+
+/// Advances instances and fires their runs.
+pub(super) struct InstanceRunner {
+    store: Arc<dyn Store>,
+    triggers: Arc<TriggerPath>,
+    clock: Arc<dyn Clock>,
+    tracker: TaskTracker,
+}
+
+impl InstanceRunner {
+    pub(super) fn new(triggers: Arc<TriggerPath>, tracker: TaskTracker) -> Arc<Self> {
+        Arc::new(Self {
+            store: Arc::clone(&triggers.store),
+            clock: Arc::clone(&triggers.clock),
+            triggers,
+            tracker,
+        })
+    }
+
+    /// The trigger path (its metrics and executor clients).
+    pub(super) fn triggers(&self) -> &Arc<TriggerPath> {
+        &self.triggers
+    }
+    /// Asks the executor running `log` to kill it (best effort: a run that ended meanwhile
+    /// has nothing to kill).
+    pub(super) async fn kill_log(&self, log: LogId) {
+        let Ok(Some(row)) = self.store.load_log(log).await else { return };
+        let Some(address) = row.executor_address.as_deref() else { return };
+        let reply = self.triggers.clients.for_group(row.job_group).await.kill(address, row.job_id.0).await;
+        tracing::info!(log_id = log.0, code = reply.code, "workflow run killed");
+    }
+
+    /// Results were stored for `logs`: advances the instances of those that belong to node
+    /// runs, in the background (the callback's answer does not wait; the sweep covers a crash).
+    pub(crate) fn on_results(self: &Arc<Self>, logs: Vec<LogId>) {
+        let this = Arc::clone(self);
+        let stored = Instant::now();
+        self.tracker.spawn(async move {
+            let runs = match this.store.runs_of_logs(&logs).await {
+                Ok(runs) => runs,
+                Err(error) => return tracing::error!(%error, "cannot look up workflow runs of results"),
+            };
+            let mut instances: Vec<InstanceId> = runs.into_iter().map(|(_, instance)| instance).collect();
+            instances.sort_unstable();
+            instances.dedup();
+            for instance in instances {
+                if let Err(error) = this.advance_and_fire_since(instance, Some(stored)).await {
+                    tracing::error!(instance = instance.0, %error, "cannot advance workflow instance");
+                }
+            }
+        });
+    }
+
+    /// Advances `instance` and fires what became due. Boxed: firing a run may advance its
+    /// instance again (a failed trigger), and a recursive future must have a named type.
+    pub(super) fn advance_and_fire(
+        self: &Arc<Self>,
+        instance: InstanceId,
+    ) -> Pin<Box<dyn Future<Output = Result<(), EngineError>> + Send + 'static>> {
+        self.advance_and_fire_since(instance, None)
+    }
+
+    /// [`Self::advance_and_fire`] for results stored at `stored`: the hand-off to each run it
+    /// fires is measured from then (`jobwheel_workflow_handoff_seconds`).
+    fn advance_and_fire_since(
+        self: &Arc<Self>,
+        instance: InstanceId,
+        stored: Option<Instant>,
+    ) -> Pin<Box<dyn Future<Output = Result<(), EngineError>> + Send + 'static>> {
+        let this = Arc::clone(self);
+        Box::pin(async move {
+            let due = this.advance(instance, this.clock.now_ms()).await?;
+            this.fire_runs(due, stored).await
+        })
+    }
+
+    /// Fails a fired run that will get no result, and advances its instance.
+    pub(super) async fn end_fired(
+        self: &Arc<Self>,
+        run: RunId,
+        instance: InstanceId,
+        message: &str,
+    ) -> Result<(), EngineError> {
+        self.end_run(run, instance, RunStatus::Fired, message).await
+    }
+
+    pub(super) async fn end_run(
+        self: &Arc<Self>,
+        run: RunId,
+        instance: InstanceId,
+        from: RunStatus,
+        message: &str,
+    ) -> Result<(), EngineError> {
+        let Some(mut tx) = self.store.begin_instance(instance).await? else { return Ok(()) };
+        let end = RunEnd {
+            status: RunStatus::Failed,
+            output: None,
+            message: Some(message.to_owned()),
+            end_ms: self.clock.now_ms(),
+        };
+        let ended = tx.end_run(run, from, &end).await?;
+        tx.commit().await?;
+        if ended {
+            tracing::warn!(run = run.0, message, "workflow run failed");
+            self.advance_and_fire(instance).await?;
+        }
+        Ok(())
+    }
+
+    /// Advances `id` at `now_ms`; the runs it made due now, for the caller to fire.
+    async fn advance(&self, id: InstanceId, now_ms: i64) -> Result<Vec<RunRow>, EngineError> {
+        let Some(mut tx) = self.store.begin_instance(id).await? else { return Ok(Vec::new()) };
+        if tx.instance().status != InstanceStatus::Running {
+            return Ok(Vec::new());
+        }
+        let graph = Graph::from_json(&tx.instance().graph).unwrap_or_default();
+        let mut context = crate::workflow::context_map(&tx.instance().context);
+        let mut runs = tx.runs().await?;
+        let fired: Vec<_> =
+            runs.iter().filter(|r| r.status == RunStatus::Fired && r.shards > 0).map(|r| r.id).collect();
+        let logs = tx.run_logs(&fired).await?;
+        let mut new_runs = Vec::new();
+        let mut context_changed = false;
+        for run in runs.iter_mut().filter(|r| fired.contains(&r.id)) {
+            let own: Vec<&RunLog> = logs.iter().filter(|l| l.run_id == run.id).collect();
+            if own.len() < usize::try_from(run.shards).unwrap_or(usize::MAX)
+                || !own.iter().all(|l| l.is_over())
+            {
+                continue;
+            }
+            let mut end = settle(&own, now_ms);
+            if end.status == RunStatus::Succeeded
+                && let Some(output) = end.output.as_deref()
+            {
+                let value = serde_json::from_str(output).unwrap_or(Value::Null);
+                context.insert(run.node.clone(), value);
+                if serde_json::to_vec(&context).map_or(usize::MAX, |bytes| bytes.len()) > MAX_CONTEXT {
+                    context.remove(&run.node);
+                    end.status = RunStatus::Failed;
+                    end.message = Some(format!("the instance context would exceed {MAX_CONTEXT} bytes"));
+                } else {
+                    context_changed = true;
+                }
+            }
+            if !tx.end_run(run.id, RunStatus::Fired, &end).await? {
+                continue;
+            }
+            run.status = end.status;
+            let node = graph.node(&run.node);
+            let retries = node.map_or(0, |n| n.retries);
+            if end.status == RunStatus::Failed && u32::try_from(run.attempt).unwrap_or(u32::MAX) <= retries {
+                let delay = i64::from(node.map_or(0, |n| n.retry_delay_secs)) * 1000;
+                new_runs.push(NewRun {
+                    node: run.node.clone(),
+                    attempt: run.attempt + 1,
+                    status: RunStatus::Due,
+                    due_ms: now_ms + delay,
+                    output: None,
+                    message: None,
+                });
+            }
+        }
+        let retrying: Vec<String> = new_runs.iter().map(|r| r.node.clone()).collect();
+        let states = node_states(&runs, &retrying);
+        let planned = plan(&graph, &states);
+        for (node, decision) in &planned.decisions {
+            let (status, message) = match decision {
+                Decision::Run => (RunStatus::Due, None),
+                Decision::Skip => {
+                    (RunStatus::Skipped, Some("an incoming edge's condition did not hold".to_owned()))
+                }
+                Decision::Pass => (RunStatus::Passed, Some("disabled".to_owned())),
+            };
+            new_runs.push(NewRun {
+                node: node.clone(),
+                attempt: 1,
+                status,
+                due_ms: now_ms,
+                output: None,
+                message,
+            });
+        }
+        let ids = tx.insert_runs(&new_runs).await?;
+        let instance = tx.instance().clone();
+        let context_text = Value::Object(context).to_string();
+        let ended = planned.outcome.filter(|_| retrying.is_empty());
+        match ended {
+            Some(ok) => {
+                let status = if ok { InstanceStatus::Succeeded } else { InstanceStatus::Failed };
+                tx.set_instance(status, &context_text, instance.start_ms, now_ms).await?;
+            }
+            None if context_changed => {
+                tx.set_instance(InstanceStatus::Running, &context_text, instance.start_ms, 0).await?
+            }
+            None => {}
+        }
+        tx.commit().await?;
+        if let Some(ok) = ended {
+            self.triggers.metrics.workflow_instance_ended(if ok { "succeeded" } else { "failed" });
+        }
+        Ok(new_runs
+            .into_iter()
+            .zip(ids)
+            .filter(|(r, _)| r.status == RunStatus::Due && r.due_ms <= now_ms)
+            .map(|(r, id)| RunRow::due(id, instance.id, r))
+            .collect())
+    }
+
+    /// Fires due runs: per instance, takes them with their log rows in one transaction, then
+    /// triggers each node's job (in the background) with the node's parameter, the context as
+    /// it is now, no job-level retries (the node has its own) and the log row staged. `stored`:
+    /// when the results that made them due were stored, for the hand-off metric.
+    pub(super) async fn fire_runs(
+        self: &Arc<Self>,
+        runs: Vec<RunRow>,
+        stored: Option<Instant>,
+    ) -> Result<(), EngineError> {
+        let mut by_instance: BTreeMap<InstanceId, Vec<RunRow>> = BTreeMap::new();
+        for run in runs {
+            by_instance.entry(run.instance_id).or_default().push(run);
+        }
+        for (instance, runs) in by_instance {
+            self.fire_instance_runs(instance, runs, stored).await?;
+        }
+        Ok(())
+    }
+
+    async fn fire_instance_runs(
+        self: &Arc<Self>,
+        instance_id: InstanceId,
+        runs: Vec<RunRow>,
+        stored: Option<Instant>,
+    ) -> Result<(), EngineError> {
+        let now_ms = self.clock.now_ms();
+        let Some(instance) = self.store.load_instance(instance_id).await? else { return Ok(()) };
+        let graph = Graph::from_json(&instance.graph).unwrap_or_default();
+        // The context as it is when the runs fire: the start input and every output so far.
+        let context = Arc::new(serde_json::Value::Object(crate::workflow::context_map(&instance.context)));
+        let mut jobs: HashMap<i32, Option<JobRow>> = HashMap::new();
+        let mut takes = Vec::with_capacity(runs.len());
+        let mut requests = Vec::with_capacity(runs.len());
+        for run in runs {
+            let Some(node) = graph.node(&run.node) else {
+                self.fail_due(&run, "the node is not in the instance's graph").await?;
+                continue;
+            };
+            if let Entry::Vacant(slot) = jobs.entry(node.job_id) {
+                slot.insert(self.store.load_job(JobId(node.job_id)).await?);
+            }
+            let Some(job) = jobs.get(&node.job_id).and_then(Option::as_ref) else {
+                self.fail_due(&run, &format!("job {} does not exist", node.job_id)).await?;
+                continue;
+            };
+            let log =
+                NewLog { job_group: job.job.job_group, job_id: job.id, trigger_time: to_datetime(now_ms) };
+            let deadline_ms =
+                if node.timeout_secs > 0 { now_ms + i64::from(node.timeout_secs) * 1000 } else { 0 };
+            takes.push(RunTake { run: run.id, log, deadline_ms });
+            let request = TriggerRequest {
+                fail_retry_count: Some(0),
+                executor_param: node.param.clone(),
+                workflow_context: Some(Arc::clone(&context)),
+                node: Some(NodeFire { instance: instance_id, node: run.node.clone(), run: run.id }),
+                delivery: node.delivery,
+                ..TriggerRequest::new(job.id, TriggerType::Workflow)
+            };
+            requests.push((run.id, request));
+        }
+        if takes.is_empty() {
+            return Ok(());
+        }
+        let taken = self.store.take_runs(&takes, now_ms).await?;
+        for ((run, mut request), log) in requests.into_iter().zip(taken) {
+            // None: another admin fired it, or it was stopped.
+            let Some(log_id) = log else { continue };
+            request.staged_log = Some(log_id);
+            let this = Arc::clone(self);
+            self.tracker.spawn(async move {
+                if let Err(error) = this.after_trigger(run, instance_id, request, stored).await {
+                    tracing::error!(run = run.0, %error, "workflow node trigger failed");
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// Sends the trigger, then records shards a broadcast added; a trigger that failed gets
+    /// no callback, so its instance is advanced here.
+    async fn after_trigger(
+        self: &Arc<Self>,
+        run: RunId,
+        instance: InstanceId,
+        request: TriggerRequest,
+        stored: Option<Instant>,
+    ) -> Result<(), EngineError> {
+        match self.triggers.trigger(request).await? {
+            TriggerOutcome::Fired(fired) => {
+                if let Some(stored) = stored.filter(|_| fired.iter().any(|(_, code)| *code == 200)) {
+                    self.triggers.metrics.workflow_handoff(stored.elapsed().as_secs_f64());
+                }
+                let logs: Vec<LogId> = fired.iter().map(|(log, _)| *log).collect();
+                if logs.len() > 1 {
+                    let shards = i32::try_from(logs.len()).unwrap_or(i32::MAX);
+                    self.store.link_logs(run, &logs, shards).await?;
+                }
+                if logs.len() > 1 || fired.iter().any(|(_, code)| *code != 200) {
+                    self.advance_and_fire(instance).await?;
+                }
+            }
+            TriggerOutcome::ClaimGone | TriggerOutcome::JobMissing => {
+                self.end_fired(run, instance, "the node's job no longer exists").await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Fails a due run that cannot be fired, and advances its instance.
+    async fn fail_due(self: &Arc<Self>, run: &RunRow, message: &str) -> Result<(), EngineError> {
+        self.end_run(run.id, run.instance_id, RunStatus::Due, message).await
+    }
+}
+
+/// How a fired run ended, from its shards' log rows: succeeded when every shard did. Its
+/// output is the one the executor reported with the result, else the executor's message —
+/// JSON when it parses as JSON, else a string; a broadcast gives an array of its shards' — and
+/// is refused over [`MAX_NODE_OUTPUT`].
+fn settle(logs: &[&RunLog], now_ms: i64) -> RunEnd {
+    let ok = logs.iter().all(|l| l.succeeded());
+    let outputs: Vec<Value> =
+        logs.iter().map(|l| output_value(l.output.as_deref().or(l.handle_msg.as_deref()))).collect();
+    let output = match outputs.as_slice() {
+        [one] => one.clone(),
+        many => Value::Array(many.to_vec()),
+    };
+    let text = output.to_string();
+    if text.len() > MAX_NODE_OUTPUT {
+        let message =
+            format!("the node's output is {} bytes, over the limit of {MAX_NODE_OUTPUT}", text.len());
+        return RunEnd { status: RunStatus::Failed, output: None, message: Some(message), end_ms: now_ms };
+    }
+    // A failure says why: the first failed shard's message, or its trigger's code when the
+    // trigger itself failed (the run page and the workflow's alarm show it).
+    let message = logs.iter().find(|l| !l.succeeded()).map(|l| match l.handle_msg.as_deref() {
+        Some(msg) if !msg.trim().is_empty() => msg.to_owned(),
+        _ if l.handle_code == 0 => format!("the trigger failed (code {})", l.trigger_code),
+        _ => format!("the run failed (code {})", l.handle_code),
+    });
+    RunEnd {
+        status: if ok { RunStatus::Succeeded } else { RunStatus::Failed },
+        output: Some(text),
+        message,
+        end_ms: now_ms,
+    }
+}
+
+fn output_value(message: Option<&str>) -> Value {
+    match message.map(str::trim) {
+        None | Some("") => Value::Null,
+        Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
+    }
+}
