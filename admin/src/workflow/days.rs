@@ -1,6 +1,6 @@
 //! A workflow's calendars and exclusion windows, as a job has them (docs/scheduling.md): the
 //! calendars it fires only on and never on, by id, and daily windows it never starts in. Stored
-//! as JSON on the workflow row (`jobwheel_workflow.days`); [`WorkflowDays::rules`] compiles
+//! as a job's are, in side tables ([`DayRefs`] with the workflow row); [`WorkflowDays::rules`] compiles
 //! them into the [`DayRules`] the next start time is computed under (reading the calendars
 //! from the store: the one part of the workflow model that does).
 
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::calendar::{CalendarDays, DayRules, DaySet, parse_windows};
-use crate::store::{CalendarId, Store, StoreError};
+use crate::store::{CalendarId, DayRefs, Store, StoreError};
 
 /// Calendars one workflow may refer to (both kinds together), as for a job.
 pub const MAX_WORKFLOW_CALENDARS: usize = 16;
@@ -41,14 +41,30 @@ pub enum DaysError {
 }
 
 impl WorkflowDays {
-    /// The stored JSON; an unreadable one reads as no rules (written only by the admin).
-    pub fn from_stored(text: &str) -> Self {
-        serde_json::from_str(text).unwrap_or_default()
+    /// The rules as stored with the workflow row.
+    pub fn from_stored(stored: &DayRefs) -> Self {
+        let ids = |list: &[CalendarId]| list.iter().map(|c| c.0).collect();
+        Self {
+            only_on: ids(&stored.only_on),
+            never_on: ids(&stored.never_on),
+            exclusion_windows: stored
+                .windows
+                .split(',')
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        }
     }
 
-    /// The JSON stored on the workflow row.
-    pub fn to_stored(&self) -> String {
-        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned())
+    /// The form stored with the workflow row.
+    pub fn to_stored(&self) -> DayRefs {
+        let ids = |list: &[i64]| list.iter().copied().map(CalendarId).collect();
+        DayRefs {
+            only_on: ids(&self.only_on),
+            never_on: ids(&self.never_on),
+            windows: self.exclusion_windows.join(","),
+        }
     }
 
     /// Whether there is no rule at all.
@@ -147,6 +163,6 @@ mod tests {
         assert!(both.checked().unwrap_err().to_string().starts_with("neverOn: calendar 1"));
         let bad = WorkflowDays { exclusion_windows: vec!["25:00-01:00".into()], ..WorkflowDays::default() };
         assert!(bad.checked().unwrap_err().to_string().starts_with("exclusionWindows:"));
-        assert!(WorkflowDays::from_stored("not json").is_empty());
+        assert!(WorkflowDays::from_stored(&DayRefs::default()).is_empty());
     }
 }

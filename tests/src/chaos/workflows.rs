@@ -68,7 +68,7 @@ pub(crate) async fn add(store: &dyn Store, group: GroupId, first_fire_ms: i64) -
         trigger_next_time: first_fire_ms,
         author: "chaos".into(),
         update_ms: first_fire_ms,
-        days: "{}".into(),
+        days: Default::default(),
         alarm_email: String::new(),
     };
     Ok(store.add_workflow(&workflow).await?)

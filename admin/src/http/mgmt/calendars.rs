@@ -20,7 +20,6 @@ use crate::calendar::{CalendarDays, MAX_ICS_BYTES, read_ics, rules_by_job};
 use crate::engine::{FIX_DELAY_PARKED, first_fire_time};
 use crate::http::{ApiError, MgmtState};
 use crate::store::{CalendarId, CalendarRow, NewCalendar, TriggerTimeUpdate};
-use crate::workflow::WorkflowDays;
 
 /// Characters of a calendar's name (`varchar(64)`) and description (`varchar(255)`).
 const NAME_MAX: usize = 64;
@@ -164,16 +163,13 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     principal.require_admin()?;
     let current = load(&state, id).await?;
-    // Workflows keep their calendars on their own row (`workflow::WorkflowDays`), so they are
-    // checked here rather than by the store's guarded delete.
-    let workflows: Vec<String> = state
-        .store
-        .list_workflows(None)
-        .await?
-        .into_iter()
-        .filter(|w| WorkflowDays::from_stored(&w.workflow.days).refers_to(current.id.0))
-        .map(|w| format!("{:?}", w.workflow.name))
-        .collect();
+    // The store's delete is guarded against both; these reads only name who holds it.
+    let mut workflows = Vec::new();
+    for id in state.store.calendar_workflows(current.id).await? {
+        if let Some(w) = state.store.load_workflow(id).await? {
+            workflows.push(format!("{:?}", w.workflow.name));
+        }
+    }
     if !workflows.is_empty() {
         return Err(ApiError::Conflict(format!(
             "calendar {:?} is used by workflow(s) {}; remove it from them first",

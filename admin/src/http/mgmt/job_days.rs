@@ -13,7 +13,7 @@ use crate::calendar::{
     CalendarDays, DayRules, DaySet, Window, join_windows, parse_stored_windows, parse_windows, rules_by_job,
 };
 use crate::http::{ApiError, MgmtState};
-use crate::store::{CalendarId, JobDays, JobId, day_mode};
+use crate::store::{CalendarId, DayRefs, JobId, day_mode};
 
 /// Calendars one job may refer to (both kinds together).
 pub(crate) const MAX_JOB_CALENDARS: usize = 16;
@@ -28,7 +28,7 @@ pub(crate) struct DaysForm<'a> {
 
 /// What a checked form gives: the rows to store and the rules they make.
 pub(crate) struct CheckedDays {
-    pub(crate) days: JobDays,
+    pub(crate) days: DayRefs,
     pub(crate) rules: DayRules,
     /// Whether `days` differ from what the job has stored (always true for a new job).
     pub(crate) changed: bool,
@@ -46,7 +46,7 @@ pub(crate) async fn check(
     }
     let current = match job {
         Some(id) => stored(state, id).await?,
-        None => JobDays::default(),
+        None => DayRefs::default(),
     };
     let ids = |given: Option<&[i64]>, kept: &[CalendarId]| -> Vec<CalendarId> {
         let mut out: Vec<CalendarId> =
@@ -75,7 +75,7 @@ pub(crate) async fn check(
     let pick =
         |ids: &[CalendarId]| -> Vec<Arc<DaySet>> { ids.iter().map(|id| compiled[id].clone()).collect() };
     let rules = DayRules::new(pick(&only_on), pick(&never_on), windows.clone());
-    let days = JobDays { only_on, never_on, windows: join_windows(&windows) };
+    let days = DayRefs { only_on, never_on, windows: join_windows(&windows) };
     let changed = job.is_none() || days != current;
     Ok(Some(CheckedDays { days, rules, changed }))
 }
@@ -97,8 +97,8 @@ pub(crate) async fn compile<'a>(
 }
 
 /// What `jobs` have stored, by job.
-async fn stored_of(state: &MgmtState, jobs: &[JobId]) -> Result<BTreeMap<i32, JobDays>, ApiError> {
-    let mut by_job: BTreeMap<i32, JobDays> = BTreeMap::new();
+async fn stored_of(state: &MgmtState, jobs: &[JobId]) -> Result<BTreeMap<i32, DayRefs>, ApiError> {
+    let mut by_job: BTreeMap<i32, DayRefs> = BTreeMap::new();
     for row in state.store.job_days(jobs).await? {
         let days = by_job.entry(row.job_id.0).or_default();
         match row.mode.as_str() {
@@ -116,7 +116,7 @@ async fn stored_of(state: &MgmtState, jobs: &[JobId]) -> Result<BTreeMap<i32, Jo
 }
 
 /// What one job has stored.
-async fn stored(state: &MgmtState, job: JobId) -> Result<JobDays, ApiError> {
+async fn stored(state: &MgmtState, job: JobId) -> Result<DayRefs, ApiError> {
     Ok(stored_of(state, &[job]).await?.remove(&job.0).unwrap_or_default())
 }
 

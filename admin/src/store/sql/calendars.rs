@@ -1,13 +1,18 @@
-//! Calendars (`jobwheel_calendar`), job calendar references (`jobwheel_job_calendar`) and
-//! exclusion windows (`jobwheel_job_window`).
+//! Calendars (`jobwheel_calendar`) and what jobs and workflows hold of them: calendar
+//! references (`jobwheel_job_calendar`, `jobwheel_workflow_calendar`) and exclusion windows
+//! (`jobwheel_job_window`, `jobwheel_workflow_window`). A workflow's are written and read with
+//! its row (`sql/workflows.rs` calls [`set_workflow_days`] in its transaction and fills rows
+//! through [`SqlStore::with_days`]).
 
 use async_trait::async_trait;
 
 use super::SqlStore;
 use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
+use crate::store::pool::Tx;
 use crate::store::{
-    CalendarId, CalendarRow, CalendarStore, JobDayRow, JobDays, JobId, NewCalendar, StoreError, day_mode,
+    CalendarId, CalendarRow, CalendarStore, DayRefs, JobDayRow, JobId, NewCalendar, StoreError, WorkflowId,
+    WorkflowRow, day_mode,
 };
 
 /// `IN (…)` lists are cut into chunks of this many ids (two lists per statement).
@@ -29,8 +34,20 @@ static UPDATE: Sql =
 /// A derived table, because MySQL refuses a subquery on the table being deleted from.
 static DELETE: Sql = Sql::new(
     "DELETE FROM jobwheel_calendar WHERE id = ? AND NOT EXISTS \
-    (SELECT 1 FROM (SELECT calendar_id FROM jobwheel_job_calendar WHERE calendar_id = ?) r)",
+    (SELECT 1 FROM (SELECT calendar_id FROM jobwheel_job_calendar WHERE calendar_id = ?) r) AND NOT EXISTS \
+    (SELECT 1 FROM (SELECT calendar_id FROM jobwheel_workflow_calendar WHERE calendar_id = ?) w)",
 );
+static WORKFLOWS_OF: Sql =
+    Sql::new("SELECT workflow_id FROM jobwheel_workflow_calendar WHERE calendar_id = ? ORDER BY workflow_id");
+static CLEAR_WORKFLOW_REFS: Sql = Sql::new("DELETE FROM jobwheel_workflow_calendar WHERE workflow_id = ?");
+static CLEAR_WORKFLOW_WINDOWS: Sql = Sql::new("DELETE FROM jobwheel_workflow_window WHERE workflow_id = ?");
+/// Only for an existing calendar (the `SELECT` yields no row otherwise).
+static ADD_WORKFLOW_REF: Sql = Sql::new(
+    "INSERT INTO jobwheel_workflow_calendar (workflow_id, calendar_id, mode) \
+    SELECT ?, c.id, ? FROM jobwheel_calendar c WHERE c.id = ?",
+);
+static ADD_WORKFLOW_WINDOWS: Sql =
+    Sql::new("INSERT INTO jobwheel_workflow_window (workflow_id, windows) VALUES (?, ?)");
 static JOBS_OF: Sql =
     Sql::new("SELECT job_id FROM jobwheel_job_calendar WHERE calendar_id = ? ORDER BY job_id");
 static CLEAR_REFS: Sql = Sql::new("DELETE FROM jobwheel_job_calendar WHERE job_id = ?");
@@ -56,7 +73,7 @@ impl CalendarStore for SqlStore {
     }
 
     async fn delete_calendar(&self, id: CalendarId) -> Result<bool, StoreError> {
-        Ok(self.ex().execute(&DELETE, &args![id, id]).await? > 0)
+        Ok(self.ex().execute(&DELETE, &args![id, id, id]).await? > 0)
     }
 
     async fn load_calendar(&self, id: CalendarId) -> Result<Option<CalendarRow>, StoreError> {
@@ -92,7 +109,12 @@ impl CalendarStore for SqlStore {
         Ok(rows)
     }
 
-    async fn set_job_days(&self, job: JobId, days: &JobDays) -> Result<(), StoreError> {
+    async fn calendar_workflows(&self, id: CalendarId) -> Result<Vec<WorkflowId>, StoreError> {
+        let ids: Vec<i64> = self.ex().fetch_column(&WORKFLOWS_OF, &args![id]).await?;
+        Ok(ids.into_iter().map(WorkflowId).collect())
+    }
+
+    async fn set_job_days(&self, job: JobId, days: &DayRefs) -> Result<(), StoreError> {
         let mut tx = self.db.begin().await?;
         tx.ex().execute(&CLEAR_REFS, &args![job]).await?;
         tx.ex().execute(&CLEAR_WINDOWS, &args![job]).await?;
@@ -108,5 +130,53 @@ impl CalendarStore for SqlStore {
             tx.ex().execute(&ADD_WINDOWS, &args![&days.windows, job]).await?;
         }
         tx.commit().await
+    }
+}
+
+/// Replaces workflow `id`'s calendar references and windows in `tx` (none: clears them).
+pub(super) async fn set_workflow_days(tx: &mut Tx, id: WorkflowId, days: &DayRefs) -> Result<(), StoreError> {
+    tx.ex().execute(&CLEAR_WORKFLOW_REFS, &args![id]).await?;
+    tx.ex().execute(&CLEAR_WORKFLOW_WINDOWS, &args![id]).await?;
+    let refs = days
+        .only_on
+        .iter()
+        .map(|c| (day_mode::ONLY, c))
+        .chain(days.never_on.iter().map(|c| (day_mode::NEVER, c)));
+    for (mode, calendar) in refs {
+        tx.ex().execute(&ADD_WORKFLOW_REF, &args![id, mode, *calendar]).await?;
+    }
+    if !days.windows.is_empty() {
+        tx.ex().execute(&ADD_WORKFLOW_WINDOWS, &args![id, &days.windows]).await?;
+    }
+    Ok(())
+}
+
+impl SqlStore {
+    /// `rows` with their calendar references and windows: two reads per chunk of them.
+    pub(super) async fn with_days(&self, mut rows: Vec<WorkflowRow>) -> Result<Vec<WorkflowRow>, StoreError> {
+        for chunk in rows.chunks_mut(CHUNK) {
+            let ids = chunk.iter().map(|r| r.id);
+            let mut refs = QueryBuf::new(
+                "SELECT I64(workflow_id), I64(calendar_id), mode FROM jobwheel_workflow_calendar WHERE workflow_id IN (",
+            );
+            refs.bind_list(ids.clone()).push(") ORDER BY workflow_id, calendar_id");
+            let mut windows = QueryBuf::new(
+                "SELECT I64(workflow_id), windows FROM jobwheel_workflow_window WHERE workflow_id IN (",
+            );
+            windows.bind_list(ids).push(")");
+            let refs: Vec<(i64, i64, String)> = self.ex().fetch_all(&refs, refs.args()).await?;
+            let windows: Vec<(i64, String)> = self.ex().fetch_all(&windows, windows.args()).await?;
+            for row in chunk.iter_mut() {
+                let days = &mut row.workflow.days;
+                for (_, calendar, mode) in refs.iter().filter(|(w, ..)| *w == row.id.0) {
+                    let list = if mode == day_mode::ONLY { &mut days.only_on } else { &mut days.never_on };
+                    list.push(CalendarId(*calendar));
+                }
+                if let Some((_, text)) = windows.iter().find(|(w, _)| *w == row.id.0) {
+                    days.windows.clone_from(text);
+                }
+            }
+        }
+        Ok(rows)
     }
 }

@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 
 use super::SqlStore;
+use super::calendars;
 use super::logs::INSERT_LOG;
 use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
@@ -13,15 +14,15 @@ use crate::store::pool::Tx;
 use crate::store::time::secs;
 use crate::store::workflow_store::{Admission, InstanceTx, RunEnd, RunTake, WorkflowStore};
 use crate::store::{
-    GroupId, InstanceId, InstanceRow, InstanceStatus, LogId, NewInstance, NewRun, NewWorkflow, Page, Paged,
-    RunId, RunLog, RunRow, RunStatus, StartOutcome, StoreError, WorkflowId, WorkflowRow,
+    DayRefs, GroupId, InstanceId, InstanceRow, InstanceStatus, LogId, NewInstance, NewRun, NewWorkflow, Page,
+    Paged, RunId, RunLog, RunRow, RunStatus, StartOutcome, StoreError, WorkflowId, WorkflowRow,
 };
 
 macro_rules! workflow_columns {
     () => {
         "SELECT id, name, job_group, schedule_type, schedule_conf, time_zone, misfire_strategy, \
          max_instances, overflow, graph, status, trigger_last_time, trigger_next_time, author, update_ms, \
-         days, alarm_email FROM jobwheel_workflow"
+         alarm_email FROM jobwheel_workflow"
     };
 }
 macro_rules! instance_columns {
@@ -39,13 +40,13 @@ macro_rules! run_columns {
 
 static INSERT: Sql = Sql::new(
     "INSERT INTO jobwheel_workflow (name, job_group, schedule_type, schedule_conf, time_zone, misfire_strategy, \
-    max_instances, overflow, graph, status, trigger_last_time, trigger_next_time, author, update_ms, days, \
-    alarm_email) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    max_instances, overflow, graph, status, trigger_last_time, trigger_next_time, author, update_ms, \
+    alarm_email) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
 );
 static UPDATE: Sql = Sql::new(
     "UPDATE jobwheel_workflow SET name = ?, job_group = ?, schedule_type = ?, schedule_conf = ?, time_zone = ?, \
     misfire_strategy = ?, max_instances = ?, overflow = ?, graph = ?, status = ?, trigger_last_time = ?, \
-    trigger_next_time = ?, author = ?, update_ms = ?, days = ?, alarm_email = ? WHERE id = ?",
+    trigger_next_time = ?, author = ?, update_ms = ?, alarm_email = ? WHERE id = ?",
 );
 static LOAD: Sql = Sql::new(concat!(workflow_columns!(), " WHERE id = ?"));
 static LOCK: Sql = Sql::new("SELECT id FROM jobwheel_workflow WHERE id = ? FOR UPDATE");
@@ -153,7 +154,6 @@ fn workflow_args(w: &NewWorkflow) -> Vec<crate::store::db::Arg<'_>> {
         w.trigger_next_time,
         &w.author,
         w.update_ms,
-        &w.days,
         &w.alarm_email
     ]
     .to_vec()
@@ -166,13 +166,23 @@ async fn running(tx: &mut Tx, workflow: WorkflowId) -> Result<i64, StoreError> {
 #[async_trait]
 impl WorkflowStore for SqlStore {
     async fn add_workflow(&self, w: &NewWorkflow) -> Result<WorkflowId, StoreError> {
-        Ok(WorkflowId(self.ex().insert_id(&INSERT, &workflow_args(w)).await?))
+        let mut tx = self.db.begin().await?;
+        let id = WorkflowId(tx.ex().insert_id(&INSERT, &workflow_args(w)).await?);
+        calendars::set_workflow_days(&mut tx, id, &w.days).await?;
+        tx.commit().await?;
+        Ok(id)
     }
 
     async fn update_workflow(&self, id: WorkflowId, w: &NewWorkflow) -> Result<bool, StoreError> {
         let mut args = workflow_args(w);
         args.push(id.into());
-        Ok(self.ex().execute(&UPDATE, &args).await? > 0)
+        let mut tx = self.db.begin().await?;
+        let updated = tx.ex().execute(&UPDATE, &args).await? > 0;
+        if updated {
+            calendars::set_workflow_days(&mut tx, id, &w.days).await?;
+        }
+        tx.commit().await?;
+        Ok(updated)
     }
 
     async fn delete_workflow(&self, id: WorkflowId) -> Result<bool, StoreError> {
@@ -181,13 +191,15 @@ impl WorkflowStore for SqlStore {
         tx.ex().execute(&DELETE_LINKS, &args![id]).await?;
         tx.ex().execute(&DELETE_RUNS, &args![id]).await?;
         tx.ex().execute(&DELETE_INSTANCES, &args![id]).await?;
+        calendars::set_workflow_days(&mut tx, id, &DayRefs::default()).await?;
         let deleted = tx.ex().execute(&DELETE, &args![id]).await? > 0;
         tx.commit().await?;
         Ok(deleted)
     }
 
     async fn load_workflow(&self, id: WorkflowId) -> Result<Option<WorkflowRow>, StoreError> {
-        self.ex().fetch_optional(&LOAD, &args![id]).await
+        let row: Option<WorkflowRow> = self.ex().fetch_optional(&LOAD, &args![id]).await?;
+        Ok(self.with_days(row.into_iter().collect()).await?.pop())
     }
 
     async fn list_workflows(&self, groups: Option<&[GroupId]>) -> Result<Vec<WorkflowRow>, StoreError> {
@@ -199,11 +211,13 @@ impl WorkflowStore for SqlStore {
             q.push(" WHERE job_group IN (").bind_list(groups.iter().copied()).push(")");
         }
         q.push(" ORDER BY id");
-        self.ex().fetch_all(&q, q.args()).await
+        let rows = self.ex().fetch_all(&q, q.args()).await?;
+        self.with_days(rows).await
     }
 
     async fn due_workflows(&self, max_next_time_ms: i64) -> Result<Vec<WorkflowRow>, StoreError> {
-        self.ex().fetch_all(&DUE, &args![max_next_time_ms]).await
+        let rows = self.ex().fetch_all(&DUE, &args![max_next_time_ms]).await?;
+        self.with_days(rows).await
     }
 
     async fn start_instance(

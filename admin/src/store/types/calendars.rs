@@ -1,5 +1,5 @@
-//! Calendars (`jobwheel_calendar`) and what jobs hold of them: calendar references
-//! (`jobwheel_job_calendar`) and exclusion windows (`jobwheel_job_window`).
+//! Calendars (`jobwheel_calendar`) and what jobs and workflows hold of them: calendar
+//! references and exclusion windows.
 
 use super::{CalendarId, JobId};
 
@@ -50,9 +50,11 @@ pub struct JobDayRow {
     pub value: String,
 }
 
-/// What a job is given: its calendar references and its windows (stored form).
+/// What a job or a workflow is given: its calendar references and its windows (stored form:
+/// `jobwheel_job_calendar` and `jobwheel_job_window`, `jobwheel_workflow_calendar` and
+/// `jobwheel_workflow_window`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct JobDays {
+pub struct DayRefs {
     /// "Only on" calendars.
     pub only_on: Vec<CalendarId>,
     /// "Never on" calendars.

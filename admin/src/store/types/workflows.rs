@@ -2,7 +2,7 @@
 //! (`jobwheel_workflow_instance`) and node runs (`jobwheel_workflow_run`). The graph and the
 //! context are JSON text here; `crate::workflow` gives them meaning.
 
-use super::{GroupId, InstanceId, LogId, RunId, WorkflowId};
+use super::{DayRefs, GroupId, InstanceId, LogId, RunId, WorkflowId};
 use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType, TriggerType};
 
 /// A workflow's settings, as written.
@@ -37,8 +37,10 @@ pub struct NewWorkflow {
     pub author: String,
     /// Epoch ms of the last write.
     pub update_ms: i64,
-    /// Its calendars and exclusion windows as JSON (`workflow::WorkflowDays`); `{}`: none.
-    pub days: String,
+    /// Its calendars and exclusion windows (`jobwheel_workflow_calendar`,
+    /// `jobwheel_workflow_window`), written and read with the row.
+    #[sqlx(skip)]
+    pub days: DayRefs,
     /// Where its alarms are mailed: comma-separated addresses (empty: none).
     pub alarm_email: String,
 }

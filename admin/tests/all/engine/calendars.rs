@@ -4,7 +4,7 @@
 //! misfires, nor logged.
 
 use jobwheel_admin::calendar::CalendarDays;
-use jobwheel_admin::store::{CalendarId, JobDays, JobId, NewCalendar, Store};
+use jobwheel_admin::store::{CalendarId, DayRefs, JobId, NewCalendar, Store};
 
 use crate::engine::support::Db;
 use crate::engine::time_zones::{Harness, ms, on_every_backend, utc};
@@ -42,7 +42,7 @@ async fn year_boundary(db: &Db) -> anyhow::Result<()> {
     )
     .await?;
     let id = h.cron_job("0 0 9 * * ?", ms("2026-12-31T01:00:00Z"), Some("Asia/Shanghai")).await?;
-    h.store.set_job_days(id, &JobDays { never_on: vec![holidays], ..JobDays::default() }).await?;
+    h.store.set_job_days(id, &DayRefs { never_on: vec![holidays], ..DayRefs::default() }).await?;
 
     assert_eq!(cycle(&h, "2026-12-31T01:00:00Z", id).await?, ["2026-12-31T01:00:00+00:00"]);
     assert_eq!(h.next(id).await?, "2027-01-04T01:00:00+00:00", "Fri 01-01, Sat and Sun are skipped");
@@ -59,7 +59,7 @@ async fn year_boundary(db: &Db) -> anyhow::Result<()> {
 async fn spring_forward_window(db: &Db) -> anyhow::Result<()> {
     let h = Harness::new(db).await?;
     let id = h.cron_job("0 0/15 * * * ?", ms("2024-03-10T05:30:00Z"), Some("America/New_York")).await?;
-    let days = JobDays { windows: "00:45-02:30".to_owned(), ..JobDays::default() };
+    let days = DayRefs { windows: "00:45-02:30".to_owned(), ..DayRefs::default() };
     h.store.set_job_days(id, &days).await?;
 
     assert_eq!(cycle(&h, "2024-03-10T05:30:00Z", id).await?, ["2024-03-10T05:30:00+00:00"]);
@@ -75,7 +75,7 @@ async fn spring_forward_window(db: &Db) -> anyhow::Result<()> {
 async fn fall_back_window(db: &Db) -> anyhow::Result<()> {
     let h = Harness::new(db).await?;
     let id = h.cron_job("0 0/30 * * * ?", ms("2024-11-03T04:30:00Z"), Some("America/New_York")).await?;
-    h.store.set_job_days(id, &JobDays { windows: "01:00-02:00".to_owned(), ..JobDays::default() }).await?;
+    h.store.set_job_days(id, &DayRefs { windows: "01:00-02:00".to_owned(), ..DayRefs::default() }).await?;
 
     let mut fired = Vec::new();
     for now in ["04:30", "05:00", "05:30", "06:00", "06:30", "07:00"] {
@@ -109,7 +109,7 @@ async fn only_on_calendar_with_no_future_day_stops_the_job() -> anyhow::Result<(
     let h = Harness::new(&db).await?;
     let past = calendar(&*h.store, "past", serde_json::json!({"dates": ["2020-01-01"]})).await?;
     let id = h.cron_job("0 0 9 * * ?", ms("2026-06-01T09:00:00Z"), None).await?;
-    h.store.set_job_days(id, &JobDays { only_on: vec![past], ..JobDays::default() }).await?;
+    h.store.set_job_days(id, &DayRefs { only_on: vec![past], ..DayRefs::default() }).await?;
 
     // The fire already planned goes out; after it the rules allow no time, so the job stops.
     assert_eq!(cycle(&h, "2026-06-01T09:00:00Z", id).await?, ["2026-06-01T09:00:00+00:00"]);

@@ -57,7 +57,7 @@ pub(crate) fn workflow(group: GroupId, graph: &Graph, max: i32, overflow: &str) 
         trigger_next_time: 0,
         author: "test".into(),
         update_ms: T0,
-        days: "{}".into(),
+        days: Default::default(),
         alarm_email: String::new(),
     }
 }

@@ -1,7 +1,7 @@
 //! Contract checks for calendars, job calendar references and exclusion windows.
 
 use anyhow::ensure;
-use jobwheel_admin::store::{CalendarId, JobDays, JobId, NewCalendar, day_mode};
+use jobwheel_admin::store::{CalendarId, DayRefs, JobId, NewCalendar, day_mode};
 
 use crate::store::{Admins, group, job};
 
@@ -36,9 +36,9 @@ pub(crate) async fn check(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     let g = group(&**a, "calendar-app").await?;
     let (x, y) = (a.add_job(&job(g, "x")).await?, a.add_job(&job(g, "y")).await?);
     let days =
-        JobDays { only_on: vec![weekend], never_on: vec![holidays], windows: "23:00-01:00".to_owned() };
+        DayRefs { only_on: vec![weekend], never_on: vec![holidays], windows: "23:00-01:00".to_owned() };
     a.set_job_days(x, &days).await?;
-    a.set_job_days(y, &JobDays { never_on: vec![holidays, CalendarId(i64::MAX)], ..JobDays::default() })
+    a.set_job_days(y, &DayRefs { never_on: vec![holidays, CalendarId(i64::MAX)], ..DayRefs::default() })
         .await?;
     a.set_job_days(JobId(i32::MAX), &days).await?;
     let rows = b.job_days(&[x, y, JobId(i32::MAX)]).await?;
@@ -59,7 +59,7 @@ pub(crate) async fn check(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     ensure!(users == [x, y], "{users:?}");
 
     ensure!(!a.delete_calendar(holidays).await?, "still referred to");
-    a.set_job_days(y, &JobDays::default()).await?;
+    a.set_job_days(y, &DayRefs::default()).await?;
     ensure!(b.job_days(&[y]).await?.is_empty(), "cleared");
     ensure!(a.delete_job(x).await?);
     ensure!(

@@ -60,7 +60,17 @@ pub(crate) async fn raw(kind: Kind, url: &str, sql: &str) -> anyhow::Result<()> 
 
 /// The statement of `file` that starts with `start` and ends at its `;`.
 pub(crate) fn statement<'a>(file: &'a str, start: &str) -> &'a str {
-    let at = file.find(start).unwrap_or_else(|| panic!("no {start} in the migration"));
-    let end = file[at..].find(';').map_or(file.len(), |e| at + e + 1);
-    &file[at..end]
+    statements(file, start).into_iter().next().unwrap_or_else(|| panic!("no {start} in the migration"))
+}
+
+/// Every statement of `file` that starts with `start`, each up to its `;`, in file order.
+pub(crate) fn statements<'a>(file: &'a str, start: &str) -> Vec<&'a str> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = file[from..].find(start).map(|a| from + a) {
+        let end = file[at..].find(';').map_or(file.len(), |e| at + e + 1);
+        found.push(&file[at..end]);
+        from = end;
+    }
+    found
 }

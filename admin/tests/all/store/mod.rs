@@ -25,6 +25,7 @@ mod migration;
 mod rerun_of;
 mod schedule;
 mod staging;
+mod workflow_calendars;
 
 /// Two admins on one database.
 #[derive(Clone)]

@@ -47,7 +47,7 @@ impl World {
             trigger_next_time: 0,
             author: "root".into(),
             update_ms: 0,
-            days: "{}".into(),
+            days: Default::default(),
             alarm_email: String::new(),
         };
         self.env.store().add_workflow(&workflow).await.expect("workflow")
