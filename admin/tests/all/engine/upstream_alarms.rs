@@ -3,7 +3,7 @@
 //! `alarm_status` from that first attempt (upstream's rule); a refused webhook retried from the
 //! delivery log with the body written when the failure was raised; a mail for a job without an
 //! address counts as sent (upstream) and leaves no delivery; a mail server that cannot be
-//! reached is a failed alarm.
+//! reached is a failed alarm; the webhook's URL (which may carry a token) is not in the log.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -86,6 +86,8 @@ async fn new_job(store: &dyn Store, g: GroupId, alarm_email: Option<&str>) -> an
 async fn run_on(db: &Db) -> anyhow::Result<()> {
     let store = db.connect().await?;
     let (url, bodies) = refusing_once().await?;
+    // The operator's URL may carry a credential: it must never reach the delivery log.
+    let url = format!("{url}?token=hook-secret-4242");
     let upstream = UpstreamAlarms {
         mail: Some(Arc::new(EmailAlarm::new(&closed_smtp().await?, MessageLang::En)?)),
         webhook: Some(WebhookAlarm::new(url, Duration::from_secs(5))?),
@@ -111,6 +113,7 @@ async fn run_on(db: &Db) -> anyhow::Result<()> {
         (d.status, d.attempts, d.answer_code, hook[0].kind.as_str()),
         (DeliveryStatus::Pending, 1, 500, "FAILED")
     );
+    assert!(!d.request.contains("hook-secret") && !d.answer.contains("hook-secret"), "{d:?}");
     let sent: serde_json::Value = serde_json::from_str(&d.request)?;
     assert_eq!(
         (sent["alarmType"].as_str(), sent["jobId"].as_i64()),
