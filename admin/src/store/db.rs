@@ -25,7 +25,7 @@ use super::readers::Readers;
 use super::schema::Naming;
 use super::{
     Backend, CalendarId, ChannelId, ClaimId, DeliveryId, DeliveryStatus, EventId, GroupId, InstanceId,
-    InstanceStatus, JobId, LogId, RunId, RunStatus, StoreError, UserId, WorkflowId,
+    InstanceStatus, JobId, LogId, RunId, RunStatus, ScheduleStatus, StoreError, UserId, WorkflowId,
 };
 use crate::domain::{KnownName, Named, TriggerType};
 
@@ -120,6 +120,7 @@ arg_from! {
     InstanceStatus => |v| Arg::I32(Some(v as i32)),
     RunStatus => |v| Arg::I32(Some(v as i32)),
     DeliveryStatus => |v| Arg::I32(Some(v as i32)),
+    ScheduleStatus => |v| Arg::I32(Some(v as i32)),
     Option<InstanceId> => |v| Arg::I64(v.map(|id| id.0)),
 }
 

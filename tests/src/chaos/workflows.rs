@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::ensure;
 use jobwheel_admin::store::{
-    GroupId, InstanceRow, InstanceStatus, NewWorkflow, Page, RunRow, Store, WorkflowId,
+    GroupId, InstanceRow, InstanceStatus, NewWorkflow, Page, RunRow, ScheduleStatus, Store, WorkflowId,
 };
 use serde_json::json;
 
@@ -63,7 +63,7 @@ pub(crate) async fn add(store: &dyn Store, group: GroupId, first_fire_ms: i64) -
         max_instances: 100,
         overflow: "SKIP".into(),
         graph: json!({"nodes": nodes, "edges": edges}).to_string(),
-        status: 1,
+        status: ScheduleStatus::Running,
         trigger_last_time: 0,
         trigger_next_time: first_fire_ms,
         author: "chaos".into(),
@@ -78,7 +78,7 @@ pub(crate) async fn add(store: &dyn Store, group: GroupId, first_fire_ms: i64) -
 pub(crate) async fn stop(store: &dyn Store, id: WorkflowId) -> anyhow::Result<()> {
     let row = store.load_workflow(id).await?.ok_or_else(|| anyhow::anyhow!("the workflow is gone"))?;
     let mut workflow = row.workflow;
-    workflow.status = 0;
+    workflow.status = ScheduleStatus::Stopped;
     workflow.trigger_next_time = 0;
     store.update_workflow(id, &workflow).await?;
     Ok(())

@@ -22,7 +22,7 @@ use crate::calendar::DayRules;
 use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType};
 use crate::engine::{self, Starting};
 use crate::http::{ApiError, MgmtState};
-use crate::store::{GroupId, JobId, NewWorkflow, Page, WorkflowId, WorkflowRow, route_scope};
+use crate::store::{GroupId, JobId, NewWorkflow, Page, ScheduleStatus, WorkflowId, WorkflowRow, route_scope};
 use crate::workflow::{DaysError, Graph, WorkflowDays};
 
 /// Characters of a workflow's name (`varchar(255)`).
@@ -74,7 +74,7 @@ impl WorkflowView {
             misfire_strategy: w.misfire_strategy,
             max_instances: w.max_instances,
             overflow: w.overflow,
-            trigger_status: w.status,
+            trigger_status: w.status.code(),
             trigger_next_time: w.trigger_next_time,
             author: w.author,
             update_time: w.update_ms,
@@ -209,7 +209,7 @@ async fn checked(
         max_instances: input.max_instances,
         overflow: input.overflow,
         graph: input.graph.to_json(),
-        status: 0,
+        status: ScheduleStatus::Stopped,
         trigger_last_time: 0,
         trigger_next_time: 0,
         author: author.to_owned(),
@@ -363,7 +363,7 @@ pub(crate) async fn update(
     let current = permitted(&state, &principal, id).await?;
     let alarms = input.alarms.check(&state, route_scope::WORKFLOW).await?;
     let mut workflow = checked(&state, &principal, input, &principal.user.user.username).await?;
-    if current.workflow.status == 1 {
+    if current.workflow.status == ScheduleStatus::Running {
         let rules = WorkflowDays::from_stored(&workflow.days).rules(&*state.store).await?;
         let next = first_start(
             &workflow.schedule_type,
@@ -372,7 +372,7 @@ pub(crate) async fn update(
             &rules,
             state.clock.now_ms(),
         )?;
-        workflow.status = i32::from(next.is_some());
+        workflow.status = if next.is_some() { ScheduleStatus::Running } else { ScheduleStatus::Stopped };
         workflow.trigger_next_time = next.unwrap_or(0);
         workflow.trigger_last_time = current.workflow.trigger_last_time;
     }
@@ -419,7 +419,7 @@ pub(crate) async fn start(
     .ok_or_else(|| {
         ApiError::BadRequest("a workflow with scheduleType NONE starts only by hand or API".to_owned())
     })?;
-    w.status = 1;
+    w.status = ScheduleStatus::Running;
     w.trigger_next_time = next;
     state.store.update_workflow(row.id, &row.workflow).await?;
     Ok(Json(shown(&state, permitted(&state, &principal, id).await?).await?))
@@ -432,7 +432,7 @@ pub(crate) async fn stop(
     Path(id): Path<i64>,
 ) -> Result<Json<WorkflowView>, ApiError> {
     let mut row = permitted(&state, &principal, id).await?;
-    row.workflow.status = 0;
+    row.workflow.status = ScheduleStatus::Stopped;
     row.workflow.trigger_next_time = 0;
     state.store.update_workflow(row.id, &row.workflow).await?;
     Ok(Json(shown(&state, permitted(&state, &principal, id).await?).await?))

@@ -15,7 +15,8 @@ use crate::store::time::secs;
 use crate::store::workflow_store::{Admission, InstanceTx, RunEnd, RunTake, WorkflowStore};
 use crate::store::{
     DayRefs, GroupId, InstanceId, InstanceRow, InstanceStatus, LogId, NewInstance, NewRun, NewWorkflow, Page,
-    Paged, RunId, RunLog, RunRow, RunStatus, StartOutcome, StoreError, WorkflowId, WorkflowRow,
+    Paged, RunId, RunLog, RunRow, RunStatus, ScheduleStatus, StartOutcome, StoreError, WorkflowId,
+    WorkflowRow,
 };
 
 macro_rules! workflow_columns {
@@ -51,10 +52,10 @@ static UPDATE: Sql = Sql::new(
 static LOAD: Sql = Sql::new(concat!(workflow_columns!(), " WHERE id = ?"));
 static LOCK: Sql = Sql::new("SELECT id FROM jobwheel_workflow WHERE id = ? FOR UPDATE");
 static DUE: Sql =
-    Sql::new(concat!(workflow_columns!(), " WHERE status = 1 AND trigger_next_time <= ? ORDER BY id"));
+    Sql::new(concat!(workflow_columns!(), " WHERE status = ? AND trigger_next_time <= ? ORDER BY id"));
 static ADVANCE: Sql = Sql::new(
     "UPDATE jobwheel_workflow SET trigger_last_time = ?, trigger_next_time = ?, \
-    status = CASE WHEN ? = 1 THEN 0 ELSE status END WHERE id = ? AND trigger_next_time = ? AND status = 1",
+    status = CASE WHEN ? = 1 THEN ? ELSE status END WHERE id = ? AND trigger_next_time = ? AND status = ?",
 );
 static RUNNING: Sql =
     Sql::new("SELECT COUNT(*) FROM jobwheel_workflow_instance WHERE workflow_id = ? AND status = 1");
@@ -216,7 +217,7 @@ impl WorkflowStore for SqlStore {
     }
 
     async fn due_workflows(&self, max_next_time_ms: i64) -> Result<Vec<WorkflowRow>, StoreError> {
-        let rows = self.ex().fetch_all(&DUE, &args![max_next_time_ms]).await?;
+        let rows = self.ex().fetch_all(&DUE, &args![ScheduleStatus::Running, max_next_time_ms]).await?;
         self.with_days(rows).await
     }
 
@@ -231,7 +232,15 @@ impl WorkflowStore for SqlStore {
             return Ok(StartOutcome::Gone);
         }
         if let Some((expected, last, next, stop)) = admission.advance {
-            let args = args![last, next, i32::from(stop), new.workflow_id, expected];
+            let args = args![
+                last,
+                next,
+                i32::from(stop),
+                ScheduleStatus::Stopped,
+                new.workflow_id,
+                expected,
+                ScheduleStatus::Running
+            ];
             if tx.ex().execute(&ADVANCE, &args).await? == 0 {
                 return Ok(StartOutcome::Gone);
             }

@@ -27,8 +27,8 @@ pub struct NewWorkflow {
     pub overflow: Named<Overflow>,
     /// The DAG (`workflow::Graph` as JSON).
     pub graph: String,
-    /// 1: its schedule runs.
-    pub status: i32,
+    /// Whether its schedule runs.
+    pub status: ScheduleStatus,
     /// Epoch ms of the last scheduled start.
     pub trigger_last_time: i64,
     /// Epoch ms of the next scheduled start (0: none).
@@ -53,6 +53,25 @@ pub struct WorkflowRow {
     /// Its settings.
     #[sqlx(flatten)]
     pub workflow: NewWorkflow,
+}
+
+/// Whether a workflow's schedule runs (`jobwheel_workflow.status`), stored as its code (the
+/// API's `triggerStatus`, as a job's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, sqlx::Type)]
+#[repr(i32)]
+pub enum ScheduleStatus {
+    /// Started only by hand or API.
+    #[default]
+    Stopped = 0,
+    /// Its schedule starts instances.
+    Running = 1,
+}
+
+impl ScheduleStatus {
+    /// The API's `triggerStatus` code.
+    pub fn code(self) -> i32 {
+        self as i32
+    }
 }
 
 /// Instance states (`jobwheel_workflow_instance.status`), stored as their codes. The SQL that

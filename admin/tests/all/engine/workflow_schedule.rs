@@ -13,7 +13,9 @@ use std::time::Duration;
 use jobwheel_admin::alarm::{UpstreamAlarms, WebhookAlarm};
 use jobwheel_admin::calendar::CalendarDays;
 use jobwheel_admin::clock::ManualClock;
-use jobwheel_admin::store::{InstanceRow, InstanceStatus, LogId, NewCalendar, Store, WorkflowId};
+use jobwheel_admin::store::{
+    InstanceRow, InstanceStatus, LogId, NewCalendar, ScheduleStatus, Store, WorkflowId,
+};
 use jobwheel_admin::workflow::{Graph, WorkflowDays};
 use serde_json::{Value, json};
 
@@ -74,7 +76,7 @@ async fn schedule(db: &Db) -> anyhow::Result<()> {
     w.schedule_conf = Some("0 0 9 * * ?".into());
     w.time_zone = Some("UTC".into());
     w.days = WorkflowDays { never_on: vec![rest.0], ..WorkflowDays::default() }.to_stored();
-    w.status = 1;
+    w.status = ScheduleStatus::Running;
     w.trigger_next_time = FRI;
     let id = store.add_workflow(&w).await?;
     let wf = engine.workflows();

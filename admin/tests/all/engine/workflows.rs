@@ -11,7 +11,7 @@ use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::Engine;
 use jobwheel_admin::store::{
     Admission, GroupId, InstanceId, InstanceStatus, JobId, NewInstance, NewWorkflow, RunRow, RunStatus,
-    StartOutcome, Store, WorkflowId,
+    ScheduleStatus, StartOutcome, Store, WorkflowId,
 };
 use jobwheel_admin::workflow::{Condition, Edge, Graph, Node};
 
@@ -52,7 +52,7 @@ pub(crate) fn workflow(group: GroupId, graph: &Graph, max: i32, overflow: &str) 
         max_instances: max,
         overflow: overflow.into(),
         graph: graph.to_json(),
-        status: 0,
+        status: ScheduleStatus::Stopped,
         trigger_last_time: 0,
         trigger_next_time: 0,
         author: "test".into(),

@@ -7,7 +7,7 @@
 use chrono::Utc;
 use jobwheel_admin::store::{
     Admission, GroupId, InstanceId, InstanceStatus, NewInstance, NewLog, NewRun, NewWorkflow, RunStatus,
-    StartOutcome, WorkflowId,
+    ScheduleStatus, StartOutcome, WorkflowId,
 };
 use serde_json::{Value, json};
 
@@ -42,7 +42,7 @@ impl World {
             max_instances: 100,
             overflow: "SKIP".into(),
             graph: graph.to_string(),
-            status: 0,
+            status: ScheduleStatus::Stopped,
             trigger_last_time: 0,
             trigger_next_time: 0,
             author: "root".into(),
