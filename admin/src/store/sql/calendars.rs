@@ -118,13 +118,8 @@ impl CalendarStore for SqlStore {
         let mut tx = self.db.begin().await?;
         tx.ex().execute(&CLEAR_REFS, &args![job]).await?;
         tx.ex().execute(&CLEAR_WINDOWS, &args![job]).await?;
-        let refs = days
-            .only_on
-            .iter()
-            .map(|c| (day_mode::ONLY, c))
-            .chain(days.never_on.iter().map(|c| (day_mode::NEVER, c)));
-        for (mode, calendar) in refs {
-            tx.ex().execute(&ADD_REF, &args![mode, job, *calendar]).await?;
+        for (mode, calendar) in days.refs() {
+            tx.ex().execute(&ADD_REF, &args![mode, job, calendar]).await?;
         }
         if !days.windows.is_empty() {
             tx.ex().execute(&ADD_WINDOWS, &args![&days.windows, job]).await?;
@@ -137,13 +132,8 @@ impl CalendarStore for SqlStore {
 pub(super) async fn set_workflow_days(tx: &mut Tx, id: WorkflowId, days: &DayRefs) -> Result<(), StoreError> {
     tx.ex().execute(&CLEAR_WORKFLOW_REFS, &args![id]).await?;
     tx.ex().execute(&CLEAR_WORKFLOW_WINDOWS, &args![id]).await?;
-    let refs = days
-        .only_on
-        .iter()
-        .map(|c| (day_mode::ONLY, c))
-        .chain(days.never_on.iter().map(|c| (day_mode::NEVER, c)));
-    for (mode, calendar) in refs {
-        tx.ex().execute(&ADD_WORKFLOW_REF, &args![id, mode, *calendar]).await?;
+    for (mode, calendar) in days.refs() {
+        tx.ex().execute(&ADD_WORKFLOW_REF, &args![id, mode, calendar]).await?;
     }
     if !days.windows.is_empty() {
         tx.ex().execute(&ADD_WORKFLOW_WINDOWS, &args![id, &days.windows]).await?;

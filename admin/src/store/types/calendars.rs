@@ -62,3 +62,12 @@ pub struct DayRefs {
     /// Exclusion windows joined by commas; empty for none.
     pub windows: String,
 }
+
+impl DayRefs {
+    /// Each calendar reference with its stored mode ([`day_mode::ONLY`], then
+    /// [`day_mode::NEVER`]).
+    pub fn refs(&self) -> impl Iterator<Item = (&'static str, CalendarId)> + '_ {
+        let only = self.only_on.iter().map(|c| (day_mode::ONLY, *c));
+        only.chain(self.never_on.iter().map(|c| (day_mode::NEVER, *c)))
+    }
+}
