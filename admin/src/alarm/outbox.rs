@@ -119,7 +119,7 @@ pub async fn raise(store: &dyn Store, raise: &Raise, now_ms: i64) -> Result<Rais
         let c = &channel.channel;
         let tells =
             kind == Some(EventKind::Test) || c.events.split(',').any(|e| e.trim() == raise.notice.kind);
-        if c.enabled == 0 || !tells {
+        if !c.enabled.is_on() || !tells {
             continue;
         }
         let window_ms = if raise.fold { i64::from(c.fold_secs.max(0)) * 1000 } else { 0 };

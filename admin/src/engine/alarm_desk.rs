@@ -290,7 +290,7 @@ async fn deliver(
         Some(upstream) => (upstream.name().to_owned(), sender.send_upstream(upstream, &notice, d).await),
         None => {
             let channel = store.load_channel(d.channel_id).await?;
-            let Some(channel) = channel.filter(|c| c.channel.enabled != 0) else {
+            let Some(channel) = channel.filter(|c| c.channel.enabled.is_on()) else {
                 return skip(store, d, now_ms).await;
             };
             let attempt = sender.send(&channel, &notice, d.folded, now_ms).await;

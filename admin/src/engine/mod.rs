@@ -93,7 +93,7 @@ pub use schedule::{CycleReport, Placement, PlannedFire};
 pub use scheduler::Scheduler;
 pub use sending::MAX_DEFER;
 pub use share::{LEASE_MS, fair_share, schedule_node_name};
-pub use start::{Starting, first_fire_time, first_start};
+pub use start::{Starting, first_fire_time, first_start, first_workflow_start};
 pub use trigger::{TriggerOutcome, TriggerPath};
 pub use workflow_sweep::{CATCH_UP_MS, LOOK_BACK_MS, RUN_GRACE_MS, SweepReport};
 pub use workflows::{InstanceOp, OpError, StartError, Workflows};

@@ -16,7 +16,7 @@ use super::EngineError;
 use super::next_times::PRE_READ_MS;
 use crate::calendar::{DayRules, next_fire};
 use crate::domain::{Named, ScheduleType};
-use crate::store::Job;
+use crate::store::{Job, NewWorkflow};
 
 /// What is being started, for the rules that differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +75,24 @@ pub fn first_fire_time(job: &Job, tz: Tz, rules: &DayRules, now_ms: i64) -> Resu
     let first =
         first_start(Starting::Job, &job.schedule_type, job.schedule_conf.as_deref(), (tz, rules), now_ms)?;
     first.ok_or_else(|| EngineError::Refused("scheduleType: a job needs a schedule to be started".to_owned()))
+}
+
+/// The first start of `workflow`'s schedule (saved while running, or `/start`) at `now_ms`, read
+/// in `tz` under its day `rules` ([`first_start`] for a workflow): `None` when it has no
+/// schedule and starts only by hand or API.
+pub fn first_workflow_start(
+    workflow: &NewWorkflow,
+    tz: Tz,
+    rules: &DayRules,
+    now_ms: i64,
+) -> Result<Option<i64>, EngineError> {
+    first_start(
+        Starting::Workflow,
+        &workflow.schedule_type,
+        workflow.schedule_conf.as_deref(),
+        (tz, rules),
+        now_ms,
+    )
 }
 
 #[cfg(test)]

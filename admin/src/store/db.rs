@@ -24,8 +24,9 @@ pub(crate) use super::query_buf::QueryBuf;
 use super::readers::Readers;
 use super::schema::Naming;
 use super::{
-    Backend, CalendarId, ChannelId, ClaimId, DeliveryId, DeliveryStatus, EventId, GroupId, InstanceId,
-    InstanceStatus, JobId, LogId, RunId, RunStatus, ScheduleStatus, StoreError, UserId, WorkflowId,
+    Backend, CalendarId, ChannelId, ChannelSwitch, ClaimId, DeliveryId, DeliveryStatus, EventId, GroupId,
+    InstanceId, InstanceStatus, JobId, LogId, RunId, RunStatus, ScheduleStatus, StoreError, UserId,
+    WorkflowId,
 };
 use crate::domain::{KnownName, Named, TriggerType};
 
@@ -121,6 +122,7 @@ arg_from! {
     RunStatus => |v| Arg::I32(Some(v as i32)),
     DeliveryStatus => |v| Arg::I32(Some(v as i32)),
     ScheduleStatus => |v| Arg::I32(Some(v as i32)),
+    ChannelSwitch => |v| Arg::I32(Some(v as i32)),
     Option<InstanceId> => |v| Arg::I64(v.map(|id| id.0)),
 }
 

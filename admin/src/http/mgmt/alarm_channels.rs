@@ -86,7 +86,7 @@ fn view(state: &MgmtState, row: ChannelRow, admin: bool) -> ChannelView {
         settings,
         events: c.events.split(',').filter(|e| !e.is_empty()).map(str::to_owned).collect(),
         fold_secs: c.fold_secs,
-        enabled: c.enabled != 0,
+        enabled: c.enabled.is_on(),
         url_set: !secret.url.is_empty(),
         url_host: url_host.filter(|_| admin),
         signing_key_set: secret.signing_key.is_some(),
@@ -202,7 +202,7 @@ fn checked(
         sealed,
         events: events.join(","),
         fold_secs: i32::try_from(fold_secs).unwrap_or(0),
-        enabled: i32::from(input.enabled.unwrap_or(true)),
+        enabled: input.enabled.unwrap_or(true).into(),
         update_ms: state.clock.now_ms(),
     })
 }
@@ -313,7 +313,7 @@ pub(crate) async fn test(
 ) -> Result<(StatusCode, Json<TestReply>), ApiError> {
     principal.require_admin()?;
     let channel = load(&state, id).await?;
-    if channel.channel.enabled == 0 {
+    if !channel.channel.enabled.is_on() {
         return Err(ApiError::Conflict(format!("alarm channel {:?} is disabled", channel.channel.name)));
     }
     let now_ms = state.clock.now_ms();

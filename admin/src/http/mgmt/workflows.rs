@@ -20,7 +20,7 @@ use super::jobs::zone;
 use super::{ApiJson, ApiQuery, MAX_LIMIT};
 use crate::calendar::DayRules;
 use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType};
-use crate::engine::{self, Starting};
+use crate::engine;
 use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, JobId, NewWorkflow, Page, ScheduleStatus, WorkflowId, WorkflowRow, route_scope};
 use crate::workflow::{DaysError, Graph, WorkflowDays};
@@ -135,17 +135,11 @@ pub(crate) struct WorkflowInput {
     pub(crate) graph: Graph,
 }
 
-/// The first start of a workflow's schedule from now under `rules` (the engine's rule); an
-/// error names what is wrong with it.
-fn first_start(
-    schedule_type: &Named<ScheduleType>,
-    conf: Option<&str>,
-    time_zone: Option<&str>,
-    rules: &DayRules,
-    now_ms: i64,
-) -> Result<Option<i64>, ApiError> {
-    let tz = zone(time_zone)?;
-    Ok(engine::first_start(Starting::Workflow, schedule_type, conf, (tz, rules), now_ms)?)
+/// The first start of `workflow`'s schedule from now under `rules` (the engine's rule) in its
+/// zone; an error names what is wrong with it.
+fn first_start(workflow: &NewWorkflow, rules: &DayRules, now_ms: i64) -> Result<Option<i64>, ApiError> {
+    let tz = zone(workflow.time_zone.as_deref())?;
+    Ok(engine::first_workflow_start(workflow, tz, rules, now_ms)?)
 }
 
 /// The stored form of an input, after every check; `author` is the writer.
@@ -166,13 +160,6 @@ async fn checked(
     principal.require_group(group)?;
     let days = input.days.clone().checked().map_err(days_error)?;
     let rules = days.checked_rules(&*state.store).await.map_err(days_error)?;
-    first_start(
-        &input.schedule_type,
-        input.schedule_conf.as_deref(),
-        input.time_zone.as_deref(),
-        &rules,
-        state.clock.now_ms(),
-    )?;
     let alarm_email = input.alarm_email.as_deref().map(str::trim).unwrap_or_default().to_owned();
     super::job_input::check_alarm_email(Some(&alarm_email), ALARM_EMAIL_MAX)?;
     if input.misfire_strategy.known().is_none() {
@@ -199,7 +186,7 @@ async fn checked(
         .graph
         .check_jobs(|id| usable.contains(&id))
         .map_err(|e| ApiError::BadRequest(format!("graph: {e}")))?;
-    Ok(NewWorkflow {
+    let workflow = NewWorkflow {
         name: name.to_owned(),
         job_group: group,
         schedule_type: input.schedule_type,
@@ -216,7 +203,9 @@ async fn checked(
         update_ms: state.clock.now_ms(),
         days: days.to_stored(),
         alarm_email,
-    })
+    };
+    first_start(&workflow, &rules, state.clock.now_ms())?;
+    Ok(workflow)
 }
 
 /// A day-rules fault as the API's 400 (a store failure stays a 500).
@@ -365,13 +354,7 @@ pub(crate) async fn update(
     let mut workflow = checked(&state, &principal, input, &principal.user.user.username).await?;
     if current.workflow.status == ScheduleStatus::Running {
         let rules = WorkflowDays::from_stored(&workflow.days).rules(&*state.store).await?;
-        let next = first_start(
-            &workflow.schedule_type,
-            workflow.schedule_conf.as_deref(),
-            workflow.time_zone.as_deref(),
-            &rules,
-            state.clock.now_ms(),
-        )?;
+        let next = first_start(&workflow, &rules, state.clock.now_ms())?;
         workflow.status = if next.is_some() { ScheduleStatus::Running } else { ScheduleStatus::Stopped };
         workflow.trigger_next_time = next.unwrap_or(0);
         workflow.trigger_last_time = current.workflow.trigger_last_time;
@@ -409,14 +392,7 @@ pub(crate) async fn start(
     let mut row = runnable(&state, &principal, id).await?;
     let w = &mut row.workflow;
     let rules = WorkflowDays::from_stored(&w.days).rules(&*state.store).await?;
-    let next = first_start(
-        &w.schedule_type,
-        w.schedule_conf.as_deref(),
-        w.time_zone.as_deref(),
-        &rules,
-        state.clock.now_ms(),
-    )?
-    .ok_or_else(|| {
+    let next = first_start(w, &rules, state.clock.now_ms())?.ok_or_else(|| {
         ApiError::BadRequest("a workflow with scheduleType NONE starts only by hand or API".to_owned())
     })?;
     w.status = ScheduleStatus::Running;

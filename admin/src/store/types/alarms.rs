@@ -40,6 +40,29 @@ impl DeliveryStatus {
     }
 }
 
+/// Whether a channel sends (`jobwheel_alarm_channel.enabled`), stored as its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::Type)]
+#[repr(i32)]
+pub enum ChannelSwitch {
+    /// Deliveries falling due while off are skipped; the test message is refused.
+    Off = 0,
+    /// It sends.
+    On = 1,
+}
+
+impl ChannelSwitch {
+    /// The API's `enabled`.
+    pub fn is_on(self) -> bool {
+        self == Self::On
+    }
+}
+
+impl From<bool> for ChannelSwitch {
+    fn from(on: bool) -> Self {
+        if on { Self::On } else { Self::Off }
+    }
+}
+
 /// What a route belongs to (`jobwheel_alarm_route.scope`).
 pub mod route_scope {
     /// A job (`xxl_job_info.id`).
@@ -65,8 +88,8 @@ pub struct NewChannel {
     pub events: String,
     /// Folding window, seconds (0: every event is its own message).
     pub fold_secs: i32,
-    /// 1 on, 0 off (deliveries falling due while off are skipped).
-    pub enabled: i32,
+    /// On or off.
+    pub enabled: ChannelSwitch,
     /// Last change, epoch ms.
     pub update_ms: i64,
 }

@@ -184,14 +184,18 @@ pub const HISTORY_KEPT_PER_JOB: u32 = 30;
 
 // === durable ring claims ===
 
-/// Values of `jobwheel_ring_claim.status`.
-pub mod claim_status {
+/// A ring claim's state (`jobwheel_ring_claim.status`), stored as its code. The statements
+/// that select and move claims (`store/sql/schedule.rs`, `store/sql/batch.rs`) write the codes
+/// as literals: PostgreSQL plans the hot ones on them (see `batch.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::Type)]
+#[repr(i16)]
+pub enum ClaimStatus {
     /// Taken from `xxl_job_info` by a pre-read, not fired yet.
-    pub const PENDING: i16 = 0;
+    Pending = 0,
     /// Fired: its log row exists (`log_id`).
-    pub const FIRED: i16 = 1;
+    Fired = 1,
     /// Dropped without firing (e.g. the job was deleted).
-    pub const DISCARDED: i16 = 2;
+    Discarded = 2,
 }
 
 /// A claim to insert during a pre-read.
@@ -216,8 +220,8 @@ pub struct ClaimRow {
     pub fire_time_ms: i64,
     /// Claim time, epoch ms.
     pub claimed_at_ms: i64,
-    /// See [`claim_status`].
-    pub status: i16,
+    /// Its state.
+    pub status: ClaimStatus,
     /// The log row the claim turned into, once fired.
     pub log_id: Option<LogId>,
     /// `"index/total"` when the claim is one shard of a broadcast trigger (see

@@ -12,7 +12,8 @@ use jobwheel_admin::lang::MessageLang;
 use jobwheel_admin::routing::Router;
 use jobwheel_admin::sealing::SecretBox;
 use jobwheel_admin::store::{
-    ChannelId, DeliveryFilter, DeliveryStatus, GroupId, JobId, NewChannel, Page, RouteRow, Store, route_scope,
+    ChannelId, ChannelSwitch, DeliveryFilter, DeliveryStatus, GroupId, JobId, NewChannel, Page, RouteRow,
+    Store, route_scope,
 };
 
 use super::alarm_vendors::{DINGTALK_SECRET, FEISHU_SECRET, HOOK_KEY, Vendors};
@@ -46,7 +47,7 @@ impl Setup {
             sealed,
             events: events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(","),
             fold_secs: 300,
-            enabled: 1,
+            enabled: ChannelSwitch::On,
             update_ms: T0,
         };
         Ok(self.store.add_channel(&channel).await?.expect("a new name"))

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use anyhow::ensure;
 use jobwheel_admin::store::prelude::*;
 use jobwheel_admin::store::{
-    BackoffStrategy, ClaimId, GroupId, JobFilter, JobId, LogFilter, NewClaim, NewLog, Page, RetryBackoff,
-    TriggerTimeUpdate, claim_status,
+    BackoffStrategy, ClaimId, ClaimStatus, GroupId, JobFilter, JobId, LogFilter, NewClaim, NewLog, Page,
+    RetryBackoff, TriggerTimeUpdate,
 };
 use tokio::sync::oneshot;
 
@@ -161,7 +161,7 @@ async fn pre_read(Admins { a, b }: &Admins, g: GroupId) -> anyhow::Result<()> {
     let pending = a.pending_claims(T + 5_000).await?;
     ensure!(pending.iter().map(|c| c.id).collect::<Vec<_>>() == ids, "{pending:?}");
     ensure!(pending[0].job_id == due && pending[0].fire_time_ms == T);
-    ensure!(pending[0].claimed_at_ms == T - 1_000 && pending[0].status == claim_status::PENDING);
+    ensure!(pending[0].claimed_at_ms == T - 1_000 && pending[0].status == ClaimStatus::Pending);
     ensure!(pending[0].log_id.is_none());
     ensure!(a.pending_claims(T).await?.len() == 1, "up_to is inclusive");
     for id in ids {

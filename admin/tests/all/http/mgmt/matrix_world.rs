@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use chrono::Utc;
 use jobwheel_admin::store::{
-    Group, GroupId, JobId, LogId, LogTriggerUpdate, NewApiToken, NewCalendar, NewChannel, NewLog,
-    NewWasmVersion, UserId, VariableOwner,
+    ChannelSwitch, Group, GroupId, JobId, LogId, LogTriggerUpdate, NewApiToken, NewCalendar, NewChannel,
+    NewLog, NewWasmVersion, UserId, VariableOwner,
 };
 use jobwheel_executor::{ExecutorConfig, Handlers, JobContext};
 use serde_json::{Value, json};
@@ -399,7 +399,7 @@ impl World {
                     sealed: String::new(),
                     events: "FAILED".to_owned(),
                     fold_secs: 0,
-                    enabled: 1,
+                    enabled: ChannelSwitch::On,
                     update_ms: 0,
                 };
                 let id = self.env.store().add_channel(&channel).await.expect("channel").expect("new name");
