@@ -20,6 +20,7 @@ use tracing::Instrument as _;
 
 use crate::config::AdminConfig;
 use crate::credentials::{AccessToken, GroupTokens};
+use crate::executor_client::DialHub;
 use crate::http::{
     self, AdminCore, CallbackQueue, ExecutorApiState, HttpState, McpState, MgmtState, OpsState,
     RecentRegistrations,
@@ -42,6 +43,9 @@ pub struct CoreContext {
     pub metrics: Arc<AdminMetrics>,
     /// Groups' own access tokens: the engine calls those groups' executors with them.
     pub group_tokens: Arc<GroupTokens>,
+    /// The dial-out executors connected to this admin: the edge attaches them, the engine's
+    /// client calls them.
+    pub dial: Arc<DialHub>,
 }
 
 /// Logs executor groups that share an AppName (review L6): an adopted 2.x/3.4 database may hold
@@ -135,6 +139,7 @@ where
     let group_tokens = Arc::new(GroupTokens::new(Arc::clone(&store), Arc::clone(&secret_box)));
     group_tokens.report_refused().await.context("reading the groups' access tokens")?;
     report_shared_app_names(store.as_ref()).await.context("reading the executor groups")?;
+    let dial = Arc::new(DialHub::default());
     let core = make_core(CoreContext {
         store: Arc::clone(&store),
         access_token: secrets.access_token.clone(),
@@ -142,6 +147,7 @@ where
         secret_box: Arc::clone(&secret_box),
         metrics: Arc::clone(&metrics),
         group_tokens: Arc::clone(&group_tokens),
+        dial: Arc::clone(&dial),
     })
     .context("cannot start the admin core")?;
     let tasks = TaskTracker::new();
@@ -186,6 +192,7 @@ where
             trusted_proxies: config.trusted_proxies.clone(),
             metrics: Arc::clone(&metrics),
             mgmt: Arc::clone(&mgmt),
+            dial: Arc::clone(&dial),
         }),
         mgmt,
         mcp: Arc::new(McpState {
@@ -228,6 +235,8 @@ where
     }
     tracing::info!("shutting down: finishing requests and queued callbacks");
     server_stop.cancel();
+    // Upgraded sockets are not the server's to finish: dial-out executors are told to go.
+    dial.close_all();
     match tokio::time::timeout(config.shutdown_grace, &mut server).await {
         Ok(Ok(Ok(()))) => {}
         Ok(Ok(Err(e))) => tracing::error!(error = %e, "the HTTP server failed"),

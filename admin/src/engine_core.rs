@@ -42,7 +42,8 @@ impl EngineCore {
     pub fn start(context: CoreContext, config: &AdminConfig) -> anyhow::Result<Arc<Self>> {
         let lang = config.i18n;
         let client = HttpExecutorClient::new(Some(context.access_token), config.executor_timeout)
-            .context("cannot build the executor client")?;
+            .context("cannot build the executor client")?
+            .with_dial(context.dial);
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let router = Router::new(Arc::clone(&clock), Arc::new(ThreadRandom), lang);
         let mut upstream = UpstreamAlarms::default();

@@ -24,7 +24,7 @@ use crate::handler::Handlers;
 use crate::joblog::{LogDir, spawn_cleaner};
 use crate::jobs::{JobThreads, RunSlots, WorkerSettings};
 use crate::metrics::ExecutorMetrics;
-use crate::server::{ApiState, metrics_router, router};
+use crate::server::{ApiState, metrics_router, probe_router, router};
 use crate::{callback, heartbeat};
 
 /// Runs an executor on `listener` until `shutdown` resolves, then shuts down gracefully.
@@ -38,8 +38,14 @@ pub async fn run(
     std::fs::create_dir_all(logs.root())
         .with_context(|| format!("cannot create log path {}", logs.root().display()))?;
     let local = listener.local_addr().context("listener has no local address")?;
-    let address = config.address.clone().unwrap_or_else(|| default_address(local, &config.path_prefix));
-    if config.access_token.is_none() {
+    // Drawn anew by every process: an admin tells a restart on the same address by it.
+    let incarnation = crate::owed::incarnation();
+    let address = match (&config.address, config.dial_out) {
+        (_, true) => jobwheel_protocol::dial::dial_address(&config.app_name, &incarnation),
+        (Some(address), false) => address.clone(),
+        (None, false) => default_address(local, &config.path_prefix),
+    };
+    if config.access_token.is_none() && !config.dial_out {
         tracing::warn!("running WITHOUT an access token: anyone who can reach {local} can run jobs");
     }
     let client = AdminClient::new(
@@ -51,8 +57,6 @@ pub async fn run(
 
     let metrics = Arc::new(ExecutorMetrics::new());
     let metrics_listener = MetricsListener::bind(config.metrics_listen).await?;
-    // Drawn anew by every process: an admin tells a restart on the same address by it.
-    let incarnation = crate::owed::incarnation();
     let background = TaskTracker::new();
     let background_stop = CancellationToken::new();
     let callback_stop = CancellationToken::new();
@@ -128,8 +132,22 @@ pub async fn run(
     if let Some(listener) = metrics_listener {
         listener.serve(metrics_router(Arc::clone(&state)), server_stop.clone())?;
     }
+    // Dial-out: the sockets to the admins carry the executor API; the port serves probes.
+    let dialling = TaskTracker::new();
+    let dial_stop = CancellationToken::new();
+    let api = if config.dial_out {
+        let identity = crate::dial::Identity {
+            access_token: config.access_token.clone(),
+            app_name: config.app_name.clone(),
+            address: address.clone(),
+        };
+        crate::dial::spawn(&dialling, &config.admin_addresses, &identity, &state, &dial_stop);
+        probe_router(state)
+    } else {
+        router(state)
+    };
     let server = tokio::spawn(
-        axum::serve(listener, router(state))
+        axum::serve(listener, api)
             .with_graceful_shutdown(server_stop.clone().cancelled_owned())
             .into_future()
             .in_current_span(),
@@ -146,6 +164,10 @@ pub async fn run(
         Err(e) => tracing::error!(error = %e, "executor API server task failed"),
     }
     jobs.shutdown(config.shutdown_grace).await;
+    // Kept until the runs are over, so an admin can still `/kill` them or read their logs.
+    dial_stop.cancel();
+    dialling.close();
+    dialling.wait().await;
     callback_stop.cancel();
     background.close();
     background.wait().await;

@@ -55,6 +55,11 @@ pub struct Cli {
     /// machine's IP when listening on all interfaces).
     #[arg(long, env = "JOBWHEEL_ADDRESS")]
     pub address: Option<String>,
+    /// Dial out: serve no executor API; open a WebSocket to each admin of `--admin-addresses`
+    /// and take its calls over it (docs/executor.md, "Dial-out executors"). `--listen` then
+    /// serves only `/healthz`, `/readyz` and `/metrics`, for probes.
+    #[arg(long, env = "JOBWHEEL_DIAL_OUT")]
+    pub dial_out: bool,
     /// Serve the executor API under this path, e.g. `/xxl-job-executor`.
     #[arg(long, env = "JOBWHEEL_PATH_PREFIX", default_value = "")]
     pub path_prefix: String,
@@ -168,6 +173,10 @@ pub enum ConfigError {
         "--enable-script-glue contradicts --glue-enabled=false (a BEAN-only executor runs no GLUE); drop one of them"
     )]
     GlueConflict,
+    #[error("--dial-out needs --admin-addresses: it dials each admin it is given")]
+    DialWithoutAdmins,
+    #[error("--dial-out registers dial://<app-name>/<instance>; drop --address")]
+    DialWithAddress,
 }
 
 /// Limits and storage of the Wasm GLUE runtime.
@@ -224,6 +233,8 @@ pub struct ExecutorConfig {
     pub access_token: Option<String>,
     pub log_path: PathBuf,
     pub address: Option<String>,
+    /// `--dial-out`: no executor API; a WebSocket to each admin carries its calls.
+    pub dial_out: bool,
     /// Normalised: empty, or starts with `/` and does not end with one.
     pub path_prefix: String,
     pub log_retention_days: u32,
@@ -253,6 +264,7 @@ impl ExecutorConfig {
             access_token,
             log_path,
             address: None,
+            dial_out: false,
             path_prefix: String::new(),
             log_retention_days: 30,
             script_glue: false,
@@ -312,6 +324,13 @@ impl ExecutorConfig {
         let mut config = Self::new(cli.app_name.clone(), cli.log_path.clone(), access_token);
         config.admin_addresses = admin_addresses;
         config.address = cli.address.clone().filter(|a| !a.trim().is_empty());
+        if cli.dial_out && config.admin_addresses.is_empty() {
+            return Err(ConfigError::DialWithoutAdmins);
+        }
+        if cli.dial_out && config.address.is_some() {
+            return Err(ConfigError::DialWithAddress);
+        }
+        config.dial_out = cli.dial_out;
         config.path_prefix = normalize_prefix(&cli.path_prefix);
         config.log_retention_days = cli.log_retention_days;
         if cli.enable_script_glue && !cli.glue_enabled {

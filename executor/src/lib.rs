@@ -26,6 +26,7 @@ mod app;
 pub mod builtin;
 mod callback;
 pub mod config;
+mod dial;
 mod fire_journal;
 mod glue;
 mod handler;

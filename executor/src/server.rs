@@ -59,6 +59,26 @@ pub(crate) fn router(state: Arc<ApiState>) -> Router {
     Router::new().fallback(dispatch).with_state(state)
 }
 
+/// The router of a dial-out executor's `--listen`: the probes and `/metrics` only. The executor
+/// API is not served on a port at all (`dial.rs` takes its calls); anything else is 404.
+pub(crate) fn probe_router(state: Arc<ApiState>) -> Router {
+    Router::new().fallback(probes).with_state(state)
+}
+
+async fn probes(State(state): State<Arc<ApiState>>, request: Request<Body>) -> Response {
+    let probe = matches!(request.uri().path(), "/healthz" | "/readyz" | "/metrics");
+    if request.method() == Method::GET && probe {
+        return dispatch(State(state), request).await;
+    }
+    let why = "this executor dials out (--dial-out): its executor API is not served on a port";
+    (StatusCode::NOT_FOUND, why).into_response()
+}
+
+/// One executor API request that did not come over HTTP (a dial-out call): the same dispatch.
+pub(crate) async fn serve_call(state: Arc<ApiState>, request: Request<Body>) -> Response {
+    dispatch(State(state), request).await
+}
+
 /// The router of `--metrics-listen`: `/metrics` only, no credentials.
 pub(crate) fn metrics_router(state: Arc<ApiState>) -> Router {
     let page = |State(state): State<Arc<ApiState>>| async move { metrics_page(&state) };

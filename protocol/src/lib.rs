@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin_api;
+pub mod dial;
 pub mod enums;
 pub mod envelope;
 pub mod executor_api;

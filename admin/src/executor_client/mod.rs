@@ -32,11 +32,13 @@ use reply::{
     remoting_error,
 };
 
+pub use dial::{AlreadyConnected, DialHub, DialLink};
 pub use reply::{endpoint, not_reached};
 
 pub use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER, RUN_BATCH_HEADER};
 
 mod batch;
+mod dial;
 mod lanes;
 mod reply;
 
@@ -111,6 +113,8 @@ pub struct HttpExecutorClient {
     lanes: Arc<Lanes>,
     /// The addresses that take `/runBatch`, each with its queue (`batch.rs`).
     batches: Arc<Batches>,
+    /// The dial-out executors connected to this admin (`dial://` addresses).
+    dial: Arc<DialHub>,
     timeout: Duration,
 }
 
@@ -129,7 +133,22 @@ impl HttpExecutorClient {
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .build()?;
-        Ok(Self { http, access_token, group: None, lanes: Arc::default(), batches: Arc::default(), timeout })
+        Ok(Self {
+            http,
+            access_token,
+            group: None,
+            lanes: Arc::default(),
+            batches: Arc::default(),
+            dial: Arc::default(),
+            timeout,
+        })
+    }
+
+    /// The client calling dial-out executors through `hub`'s links (the edge attaches them).
+    #[must_use]
+    pub fn with_dial(mut self, hub: Arc<DialHub>) -> Self {
+        self.dial = hub;
+        self
     }
 
     /// POSTs `body` as JSON to `{address}/{method}` and decodes the envelope, reading at most
@@ -167,17 +186,24 @@ impl HttpExecutorClient {
                 format!("timed out waiting for one of the {CALLS_PER_ADDRESS} connections to the executor");
             return Err(remoting_error(why, url));
         };
+        let token = match (&self.group, &self.access_token) {
+            (Some(group), _) => Some(group.token()),
+            (None, token) => token.as_deref(),
+        };
+        let app_name = self.group.as_ref().map(|group| group.app_name.as_str());
+        if jobwheel_protocol::dial::is_dial(address) {
+            let method = url.rsplit('/').next().unwrap_or_default();
+            let callee = dial::Callee { address, url, method, token, app_name };
+            return self.dial.exchange(&callee, body, limit, deadline).await;
+        }
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let mut request =
             self.http.post(url).timeout(left).header("Content-Type", "application/json;charset=UTF-8");
-        match (&self.group, &self.access_token) {
-            (Some(group), _) => {
-                request = request
-                    .header(ACCESS_TOKEN_HEADER, group.token())
-                    .header(APPNAME_HEADER, &group.app_name);
-            }
-            (None, Some(token)) => request = request.header(ACCESS_TOKEN_HEADER, token),
-            (None, None) => {}
+        if let Some(token) = token {
+            request = request.header(ACCESS_TOKEN_HEADER, token);
+        }
+        if let Some(app_name) = app_name {
+            request = request.header(APPNAME_HEADER, app_name);
         }
         if let Some(body) = body {
             request = request.body(body);
@@ -305,6 +331,7 @@ impl ExecutorApi for HttpExecutorClient {
             group: Some(Arc::clone(credential)),
             lanes: Arc::clone(&self.lanes),
             batches: Arc::clone(&self.batches),
+            dial: Arc::clone(&self.dial),
             timeout: self.timeout,
         }))
     }

@@ -267,6 +267,17 @@ async fn own_registration(
     caller: &Caller,
     param: RegistryParam,
 ) -> Result<RegistryKey, Reply> {
+    // A dial-out address carries its AppName; under another AppName it would send that group's
+    // triggers to an executor of a group that did not ask for them.
+    let value = param.registry_value.trim();
+    if jobwheel_protocol::dial::is_dial(value)
+        && jobwheel_protocol::dial::dial_app(value) != Some(param.registry_key.as_str())
+    {
+        return Err(Reply::fail(format!(
+            "invalid request, registryValue ({value}) is not a dial-out address of AppName {}",
+            param.registry_key
+        )));
+    }
     match caller {
         Caller::Group(group) if param.registry_key != group.app_name => Err(Reply::fail(format!(
             "invalid request, registryKey ({}) is not the AppName of the access token ({})",

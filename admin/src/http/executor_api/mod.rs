@@ -5,6 +5,7 @@
 //!   of 3.5's job OpenAPI, `openapi_jobs.rs`, which runs the `/api/v1` job handlers as a user
 //!   of the caller's group).
 //! - `modules.rs`: `GET /api/wasm/{digest}`, the module bytes a `GLUE_WASM` trigger points at.
+//! - `dial.rs`: `GET /api/dial`, a dial-out executor's WebSocket.
 //! - `auth.rs` (who is calling: the global token or a group's own), `token_failures.rs`
 //!   (throttling wrong tokens), `callback_queue.rs` (results answered only once stored),
 //!   `registrations.rs` (which heartbeats are new).
@@ -24,6 +25,7 @@ use crate::store::Store;
 mod auth;
 mod callback_queue;
 mod calls;
+mod dial;
 mod modules;
 pub(crate) mod openapi_jobs;
 mod registrations;
@@ -54,6 +56,8 @@ pub(crate) struct ExecutorApiState {
     /// Proxies whose `X-Forwarded-For` names the client (the wrong-token throttle).
     pub(crate) trusted_proxies: crate::trusted_proxies::TrustedProxies,
     pub(crate) metrics: Arc<crate::metrics::AdminMetrics>,
+    /// The links of dial-out executors (`GET /api/dial`), shared with the engine's client.
+    pub(crate) dial: Arc<crate::executor_client::DialHub>,
     /// 3.5's job OpenAPI runs the management room's job handlers as a user of the caller's
     /// group, with that room's state.
     pub(crate) mgmt: Arc<MgmtState>,
@@ -63,6 +67,7 @@ pub(crate) struct ExecutorApiState {
 pub(crate) fn router() -> Router<HttpState> {
     Router::new()
         .route("/api/", any(calls::unnamed))
+        .route(jobwheel_protocol::dial::DIAL_PATH, get(dial::connect))
         .route("/api/{uri}", any(calls::named))
         .route("/api/wasm/{digest}", get(modules::module).fallback(modules::method_not_allowed))
 }

@@ -8,6 +8,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use jobwheel_protocol::dial;
 use serde::Deserialize;
 
 use super::auth::{Credential, Principal};
@@ -334,11 +335,14 @@ pub(crate) async fn trigger(
         Some(list) => {
             let addresses: Vec<String> =
                 list.split(',').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect();
-            if let Some(bad) =
-                addresses.iter().find(|a| !(a.starts_with("http://") || a.starts_with("https://")))
-            {
+            // A dial-out executor's address (`dial://app/instance`) names it as well; the
+            // engine still requires every address to be one of the group's executors.
+            let usable = |a: &String| {
+                a.starts_with("http://") || a.starts_with("https://") || dial::dial_app(a).is_some()
+            };
+            if let Some(bad) = addresses.iter().find(|a| !usable(a)) {
                 return Err(ApiError::BadRequest(format!(
-                    "addressList: {bad:?} must start with http:// or https://"
+                    "addressList: {bad:?} must start with http:// or https:// (or be a dial-out executor's dial:// address)"
                 )));
             }
             Some(addresses)

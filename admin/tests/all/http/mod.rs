@@ -20,6 +20,7 @@ mod api;
 mod binary;
 mod config;
 mod demo;
+mod dial_out;
 mod engine;
 mod executor;
 mod executor_activity;
