@@ -25,6 +25,7 @@ const MAX_INSTANCE: usize = 64;
 
 /// A call from the admin, in front of its body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DialCall {
     /// Echoed in the answer.
     pub id: u64,
@@ -40,6 +41,7 @@ pub struct DialCall {
 
 /// An answer from the executor, in front of its body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DialAnswer {
     /// The call's id.
     pub id: u64,

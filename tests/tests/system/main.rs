@@ -9,8 +9,10 @@
 //! takes an executor away); on SQLite, alone, the Python and JavaScript components and a
 //! workflow whose nodes pass data across Rust, Python, shell and BEAN (`workflows`). `metrics`
 //! runs a stack of its own, whose counters it compares with the database; `packages` installs
-//! the `.deb` packages and starts what their units start.
+//! the `.deb` packages and starts what their units start; `dial_out` runs a dial-out executor
+//! beside a listening one against one admin on SQLite and two on PostgreSQL.
 
+mod dial_out;
 mod flows;
 mod glue_switch;
 mod grant_limits;
@@ -221,6 +223,24 @@ async fn sqlite() -> anyhow::Result<()> {
 async fn postgres() -> anyhow::Result<()> {
     let Some(db) = FreshDatabase::create(Server::Postgres).await? else { return Ok(()) };
     let outcome = scenarios(&db.url).await;
+    db.drop_it().await?;
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dial_out_on_sqlite() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let _shared = CPU.read().await;
+    dial_out::run(&format!("sqlite://{}", dir.path().join("jobwheel.db").display()), 1).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dial_out_on_postgres_with_two_admins() -> anyhow::Result<()> {
+    let Some(db) = FreshDatabase::create(Server::Postgres).await? else { return Ok(()) };
+    let outcome = {
+        let _shared = CPU.read().await;
+        dial_out::run(&db.url, 2).await
+    };
     db.drop_it().await?;
     outcome
 }
