@@ -41,6 +41,12 @@ pub async fn run(
     // Drawn anew by every process: an admin tells a restart on the same address by it.
     let incarnation = crate::owed::incarnation();
     let address = match (&config.address, config.dial_out) {
+        // An embedder may name its instance (`--dial-out` refuses `--address`).
+        (Some(address), true)
+            if jobwheel_protocol::dial::dial_app(address) == Some(config.app_name.as_str()) =>
+        {
+            address.clone()
+        }
         (_, true) => jobwheel_protocol::dial::dial_address(&config.app_name, &incarnation),
         (Some(address), false) => address.clone(),
         (None, false) => default_address(local, &config.path_prefix),

@@ -232,6 +232,8 @@ pub struct ExecutorConfig {
     /// `None` only when explicitly running without authentication.
     pub access_token: Option<String>,
     pub log_path: PathBuf,
+    /// The registered address; with `dial_out`, used when it is a `dial://{app_name}/…`
+    /// address (else one is drawn per process).
     pub address: Option<String>,
     /// `--dial-out`: no executor API; a WebSocket to each admin carries its calls.
     pub dial_out: bool,

@@ -95,7 +95,8 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("bench.db").display()));
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let admin_url = format!("http://127.0.0.1:{port}");
-    let (executors, arrivals) = setup::executors(1, dir.path(), std::slice::from_ref(&admin_url)).await;
+    let (executors, arrivals) =
+        setup::executors(1, dir.path(), std::slice::from_ref(&admin_url), false).await;
     let store = jobwheel_admin::store::connect(&url).await.context("connecting to the database")?;
     let group = store
         .add_group(&Group {

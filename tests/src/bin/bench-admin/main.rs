@@ -73,6 +73,10 @@ struct Args {
     /// a run counted when its job-log file is created (`end_to_end.rs`).
     #[arg(long)]
     executor_process: bool,
+    /// In-process executors in dial-out mode: the admin sends each `/run` down the executor's
+    /// WebSocket instead of POSTing it (docs/executor.md, "Dial-out executors").
+    #[arg(long)]
+    dial_out: bool,
     /// After the window: the pre-read's time, the job list's query times, and the time from
     /// a SIGKILLed admin's restart to its first fresh fire (`scale.rs`; in-process executors).
     #[arg(long)]
@@ -124,11 +128,13 @@ async fn main() -> anyhow::Result<()> {
         let processes = end_to_end::ExecutorProcesses::start(args.executors, dir.path(), &admin_urls).await?;
         (Vec::new(), setup::Arrivals::default(), Some(processes))
     } else {
-        let (executors, arrivals) = setup::executors(args.executors, dir.path(), &admin_urls).await;
+        let (executors, arrivals) =
+            setup::executors(args.executors, dir.path(), &admin_urls, args.dial_out).await;
         (executors, arrivals, None)
     };
     let addresses: Vec<String> = match &processes {
         Some(processes) => processes.addresses.clone(),
+        None if args.dial_out => (0..args.executors).map(setup::dial_address).collect(),
         None => executors.iter().map(|e| format!("http://{}/", e.addr)).collect(),
     };
     let handler = if processes.is_some() { end_to_end::HANDLER } else { setup::HANDLER };

@@ -54,7 +54,7 @@ pub(crate) async fn run(args: &Args, binary: &Path) -> anyhow::Result<()> {
         let processes = ExecutorProcesses::start(args.executors, dir.path(), &admin_urls).await?;
         (Vec::new(), setup::Arrivals::default(), Some(processes))
     } else {
-        let (executors, arrivals) = setup::executors(args.executors, dir.path(), &admin_urls).await;
+        let (executors, arrivals) = setup::executors(args.executors, dir.path(), &admin_urls, false).await;
         (executors, arrivals, None)
     };
     let (app, handler) =

@@ -53,12 +53,17 @@ pub(crate) async fn executors(
     count: usize,
     log_dir: &Path,
     admin_urls: &[String],
+    dial_out: bool,
 ) -> (Vec<TestExecutor>, Arrivals) {
     let arrivals: Arrivals = Arc::default();
     let mut started = Vec::with_capacity(count);
     for n in 0..count {
         let mut config = test_config(&log_dir.join(format!("executor-{n}")));
         config.max_queue = 1_000_000;
+        if dial_out {
+            config.dial_out = true;
+            config.address = Some(dial_address(n));
+        }
         // Executors call back the first admin that answers: rotating the list spreads the
         // callbacks over the admins, as executors configured in different orders would.
         let mut admins = admin_urls.to_vec();
@@ -82,6 +87,11 @@ pub(crate) async fn executors(
         started.push(TestExecutor::start(config, handlers).await);
     }
     (started, arrivals)
+}
+
+/// The address of in-process executor `n` in dial-out mode (its AppName is the test config's).
+pub(crate) fn dial_address(n: usize) -> String {
+    jobwheel_protocol::dial::dial_address("test-app", &format!("bench-{n}"))
 }
 
 /// Fills an empty database: one group on `addresses`, `jobs` stopped jobs of `mode` running
