@@ -130,6 +130,7 @@ pub async fn run(
         app_name: config.app_name.clone(),
         path_prefix: config.path_prefix.clone(),
         registered,
+        dialled: config.dial_out.then(Arc::default),
         metrics,
         incarnation,
     });

@@ -10,6 +10,7 @@
 //! one axum serves on the admin's side, with rustls for `wss://` admins.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -86,7 +87,10 @@ async fn keep_dialling(url: String, identity: Identity, state: Arc<ApiState>, st
                 tracing::info!(admin = %url, address = %identity.address, "dialled out to the admin");
                 backoff = MIN_BACKOFF;
                 failures = 0;
+                let open = state.dialled.clone().unwrap_or_default();
+                open.fetch_add(1, Ordering::Relaxed);
                 let why = serve(socket, &state, &stop).await;
+                open.fetch_sub(1, Ordering::Relaxed);
                 if !stop.is_cancelled() {
                     tracing::warn!(admin = %url, %why, "the admin's socket ended; dialling again");
                 }

@@ -7,12 +7,13 @@
 //! because upstream peers expect exactly those messages, and every reply is HTTP 200 with the
 //! outcome in the JSON envelope. Two jobwheel additions come first and answer `GET` without a
 //! token, for service managers and probes: `/healthz` (the process serves HTTP) and `/readyz`
-//! (registered with an admin, or no admin configured; else 503). `GET /metrics` (Prometheus)
+//! (registered with an admin, or no admin configured, and in dial-out mode a socket open to
+//! one; else 503). `GET /metrics` (Prometheus)
 //! needs the access token, as a bearer token or in upstream's header. Upstream answers any
 //! `GET` with its "HttpMethod not support." envelope, which no peer relies on for these paths.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use axum::body::Body;
 use axum::extract::State;
@@ -47,6 +48,9 @@ pub(crate) struct ApiState {
     pub(crate) path_prefix: String,
     /// Whether the last registry beat reached an admin; `None` when no admin is configured.
     pub(crate) registered: Option<Arc<AtomicBool>>,
+    /// In dial-out mode, how many admins' sockets are open (`dial.rs`): with none, no trigger
+    /// can arrive, so the executor is not ready. `None` for a listening executor.
+    pub(crate) dialled: Option<Arc<AtomicUsize>>,
     /// The executor's metrics (`/metrics`).
     pub(crate) metrics: Arc<ExecutorMetrics>,
     /// Where undelivered callback batches wait (their count is a metric).
@@ -87,10 +91,15 @@ pub(crate) fn metrics_router(state: Arc<ApiState>) -> Router {
 
 /// `GET /readyz`: ready once a registry beat reached an admin (and while they keep doing so).
 fn readiness(state: &ApiState) -> Response {
-    let (ready, admin) = match &state.registered {
-        None => (true, "none configured"),
-        Some(flag) if flag.load(Ordering::Relaxed) => (true, "registered"),
-        Some(_) => (false, "not registered: the last registry beat reached no admin"),
+    let (ready, admin) = match (&state.registered, &state.dialled) {
+        (Some(flag), _) if !flag.load(Ordering::Relaxed) => {
+            (false, "not registered: the last registry beat reached no admin")
+        }
+        (_, Some(open)) if open.load(Ordering::Relaxed) == 0 => {
+            (false, "no admin's socket is open (--dial-out): no trigger can arrive")
+        }
+        (None, _) => (true, "none configured"),
+        (Some(_), _) => (true, "registered"),
     };
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     let body = json!({"status": if ready { "ready" } else { "not ready" }, "checks": {"admin": admin}});

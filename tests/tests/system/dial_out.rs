@@ -42,6 +42,23 @@ async fn logged(admin: &Daemon, needle: &str, before: usize) -> anyhow::Result<(
     Ok(())
 }
 
+/// Waits until the executor at `base` answers `/readyz` with `status`.
+async fn readiness(http: &reqwest::Client, base: &str, status: u16) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let reply = http.get(format!("{base}/readyz")).send().await?;
+        if reply.status() == status {
+            return Ok(());
+        }
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "/readyz never answered {status}: {}",
+            reply.text().await?
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Registers `address` under the group's AppName, as a process killed after its beat left it.
 async fn still_registered(admin: &str, address: &str) -> anyhow::Result<()> {
     let body = json!({"registryGroup": "EXECUTOR", "registryKey": DIAL_APP, "registryValue": address});
@@ -159,8 +176,13 @@ pub(crate) async fn run(url: &str, admin_count: usize) -> anyhow::Result<()> {
     // Its stderr file keeps every start's lines.
     let before = admins[0].log_count("dial-out executor connected");
     admins[0].kill9().await?;
+    if admin_count == 1 {
+        // No admin to take its triggers: not ready, so a probe takes it out of rotation.
+        readiness(&http, &dial.base, 503).await?;
+    }
     admins[0].restart().await?;
     logged(&admins[0], "dial-out executor connected", before).await?;
+    readiness(&http, &dial.base, 200).await?;
     apis[0].trigger(job, Some(&again)).await?;
     let logs = apis[0]
         .wait_logs(job, Duration::from_secs(20), "the run after the restarts", |l| {
