@@ -10,7 +10,8 @@
 //! workflow whose nodes pass data across Rust, Python, shell and BEAN (`workflows`). `metrics`
 //! runs a stack of its own, whose counters it compares with the database; `packages` installs
 //! the `.deb` packages and starts what their units start; `dial_out` runs a dial-out executor
-//! beside a listening one against one admin on SQLite and two on PostgreSQL.
+//! beside a listening one against one admin on SQLite and two on PostgreSQL, and `pods` churns
+//! two dial-out executors and an admin while jobs fire.
 
 mod dial_out;
 mod flows;
@@ -20,6 +21,7 @@ mod key_rotation;
 mod login_flood;
 mod metrics;
 mod packages;
+mod pods;
 mod restarts;
 mod routing;
 mod schedules;
@@ -240,6 +242,24 @@ async fn dial_out_on_postgres_with_two_admins() -> anyhow::Result<()> {
     let outcome = {
         let _shared = CPU.read().await;
         dial_out::run(&db.url, 2).await
+    };
+    db.drop_it().await?;
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_come_and_go_on_sqlite() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let _shared = CPU.read().await;
+    pods::run(&format!("sqlite://{}", dir.path().join("jobwheel.db").display()), 1).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_come_and_go_on_postgres_with_two_admins() -> anyhow::Result<()> {
+    let Some(db) = FreshDatabase::create(Server::Postgres).await? else { return Ok(()) };
+    let outcome = {
+        let _shared = CPU.read().await;
+        pods::run(&db.url, 2).await
     };
     db.drop_it().await?;
     outcome

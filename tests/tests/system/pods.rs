@@ -1,0 +1,159 @@
+//! Pods that come and go (issue 60 item 5, without shipped logs yet): two dial-out executors,
+//! with no executor API port, are SIGTERMed and SIGKILLed in turn and started again as new
+//! processes while two jobs fire every second and every three seconds — one of them running two
+//! seconds, so kills land on runs in flight — and an admin is SIGKILLed and started again too.
+//! Afterwards every trigger has ended with a result or a clear failure (none left running), and
+//! most of them ran.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, ensure};
+use jobwheel_tests::api::Api;
+use jobwheel_tests::cluster::Daemon;
+use serde_json::{Value, json};
+
+use crate::{API_TOKEN, DEAD_AFTER};
+
+const PODS_APP: &str = "pods-app";
+/// How long the churn goes on.
+const CHURN: Duration = Duration::from_secs(24);
+
+/// Whether a log row is over: a failed trigger, or a stored result.
+fn over(log: &Value) -> bool {
+    let code = |key: &str| log[key].as_i64().unwrap_or(0);
+    (code("triggerCode") != 0 && code("triggerCode") != 200) || code("handleCode") != 0
+}
+
+/// Whether a log row is a staged fire that never came (no trigger, no result).
+fn unfired(log: &Value) -> bool {
+    log["triggerCode"].as_i64().unwrap_or(0) == 0 && log["handleCode"].as_i64().unwrap_or(0) == 0
+}
+
+pub(crate) async fn run(url: &str, admin_count: usize) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let store = jobwheel_admin::store::connect(url).await?;
+    jobwheel_tests::fixtures::api_administrator(&*store, "pods-ops", API_TOKEN).await?;
+    let mut admins = Vec::new();
+    for n in 0..admin_count {
+        // A drained pod deregisters at SIGTERM while its runs go on (upstream's order), and a
+        // run may wait behind its job's previous one (serial execution): the lost-job timeout
+        // must outlast both, or a run that finishes is marked lost first.
+        let flags = ["--i18n", "en", "--lost-job-timeout", "15", "--executor-dead-timeout", DEAD_AFTER];
+        admins.push(Daemon::start_admin(url, &dir.path().join(format!("admin-{n}")), &flags, &[]).await?);
+    }
+    let bases: Vec<String> = admins.iter().map(|a| a.base.clone()).collect();
+    let api = Api::new(&bases[admin_count - 1], API_TOKEN);
+    let created =
+        api.post("/groups", json!({"appname": PODS_APP, "title": "Pods", "addressType": 0})).await?;
+    let group = created["id"].as_i64().context("group id")?;
+    let mut pods = Vec::new();
+    for n in 0..2 {
+        let path = dir.path().join(format!("pod-{n}"));
+        pods.push(
+            Daemon::start_executor(PODS_APP, &bases, &path, &["--dial-out", "--enable-script-glue"]).await?,
+        );
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let current = api.get(&format!("/groups/{group}")).await?;
+        let list = current["addressList"].as_str().unwrap_or_default();
+        if list.split(',').filter(|a| a.starts_with("dial://")).count() == 2 {
+            break;
+        }
+        ensure!(tokio::time::Instant::now() < deadline, "the pods did not register: {current}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    let every_second =
+        json!({"scheduleType": "FIX_RATE", "scheduleConf": "1", "executorRouteStrategy": "FAILOVER"});
+    let quick = api.job(group, "every second", every_second).await?;
+    let slow = json!({"scheduleType": "FIX_RATE", "scheduleConf": "3", "executorRouteStrategy": "ROUND",
+                      "glueType": "GLUE_SHELL", "glueSource": "echo working; sleep 2; echo done", "executorHandler": ""});
+    let slow = api.job(group, "two seconds of work", slow).await?;
+    for job in [quick, slow] {
+        api.post(&format!("/jobs/{job}/start"), json!({})).await?;
+    }
+
+    // The churn: a pod at a time, SIGTERM then SIGKILL, each started again as a new process;
+    // half-way, the first admin is SIGKILLed and started again.
+    let started = tokio::time::Instant::now();
+    let mut round = 0usize;
+    while started.elapsed() < CHURN {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let pod = &mut pods[round % 2];
+        if round % 4 < 2 {
+            pod.stop().await.context("a pod's SIGTERM drain")?;
+        } else {
+            pod.kill9().await?;
+        }
+        pod.restart().await?;
+        if round == 3 {
+            admins[0].kill9().await?;
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            admins[0].restart().await?;
+        }
+        round += 1;
+    }
+    for job in [quick, slow] {
+        api.post(&format!("/jobs/{job}/stop"), json!({})).await?;
+    }
+
+    // Every trigger ends: a result, or a failure that says why. None is left running.
+    let logs: Vec<String> = pods.iter().map(Daemon::log_text).collect();
+    let drained = drained_addresses(&logs.join("\n"));
+    if let Err(e) = every_trigger_ended(&api, quick, slow, &drained).await {
+        let logs: Vec<String> = pods.iter().map(Daemon::log_text).collect();
+        return Err(e.context(format!("the pods' logs:\n{}", logs.join("\n=====\n"))));
+    }
+    for pod in &mut pods {
+        pod.stop().await?;
+    }
+    for admin in &mut admins {
+        admin.stop().await?;
+    }
+    Ok(())
+}
+
+/// The addresses of pod processes that were SIGTERMed (and so drained), from their logs: each
+/// start logs its address, each SIGTERM is logged by the process it stops.
+fn drained_addresses(logs: &str) -> Vec<String> {
+    let mut current = None;
+    let mut drained = Vec::new();
+    for line in logs.lines() {
+        if line.contains("executor started") {
+            current = line.split("address=").nth(1).and_then(|rest| rest.split_whitespace().next());
+        } else if line.contains("SIGTERM received") {
+            drained.extend(current.map(str::to_owned));
+        }
+    }
+    drained
+}
+
+/// Every trigger of both jobs ended with a result or a reason; none of a drained pod's runs
+/// was lost (only a SIGKILLed pod loses the run it had); enough of them ran.
+async fn every_trigger_ended(api: &Api, quick: i64, slow: i64, drained: &[String]) -> anyhow::Result<()> {
+    for job in [quick, slow] {
+        let logs = api
+            .wait_logs(job, Duration::from_secs(60), "every run over", |l| {
+                l.iter().all(|l| over(l) || unfired(l))
+            })
+            .await?;
+        let fired: Vec<&Value> = logs.iter().filter(|l| !unfired(l)).collect();
+        let ok = fired.iter().filter(|l| l["handleCode"] == 200).count();
+        for log in fired.iter().filter(|l| l["handleCode"] != 200) {
+            let why =
+                [&log["triggerMsg"], &log["handleMsg"]].iter().filter_map(|v| v.as_str()).collect::<String>();
+            ensure!(!why.trim().is_empty(), "job {job}: a failure without a reason: {log:#}");
+            let address = log["executorAddress"].as_str().unwrap_or_default();
+            let lost = why.contains("Job result lost");
+            ensure!(
+                !(lost && drained.iter().any(|d| d == address)),
+                "job {job}: a drained pod lost a run: {log:#}"
+            );
+        }
+        // The quick job fires ~24 times, less the seconds its only admin is down on SQLite.
+        let least = if job == quick { usize::try_from(CHURN.as_secs() / 3)? } else { 2 };
+        ensure!(ok >= least, "job {job}: only {ok} of {} runs succeeded: {logs:#?}", fired.len());
+    }
+    Ok(())
+}
