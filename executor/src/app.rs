@@ -147,6 +147,7 @@ pub async fn run(
             access_token: config.access_token.clone(),
             app_name: config.app_name.clone(),
             address: address.clone(),
+            key: crate::dial::random_key().context("cannot draw the dial key")?,
         };
         crate::dial::spawn(&dialling, &config.admin_addresses, &identity, &state, &dial_stop);
         probe_router(state)

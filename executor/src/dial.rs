@@ -16,7 +16,9 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{HeaderValue, Method, Request};
 use futures_util::{SinkExt as _, StreamExt as _};
-use jobwheel_protocol::dial::{DIAL_ADDRESS_HEADER, DIAL_PATH, DialAnswer, DialCall, decode, encode};
+use jobwheel_protocol::dial::{
+    DIAL_ADDRESS_HEADER, DIAL_KEY_HEADER, DIAL_PATH, DialAnswer, DialCall, decode, encode,
+};
 use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER, RUN_BATCH_HEADER};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
@@ -51,6 +53,9 @@ pub(crate) struct Identity {
     pub(crate) app_name: String,
     /// The `dial://{app}/{instance}` address it registers.
     pub(crate) address: String,
+    /// This process's random key, sent on every socket: the admin lets a new socket of the same
+    /// process replace one it still holds (after a break it has not noticed yet).
+    pub(crate) key: String,
 }
 
 /// Keeps one socket open to each of `admins` until `stop` is cancelled.
@@ -65,6 +70,14 @@ pub(crate) fn spawn(
         let url = dial_url(admin);
         tracker.spawn(keep_dialling(url, identity.clone(), Arc::clone(state), stop.clone()));
     }
+}
+
+/// A random key for this process's sockets: 128 bits from the kernel's generator, hex.
+pub(crate) fn random_key() -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(hex::encode(bytes))
 }
 
 /// `ws(s)://…/api/dial` of an admin base address (`http(s)://host[:port][/context]`).
@@ -135,6 +148,7 @@ async fn dial(url: &str, identity: &Identity) -> Result<Socket, String> {
     }
     headers.insert(APPNAME_HEADER, value(&identity.app_name)?);
     headers.insert(DIAL_ADDRESS_HEADER, value(&identity.address)?);
+    headers.insert(DIAL_KEY_HEADER, value(&identity.key)?);
     let config = WebSocketConfig::default().max_message_size(Some(MAX_MESSAGE_BYTES));
     match tokio_tungstenite::connect_async_with_config(request, Some(config), true).await {
         Ok((socket, _)) => Ok(socket),

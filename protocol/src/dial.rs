@@ -17,6 +17,11 @@ pub const DIAL_PATH: &str = "/api/dial";
 /// The request header naming the address the connecting executor registers (`dial://…`).
 pub const DIAL_ADDRESS_HEADER: &str = "X-Jobwheel-Dial-Address";
 
+/// The request header carrying the connecting process's own random key: a later socket of the
+/// same process (after a network break the admin has not noticed yet) presents it to replace
+/// the stale one; any other socket for a held address is refused.
+pub const DIAL_KEY_HEADER: &str = "X-Jobwheel-Dial-Key";
+
 /// The scheme of a dial-out executor's address.
 pub const DIAL_SCHEME: &str = "dial://";
 

@@ -35,6 +35,8 @@ pub struct DialHub {
 #[derive(Debug)]
 pub struct DialLink {
     serial: u64,
+    /// SHA-256 of the process's dial key: who may replace this link.
+    key_digest: [u8; 32],
     outgoing: mpsc::Sender<Vec<u8>>,
     pending: Mutex<HashMap<u64, Waiting>>,
     closed: CancellationToken,
@@ -60,21 +62,32 @@ pub(super) struct Callee<'a> {
 pub struct AlreadyConnected(pub String);
 
 impl DialHub {
-    /// Attaches the executor at `address`: its link and the messages to write to its socket.
-    /// Refused while another live link holds the address, so a second connection claiming it
-    /// cannot take the first one's calls.
+    /// Attaches the executor at `address` presenting `key` (its process's random dial key):
+    /// its link and the messages to write to its socket. While another live link holds the
+    /// address it is refused — a second connection claiming the address cannot take the first
+    /// one's calls — unless it presents the same key: the same process dialling again after a
+    /// break this admin has not noticed yet, whose stale link is closed and replaced.
     pub fn attach(
         &self,
         address: &str,
+        key: &str,
     ) -> Result<(Arc<DialLink>, mpsc::Receiver<Vec<u8>>), AlreadyConnected> {
+        use sha2::Digest as _;
+        use subtle::ConstantTimeEq as _;
         let address = address_key(address);
+        let key_digest: [u8; 32] = sha2::Sha256::digest(key.as_bytes()).into();
         let mut links = self.links.lock().unwrap_or_else(PoisonError::into_inner);
-        if links.get(address).is_some_and(|link| !link.closed.is_cancelled()) {
-            return Err(AlreadyConnected(address.to_owned()));
+        if let Some(held) = links.get(address).filter(|link| !link.closed.is_cancelled()) {
+            if key.is_empty() || !bool::from(held.key_digest.ct_eq(&key_digest)) {
+                return Err(AlreadyConnected(address.to_owned()));
+            }
+            held.closed.cancel();
+            held.pending.lock().unwrap_or_else(PoisonError::into_inner).clear();
         }
         let (outgoing, receiver) = mpsc::channel(OUTGOING_QUEUE);
         let link = Arc::new(DialLink {
             serial: self.next_id.fetch_add(1, Ordering::Relaxed),
+            key_digest,
             outgoing,
             pending: Mutex::default(),
             closed: self.closing.child_token(),

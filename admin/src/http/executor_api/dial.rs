@@ -7,7 +7,8 @@
 //!
 //! Refusals are plain HTTP statuses before the upgrade (the caller is a jobwheel executor, not
 //! an upstream peer): 401 for a wrong token (counted by the wrong-token throttle, 429 once
-//! blocked), 400 for a missing or foreign address, 409 while another socket holds the address.
+//! blocked), 400 for a missing or foreign address, 409 while another socket holds the address
+//! (unless it is the same process's, by its dial key: it replaces its stale socket).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use jobwheel_protocol::APPNAME_HEADER;
-use jobwheel_protocol::dial::{DIAL_ADDRESS_HEADER, dial_app};
+use jobwheel_protocol::dial::{DIAL_ADDRESS_HEADER, DIAL_KEY_HEADER, dial_app};
 use tokio::sync::mpsc;
 
 use super::auth::{Caller, authenticate};
@@ -60,6 +61,7 @@ pub(crate) async fn connect(State(state): State<Arc<ExecutorApiState>>, request:
     let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     let app_name = header(APPNAME_HEADER).unwrap_or_default().to_owned();
     let address = header(DIAL_ADDRESS_HEADER).unwrap_or_default().to_owned();
+    let key = header(DIAL_KEY_HEADER).unwrap_or_default().to_owned();
     if let Err(why) = own_address(&state, &caller, &app_name, &address).await {
         return (StatusCode::BAD_REQUEST, why).into_response();
     }
@@ -67,7 +69,7 @@ pub(crate) async fn connect(State(state): State<Arc<ExecutorApiState>>, request:
         Ok(upgrade) => upgrade,
         Err(rejection) => return rejection.into_response(),
     };
-    let (link, outgoing) = match state.dial.attach(&address) {
+    let (link, outgoing) = match state.dial.attach(&address, &key) {
         Ok(attached) => attached,
         Err(taken) => return (StatusCode::CONFLICT, taken.to_string()).into_response(),
     };

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobwheel_admin::protocol::dial::{DIAL_ADDRESS_HEADER, DIAL_PATH};
+use jobwheel_admin::protocol::dial::{DIAL_ADDRESS_HEADER, DIAL_KEY_HEADER, DIAL_PATH};
 use jobwheel_admin::protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 use jobwheel_admin::store::{GroupId, JobId, LogFilter, LogRow, Page, Store};
 use jobwheel_executor::{ExecutorConfig, Handlers, JobContext};
@@ -234,15 +234,20 @@ async fn the_dial_door_refuses_whoever_may_not_take_a_groups_triggers() -> anyho
     );
     assert_eq!(dial_status(&base, &with(TOKEN, "open-app", "http://127.0.0.1:9/"), &mut held).await, 400);
 
-    // The rightful holder connects; a second socket claiming its address is refused.
-    assert_eq!(
-        dial_status(&base, &with(guarded_token, "guarded-app", "dial://guarded-app/a1"), &mut held).await,
-        101
-    );
-    assert_eq!(
-        dial_status(&base, &with(guarded_token, "guarded-app", "dial://guarded-app/a1"), &mut held).await,
-        409
-    );
+    // The rightful holder connects with its process's key; a second socket claiming its
+    // address is refused without that key or with another, and replaces the first with it
+    // (the same process dialling again after a break the admin has not noticed).
+    let holder = |key: &'static str| {
+        let mut headers = with(guarded_token, "guarded-app", "dial://guarded-app/a1");
+        if !key.is_empty() {
+            headers.push((DIAL_KEY_HEADER, key));
+        }
+        headers
+    };
+    assert_eq!(dial_status(&base, &holder("process-key-1"), &mut held).await, 101);
+    assert_eq!(dial_status(&base, &holder(""), &mut held).await, 409);
+    assert_eq!(dial_status(&base, &holder("another-key-2"), &mut held).await, 409);
+    assert_eq!(dial_status(&base, &holder("process-key-1"), &mut held).await, 101);
     assert_eq!(dial_status(&base, &with(TOKEN, "open-app", "dial://open-app/a1"), &mut held).await, 101);
 
     // A dial address registered under another AppName is refused.
