@@ -114,13 +114,6 @@ impl DialHub {
         self.closing.cancel();
     }
 
-    /// Whether a live link holds `address`.
-    pub fn is_connected(&self, address: &str) -> bool {
-        let address = address_key(address);
-        let links = self.links.lock().unwrap_or_else(PoisonError::into_inner);
-        links.get(address).is_some_and(|link| !link.closed.is_cancelled())
-    }
-
     /// One call to `callee`: its reply's body (at most `limit` bytes) before `deadline`, or
     /// upstream's remoting message.
     pub(super) async fn exchange(
