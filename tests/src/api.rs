@@ -130,3 +130,19 @@ pub fn all_done(logs: &[Value], n: usize) -> bool {
 pub fn addresses(logs: &[Value]) -> Vec<String> {
     logs.iter().map(|l| l["executorAddress"].as_str().unwrap_or_default().to_owned()).collect()
 }
+
+/// `POST {admin}/api/{method}` (`registry` or `registryRemove`) of `address` under `app` with the
+/// test access token, as an executor sends it; fails unless the admin answers code 200.
+pub async fn registry_call(admin: &str, method: &str, app: &str, address: &str) -> anyhow::Result<()> {
+    let body = json!({"registryGroup": "EXECUTOR", "registryKey": app, "registryValue": address});
+    let reply: Value = reqwest::Client::new()
+        .post(format!("{}/api/{method}", admin.trim_end_matches('/')))
+        .header(jobwheel_protocol::ACCESS_TOKEN_HEADER, crate::TOKEN)
+        .json(&body)
+        .send()
+        .await?
+        .json()
+        .await?;
+    anyhow::ensure!(reply["code"] == 200, "{method} {address}: {reply}");
+    Ok(())
+}

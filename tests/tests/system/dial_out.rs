@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context as _, ensure};
 use jobwheel_tests::api::{Api, addresses, all_done};
 use jobwheel_tests::cluster::Daemon;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::{API_TOKEN, DEAD_AFTER};
 
@@ -59,35 +59,33 @@ async fn readiness(http: &reqwest::Client, base: &str, status: u16) -> anyhow::R
     }
 }
 
-/// Registers `address` under the group's AppName, as a process killed after its beat left it.
-async fn still_registered(admin: &str, address: &str) -> anyhow::Result<()> {
-    let body = json!({"registryGroup": "EXECUTOR", "registryKey": DIAL_APP, "registryValue": address});
-    let reply: Value = reqwest::Client::new()
-        .post(format!("{admin}/api/registry"))
-        .header(jobwheel_protocol::ACCESS_TOKEN_HEADER, jobwheel_tests::TOKEN)
-        .json(&body)
-        .send()
-        .await?
-        .json()
-        .await?;
-    ensure!(reply["code"] == 200, "registry: {reply}");
-    Ok(())
+/// `count` admins on `url` under `dir`, each closing lost runs after `lost_secs`, an API
+/// administrator holding [`API_TOKEN`], and an automatic group for `app`: the admins and the
+/// group's id.
+pub(crate) async fn admins_with_group(
+    url: &str,
+    dir: &std::path::Path,
+    count: usize,
+    lost_secs: &str,
+    app: &str,
+) -> anyhow::Result<(Vec<Daemon>, i64)> {
+    let store = jobwheel_admin::store::connect(url).await?;
+    jobwheel_tests::fixtures::api_administrator(&*store, "system-ops", API_TOKEN).await?;
+    let mut admins = Vec::new();
+    for n in 0..count {
+        let flags = ["--i18n", "en", "--lost-job-timeout", lost_secs, "--executor-dead-timeout", DEAD_AFTER];
+        admins.push(Daemon::start_admin(url, &dir.join(format!("admin-{n}")), &flags, &[]).await?);
+    }
+    let api = Api::new(&admins[0].base, API_TOKEN);
+    let created = api.post("/groups", json!({"appname": app, "title": app, "addressType": 0})).await?;
+    Ok((admins, created["id"].as_i64().context("group id")?))
 }
 
 pub(crate) async fn run(url: &str, admin_count: usize) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let store = jobwheel_admin::store::connect(url).await?;
-    jobwheel_tests::fixtures::api_administrator(&*store, "dial-ops", API_TOKEN).await?;
-    let mut admins = Vec::new();
-    for n in 0..admin_count {
-        let flags = ["--i18n", "en", "--lost-job-timeout", "4", "--executor-dead-timeout", DEAD_AFTER];
-        admins.push(Daemon::start_admin(url, &dir.path().join(format!("admin-{n}")), &flags, &[]).await?);
-    }
+    let (mut admins, group) = admins_with_group(url, dir.path(), admin_count, "4", DIAL_APP).await?;
     let bases: Vec<String> = admins.iter().map(|a| a.base.clone()).collect();
     let apis: Vec<Api> = bases.iter().map(|b| Api::new(b, API_TOKEN)).collect();
-    let created =
-        apis[0].post("/groups", json!({"appname": DIAL_APP, "title": "Dial", "addressType": 0})).await?;
-    let group = created["id"].as_i64().context("group id")?;
     let mut dial = Daemon::start_executor(
         DIAL_APP,
         &bases,
@@ -154,7 +152,8 @@ pub(crate) async fn run(url: &str, admin_count: usize) -> anyhow::Result<()> {
     ensure!(closed[0]["handleCode"] == 500, "{closed:#?}");
 
     // Its socket gone but its registration not: FAILOVER moves past it, through every admin.
-    still_registered(&bases[0], &address).await?;
+    // Registered again, as a process killed right after its beat leaves it.
+    jobwheel_tests::api::registry_call(&bases[0], "registry", DIAL_APP, &address).await?;
     let failover = apis[0].job(group, "dial failover", json!({"executorRouteStrategy": "FAILOVER"})).await?;
     for api in &apis {
         api.trigger(failover, Some(&format!("{address},{listening_address}"))).await?;

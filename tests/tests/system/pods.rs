@@ -12,7 +12,8 @@ use jobwheel_tests::api::Api;
 use jobwheel_tests::cluster::Daemon;
 use serde_json::{Value, json};
 
-use crate::{API_TOKEN, DEAD_AFTER};
+use crate::API_TOKEN;
+use crate::dial_out::admins_with_group;
 
 const PODS_APP: &str = "pods-app";
 /// How long the churn goes on.
@@ -31,21 +32,12 @@ fn unfired(log: &Value) -> bool {
 
 pub(crate) async fn run(url: &str, admin_count: usize) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let store = jobwheel_admin::store::connect(url).await?;
-    jobwheel_tests::fixtures::api_administrator(&*store, "pods-ops", API_TOKEN).await?;
-    let mut admins = Vec::new();
-    for n in 0..admin_count {
-        // A drained pod deregisters at SIGTERM while its runs go on (upstream's order), and a
-        // run may wait behind its job's previous one (serial execution): the lost-job timeout
-        // must outlast both, or a run that finishes is marked lost first.
-        let flags = ["--i18n", "en", "--lost-job-timeout", "15", "--executor-dead-timeout", DEAD_AFTER];
-        admins.push(Daemon::start_admin(url, &dir.path().join(format!("admin-{n}")), &flags, &[]).await?);
-    }
+    // A drained pod deregisters at SIGTERM while its runs go on (upstream's order), and a run
+    // may wait behind its job's previous one (serial execution): the lost-job timeout must
+    // outlast both, or a run that finishes is marked lost first.
+    let (mut admins, group) = admins_with_group(url, dir.path(), admin_count, "15", PODS_APP).await?;
     let bases: Vec<String> = admins.iter().map(|a| a.base.clone()).collect();
     let api = Api::new(&bases[admin_count - 1], API_TOKEN);
-    let created =
-        api.post("/groups", json!({"appname": PODS_APP, "title": "Pods", "addressType": 0})).await?;
-    let group = created["id"].as_i64().context("group id")?;
     let mut pods = Vec::new();
     for n in 0..2 {
         let path = dir.path().join(format!("pod-{n}"));

@@ -86,17 +86,7 @@ async fn failover(stack: &Stack) -> anyhow::Result<()> {
 /// `POST /api/registry` or `/api/registryRemove` of `address` under the stack's AppName, as an
 /// executor would send it.
 async fn registry(stack: &Stack, method: &str, address: &str) -> anyhow::Result<()> {
-    let body = json!({"registryGroup": "EXECUTOR", "registryKey": crate::APP, "registryValue": address});
-    let reply: serde_json::Value = reqwest::Client::new()
-        .post(format!("{}/api/{method}", stack.admin_base()))
-        .header(jobwheel_protocol::ACCESS_TOKEN_HEADER, jobwheel_tests::TOKEN)
-        .json(&body)
-        .send()
-        .await?
-        .json()
-        .await?;
-    ensure!(reply["code"] == 200, "{method} {address}: {reply}");
-    Ok(())
+    jobwheel_tests::api::registry_call(stack.admin_base(), method, crate::APP, address).await
 }
 
 /// The first executor is busy with the job: BUSYOVER sends the next trigger to the second.
