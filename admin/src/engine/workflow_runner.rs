@@ -36,6 +36,12 @@ use crate::store::{
 };
 use crate::workflow::{Decision, Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, node_states, plan};
 
+/// How long a kill waits for a trigger in flight to record where it went: above any executor
+/// client's timeout (upstream's 3 s by default) and the batched log write after it.
+const KILL_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+/// How often that wait reads the log row.
+const KILL_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Advances instances and fires their runs.
 pub(super) struct InstanceRunner {
     store: Arc<dyn Store>,
@@ -59,12 +65,39 @@ impl InstanceRunner {
         &self.triggers
     }
     /// Asks the executor running `log` to kill it (best effort: a run that ended meanwhile
-    /// has nothing to kill).
-    pub(super) async fn kill_log(&self, log: LogId) {
+    /// has nothing to kill). A run whose `/run` is still on its way has no address yet — the
+    /// trigger records it after the executor answers — so the kill waits for that record in
+    /// the background, bounded by [`KILL_WAIT`]: a stop in that instant must still reach it.
+    pub(super) async fn kill_log(self: &Arc<Self>, log: LogId) {
         let Ok(Some(row)) = self.store.load_log(log).await else { return };
+        if row.trigger_code == 0 {
+            let this = Arc::clone(self);
+            self.tracker.spawn(async move { this.kill_when_sent(log).await });
+            return;
+        }
+        self.kill_at(&row).await;
+    }
+
+    async fn kill_when_sent(&self, log: LogId) {
+        let deadline = tokio::time::Instant::now() + KILL_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(KILL_POLL).await;
+            match self.store.load_log(log).await {
+                Ok(Some(row)) if row.trigger_code != 0 => return self.kill_at(&row).await,
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => return,
+            }
+        }
+        tracing::warn!(log_id = log.0, "workflow run not killed: its trigger was never recorded");
+    }
+
+    async fn kill_at(&self, row: &crate::store::LogRow) {
         let Some(address) = row.executor_address.as_deref() else { return };
+        if row.trigger_code != 200 || row.handle_code != 0 {
+            return;
+        }
         let reply = self.triggers.clients.for_group(row.job_group).await.kill(address, row.job_id.0).await;
-        tracing::info!(log_id = log.0, code = reply.code, "workflow run killed");
+        tracing::info!(log_id = row.id.0, code = reply.code, "workflow run killed");
     }
 
     /// Results were stored for `logs`: advances the instances of those that belong to node

@@ -215,6 +215,10 @@ async fn max_instances_skip_or_queue_and_stop_kills_the_running_node() -> anyhow
         StartOutcome::Skipped,
         "one at a time, skip beyond"
     );
+    wait_for(WAIT, "first's node fired", || async { Ok((!s.fake.runs().is_empty()).then_some(())) }).await?;
+    // `a`'s `/run` is held on its way, so the stop below comes before the trigger knows where
+    // the run went.
+    let release = s.fake.hold_runs_at("http://a:9999/");
     let queue = s.store.add_workflow(&workflow(s.group, &one_node(s.jobs[0]), 1, "QUEUE")).await?;
     let StartOutcome::Started(a) = wf.start(queue, None, TriggerType::Manual).await? else {
         anyhow::bail!("a")
@@ -225,14 +229,21 @@ async fn max_instances_skip_or_queue_and_stop_kills_the_running_node() -> anyhow
     assert!(wf.start(skip, Some("[1]"), TriggerType::Manual).await.is_err(), "a context must be an object");
 
     // Stopping the first instance of `queue` kills its fired node and admits the queued one.
-    wait_for(WAIT, "a's node fired", || async { Ok((s.fake.runs().len() >= 2).then_some(())) }).await?;
+    wait_for(WAIT, "a's node sent", || async { Ok((s.fake.runs().len() >= 2).then_some(())) }).await?;
     let a_log = instance_runs(&*s.store, a).await?[0].log_id.expect("fired");
     assert!(wf.stop(a).await?);
     assert!(!wf.stop(a).await?, "once");
     assert_eq!(s.store.load_instance(a).await?.map(|i| i.status), Some(InstanceStatus::Stopped));
     assert_eq!(instance_runs(&*s.store, a).await?[0].status, RunStatus::Stopped);
-    let kills = s.fake.kills.lock().expect("kills").clone();
-    assert!(kills.iter().any(|(_, job)| *job == s.jobs[0].0), "its executor was asked to kill it: {kills:?}");
+    assert!(s.fake.kills.lock().expect("kills").is_empty(), "nowhere to send a kill yet");
+    *s.fake.hold_runs.lock().expect("hold") = None;
+    release.notify_waiters();
+    // The kill follows as soon as the trigger records where the run went.
+    wait_for(WAIT, "its executor was asked to kill it", || async {
+        let kills = s.fake.kills.lock().expect("kills").clone();
+        Ok(kills.iter().any(|(_, job)| *job == s.jobs[0].0).then_some(()))
+    })
+    .await?;
     // A late result of the stopped run changes nothing.
     s.engine.completion().on_callbacks(vec![callback(a_log, 200, "late")]).await?;
     wf.sweep(T0).await?;
