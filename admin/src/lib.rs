@@ -23,6 +23,7 @@ pub mod engine_core;
 pub mod executor_client;
 pub mod fault;
 pub mod http;
+pub mod job_logs;
 pub mod lang;
 pub mod metrics;
 pub mod routing;

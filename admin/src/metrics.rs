@@ -116,6 +116,7 @@ pub struct AdminMetrics {
     pre_read: Histogram,
     workflow_instances: Family<ResultLabels, Counter>,
     workflow_handoff: Histogram,
+    log_pieces: Counter,
 }
 
 impl Default for AdminMetrics {
@@ -146,6 +147,7 @@ impl AdminMetrics {
             pre_read: Histogram::new(STORE_BUCKETS),
             workflow_instances: Family::default(),
             workflow_handoff: Histogram::new(LATENESS_BUCKETS),
+            log_pieces: Counter::default(),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -191,6 +193,11 @@ impl AdminMetrics {
             "results_stored",
             "Run results stored (callbacks, kills, lost-job closures), by result",
             metrics.results.clone(),
+        );
+        r.register(
+            "log_pieces_stored",
+            "Pieces of job logs executors shipped (--job-logs both|admin) and this admin stored",
+            metrics.log_pieces.clone(),
         );
         r.register(
             "lost_jobs",
@@ -297,6 +304,11 @@ impl AdminMetrics {
     /// A callback batch took `seconds` from receipt to commit.
     pub(crate) fn callback_stored(&self, seconds: f64) {
         self.callback_store.observe(seconds);
+    }
+
+    /// `pieces` pieces of shipped job logs were stored.
+    pub(crate) fn log_pieces_stored(&self, pieces: u64) {
+        self.log_pieces.inc_by(pieces);
     }
 
     /// A run result was stored with `handle_code`.

@@ -14,6 +14,15 @@ use jobwheel_protocol::envelope::AckEnvelope;
 use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER, WasmModuleRef};
 use serde::Serialize;
 
+/// Why no admin stored a batch of job log lines.
+#[derive(Debug)]
+pub(crate) enum ShipFailure {
+    /// An admin refused the batch itself (malformed or too large): every admin would.
+    Refused(String),
+    /// No admin answered with a stored batch: send it again later.
+    Unreachable(String),
+}
+
 /// Why no admin accepted a call.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -91,6 +100,40 @@ impl AdminClient {
             }
         }
         Err(AdminError::AllFailed(failures))
+    }
+
+    /// Sends one gzip batch of job log lines (`api/logShip`) to each admin in order until one
+    /// stores it (docs/executor.md, "Logs kept by the admin").
+    pub(crate) async fn ship_logs(&self, body: Vec<u8>) -> Result<(), ShipFailure> {
+        let mut failures = Vec::new();
+        for base in &self.bases {
+            let url = format!("{base}{}", jobwheel_protocol::log_ship::LOG_SHIP_PATH);
+            let request = self
+                .http
+                .post(&url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::CONTENT_ENCODING, "gzip")
+                .body(body.clone());
+            match self.authenticated(request).send().await {
+                Ok(response) if response.status().is_success() => return Ok(()),
+                Ok(response)
+                    if matches!(
+                        response.status(),
+                        reqwest::StatusCode::BAD_REQUEST | reqwest::StatusCode::PAYLOAD_TOO_LARGE
+                    ) =>
+                {
+                    let status = response.status();
+                    let text = response.text().await.unwrap_or_default();
+                    return Err(ShipFailure::Refused(format!("{url}: HTTP status {status}: {text:.300}")));
+                }
+                Ok(response) => failures.push(format!("{url}: HTTP status {}", response.status())),
+                Err(e) => failures.push(format!("{url}: request failed: {e}")),
+            }
+        }
+        if failures.is_empty() {
+            failures.push("no admin address is configured".to_owned());
+        }
+        Err(ShipFailure::Unreachable(failures.join("; ")))
     }
 
     /// Downloads a `GLUE_WASM` module from the first admin that serves it, refusing one larger

@@ -21,7 +21,7 @@ use crate::fire_journal::FireJournal;
 use crate::glue::GlueFactory;
 use crate::glue::wasm::WasmGlue;
 use crate::handler::Handlers;
-use crate::joblog::{LogDir, spawn_cleaner};
+use crate::joblog::{LogDir, LogShipper, spawn_cleaner};
 use crate::jobs::{JobThreads, RunSlots, WorkerSettings};
 use crate::metrics::ExecutorMetrics;
 use crate::server::{ApiState, metrics_router, probe_router, router};
@@ -34,9 +34,26 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let logs = LogDir::new(config.log_path.clone());
-    std::fs::create_dir_all(logs.root())
-        .with_context(|| format!("cannot create log path {}", logs.root().display()))?;
+    let client = AdminClient::new(
+        &config.admin_addresses,
+        config.access_token.clone(),
+        config.app_name.clone(),
+        config.admin_timeout,
+    )?;
+    std::fs::create_dir_all(&config.log_path)
+        .with_context(|| format!("cannot create log path {}", config.log_path.display()))?;
+    let shipper = if config.job_logs.ships() {
+        let spool = config.log_path.join("logship");
+        Some(LogShipper::new(spool, client.clone()).context("cannot create the log shipping spool")?)
+    } else {
+        None
+    };
+    let logs = match &shipper {
+        Some(shipper) => {
+            LogDir::shipping(config.log_path.clone(), config.job_logs.files(), Arc::clone(shipper))
+        }
+        None => LogDir::new(config.log_path.clone()),
+    };
     let local = listener.local_addr().context("listener has no local address")?;
     // Drawn anew by every process: an admin tells a restart on the same address by it.
     let incarnation = crate::owed::incarnation();
@@ -54,18 +71,18 @@ pub async fn run(
     if config.access_token.is_none() && !config.dial_out {
         tracing::warn!("running WITHOUT an access token: anyone who can reach {local} can run jobs");
     }
-    let client = AdminClient::new(
-        &config.admin_addresses,
-        config.access_token.clone(),
-        config.app_name.clone(),
-        config.admin_timeout,
-    )?;
 
     let metrics = Arc::new(ExecutorMetrics::new());
     let metrics_listener = MetricsListener::bind(config.metrics_listen).await?;
     let background = TaskTracker::new();
     let background_stop = CancellationToken::new();
     let callback_stop = CancellationToken::new();
+    // Shipping stops last: the callback task writes the runs' end lines.
+    let shipping = TaskTracker::new();
+    let ship_stop = CancellationToken::new();
+    if let Some(shipper) = &shipper {
+        shipping.spawn(Arc::clone(shipper).run(ship_stop.clone()));
+    }
     let callbacks = callback::spawn(
         &background,
         client.clone(),
@@ -179,6 +196,9 @@ pub async fn run(
     callback_stop.cancel();
     background.close();
     background.wait().await;
+    ship_stop.cancel();
+    shipping.close();
+    shipping.wait().await;
     tracing::info!("executor stopped");
     Ok(())
 }

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::admin_client::AdminClient;
-use crate::joblog::{LogDir, append_line};
+use crate::joblog::LogDir;
 use crate::owed::Owed;
 use crate::spool;
 
@@ -219,20 +219,27 @@ async fn retry_loop(delivery: Delivery, interval: Duration, stop: CancellationTo
 }
 
 impl Delivery {
-    /// Journals the results of `finished`, then appends the end line to the job logs of the
-    /// runs that ended normally (before the batch goes out, so a log read after the admin has
-    /// the result shows the end too).
+    /// Appends the end line to the job logs of the runs that ended normally, then journals the
+    /// results of `finished` (before the batch goes out, so a log read after the admin has the
+    /// result shows the end too). Shipped logs are flushed in between: a result on disk (and so
+    /// delivered, even by the next process after a SIGKILL) has its lines at an admin or in the
+    /// spool.
     async fn journal_and_end(&self, finished: Vec<Finished>) -> Journaled {
-        let ends: Vec<(PathBuf, String)> = finished
+        let ends: Vec<LogLine> = finished
             .iter()
             .filter(|f| f.end_line)
-            .map(|f| (self.logs.file_for(f.result.log_date_tim, f.result.log_id), end_line(&f.result)))
+            .map(|f| LogLine {
+                log_date_time: f.result.log_date_tim,
+                log_id: f.result.log_id,
+                text: end_line(&f.result),
+                close: false,
+            })
             .collect();
-        let journaled = self.journal(finished.into_iter().map(|f| f.result).collect()).await;
         if !ends.is_empty() {
-            append_lines(ends).await;
+            append_lines(self.logs.clone(), ends).await;
         }
-        journaled
+        self.logs.flush().await;
+        self.journal(finished.into_iter().map(|f| f.result).collect()).await
     }
 
     /// Writes `batch` to the journal, off the async threads.
@@ -285,7 +292,8 @@ impl Delivery {
                         tracing::warn!(file = %journal.display(), error = %e, "cannot remove a delivered journal file");
                     }
                 }
-                self.note_in_logs(batch, "<br>----------- xxl-job job callback finish.".to_owned()).await
+                self.note_in_logs(batch, "<br>----------- xxl-job job callback finish.".to_owned(), true)
+                    .await
             }
             Err(e) => {
                 tracing::warn!(count = batch.len(), error = %e, "callback failed; spooling to disk");
@@ -310,7 +318,7 @@ impl Delivery {
                 })
                 .await;
                 match result {
-                    Ok(batch) => self.note_in_logs(batch, note).await,
+                    Ok(batch) => self.note_in_logs(batch, note, false).await,
                     Err(e) => tracing::error!(error = %e, "spool task failed; results lost"),
                 }
             }
@@ -362,8 +370,12 @@ impl Delivery {
                         }
                     }
                     tracing::info!(count = merged.len(), files = taken.len(), "spooled callbacks delivered");
-                    self.note_in_logs(merged, "<br>----------- xxl-job job callback finish.".to_owned())
-                        .await;
+                    self.note_in_logs(
+                        merged,
+                        "<br>----------- xxl-job job callback finish.".to_owned(),
+                        true,
+                    )
+                    .await;
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "admin still unavailable; spool kept");
@@ -374,21 +386,39 @@ impl Delivery {
         }
     }
 
-    /// Appends `note` to the job log of every item in `batch`, off the async threads.
-    async fn note_in_logs(&self, batch: Vec<HandleCallbackParam>, note: String) {
+    /// Appends `note` to the job log of every item in `batch`, off the async threads; with
+    /// `close` (the result was delivered: nothing more will be written), closes their shipped
+    /// logs, so the admin's rolling log ends after the note.
+    async fn note_in_logs(&self, batch: Vec<HandleCallbackParam>, note: String, close: bool) {
         let lines = batch
             .iter()
-            .map(|item| (self.logs.file_for(item.log_date_tim, item.log_id), note.clone()))
+            .map(|item| LogLine {
+                log_date_time: item.log_date_tim,
+                log_id: item.log_id,
+                text: note.clone(),
+                close,
+            })
             .collect();
-        append_lines(lines).await;
+        append_lines(self.logs.clone(), lines).await;
     }
 }
 
+/// A line appended to a run's log after the run, and whether the log is then closed.
+struct LogLine {
+    log_date_time: i64,
+    log_id: i64,
+    text: String,
+    close: bool,
+}
+
 /// Appends each line to its job log, off the async threads.
-async fn append_lines(lines: Vec<(PathBuf, String)>) {
+async fn append_lines(logs: LogDir, lines: Vec<LogLine>) {
     let _ = tokio::task::spawn_blocking(move || {
-        for (path, line) in &lines {
-            append_line(path, line);
+        for line in &lines {
+            logs.append(line.log_date_time, line.log_id, &line.text);
+            if line.close {
+                logs.close(line.log_date_time, line.log_id);
+            }
         }
     })
     .await;

@@ -60,6 +60,11 @@ pub struct Cli {
     /// serves only `/healthz`, `/readyz` and `/metrics`, for probes.
     #[arg(long, env = "JOBWHEEL_DIAL_OUT")]
     pub dial_out: bool,
+    /// Where runs' log lines go: `files` (a file per run, read over `/log`, upstream), `both`
+    /// (the file, and every line shipped to the admins as it is written) or `admin` (shipped
+    /// only: no job log files here; docs/executor.md, "Logs kept by the admin").
+    #[arg(long, env = "JOBWHEEL_JOB_LOGS", value_enum, default_value_t = JobLogs::Files)]
+    pub job_logs: JobLogs,
     /// Serve the executor API under this path, e.g. `/xxl-job-executor`.
     #[arg(long, env = "JOBWHEEL_PATH_PREFIX", default_value = "")]
     pub path_prefix: String,
@@ -177,6 +182,8 @@ pub enum ConfigError {
     DialWithoutAdmins,
     #[error("--dial-out registers dial://<app-name>/<instance>; drop --address")]
     DialWithAddress,
+    #[error("--job-logs both|admin ships log lines to the admins: it needs --admin-addresses")]
+    ShipWithoutAdmins,
 }
 
 /// Limits and storage of the Wasm GLUE runtime.
@@ -224,6 +231,30 @@ pub struct Timings {
     pub stop_grace: Duration,
 }
 
+/// Where a run's log lines go (`--job-logs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum JobLogs {
+    /// A file per run on this executor's disk, read by the admin over `/log` (upstream).
+    #[default]
+    Files,
+    /// The file, and every line shipped to the admins as it is written.
+    Both,
+    /// Lines shipped to the admins only: no job log files on this executor.
+    Admin,
+}
+
+impl JobLogs {
+    /// Lines go to the admins.
+    pub fn ships(self) -> bool {
+        self != Self::Files
+    }
+
+    /// Lines go to a file per run.
+    pub fn files(self) -> bool {
+        self != Self::Admin
+    }
+}
+
 /// Validated executor configuration.
 #[derive(Debug, Clone)]
 pub struct ExecutorConfig {
@@ -237,6 +268,8 @@ pub struct ExecutorConfig {
     pub address: Option<String>,
     /// `--dial-out`: no executor API; a WebSocket to each admin carries its calls.
     pub dial_out: bool,
+    /// `--job-logs`: files, shipped to the admins, or both.
+    pub job_logs: JobLogs,
     /// Normalised: empty, or starts with `/` and does not end with one.
     pub path_prefix: String,
     pub log_retention_days: u32,
@@ -267,6 +300,7 @@ impl ExecutorConfig {
             log_path,
             address: None,
             dial_out: false,
+            job_logs: JobLogs::Files,
             path_prefix: String::new(),
             log_retention_days: 30,
             script_glue: false,
@@ -333,6 +367,10 @@ impl ExecutorConfig {
             return Err(ConfigError::DialWithAddress);
         }
         config.dial_out = cli.dial_out;
+        if cli.job_logs.ships() && config.admin_addresses.is_empty() {
+            return Err(ConfigError::ShipWithoutAdmins);
+        }
+        config.job_logs = cli.job_logs;
         config.path_prefix = normalize_prefix(&cli.path_prefix);
         config.log_retention_days = cli.log_retention_days;
         if cli.enable_script_glue && !cli.glue_enabled {

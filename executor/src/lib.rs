@@ -40,6 +40,6 @@ mod spool;
 
 pub use admin_client::AdminError;
 pub use app::run;
-pub use config::{Cli, ConfigError, ExecutorConfig, ScriptTree, Timings, WasmSettings};
+pub use config::{Cli, ConfigError, ExecutorConfig, JobLogs, ScriptTree, Timings, WasmSettings};
 pub use handler::{HandlerFuture, Handlers, JobContext, JobHandler, JobResult};
 pub use jobwheel_daemon::shutdown_signal;

@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use jobwheel_protocol::envelope::Envelope;
 use jobwheel_protocol::{
-    ACCESS_TOKEN_HEADER, APPNAME_HEADER, ExecutorRequest, ExecutorRequestError, OutstandingRuns,
+    ACCESS_TOKEN_HEADER, APPNAME_HEADER, ExecutorRequest, ExecutorRequestError, LogResult, OutstandingRuns,
     RUN_BATCH_HEADER,
 };
 use serde_json::json;
@@ -181,6 +181,14 @@ async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) ->
             Ok(()) => reply(&Envelope::<()>::success()),
             Err(msg) => reply(&Envelope::<()>::fail(msg)),
         },
+        // With `--job-logs admin` there is no file: the admin reads the lines it was sent;
+        // before the first arrives, this answers "nothing new yet".
+        ExecutorRequest::Log(p) if !state.logs.has_files() => reply(&Envelope::success_with(LogResult {
+            from_line_num: p.from_line_num,
+            to_line_num: p.from_line_num.saturating_sub(1).max(0),
+            log_content: String::new(),
+            is_end: false,
+        })),
         ExecutorRequest::Log(p) => {
             let file = state.logs.file_for(p.log_date_time(), p.log_id);
             reply(&Envelope::success_with(read_log(&file, p.from_line_num).await))

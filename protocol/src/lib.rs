@@ -5,8 +5,8 @@
 //! (missing or `null` numbers become 0, missing strings become empty) so that any upstream peer
 //! can talk to us; serialization emits exactly the shapes upstream peers read.
 //!
-//! This crate deliberately depends on nothing but serde and `ip_network` (the address classes of
-//! network policies), so the admin can use it without pulling in the executor's runtime
+//! This crate deliberately depends on nothing but serde, `ip_network` (the address classes of
+//! network policies) and flate2 (shipped log batches), so the admin can use it without pulling in the executor's runtime
 //! (wasmtime, process control).
 #![forbid(unsafe_code)]
 
@@ -16,6 +16,7 @@ pub mod enums;
 pub mod envelope;
 pub mod executor_api;
 mod lenient;
+pub mod log_ship;
 pub mod net_policy;
 pub mod request;
 

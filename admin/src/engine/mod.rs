@@ -314,11 +314,20 @@ impl Engine {
         })
     }
 
-    /// One page of a run's log from its executor, for the rolling log page (upstream
-    /// `/joblog/logDetailCat`): `is_end` is set once nothing new came and the run has a result.
-    /// The content is returned as the executor sent it; HTML-escaping is the page's business.
+    /// One page of a run's log for the rolling log page (upstream `/joblog/logDetailCat`):
+    /// from the lines its executor shipped when there are any (`job_logs`; the executor may be
+    /// gone), else from its executor over `/log`. `is_end` is set once nothing new came and
+    /// the run is over. The content is returned as written; HTML-escaping is the page's
+    /// business.
     pub async fn read_log(&self, log_id: LogId, from_line: i32) -> Result<LogResult, EngineError> {
         let log = self.store.load_log(log_id).await?.ok_or(EngineError::LogNotFound(log_id))?;
+        let pieces = self.store.log_pieces(log_id).await?;
+        if !pieces.is_empty() {
+            let now_ms = self.clock.now_ms();
+            let result_ms = log.handle_time.map(|t| t.timestamp_millis()).filter(|_| log.handle_code > 0);
+            let closed = result_ms.is_some_and(|at| now_ms - at >= crate::job_logs::UNCLOSED_END_MS);
+            return Ok(crate::job_logs::page(&pieces, from_line, closed));
+        }
         let Some(address) = log.executor_address.as_deref() else {
             return Err(EngineError::Refused(format!("log {log_id} has no executor address")));
         };

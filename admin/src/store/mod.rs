@@ -22,6 +22,7 @@ mod error;
 mod fire_send_store;
 mod group_store;
 mod lease_store;
+mod log_piece_store;
 mod log_store;
 mod mysql;
 mod pool;
@@ -44,6 +45,7 @@ pub use fire_send_store::{DueSend, FireSend, FireSendStore};
 pub use group_store::GroupStore;
 pub(crate) use lease_store::PARTITION_COUNT;
 pub use lease_store::{LeaseRequest, LeaseRow, LeaseStore, SCHEDULE_PARTITIONS, SharedSchedule};
+pub use log_piece_store::{LogCursor, LogOwner, LogPieceRow, LogPieceStore, NewLogPiece};
 pub use log_store::{LogReportStore, LogStore};
 pub use schema::{Generation, Schema};
 use sql::SqlStore;
@@ -54,8 +56,8 @@ pub use workflow_store::{Admission, InstanceTx, RunEnd, RunTake, WorkflowAlarmSt
 pub mod prelude {
     pub use super::{
         AlarmStore, AuditStore, CalendarStore, CredentialStore, FireSendStore, GrantStore, GroupStore,
-        JobStore, LeaseStore, LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store, TagStore,
-        UserStore, WasmStore, WorkflowAlarmStore, WorkflowStore,
+        JobStore, LeaseStore, LogPieceStore, LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store,
+        TagStore, UserStore, WasmStore, WorkflowAlarmStore, WorkflowStore,
     };
 }
 
@@ -100,6 +102,7 @@ pub trait Store:
     + LeaseStore
     + LogStore
     + LogReportStore
+    + LogPieceStore
     + FireSendStore
     + UserStore
     + CredentialStore

@@ -74,6 +74,13 @@ async def main():
         if not first["isError"]:
             next_line = json.loads(first["text"])["nextLine"]
             out["logAgain"] = await call(s, "read_run_log", {"runId": log_id, "fromLine": next_line})
+        # The executor ships its lines (--job-logs both): the admin's copy is searched.
+        for _ in range(100):
+            found = await call(s, "search_job_logs", {"jobId": job_id, "text": "ECHO"})
+            if not found["isError"] and json.loads(found["text"])["matches"]:
+                break
+            await asyncio.sleep(0.2)
+        out["logSearch"] = found
         out["report"] = await call(s, "lateness_report", {})
         out["dashboard"] = await call(s, "dashboard", {})
 

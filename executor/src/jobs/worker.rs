@@ -14,7 +14,6 @@ use tracing::Instrument;
 use super::slots::Priority;
 use super::{JobThreads, Shared, lock};
 use crate::handler::{JobContext, JobHandler, RunInfo};
-use crate::joblog::JobLog;
 
 /// Upstream truncates handle messages to this many characters before the callback.
 const MAX_HANDLE_MSG_CHARS: usize = 50_000;
@@ -114,8 +113,9 @@ impl Worker {
 
     async fn execute_handler(&self, param: &TriggerParam) -> (i32, String, bool, Option<String>) {
         let settings = &self.threads.settings;
-        let log = JobLog::open(
-            settings.logs.file_for(param.log_date_time, param.log_id),
+        let log = settings.logs.open(
+            param.log_date_time,
+            param.log_id,
             format!("JobThread-{}", param.job_id),
             settings.max_log_bytes,
         );
@@ -225,8 +225,9 @@ impl Worker {
     fn fail_unstarted(&self, param: &TriggerParam) {
         lock(&self.shared.queued).remove(&param.log_id);
         let msg = format!("{} [job not executed, in the job queue, killed.]", self.shared.stop_reason());
-        let log = JobLog::open(
-            self.threads.settings.logs.file_for(param.log_date_time, param.log_id),
+        let log = self.threads.settings.logs.open(
+            param.log_date_time,
+            param.log_id,
             format!("JobThread-{}", param.job_id),
             self.threads.settings.max_log_bytes,
         );

@@ -1,9 +1,10 @@
-//! Pods that come and go (issue 60 item 5, without shipped logs yet): two dial-out executors,
-//! with no executor API port, are SIGTERMed and SIGKILLed in turn and started again as new
-//! processes while two jobs fire every second and every three seconds — one of them running two
-//! seconds, so kills land on runs in flight — and an admin is SIGKILLed and started again too.
-//! Afterwards every trigger has ended with a result or a clear failure (none left running), and
-//! most of them ran.
+//! Pods that come and go (issue 60 item 5): two dial-out executors, with no executor API port
+//! and no job log files (`--job-logs admin`), are SIGTERMed and SIGKILLed in turn and started
+//! again as new processes while two jobs fire every second and every three seconds — one of them
+//! running two seconds, so kills land on runs in flight — and an admin is SIGKILLed and started
+//! again too. Afterwards every trigger has ended with a result or a clear failure (none left
+//! running), most of them ran, and once every pod is gone each run that succeeded has its whole
+//! log — every line it wrote before its result — readable through every admin.
 
 use std::time::Duration;
 
@@ -42,7 +43,13 @@ pub(crate) async fn run(url: &str, admin_count: usize) -> anyhow::Result<()> {
     for n in 0..2 {
         let path = dir.path().join(format!("pod-{n}"));
         pods.push(
-            Daemon::start_executor(PODS_APP, &bases, &path, &["--dial-out", "--enable-script-glue"]).await?,
+            Daemon::start_executor(
+                PODS_APP,
+                &bases,
+                &path,
+                &["--dial-out", "--enable-script-glue", "--job-logs", "admin"],
+            )
+            .await?,
         );
     }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -100,8 +107,43 @@ pub(crate) async fn run(url: &str, admin_count: usize) -> anyhow::Result<()> {
     for pod in &mut pods {
         pod.stop().await?;
     }
+    for base in &bases {
+        every_log_kept(&Api::new(base, API_TOKEN), quick, slow)
+            .await
+            .with_context(|| format!("through {base}"))?;
+    }
     for admin in &mut admins {
         admin.stop().await?;
+    }
+    Ok(())
+}
+
+/// Every succeeded run's log, read through the admin at `api` with its pod gone: every line the
+/// run wrote before its result, in order, and nothing twice.
+async fn every_log_kept(api: &Api, quick: i64, slow: i64) -> anyhow::Result<()> {
+    for (job, lines) in [
+        (quick, &["xxl-job job execute start", "XXL-JOB, Hello World.", "param:", "execute end"][..]),
+        (slow, &["xxl-job job execute start", "working", "done", "execute end"][..]),
+    ] {
+        let runs = api.logs(job).await?;
+        let succeeded: Vec<&Value> = runs.iter().filter(|l| l["handleCode"] == 200).collect();
+        ensure!(!succeeded.is_empty(), "job {job}: no run succeeded");
+        for run in succeeded {
+            let id = run["id"].as_i64().context("log id")?;
+            let page = api.get(&format!("/logs/{id}/content?fromLine=1")).await?;
+            let content = page["logContent"].as_str().unwrap_or_default();
+            let mut at = 0;
+            for line in lines {
+                let found = content[at..].find(line).with_context(|| {
+                    format!("job {job}, run {id}: {line:?} missing (or out of order) in:\n{content}")
+                })?;
+                at += found + line.len();
+            }
+            ensure!(
+                content.matches("execute start").count() == 1 && content.matches("execute end").count() == 1,
+                "job {job}, run {id}: a line twice:\n{content}"
+            );
+        }
     }
     Ok(())
 }

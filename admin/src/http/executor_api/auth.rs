@@ -7,14 +7,18 @@
 //! group's token act as an administrator of every job; a token copied from one executor's
 //! configuration would then reach every group, so jobwheel scopes it (docs/security.md).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::http::HeaderMap;
+use axum::extract::ConnectInfo;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use jobwheel_protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
 
 use crate::credentials::GroupCredential;
 use crate::http::ExecutorApiState;
-use crate::store::StoreError;
+use crate::store::{GroupId, StoreError};
 
 /// Gen C's reply when either header is missing or blank.
 pub(crate) const GEN_C_EMPTY: &str = "invalid request, accessToken or appname is empty.";
@@ -71,5 +75,50 @@ pub(crate) async fn authenticate(
     Ok(match state.group_tokens.by_app(app_name).await? {
         Some(credential) if credential.matches(token) => Ok(Caller::Group(credential)),
         _ => Err(Refusal::Invalid),
+    })
+}
+
+/// The wrong-token throttle and [`authenticate`] for jobwheel's own routes (`/api/dial`,
+/// `/api/logShip`), which answer with plain HTTP statuses: 429 while the client is blocked,
+/// 401 for a wrong token (counted by the throttle), 503 when the tokens cannot be read.
+pub(crate) async fn admit(state: &ExecutorApiState, parts: &Parts) -> Result<Caller, Response> {
+    let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|peer| peer.0);
+    let client = peer.map(|peer| state.trusted_proxies.client(peer.ip(), &parts.headers));
+    if let Some(wait) = client.and_then(|c| state.token_failures.blocked(c, state.clock.instant())) {
+        let why =
+            format!("too many requests with a wrong access token from this address; try again in {wait} s");
+        return Err((StatusCode::TOO_MANY_REQUESTS, why).into_response());
+    }
+    match authenticate(state, &parts.headers).await {
+        Ok(Ok(caller)) => Ok(caller),
+        Ok(Err(refusal)) => {
+            if let Some(client) = client {
+                state.token_failures.failed(client, state.clock.instant());
+            }
+            Err((StatusCode::UNAUTHORIZED, refusal.message()).into_response())
+        }
+        Err(error) => {
+            tracing::error!(%error, "cannot read the groups' access tokens");
+            let why = "the access token could not be checked (database error)";
+            Err((StatusCode::SERVICE_UNAVAILABLE, why).into_response())
+        }
+    }
+}
+
+/// Which groups' logs `caller` may report on (results, shipped lines): its own group (a group
+/// token), or every group without a token of its own (the global token).
+pub(crate) async fn report_groups(
+    state: &ExecutorApiState,
+    caller: &Caller,
+) -> Result<Box<dyn Fn(GroupId) -> bool + Send + Sync>, StoreError> {
+    Ok(match caller {
+        Caller::Group(group) => {
+            let own = group.group;
+            Box::new(move |g| g == own)
+        }
+        Caller::Global => {
+            let guarded = state.group_tokens.guarded_groups().await?;
+            Box::new(move |g| !guarded.contains(&g))
+        }
     })
 }

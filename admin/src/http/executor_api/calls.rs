@@ -26,10 +26,10 @@ use axum::response::{IntoResponse, Response};
 use jobwheel_protocol::envelope::{FAIL_CODE, SUCCESS_CODE};
 use jobwheel_protocol::{AdminRequest, RegistryParam};
 
-use super::auth::{Caller, Refusal, WRONG_TOKEN, authenticate};
+use super::auth::{Caller, Refusal, WRONG_TOKEN, authenticate, report_groups};
 use super::openapi_jobs;
 use crate::http::ExecutorApiState;
-use crate::store::{GroupId, RegistryKey};
+use crate::store::RegistryKey;
 
 /// Largest request body read from a caller with the right token. Callback batches are the
 /// large ones: jobwheel's executor sends up to 1 000 results per batch, and a handle message
@@ -210,21 +210,10 @@ async fn own_results(
     caller: &Caller,
     items: Vec<jobwheel_protocol::HandleCallbackParam>,
 ) -> Result<(Vec<jobwheel_protocol::HandleCallbackParam>, usize), crate::store::StoreError> {
-    // Which groups' results the caller may report: its own (a group token), or every group
-    // without a token of its own (the global token).
-    let allowed: Box<dyn Fn(GroupId) -> bool + Send> = match caller {
-        Caller::Group(group) => {
-            let own = group.group;
-            Box::new(move |g| g == own)
-        }
-        Caller::Global => {
-            let guarded = state.group_tokens.guarded_groups().await?;
-            if guarded.is_empty() {
-                return Ok((items, 0));
-            }
-            Box::new(move |g| !guarded.contains(&g))
-        }
-    };
+    if matches!(caller, Caller::Global) && state.group_tokens.guarded_groups().await?.is_empty() {
+        return Ok((items, 0));
+    }
+    let allowed = report_groups(state, caller).await?;
     let ids: Vec<crate::store::LogId> = items.iter().map(|i| crate::store::LogId(i.log_id)).collect();
     let own: std::collections::HashSet<i64> = state
         .store

@@ -10,19 +10,18 @@
 //! blocked), 400 for a missing or foreign address, 409 while another socket holds the address
 //! (unless it is the same process's, by its dial key: it replaces its stale socket).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use jobwheel_protocol::APPNAME_HEADER;
 use jobwheel_protocol::dial::{DIAL_ADDRESS_HEADER, DIAL_KEY_HEADER, dial_app};
 use tokio::sync::mpsc;
 
-use super::auth::{Caller, authenticate};
+use super::auth::{Caller, admit};
 use crate::clock::Clock;
 use crate::executor_client::DialLink;
 use crate::http::ExecutorApiState;
@@ -37,26 +36,9 @@ const SILENT_LIMIT: Duration = Duration::from_secs(45);
 /// `GET /api/dial`.
 pub(crate) async fn connect(State(state): State<Arc<ExecutorApiState>>, request: Request) -> Response {
     let (mut parts, _) = request.into_parts();
-    let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|peer| peer.0);
-    let client = peer.map(|peer| state.trusted_proxies.client(peer.ip(), &parts.headers));
-    if let Some(wait) = client.and_then(|c| state.token_failures.blocked(c, state.clock.instant())) {
-        let why =
-            format!("too many requests with a wrong access token from this address; try again in {wait} s");
-        return (StatusCode::TOO_MANY_REQUESTS, why).into_response();
-    }
-    let caller = match authenticate(&state, &parts.headers).await {
-        Ok(Ok(caller)) => caller,
-        Ok(Err(refusal)) => {
-            if let Some(client) = client {
-                state.token_failures.failed(client, state.clock.instant());
-            }
-            return (StatusCode::UNAUTHORIZED, refusal.message()).into_response();
-        }
-        Err(error) => {
-            tracing::error!(%error, "cannot read the groups' access tokens");
-            let why = "the access token could not be checked (database error)";
-            return (StatusCode::SERVICE_UNAVAILABLE, why).into_response();
-        }
+    let caller = match admit(&state, &parts).await {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal,
     };
     let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     let app_name = header(APPNAME_HEADER).unwrap_or_default().to_owned();

@@ -6,6 +6,7 @@
 //!   of the caller's group).
 //! - `modules.rs`: `GET /api/wasm/{digest}`, the module bytes a `GLUE_WASM` trigger points at.
 //! - `dial.rs`: `GET /api/dial`, a dial-out executor's WebSocket.
+//! - `log_ship.rs`: `POST /api/logShip`, job log lines executors ship (`job_logs`).
 //! - `auth.rs` (who is calling: the global token or a group's own), `token_failures.rs`
 //!   (throttling wrong tokens), `callback_queue.rs` (results answered only once stored),
 //!   `registrations.rs` (which heartbeats are new).
@@ -15,7 +16,7 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::{any, get};
+use axum::routing::{any, get, post};
 
 use super::{AdminCore, HttpState, MgmtState};
 use crate::clock::Clock;
@@ -26,6 +27,7 @@ mod auth;
 mod callback_queue;
 mod calls;
 mod dial;
+mod log_ship;
 mod modules;
 pub(crate) mod openapi_jobs;
 mod registrations;
@@ -68,6 +70,7 @@ pub(crate) fn router() -> Router<HttpState> {
     Router::new()
         .route("/api/", any(calls::unnamed))
         .route(jobwheel_protocol::dial::DIAL_PATH, get(dial::connect))
+        .route("/api/logShip", post(log_ship::ship))
         .route("/api/{uri}", any(calls::named))
         .route("/api/wasm/{digest}", get(modules::module).fallback(modules::method_not_allowed))
 }

@@ -22,6 +22,7 @@ use crate::http::{ApiError, HttpState};
 use crate::store::Store;
 
 mod api;
+mod params;
 mod report;
 mod tools;
 

@@ -1,6 +1,6 @@
 //! The tools (docs/mcp.md has each with its REST route and scope): jobs (search, get, explain
 //! the schedule, create and update with a dry run, start, stop, trigger), runs (list, read the
-//! log from a line on), workflows (search, get, start an instance, read its state), the
+//! log from a line on, search a job's logs), workflows (search, get, start an instance, read its state), the
 //! lateness and missed-fire report and the dashboard figures.
 
 use std::sync::Arc;
@@ -12,10 +12,13 @@ use rmcp::handler::server::tool::Extension;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
 use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::api::Api;
+use super::params::{
+    ByGroup, ById, CreateJob, Explain, ListRuns, ReadLog, SearchJobs, SearchLogs, StartWorkflow, Trigger,
+    UpdateJob,
+};
 use crate::http::McpState;
 use crate::http::mgmt::auth::AgentToken;
 
@@ -28,125 +31,6 @@ pub(crate) struct Jobwheel {
     state: Arc<McpState>,
     #[allow(dead_code, reason = "read by the code #[tool_handler] generates")]
     tool_router: ToolRouter<Self>,
-}
-
-/// Which job or workflow.
-#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub(crate) struct ById {
-    /// Its id.
-    id: i64,
-}
-
-#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct SearchJobs {
-    /// Words to look for in the description, handler and author (fuzzy; best first).
-    #[serde(default)]
-    query: Option<String>,
-    /// Only this executor group's jobs.
-    #[serde(default)]
-    group: Option<i64>,
-    /// Only jobs with this tag.
-    #[serde(default)]
-    tag: Option<String>,
-    /// At most this many (default 20, at most 200).
-    #[serde(default)]
-    limit: Option<u32>,
-}
-
-#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub(crate) struct Explain {
-    /// The job.
-    id: i64,
-    /// How many fire times (default 10, at most 100).
-    #[serde(default)]
-    count: Option<u32>,
-}
-
-#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct CreateJob {
-    /// The job as POST /api/v1/jobs takes it (jobGroup, jobDesc, author, scheduleType,
-    /// scheduleConf, glueType, executorHandler, …; see the admin's /api/v1/openapi.json).
-    job: Value,
-    /// Check it and say what would happen, without saving.
-    #[serde(default)]
-    dry_run: bool,
-}
-
-#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct UpdateJob {
-    /// The job.
-    id: i64,
-    /// The fields to change (the rest stay as they are), in the API's names.
-    changes: Value,
-    /// Check the result and say what would happen, without saving.
-    #[serde(default)]
-    dry_run: bool,
-}
-
-#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Trigger {
-    /// The job.
-    id: i64,
-    /// The parameter of this run (none: the job's own).
-    #[serde(default)]
-    param: Option<String>,
-}
-
-#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ListRuns {
-    /// Only this job's runs.
-    #[serde(default)]
-    job_id: Option<i64>,
-    /// Only this executor group's runs.
-    #[serde(default)]
-    group: Option<i64>,
-    /// 1 succeeded, 2 failed, 3 running (none: all).
-    #[serde(default)]
-    status: Option<i32>,
-    /// At most this many, newest first (default 20, at most 200).
-    #[serde(default)]
-    limit: Option<u32>,
-}
-
-#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ReadLog {
-    /// The run (log id).
-    run_id: i64,
-    /// The first line to read (default 1); pass the answer's `nextLine` to read on.
-    #[serde(default)]
-    from_line: Option<i64>,
-}
-
-#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub(crate) struct StartWorkflow {
-    /// The workflow.
-    id: i64,
-    /// The instance's start context (a JSON object its nodes read).
-    #[serde(default)]
-    context: Option<Value>,
-}
-
-#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub(crate) struct ByGroup {
-    /// Only this executor group's.
-    #[serde(default)]
-    group: Option<i64>,
 }
 
 /// The tool's answer: JSON text, or the API's refusal as a tool error the agent can read.
@@ -325,6 +209,24 @@ impl Jobwheel {
             let to = c["toLineNum"].as_i64().unwrap_or(from - 1);
             json!({"text": c["logContent"], "fromLine": from, "nextLine": to + 1, "ended": c["end"]})
         }))
+    }
+
+    #[tool(
+        description = "Search the logs the admins keep of a job's runs (lines shipped by executors running with --job-logs both or admin) for a text, newest run first: each match's run (log id), trigger time, line number and line. Pass the answer's next as after to go on."
+    )]
+    async fn search_job_logs(
+        &self,
+        Parameters(p): Parameters<SearchLogs>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let q = query(&[
+            ("text", Some(p.text)),
+            ("from", p.from.map(|t| t.to_string())),
+            ("to", p.to.map(|t| t.to_string())),
+            ("limit", Some(limit(p.limit, 20).to_string())),
+            ("after", p.after),
+        ]);
+        reply(self.get(&parts, &format!("/api/v1/jobs/{}/log-search{q}", p.job_id)).await?)
     }
 
     #[tool(description = "List workflows (DAGs of jobs), optionally of one executor group.")]

@@ -48,6 +48,7 @@ pub(crate) mod job_settings;
 mod job_tags;
 pub(crate) mod job_view;
 pub(crate) mod jobs;
+mod log_search;
 pub(crate) mod login_limit;
 mod logs;
 mod meta;
@@ -142,6 +143,7 @@ pub(crate) fn router() -> Router<HttpState> {
         .route("/api/v1/jobs/{id}/start", post(jobs::start))
         .route("/api/v1/jobs/{id}/stop", post(jobs::stop))
         .route("/api/v1/jobs/{id}/trigger", post(jobs::trigger))
+        .route("/api/v1/jobs/{id}/log-search", get(log_search::search))
         .route("/api/v1/jobs/{id}/glue", get(glue::get).put(glue::save))
         .route("/api/v1/jobs/{id}/grant", get(grants::get_job).put(grants::put_job))
         .route(

@@ -45,6 +45,7 @@ mod grants;
 mod groups;
 mod jobs;
 mod leases;
+mod log_pieces;
 mod logs;
 mod outcomes;
 mod reports;

@@ -86,6 +86,10 @@ impl LogReportStore for SqlStore {
             if ids.is_empty() {
                 return Ok(deleted);
             }
+            // Their shipped lines first: a piece never outlives its log row.
+            let mut pieces = QueryBuf::new("DELETE FROM jobwheel_log_piece WHERE log_id IN (");
+            pieces.bind_list(ids.iter().copied()).push(")");
+            self.ex().execute(&pieces, pieces.args()).await?;
             let mut delete = QueryBuf::new("DELETE FROM xxl_job_log WHERE id IN (");
             delete.bind_list(ids).push(")");
             let gone = self.ex().execute(&delete, delete.args()).await?;

@@ -29,6 +29,7 @@ mod gen_c;
 mod gen_c_executor;
 pub(crate) mod health;
 mod interop;
+mod log_ship;
 mod mgmt;
 mod servers;
 mod shutdown;

@@ -20,6 +20,7 @@ mod catalog;
 mod credentials;
 mod instance_alarm_by_end;
 mod leases;
+mod log_pieces;
 mod logs;
 mod migration;
 mod rerun_of;

@@ -293,6 +293,7 @@ impl World {
                 let filled = templated.replace("{id}", &id.to_string()).replace("{name}", MATRIX_SECRET);
                 match templated {
                     "/api/v1/logs/{id}/content" => format!("{filled}?fromLine=1"),
+                    "/api/v1/jobs/{id}/log-search" => format!("{filled}?text=line"),
                     _ => filled,
                 }
             }

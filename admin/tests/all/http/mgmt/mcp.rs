@@ -40,6 +40,7 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let mut config = ExecutorConfig::new(APP, dir.path().join("logs"), Some(TOKEN.to_owned()));
     config.admin_addresses = vec![env.admin.base.clone()];
+    config.job_logs = jobwheel_executor::JobLogs::Both;
     let mut handlers = Handlers::new();
     handlers.register("echo", |ctx: JobContext| async move {
         ctx.log(format!("echo {}", ctx.param()));
@@ -115,6 +116,7 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
         "trigger_job",
         "list_runs",
         "read_run_log",
+        "search_job_logs",
         "search_workflows",
         "get_workflow",
         "start_workflow",
@@ -159,6 +161,11 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
         !again["text"].as_str().unwrap_or_default().contains("echo hello from mcp"),
         "read on, not again: {again}"
     );
+    // The run's lines reached the admin (the executor ships them) and are found there.
+    let found: Value = serde_json::from_str(seen["logSearch"]["text"].as_str().unwrap_or("{}"))?;
+    let lines: Vec<&str> =
+        found["matches"].as_array().into_iter().flatten().filter_map(|m| m["line"].as_str()).collect();
+    assert!(lines.iter().any(|l| l.contains("echo hello from mcp")), "{found}");
     assert!(
         seen["report"]["text"].as_str().unwrap_or_default().contains("missedFireTimesByStrategy"),
         "{}",

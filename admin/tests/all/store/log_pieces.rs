@@ -1,0 +1,73 @@
+//! Contract checks for shipped job logs (`jobwheel_log_piece`): owners read from the log rows,
+//! pieces stored once per stamp whichever admin gets them, text back as written (deflated or
+//! not, with the line counts), a job's runs paged newest first, and the pieces deleted with
+//! their logs (clear, retention, the job's deletion).
+
+use anyhow::ensure;
+
+use jobwheel_admin::store::{GroupId, LogClear, LogCursor, LogId, LogOwner, NewLog, NewLogPiece};
+
+use crate::store::{Admins, at, job};
+
+fn piece(owner: LogOwner, stamp: i64, text: &str, last: bool) -> NewLogPiece {
+    NewLogPiece { owner, stamp, text: text.to_owned(), last }
+}
+
+pub(crate) async fn check(Admins { a, b }: &Admins, g: GroupId) -> anyhow::Result<()> {
+    let job_id = a.add_job(&job(g, "shipped logs")).await?;
+    let mut logs = Vec::new();
+    for second in 0..5 {
+        let trigger_time = at(&format!("2030-02-01T00:00:0{second}Z"));
+        logs.push(a.insert_log(&NewLog { job_group: g, job_id, trigger_time }).await?);
+    }
+    let owners = b.log_owners(&[logs[0], LogId(i64::MAX)]).await?;
+    ensure!(owners.len() == 1, "{owners:?}");
+    let owner = owners[0];
+    ensure!(owner.job_group == g && owner.job_id == job_id, "{owner:?}");
+    ensure!(owner.trigger_ms == at("2030-02-01T00:00:00Z").timestamp_millis(), "{owner:?}");
+
+    // Stored once per stamp, by whichever admin; read in stamp order with their text.
+    let long = "a longer line that deflate shrinks well enough\n".repeat(50);
+    let first = [piece(owner, 20, "two\nthree\n", false), piece(owner, 10, "one\n", false)];
+    ensure!(a.put_log_pieces(&first).await? == 2);
+    let again = [piece(owner, 10, "one\n", false), piece(owner, 30, &long, true)];
+    ensure!(b.put_log_pieces(&again).await? == 1, "the resent piece is not stored twice");
+    let read = a.log_pieces(logs[0]).await?;
+    let texts: Vec<&str> = read.iter().map(|p| p.text.as_str()).collect();
+    ensure!(texts == ["one\n", "two\nthree\n", long.as_str()], "{texts:?}");
+    let counts: Vec<i32> = read.iter().map(|p| p.line_count).collect();
+    ensure!(counts == [1, 2, 50], "{counts:?}");
+    ensure!(read.iter().map(|p| p.last).collect::<Vec<_>>() == [false, false, true]);
+    let bytes = b.log_piece_bytes(&[logs[0], logs[1]]).await?;
+    let expected = i64::try_from(4 + 10 + long.len())?;
+    ensure!(bytes == [(logs[0], expected)], "{bytes:?}");
+
+    // A job's runs with pieces, newest first, a page at a time, within the time range.
+    for (n, log) in logs.iter().enumerate().skip(1) {
+        let owner = b.log_owners(&[*log]).await?[0];
+        ensure!(a.put_log_pieces(&[piece(owner, 1, &format!("run {n}\n"), true)]).await? == 1);
+    }
+    let (from, to) = (at("2030-02-01T00:00:01Z").timestamp_millis(), i64::MAX);
+    let page = b.job_piece_logs(job_id, from, to, None, 2).await?;
+    ensure!(page.iter().map(|c| c.log_id).collect::<Vec<_>>() == [logs[4], logs[3]], "{page:?}");
+    let next = b.job_piece_logs(job_id, from, to, page.last().copied(), 10).await?;
+    ensure!(next.iter().map(|c| c.log_id).collect::<Vec<_>>() == [logs[2], logs[1]], "{next:?}");
+    let past = LogCursor { log_time: next[1].log_time, log_id: next[1].log_id };
+    ensure!(b.job_piece_logs(job_id, from, to, Some(past), 10).await?.is_empty());
+    let all = a.pieces_of_logs(&[logs[3], logs[0]]).await?;
+    ensure!(all.len() == 4 && all[0].log_id == logs[0] && all[3].log_id == logs[3], "{all:?}");
+
+    // Deleted with their logs: a clear by time, then the job.
+    let clear = LogClear {
+        job_group: Some(g),
+        job_id: Some(job_id),
+        trigger_before: Some(at("2030-02-01T00:00:01Z")),
+        keep_newest: 0,
+    };
+    ensure!(a.clear_logs(&clear).await? == 2);
+    ensure!(b.log_pieces(logs[0]).await?.is_empty() && b.log_pieces(logs[1]).await?.is_empty());
+    ensure!(!b.log_pieces(logs[2]).await?.is_empty());
+    ensure!(a.delete_job(job_id).await?);
+    ensure!(b.log_pieces(logs[2]).await?.is_empty(), "gone with the job");
+    Ok(())
+}
