@@ -119,6 +119,8 @@ impl Stack {
         let mut executor_config =
             ExecutorConfig::new(APP_NAME, dir.join("executor-logs"), Some(TOKEN.to_owned()));
         executor_config.admin_addresses = vec![base.clone()];
+        // Its lines are also kept by the admin, so the log page can search them.
+        executor_config.job_logs = jobwheel_executor::JobLogs::Both;
         executor_config.timings.registry_interval = Duration::from_secs(1);
         executor_config.timings.callback_retry_interval = Duration::from_millis(200);
         executor_config.shutdown_grace = Duration::from_secs(5);

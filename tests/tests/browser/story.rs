@@ -169,7 +169,11 @@ async fn watch_run(browser: &Browser, job: i64) -> anyhow::Result<()> {
     browser.route(&list).await?;
     browser.refresh_until("#log-search", "#log-table .handle-result", "Success").await?;
     browser.wait_contains("#log-table .trigger-result", "Success").await?;
-    browser.screenshot("logs").await
+    browser.screenshot("logs").await?;
+    // The admin keeps the run's lines (the executor ships them): the job's logs are searched.
+    browser.route(&format!("{list}&text=HELLO,%20{PARAM}")).await?;
+    browser.refresh_until("#log-search", "#log-matches", &format!("hello, {PARAM}!")).await?;
+    browser.screenshot("log-search").await
 }
 
 async fn glue_editor(browser: &Browser) -> anyhow::Result<()> {

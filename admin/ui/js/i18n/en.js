@@ -108,6 +108,9 @@ export default {
   'wasm.rolledBack': 'Rolled back.', 'wasm.noVersions': 'No module uploaded yet.',
   'wasm.notWasm': 'This job does not run a Wasm module.',
 
+  'logs.text': 'Text in the logs', 'logs.textHint': 'Text in the logs (kept by the admin)', 'logs.line': 'Line',
+  'logs.noMatches': 'No line of the logs the admin keeps of this job contains it.', 'logs.moreMatches': 'More matches',
+  'logs.matchesTitle': 'Lines containing “{text}”',
   'logs.executorHint': 'Executor, e.g. 10.0.0.5',
   'logs.id': 'Log ID', 'logs.job': 'Job', 'logs.allJobs': 'All jobs', 'logs.statusLabel': 'Status',
   'logs.status.all': 'All', 'logs.status.success': 'Success', 'logs.status.fail': 'Failed', 'logs.status.running': 'Running',

@@ -108,6 +108,9 @@ export default {
   'wasm.rolledBack': '已回滚。', 'wasm.noVersions': '尚未上传模块。',
   'wasm.notWasm': '此任务不是 Wasm 模式。',
 
+  'logs.text': '日志中的文本', 'logs.textHint': '日志中的文本（调度中心保存的日志）', 'logs.line': '行',
+  'logs.noMatches': '调度中心保存的该任务日志中没有包含它的行。', 'logs.moreMatches': '更多匹配',
+  'logs.matchesTitle': '包含“{text}”的行',
   'logs.executorHint': '执行器，例如 10.0.0.5',
   'logs.id': '日志ID', 'logs.job': '任务', 'logs.allJobs': '全部任务', 'logs.statusLabel': '状态',
   'logs.status.all': '全部', 'logs.status.success': '成功', 'logs.status.fail': '失败', 'logs.status.running': '进行中',

@@ -6,6 +6,7 @@ import { all, get, post } from '../api.js';
 import { brText, formatLocalInput, formatTime, h, routeHref, routeQuery } from '../dom.js';
 import { t } from '../i18n.js';
 import { badge, confirmDialog, field, guarded, modal, notify, pageHeader, pager, select, table } from '../ui.js';
+import * as logSearch from './log_search.js';
 
 const LIMIT = 20;
 
@@ -29,6 +30,7 @@ export async function render({ main, app }) {
     from: q.get('from') || today0,
     to: q.get('to') || today1,
     executorAddress: q.get('executorAddress') || '',
+    text: q.get('text') || '',
   };
   const offset = Number(q.get('offset') || 0);
   const jobs = await all('/jobs', { jobGroup: filters.jobGroup });
@@ -47,6 +49,7 @@ export async function render({ main, app }) {
     h('span', {}, '–'),
     h('input', { type: 'datetime-local', step: 1, name: 'to', value: filters.to, 'aria-label': t('common.to') }),
     h('input', { name: 'executorAddress', id: 'log-executor', value: filters.executorAddress, placeholder: t('logs.executorHint'), 'aria-label': t('logs.executor') }),
+    logSearch.textInput(filters),
     h('button', { type: 'submit', class: 'btn btn-primary', id: 'log-search' }, t('common.search')));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
@@ -65,10 +68,13 @@ export async function render({ main, app }) {
     limit: LIMIT,
   });
   const rows = page.items.map((log) => logRow(log, jobName, app));
+  const matches = filters.jobId && filters.text.trim()
+    ? await logSearch.results(filters, toMs(filters.from), toMs(filters.to)) : null;
   main.append(
     pageHeader(t('menu.logs'),
       h('button', { type: 'button', class: 'btn btn-danger', id: 'log-clear', onclick: () => clearModal(filters, groups, jobs, app) }, t('logs.clear'))),
     form,
+    matches || '',
     h('div', { class: 'card' },
       table([t('logs.id'), t('logs.job'), t('logs.triggerTime'), t('logs.triggerResult'), t('logs.handleTime'), t('logs.handleResult'), t('common.actions')],
         rows, { id: 'log-table' }),
