@@ -34,16 +34,25 @@ if ! command -v php >/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends php-cli
 fi
+# Bubblewrap, so the Kubernetes test runs each daemon as its container would: a read-only root,
+# the manifest's writable volumes, a non-root user (tests/tests/system/kubernetes.rs).
+if ! command -v bwrap >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap
+fi
 # A third-party executor for the interop tests (pyxxl from PyPI) and the Prometheus project's
 # OpenMetrics parser for the /metrics tests (prometheus-client) and the official MCP client for the
-# MCP server's test (mcp), in a venv kept beside the build.
+# MCP server's test (mcp), and the offline Kubernetes schema validator for the manifests
+# (kubernetes-validate), in a venv kept beside the build.
 venv="$(realpath -m "${CARGO_TARGET_DIR:-target}")/pyxxl-venv"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyxxl, prometheus_client, mcp' 2>/dev/null; then
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import pyxxl, prometheus_client, mcp, kubernetes_validate' 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check 'pyxxl==0.4.8' 'prometheus-client==0.21.1' 'mcp==1.30.0'
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'pyxxl==0.4.8' 'prometheus-client==0.21.1' 'mcp==1.30.0' \
+    'kubernetes-validate==1.37.0'
 fi
 export JOBWHEEL_PYXXL_PYTHON="$venv/bin/python"
 export JOBWHEEL_OPENMETRICS_PYTHON="$venv/bin/python"
+export JOBWHEEL_KUBERNETES_VALIDATE="$venv/bin/kubernetes-validate"
 
 # Guest toolchains for the Python and JavaScript sample components (sample-jobs/components),
 # kept beside the build: componentize-py from PyPI, componentize-js from npm, both pinned. The

@@ -5,7 +5,10 @@
 //! reports sustained runs per second plus p50/p99/max latency from sending `/run` to receiving
 //! the run's callback. `--kind bean` runs a no-op BEAN handler; `--kind shell` a shell GLUE
 //! script printing a greeting (one process per run); `--kind wasm` the `hello` sample job as
-//! GLUE_WASM (compiled once, then a fresh sandbox per run). See docs/benchmarks.md.
+//! GLUE_WASM (compiled once, then a fresh sandbox per run). `--lines N` makes the BEAN handler
+//! log N lines; `--job-logs both|admin` ships them to the sink (which counts them) instead of or
+//! beside the files; `--rate R` paces the triggers at R a second; the process's CPU is printed.
+//! See docs/benchmarks.md.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -42,6 +45,22 @@ struct Args {
     /// `--jobs` runs are alive at once and the printed peak RSS measures their footprint.
     #[arg(long, default_value_t = 0)]
     timeout: i32,
+    /// Lines the BEAN handler logs per run.
+    #[arg(long, default_value_t = 0)]
+    lines: usize,
+    /// Where the executor's job log lines go (`--job-logs`).
+    #[arg(long, value_enum, default_value_t = jobwheel_executor::JobLogs::Files)]
+    job_logs: jobwheel_executor::JobLogs,
+    /// Triggers a second (0: as fast as `--concurrency` allows).
+    #[arg(long, default_value_t = 0)]
+    rate: u32,
+}
+
+/// Shipped log lines the sink received, and the microseconds it spent decoding them.
+#[derive(Default)]
+struct Shipped {
+    lines: std::sync::atomic::AtomicU64,
+    busy_us: std::sync::atomic::AtomicU64,
 }
 
 /// When each log id's callback arrived, and with which handle code.
@@ -57,6 +76,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     let arrivals: Arrivals = Arc::default();
+    let shipped: Arc<Shipped> = Arc::default();
     let sink = TcpListener::bind("127.0.0.1:0").await?;
     let sink_url = format!("http://{}", sink.local_addr()?);
     let module = match args.kind.as_str() {
@@ -71,7 +91,8 @@ async fn main() -> anyhow::Result<()> {
         .route("/api/registry", post(|| async { axum::Json(json!({"code": 200})) }))
         .route("/api/registryRemove", post(|| async { axum::Json(json!({"code": 200})) }))
         .with_state(Arc::clone(&arrivals))
-        .route("/api/wasm/{digest}", get(move || async move { module.clone() }));
+        .route("/api/wasm/{digest}", get(move || async move { module.clone() }))
+        .merge(Router::new().route("/api/logShip", post(ship)).with_state(Arc::clone(&shipped)));
     tokio::spawn(async move { axum::serve(sink, app).await });
 
     let dir = tempfile::tempdir()?;
@@ -79,8 +100,15 @@ async fn main() -> anyhow::Result<()> {
     config.admin_addresses = vec![sink_url];
     config.script_glue = true;
     config.max_queue = args.triggers;
+    config.job_logs = args.job_logs;
     let mut handlers = Handlers::new();
-    handlers.register("noop", |_ctx: JobContext| async { Ok(()) });
+    let lines = args.lines;
+    handlers.register("noop", move |ctx: JobContext| async move {
+        for n in 0..lines {
+            ctx.log(format!("step {n}: processed 250 records from batch 8f3a2c in 12 ms"));
+        }
+        Ok(())
+    });
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let executor_url = format!("http://{}", listener.local_addr()?);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -112,8 +140,13 @@ async fn main() -> anyhow::Result<()> {
     let permits = Arc::new(Semaphore::new(args.concurrency));
     let sent: Arc<Mutex<HashMap<i64, Instant>>> = Arc::default();
     let started = Instant::now();
+    let cpu_before = cpu_seconds();
     let mut requests = tokio::task::JoinSet::new();
     for i in 0..args.triggers {
+        if args.rate > 0 {
+            let at = started + Duration::from_secs_f64(i as f64 / f64::from(args.rate));
+            tokio::time::sleep_until(at.into()).await;
+        }
         let permit = Arc::clone(&permits).acquire_owned().await?;
         let (http, url, body, sent) =
             (http.clone(), format!("{executor_url}/run"), body_for(i), Arc::clone(&sent));
@@ -139,6 +172,15 @@ async fn main() -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    // Shipped lines settle: nothing new for a second.
+    let mut seen = u64::MAX;
+    while args.job_logs.ships() && shipped.lines.load(std::sync::atomic::Ordering::Relaxed) != seen {
+        seen = shipped.lines.load(std::sync::atomic::Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let cpu = cpu_seconds() - cpu_before;
+    let elapsed = started.elapsed().as_secs_f64() - if args.job_logs.ships() { 1.0 } else { 0.0 };
+    let sink_cpu = shipped.busy_us.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6;
     let arrivals = arrivals.lock().expect("arrivals").clone();
     let sent = sent.lock().expect("sent").clone();
     let last = arrivals.values().map(|(at, _)| *at).max().context("no callbacks")?;
@@ -158,7 +200,8 @@ async fn main() -> anyhow::Result<()> {
     let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize];
     let line = format!(
         "kind={} triggers={} jobs={} concurrency={} dispatch={:.2}s total={:.2}s throughput={:.0} runs/s \
-         latency p50={:.2}ms p99={:.2}ms max={:.2}ms handle_codes={} peak_rss={}",
+         latency p50={:.2}ms p99={:.2}ms max={:.2}ms handle_codes={} peak_rss={} job_logs={:?} lines={} \
+         shipped_lines={} cpu={:.2}s ({:.3} cores, of which the sink decoding shipments {:.2}s)",
         args.kind,
         args.triggers,
         args.jobs,
@@ -171,6 +214,12 @@ async fn main() -> anyhow::Result<()> {
         latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
         codes.join(","),
         peak_rss(),
+        args.job_logs,
+        args.lines,
+        shipped.lines.load(std::sync::atomic::Ordering::Relaxed),
+        cpu,
+        cpu / elapsed,
+        sink_cpu,
     );
     #[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
     {
@@ -202,4 +251,25 @@ fn peak_rss() -> String {
         .ok()
         .and_then(|status| status.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l[6..].trim().to_owned()))
         .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// A shipped batch: decoded and its lines counted, as an admin would before storing them.
+async fn ship(State(shipped): State<Arc<Shipped>>, body: bytes::Bytes) -> axum::Json<Value> {
+    let started = Instant::now();
+    let batch = jobwheel_protocol::log_ship::decode(&body).expect("a log batch");
+    let lines: usize = batch.pieces.iter().map(|p| p.text.matches('\n').count()).sum();
+    shipped.lines.fetch_add(lines as u64, std::sync::atomic::Ordering::Relaxed);
+    let busy = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    shipped.busy_us.fetch_add(busy, std::sync::atomic::Ordering::Relaxed);
+    axum::Json(json!({"code": 200}))
+}
+
+/// This process's user and system CPU so far, in seconds (`/proc/self/stat`, 100 ticks a second).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    // Fields 14 and 15 of stat (utime, stime) are the 12th and 13th after the closing parenthesis.
+    (ticks(11) + ticks(12)) as f64 / 100.0
 }

@@ -10,14 +10,16 @@
 //! workflow whose nodes pass data across Rust, Python, shell and BEAN (`workflows`). `metrics`
 //! runs a stack of its own, whose counters it compares with the database; `packages` installs
 //! the `.deb` packages and starts what their units start; `dial_out` runs a dial-out executor
-//! beside a listening one against one admin on SQLite and two on PostgreSQL, and `pods` churns
-//! two dial-out executors and an admin while jobs fire.
+//! beside a listening one against one admin on SQLite and two on PostgreSQL, `pods` churns
+//! two dial-out executors and an admin while jobs fire, and `kubernetes` validates the
+//! manifests and runs each daemon as its image and manifest say.
 
 mod dial_out;
 mod flows;
 mod glue_switch;
 mod grant_limits;
 mod key_rotation;
+mod kubernetes;
 mod login_flood;
 mod metrics;
 mod packages;
@@ -260,6 +262,22 @@ async fn pods_come_and_go_on_postgres_with_two_admins() -> anyhow::Result<()> {
     let outcome = {
         let _shared = CPU.read().await;
         pods::run(&db.url, 2).await
+    };
+    db.drop_it().await?;
+    outcome
+}
+
+#[tokio::test]
+async fn kubernetes_manifests_are_valid_for_kubernetes_1_34() -> anyhow::Result<()> {
+    kubernetes::manifests_validate().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubernetes_pods_run_as_their_images_and_manifests_say() -> anyhow::Result<()> {
+    let Some(db) = FreshDatabase::create(Server::Postgres).await? else { return Ok(()) };
+    let outcome = {
+        let _shared = CPU.read().await;
+        kubernetes::run(&db.url).await
     };
     db.drop_it().await?;
     outcome
