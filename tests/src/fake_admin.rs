@@ -1,5 +1,5 @@
-//! A fake admin: serves `api/registry`, `api/registryRemove` and `api/callback` (at `/` and under
-//! `/xxl-job-admin`), records every request, and can be switched to failing, to holding
+//! A fake admin: serves `api/registry`, `api/registryRemove`, `api/callback` and `api/logShip`
+//! (at `/` and under `/xxl-job-admin`), records every request, and can be switched to failing, to holding
 //! callbacks unanswered, or stopped and restarted on the same port to simulate outages.
 
 use std::collections::HashMap;
@@ -37,6 +37,8 @@ pub struct Recorded {
     pub module_fetches: Vec<String>,
     /// Results of callback POSTs received while holding: never answered 200, never stored.
     pub held: Vec<HandleCallbackParam>,
+    /// Every shipped log piece accepted, in arrival order (resent ones again).
+    pub log_pieces: Vec<jobwheel_protocol::log_ship::LogPiece>,
 }
 
 struct AdminState {
@@ -156,6 +158,7 @@ fn spawn_server(
         .route("/api/registry", post(registry))
         .route("/api/registryRemove", post(registry_remove))
         .route("/api/callback", post(callback))
+        .route("/api/logShip", post(log_ship))
         .route("/api/wasm/{digest}", get(module));
     let app = Router::new().nest("/xxl-job-admin", api.clone()).merge(api).with_state(state);
     let stop = CancellationToken::new();
@@ -220,6 +223,25 @@ async fn callback(
         r.callback_batches += 1;
         r.callbacks.extend(body.into_items());
     })
+}
+
+/// Shipped log lines: 503 while failing (the executor keeps them), else decoded and recorded.
+async fn log_ship(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if check(&state, &headers).is_err() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "fake admin is failing or the token is wrong")
+            .into_response();
+    }
+    match jobwheel_protocol::log_ship::decode(&body) {
+        Ok(batch) => {
+            state.recorded.lock().expect("recorded").log_pieces.extend(batch.pieces);
+            axum::Json(json!({"code": 200})).into_response()
+        }
+        Err(e) => (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+    }
 }
 
 async fn module(

@@ -17,6 +17,7 @@ mod metrics;
 mod process_tree;
 mod sandbox;
 mod scripts;
+mod shipped_logs;
 mod support;
 mod wasm;
 mod workflow_data;
