@@ -219,11 +219,15 @@ async fn retry_loop(delivery: Delivery, interval: Duration, stop: CancellationTo
 }
 
 impl Delivery {
-    /// Appends the end line to the job logs of the runs that ended normally, then journals the
-    /// results of `finished` (before the batch goes out, so a log read after the admin has the
-    /// result shows the end too). Shipped logs are flushed in between: a result on disk (and so
-    /// delivered, even by the next process after a SIGKILL) has its lines at an admin or in the
-    /// spool.
+    /// Journals the results of `finished` and appends the end line to the job logs of the runs
+    /// that ended normally, before the batch goes out (so a log read after the admin has the
+    /// result shows the end too).
+    ///
+    /// With files, the journal comes first: the result is on disk as soon as it can be, and a
+    /// SIGKILL in between costs at most the end line. Shipped logs (`--job-logs both|admin`)
+    /// are written and flushed first instead, so a result on disk — and so delivered, even by
+    /// the next process — has every line of its run at an admin or in the spool; that puts the
+    /// flush's round trip before the journal (docs/executor.md, "Logs kept by the admin").
     async fn journal_and_end(&self, finished: Vec<Finished>) -> Journaled {
         let ends: Vec<LogLine> = finished
             .iter()
@@ -235,11 +239,17 @@ impl Delivery {
                 close: false,
             })
             .collect();
+        let results = finished.into_iter().map(|f| f.result).collect();
+        if self.logs.ships() {
+            append_lines(self.logs.clone(), ends).await;
+            self.logs.flush().await;
+            return self.journal(results).await;
+        }
+        let journaled = self.journal(results).await;
         if !ends.is_empty() {
             append_lines(self.logs.clone(), ends).await;
         }
-        self.logs.flush().await;
-        self.journal(finished.into_iter().map(|f| f.result).collect()).await
+        journaled
     }
 
     /// Writes `batch` to the journal, off the async threads.

@@ -102,11 +102,12 @@ pub async fn search(store: &dyn Store, search: &LogSearch) -> Result<SearchPage,
     let limit = search.limit.clamp(1, MAX_MATCHES);
     let mut page = SearchPage { matches: Vec::new(), scanned_runs: 0, scanned_lines: 0, next: None };
     let mut after = None;
+    let mut lowered = Vec::new();
     if let Some(cursor) = search.after {
         // The run the last page stopped in, from the line after its last match.
         let pieces = store.log_pieces(cursor.log_id).await?;
         let run = LogCursor { log_time: cursor.log_time, log_id: cursor.log_id };
-        if let Some(stop) = scan_run(&finder, run, &pieces, cursor.line, limit, &mut page) {
+        if let Some(stop) = scan_run(&finder, &mut lowered, run, &pieces, cursor.line, limit, &mut page) {
             page.next = Some(stop.token());
             return Ok(page);
         }
@@ -123,7 +124,7 @@ pub async fn search(store: &dyn Store, search: &LogSearch) -> Result<SearchPage,
         }
         for run in &runs {
             let pieces = by_run.remove(&run.log_id).unwrap_or_default();
-            if let Some(stop) = scan_run(&finder, *run, &pieces, 0, limit, &mut page) {
+            if let Some(stop) = scan_run(&finder, &mut lowered, *run, &pieces, 0, limit, &mut page) {
                 page.next = Some(stop.token());
                 return Ok(page);
             }
@@ -141,6 +142,7 @@ pub async fn search(store: &dyn Store, search: &LogSearch) -> Result<SearchPage,
 /// if the page filled up.
 fn scan_run(
     finder: &Finder<'_>,
+    lowered: &mut Vec<u8>,
     run: LogCursor,
     pieces: &[LogPieceRow],
     after_line: u32,
@@ -157,8 +159,11 @@ fn scan_run(
             first_line = piece_end;
             continue;
         }
-        let lowered = piece.text.to_ascii_lowercase();
-        let bytes = lowered.as_bytes();
+        // One buffer for every piece: a search lowers a piece per run.
+        lowered.clear();
+        lowered.extend_from_slice(piece.text.as_bytes());
+        lowered.make_ascii_lowercase();
+        let bytes = lowered.as_slice();
         // Lines counted so far in this piece, and the byte where the next count starts.
         let (mut line, mut counted_to) = (first_line, 0usize);
         let mut from = 0usize;
@@ -206,15 +211,15 @@ mod tests {
         let finder = Finder::new(b"error");
         let run = LogCursor { log_time: 5, log_id: LogId(9) };
         let mut page = SearchPage { matches: Vec::new(), scanned_runs: 0, scanned_lines: 0, next: None };
-        assert_eq!(scan_run(&finder, run, &pieces, 0, 10, &mut page), None);
+        assert_eq!(scan_run(&finder, &mut Vec::new(), run, &pieces, 0, 10, &mut page), None);
         let lines: Vec<u32> = page.matches.iter().map(|m| m.line_num).collect();
         assert_eq!(lines, vec![2, 4, 6], "one match per line, numbered across pieces");
         assert_eq!(page.matches[1].line, "error: two Error");
         let mut first = SearchPage { matches: Vec::new(), scanned_runs: 0, scanned_lines: 0, next: None };
-        let stop = scan_run(&finder, run, &pieces, 0, 2, &mut first).expect("page full");
+        let stop = scan_run(&finder, &mut Vec::new(), run, &pieces, 0, 2, &mut first).expect("page full");
         assert_eq!(stop.line, 4);
         let mut rest = SearchPage { matches: Vec::new(), scanned_runs: 0, scanned_lines: 0, next: None };
-        assert_eq!(scan_run(&finder, run, &pieces, stop.line, 2, &mut rest), None);
+        assert_eq!(scan_run(&finder, &mut Vec::new(), run, &pieces, stop.line, 2, &mut rest), None);
         assert_eq!(rest.matches.iter().map(|m| m.line_num).collect::<Vec<_>>(), vec![6]);
         assert_eq!(SearchCursor::parse(&stop.token()), Some(stop));
         assert_eq!(SearchCursor::parse("1.2"), None);

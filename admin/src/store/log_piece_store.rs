@@ -5,17 +5,25 @@
 //! Bodies are stored deflated when that saves space; readers get text back. A piece is keyed
 //! by its log and the executor's stamp, so a resent piece is stored once.
 
-use std::io::{Read as _, Write as _};
+use std::cell::RefCell;
+use std::io::Write as _;
 
 use async_trait::async_trait;
-use flate2::Compression;
-use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
+use flate2::{Compression, Decompress, FlushDecompress, Status};
 
 use super::{GroupId, JobId, LogId, StoreError};
 
 /// Below this many bytes a body is stored as is: deflate's overhead would eat the saving.
 const DEFLATE_FROM: usize = 256;
+/// Most text one body may inflate to: what one shipped batch may carry.
+const MAX_BODY_TEXT: usize = jobwheel_protocol::log_ship::MAX_SHIP_TEXT;
+
+thread_local! {
+    /// One inflater per thread, reset for each body: a search inflates a piece per run, and a
+    /// new inflater's window and tables (tens of kilobytes) would cost more than the text.
+    static INFLATER: RefCell<Decompress> = RefCell::new(Decompress::new(false));
+}
 
 /// Who a log row belongs to: what a shipped piece is checked and filed against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
@@ -55,6 +63,7 @@ pub(crate) struct RawPiece {
     pub(crate) stamp: i64,
     pub(crate) log_time: i64,
     pub(crate) line_count: i32,
+    pub(crate) text_bytes: i32,
     pub(crate) codec: i16,
     pub(crate) last: i16,
     pub(crate) body: Vec<u8>,
@@ -64,14 +73,10 @@ impl RawPiece {
     /// The row with its text inflated; a body that does not inflate reads as a note saying so.
     pub(crate) fn into_row(self) -> LogPieceRow {
         let text = match self.codec {
-            1 => {
-                let mut text = String::new();
-                match DeflateDecoder::new(self.body.as_slice()).read_to_string(&mut text) {
-                    Ok(_) => text,
-                    Err(e) => format!("[jobwheel] this part of the log cannot be read: {e}\n"),
-                }
-            }
-            _ => String::from_utf8_lossy(&self.body).into_owned(),
+            1 => inflate(&self.body, usize::try_from(self.text_bytes).unwrap_or(0))
+                .unwrap_or_else(|e| format!("[jobwheel] this part of the log cannot be read: {e}\n")),
+            _ => String::from_utf8(self.body)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
         };
         LogPieceRow {
             log_id: self.log_id,
@@ -82,6 +87,23 @@ impl RawPiece {
             last: self.last != 0,
         }
     }
+}
+
+/// A deflated body back into its `len` bytes of text.
+fn inflate(body: &[u8], len: usize) -> Result<String, String> {
+    if len > MAX_BODY_TEXT {
+        return Err(format!("it claims {len} bytes"));
+    }
+    let mut out = Vec::with_capacity(len);
+    INFLATER.with_borrow_mut(|inflater| {
+        inflater.reset(false);
+        match inflater.decompress_vec(body, &mut out, FlushDecompress::Finish) {
+            Ok(Status::StreamEnd) if out.len() == len => Ok(()),
+            Ok(_) => Err(format!("it inflates to other than its {len} bytes")),
+            Err(e) => Err(e.to_string()),
+        }
+    })?;
+    Ok(String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 /// `text` as a stored body and its codec: deflated (1) when that pays, else as is (0).
@@ -135,14 +157,43 @@ pub trait LogPieceStore: Send + Sync {
 mod tests {
     use super::*;
 
+    fn raw_clone(text: &str) -> RawPiece {
+        let (codec, body) = encode_body(text);
+        RawPiece {
+            log_id: LogId(1),
+            stamp: 1,
+            log_time: 0,
+            line_count: 1,
+            text_bytes: 0,
+            codec,
+            last: 0,
+            body,
+        }
+    }
+
     #[test]
     fn bodies_round_trip_deflated_or_plain() {
         for text in ["short\n".to_owned(), "a long repeated line of a job log\n".repeat(100)] {
             let (codec, body) = encode_body(&text);
             assert_eq!(codec, i16::from(text.len() >= DEFLATE_FROM));
-            let raw =
-                RawPiece { log_id: LogId(1), stamp: 1, log_time: 0, line_count: 1, codec, last: 0, body };
+            let text_bytes = i32::try_from(text.len()).unwrap_or(0);
+            let raw = RawPiece {
+                log_id: LogId(1),
+                stamp: 1,
+                log_time: 0,
+                line_count: 1,
+                text_bytes,
+                codec,
+                last: 0,
+                body,
+            };
             assert_eq!(raw.into_row().text, text);
+            let lying = RawPiece { text_bytes: text_bytes + 1, ..raw_clone(&text) };
+            assert_eq!(
+                lying.into_row().text.starts_with("[jobwheel]"),
+                codec == 1,
+                "a body that disagrees with its length"
+            );
         }
     }
 }

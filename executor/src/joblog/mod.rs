@@ -67,6 +67,11 @@ impl LogDir {
         self.open(log_date_time, log_id, "callback".to_owned(), u64::MAX).line(message);
     }
 
+    /// Whether lines are shipped to the admins (`--job-logs both|admin`).
+    pub(crate) fn ships(&self) -> bool {
+        self.shipper.is_some()
+    }
+
     /// Sends the lines written so far to the admins now, when they are shipped.
     pub(crate) async fn flush(&self) {
         if let Some(shipper) = &self.shipper {

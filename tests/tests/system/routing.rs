@@ -68,7 +68,10 @@ pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
 /// beat would be): a manual trigger may only name the group's own executors.
 async fn failover(stack: &Stack) -> anyhow::Result<()> {
     let job = strategy_job(stack, "FAILOVER").await?;
-    let dead = format!("http://127.0.0.1:{}/", jobwheel_tests::cluster::free_port()?);
+    // On 127.0.0.2 (loopback too, nothing listens there), so it sorts after the live
+    // executors: the other scenarios' FIRST jobs, firing meanwhile, keep the first live one.
+    // (On 127.0.0.1 with a lower port it sorted first and took a cron fire of `schedules`.)
+    let dead = format!("http://127.0.0.2:{}/", jobwheel_tests::cluster::free_port()?);
     registry(stack, "registry", &dead).await?;
     let triggered = stack.api.trigger(job, Some(&format!("{dead},{}", stack.addresses[1]))).await;
     registry(stack, "registryRemove", &dead).await?;

@@ -17,7 +17,7 @@ static PUT_PIECE: Sql = Sql::new(
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (log_id, stamp) DO UPDATE SET last = excluded.last",
 );
 static PIECES_OF_LOG: Sql = Sql::new(
-    "SELECT log_id, stamp, log_time, line_count, codec, last, body FROM jobwheel_log_piece \
+    "SELECT log_id, stamp, log_time, line_count, text_bytes, codec, last, body FROM jobwheel_log_piece \
     WHERE log_id = ? ORDER BY stamp",
 );
 /// `i_log_piece_job` covers it: the newest logs of the range, read from the index alone.
@@ -129,7 +129,7 @@ impl LogPieceStore for SqlStore {
         let mut rows = Vec::new();
         for chunk in logs.chunks(IDS_PER_QUERY) {
             let mut q = QueryBuf::new(
-                "SELECT log_id, stamp, log_time, line_count, codec, last, body FROM jobwheel_log_piece \
+                "SELECT log_id, stamp, log_time, line_count, text_bytes, codec, last, body FROM jobwheel_log_piece \
                  WHERE log_id IN (",
             );
             q.bind_list(chunk.iter().copied()).push(") ORDER BY log_id, stamp");
