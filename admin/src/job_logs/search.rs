@@ -5,10 +5,9 @@
 //! Matching is a substring test, ASCII case-insensitive, on each line (what `grep -iF` does).
 //! A page ends at [`LogSearch::limit`] matches or after [`SCAN_BUDGET`] of scanning, and says
 //! where the next one starts: the cost of one request is bounded whatever the log volume.
-//! Logs are read a page of runs at a time through `i_log_piece_job`, inflated and scanned in
-//! whole pieces with `memchr`'s memmem (no per-line work until a piece matches).
+//! Pieces are read 2 000 at a time through `i_log_piece_job` (read backwards: no sort), inflated
+//! and scanned whole with `memchr`'s memmem (no per-line work until a piece matches).
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use memchr::memmem::Finder;
@@ -20,8 +19,8 @@ use crate::store::{JobId, LogCursor, LogId, LogPieceRow, Store, StoreError};
 pub const MAX_MATCHES: usize = 1000;
 /// Longest stretch of scanning one request does before it answers with a cursor.
 const SCAN_BUDGET: Duration = Duration::from_secs(3);
-/// Runs read per round trip.
-const LOGS_PER_READ: u32 = 1000;
+/// Pieces read per round trip (a run of a few lines is one piece).
+const PIECES_PER_READ: u32 = 2000;
 /// Longest line returned in a match; longer lines are cut (the log page shows them whole).
 const MAX_LINE_CHARS: usize = 2000;
 
@@ -114,17 +113,30 @@ pub async fn search(store: &dyn Store, search: &LogSearch) -> Result<SearchPage,
         after = Some(run);
     }
     loop {
-        let runs =
-            store.job_piece_logs(search.job, search.from_ms, search.to_ms, after, LOGS_PER_READ).await?;
-        let Some(&oldest) = runs.last() else { return Ok(page) };
-        let ids: Vec<LogId> = runs.iter().map(|r| r.log_id).collect();
-        let mut by_run: HashMap<LogId, Vec<LogPieceRow>> = HashMap::with_capacity(ids.len());
-        for piece in store.pieces_of_logs(&ids).await? {
-            by_run.entry(piece.log_id).or_default().push(piece);
+        let rows =
+            store.job_log_pieces(search.job, search.from_ms, search.to_ms, after, PIECES_PER_READ).await?;
+        let full = rows.len() >= usize::try_from(PIECES_PER_READ).unwrap_or(usize::MAX);
+        // Consecutive rows of one log, newest log first (its pieces come last stamp first).
+        let mut runs: Vec<(LogCursor, Vec<LogPieceRow>)> = Vec::new();
+        for row in rows {
+            match runs.last_mut() {
+                Some((run, pieces)) if run.log_id == row.log_id => pieces.push(row),
+                _ => runs.push((LogCursor { log_time: row.log_time, log_id: row.log_id }, vec![row])),
+            }
         }
-        for run in &runs {
-            let pieces = by_run.remove(&run.log_id).unwrap_or_default();
-            if let Some(stop) = scan_run(&finder, &mut lowered, *run, &pieces, 0, limit, &mut page) {
+        if full && let Some((cut, _)) = runs.pop() {
+            // The page ended inside this log: the next read starts with it whole, unless it
+            // filled the page alone — then it is read whole here.
+            if runs.is_empty() {
+                let mut whole = store.log_pieces(cut.log_id).await?;
+                whole.reverse();
+                runs.push((cut, whole));
+            }
+        }
+        let Some(&(oldest, _)) = runs.last() else { return Ok(page) };
+        for (run, mut pieces) in runs {
+            pieces.reverse();
+            if let Some(stop) = scan_run(&finder, &mut lowered, run, &pieces, 0, limit, &mut page) {
                 page.next = Some(stop.token());
                 return Ok(page);
             }

@@ -139,18 +139,18 @@ pub trait LogPieceStore: Send + Sync {
     async fn put_log_pieces(&self, pieces: &[NewLogPiece]) -> Result<u64, StoreError>;
     /// Every piece of `log`, in stamp order.
     async fn log_pieces(&self, log: LogId) -> Result<Vec<LogPieceRow>, StoreError>;
-    /// Up to `limit` logs of `job` with pieces and a trigger time in `[from_ms, to_ms)`, newest
-    /// first, below `after` if given.
-    async fn job_piece_logs(
+    /// Up to `limit` pieces of `job`'s logs with a trigger time in `[from_ms, to_ms)`, below the
+    /// log `after` if given: newest log first, each log's pieces **last stamp first** (the
+    /// order `i_log_piece_job` is read backwards in, so no database sorts). A log may be cut at
+    /// the page's end; the caller reads on from the last whole log.
+    async fn job_log_pieces(
         &self,
         job: JobId,
         from_ms: i64,
         to_ms: i64,
         after: Option<LogCursor>,
         limit: u32,
-    ) -> Result<Vec<LogCursor>, StoreError>;
-    /// Every piece of `logs`, each log's in stamp order.
-    async fn pieces_of_logs(&self, logs: &[LogId]) -> Result<Vec<LogPieceRow>, StoreError>;
+    ) -> Result<Vec<LogPieceRow>, StoreError>;
 }
 
 #[cfg(test)]

@@ -20,15 +20,16 @@ static PIECES_OF_LOG: Sql = Sql::new(
     "SELECT log_id, stamp, log_time, line_count, text_bytes, codec, last, body FROM jobwheel_log_piece \
     WHERE log_id = ? ORDER BY stamp",
 );
-/// `i_log_piece_job` covers it: the newest logs of the range, read from the index alone.
-static FIRST_LOGS: Sql = Sql::new(
-    "SELECT DISTINCT log_time, log_id FROM jobwheel_log_piece \
-    WHERE job_id = ? AND log_time >= ? AND log_time < ? ORDER BY log_time DESC, log_id DESC LIMIT ?",
+/// `i_log_piece_job` read backwards from the range's end: no sort, whatever the log volume.
+static FIRST_PIECES: Sql = Sql::new(
+    "SELECT log_id, stamp, log_time, line_count, text_bytes, codec, last, body FROM jobwheel_log_piece \
+    WHERE job_id = ? AND log_time >= ? AND log_time < ? \
+    ORDER BY log_time DESC, log_id DESC, stamp DESC LIMIT ?",
 );
-static NEXT_LOGS: Sql = Sql::new(
-    "SELECT DISTINCT log_time, log_id FROM jobwheel_log_piece \
+static NEXT_PIECES: Sql = Sql::new(
+    "SELECT log_id, stamp, log_time, line_count, text_bytes, codec, last, body FROM jobwheel_log_piece \
     WHERE job_id = ? AND log_time >= ? AND log_time <= ? AND (log_time < ? OR log_id < ?) \
-    ORDER BY log_time DESC, log_id DESC LIMIT ?",
+    ORDER BY log_time DESC, log_id DESC, stamp DESC LIMIT ?",
 );
 
 /// SQLite allows 32 766 parameters; a batch names at most a few thousand logs.
@@ -106,37 +107,23 @@ impl LogPieceStore for SqlStore {
         Ok(raw.into_iter().map(RawPiece::into_row).collect())
     }
 
-    async fn job_piece_logs(
+    async fn job_log_pieces(
         &self,
         job: JobId,
         from_ms: i64,
         to_ms: i64,
         after: Option<LogCursor>,
         limit: u32,
-    ) -> Result<Vec<LogCursor>, StoreError> {
-        let rows: Vec<(i64, LogId)> = match after {
-            None => self.ex().fetch_all(&FIRST_LOGS, &args![job, from_ms, to_ms, i64::from(limit)]).await?,
+    ) -> Result<Vec<LogPieceRow>, StoreError> {
+        let raw: Vec<RawPiece> = match after {
+            None => self.ex().fetch_all(&FIRST_PIECES, &args![job, from_ms, to_ms, i64::from(limit)]).await?,
             Some(after) => {
                 let args =
                     args![job, from_ms, after.log_time, after.log_time, after.log_id, i64::from(limit)];
-                self.ex().fetch_all(&NEXT_LOGS, &args).await?
+                self.ex().fetch_all(&NEXT_PIECES, &args).await?
             }
         };
-        Ok(rows.into_iter().map(|(log_time, log_id)| LogCursor { log_time, log_id }).collect())
-    }
-
-    async fn pieces_of_logs(&self, logs: &[LogId]) -> Result<Vec<LogPieceRow>, StoreError> {
-        let mut rows = Vec::new();
-        for chunk in logs.chunks(IDS_PER_QUERY) {
-            let mut q = QueryBuf::new(
-                "SELECT log_id, stamp, log_time, line_count, text_bytes, codec, last, body FROM jobwheel_log_piece \
-                 WHERE log_id IN (",
-            );
-            q.bind_list(chunk.iter().copied()).push(") ORDER BY log_id, stamp");
-            let raw: Vec<RawPiece> = self.ex().fetch_all(&q, q.args()).await?;
-            rows.extend(raw.into_iter().map(RawPiece::into_row));
-        }
-        Ok(rows)
+        Ok(raw.into_iter().map(RawPiece::into_row).collect())
     }
 }
 

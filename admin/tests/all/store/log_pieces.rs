@@ -42,20 +42,25 @@ pub(crate) async fn check(Admins { a, b }: &Admins, g: GroupId) -> anyhow::Resul
     let expected = i64::try_from(4 + 10 + long.len())?;
     ensure!(bytes == [(logs[0], expected)], "{bytes:?}");
 
-    // A job's runs with pieces, newest first, a page at a time, within the time range.
+    // A job's pieces, newest log first (each log's last stamp first), a page at a time, within
+    // the time range.
     for (n, log) in logs.iter().enumerate().skip(1) {
         let owner = b.log_owners(&[*log]).await?[0];
         ensure!(a.put_log_pieces(&[piece(owner, 1, &format!("run {n}\n"), true)]).await? == 1);
     }
+    let order = |rows: &[jobwheel_admin::store::LogPieceRow]| -> Vec<(LogId, i64)> {
+        rows.iter().map(|p| (p.log_id, p.stamp)).collect()
+    };
     let (from, to) = (at("2030-02-01T00:00:01Z").timestamp_millis(), i64::MAX);
-    let page = b.job_piece_logs(job_id, from, to, None, 2).await?;
-    ensure!(page.iter().map(|c| c.log_id).collect::<Vec<_>>() == [logs[4], logs[3]], "{page:?}");
-    let next = b.job_piece_logs(job_id, from, to, page.last().copied(), 10).await?;
-    ensure!(next.iter().map(|c| c.log_id).collect::<Vec<_>>() == [logs[2], logs[1]], "{next:?}");
+    let page = b.job_log_pieces(job_id, from, to, None, 2).await?;
+    ensure!(order(&page) == [(logs[4], 1), (logs[3], 1)], "{page:?}");
+    let after = LogCursor { log_time: page[1].log_time, log_id: page[1].log_id };
+    let next = b.job_log_pieces(job_id, from, to, Some(after), 10).await?;
+    ensure!(order(&next) == [(logs[2], 1), (logs[1], 1)], "{next:?}");
     let past = LogCursor { log_time: next[1].log_time, log_id: next[1].log_id };
-    ensure!(b.job_piece_logs(job_id, from, to, Some(past), 10).await?.is_empty());
-    let all = a.pieces_of_logs(&[logs[3], logs[0]]).await?;
-    ensure!(all.len() == 4 && all[0].log_id == logs[0] && all[3].log_id == logs[3], "{all:?}");
+    ensure!(b.job_log_pieces(job_id, from, to, Some(past), 10).await?.is_empty());
+    let all = b.job_log_pieces(job_id, 0, to, None, 10).await?;
+    ensure!(order(&all)[4..] == [(logs[0], 30), (logs[0], 20), (logs[0], 10)], "last stamp first: {all:?}");
 
     // Deleted with their logs: a clear by time, then the job.
     let clear = LogClear {
@@ -69,5 +74,50 @@ pub(crate) async fn check(Admins { a, b }: &Admins, g: GroupId) -> anyhow::Resul
     ensure!(!b.log_pieces(logs[2]).await?.is_empty());
     ensure!(a.delete_job(job_id).await?);
     ensure!(b.log_pieces(logs[2]).await?.is_empty(), "gone with the job");
+    Ok(())
+}
+
+/// A search across more pieces than one read takes, with a log cut at the read's end: every
+/// line found once, numbered within its run, the pages chained by their cursors.
+#[tokio::test]
+async fn a_search_pages_through_reads_and_cut_logs() -> anyhow::Result<()> {
+    use jobwheel_admin::job_logs::{LogSearch, SearchCursor, search};
+    let dir = tempfile::tempdir()?;
+    let store = jobwheel_admin::store::connect(&format!("sqlite://{}/j.db", dir.path().display())).await?;
+    let g = crate::store::group(&*store, "search-app").await?;
+    let job_id = store.add_job(&job(g, "searched")).await?;
+    // The oldest run has three pieces; 1 999 newer runs one each: the first read (2 000
+    // pieces) ends inside the oldest run.
+    let mut pieces = Vec::new();
+    for n in 0..2000 {
+        let trigger_time = at("2030-03-01T00:00:00Z") + chrono::Duration::seconds(n);
+        let log = store.insert_log(&NewLog { job_group: g, job_id, trigger_time }).await?;
+        let owner = store.log_owners(&[log]).await?[0];
+        let count = if n == 0 { 3 } else { 1 };
+        for stamp in 0..count {
+            pieces.push(piece(owner, stamp, &format!("plain line\nneedle {n}.{stamp}\n"), false));
+        }
+    }
+    store.put_log_pieces(&pieces).await?;
+    let mut request = LogSearch {
+        job: job_id,
+        text: "NEEDLE".into(),
+        from_ms: 0,
+        to_ms: i64::MAX,
+        limit: 1000,
+        after: None,
+    };
+    let mut found = Vec::new();
+    loop {
+        let page = search(&*store, &request).await?;
+        found.extend(page.matches);
+        let Some(next) = page.next else { break };
+        request.after = Some(SearchCursor::parse(&next).expect("a cursor"));
+    }
+    ensure!(found.len() == 2002, "every needle once: {}", found.len());
+    let oldest: Vec<(u32, &str)> =
+        found.iter().rev().take(3).rev().map(|m| (m.line_num, m.line.as_str())).collect();
+    ensure!(oldest == [(2, "needle 0.0"), (4, "needle 0.1"), (6, "needle 0.2")], "{oldest:?}");
+    ensure!(found[0].line == "needle 1999.0" && found[0].line_num == 2, "newest first: {:?}", found[0]);
     Ok(())
 }
