@@ -5,7 +5,7 @@
 //! Matching is a substring test, ASCII case-insensitive, on each line (what `grep -iF` does).
 //! A page ends at [`LogSearch::limit`] matches or after [`SCAN_BUDGET`] of scanning, and says
 //! where the next one starts: the cost of one request is bounded whatever the log volume.
-//! Pieces are read 2 000 at a time through `i_log_piece_job` (read backwards: no sort), inflated
+//! Pieces are read 250, then 500, … up to 2 000 at a time through `i_log_piece_job` (read backwards: no sort), inflated
 //! and scanned whole with `memchr`'s memmem (no per-line work until a piece matches).
 
 use std::time::{Duration, Instant};
@@ -19,8 +19,9 @@ use crate::store::{JobId, LogCursor, LogId, LogPieceRow, Store, StoreError};
 pub const MAX_MATCHES: usize = 1000;
 /// Longest stretch of scanning one request does before it answers with a cursor.
 const SCAN_BUDGET: Duration = Duration::from_secs(3);
-/// Pieces read per round trip (a run of a few lines is one piece).
-const PIECES_PER_READ: u32 = 2000;
+/// Pieces read per round trip (a run of a few lines is one piece): the first read is small, so
+/// a common text answers at once; each next one twice as large, up to the last.
+const PIECES_PER_READ: [u32; 4] = [250, 500, 1000, 2000];
 /// Longest line returned in a match; longer lines are cut (the log page shows them whole).
 const MAX_LINE_CHARS: usize = 2000;
 
@@ -112,10 +113,10 @@ pub async fn search(store: &dyn Store, search: &LogSearch) -> Result<SearchPage,
         }
         after = Some(run);
     }
-    loop {
-        let rows =
-            store.job_log_pieces(search.job, search.from_ms, search.to_ms, after, PIECES_PER_READ).await?;
-        let full = rows.len() >= usize::try_from(PIECES_PER_READ).unwrap_or(usize::MAX);
+    for read in 0.. {
+        let want = PIECES_PER_READ[read.min(PIECES_PER_READ.len() - 1)];
+        let rows = store.job_log_pieces(search.job, search.from_ms, search.to_ms, after, want).await?;
+        let full = rows.len() >= usize::try_from(want).unwrap_or(usize::MAX);
         // Consecutive rows of one log, newest log first (its pieces come last stamp first).
         let mut runs: Vec<(LogCursor, Vec<LogPieceRow>)> = Vec::new();
         for row in rows {
@@ -148,6 +149,7 @@ pub async fn search(store: &dyn Store, search: &LogSearch) -> Result<SearchPage,
         }
         after = Some(oldest);
     }
+    Ok(page)
 }
 
 /// Scans one run's lines after `after_line`, adding matches to `page`; returns where to resume

@@ -86,8 +86,9 @@ async fn a_search_pages_through_reads_and_cut_logs() -> anyhow::Result<()> {
     let store = jobwheel_admin::store::connect(&format!("sqlite://{}/j.db", dir.path().display())).await?;
     let g = crate::store::group(&*store, "search-app").await?;
     let job_id = store.add_job(&job(g, "searched")).await?;
-    // The oldest run has three pieces; 1 999 newer runs one each: the first read (2 000
-    // pieces) ends inside the oldest run.
+    // The oldest run has three pieces, 1 999 newer runs one each: more pieces than the reads
+    // (250, 500, 1 000, then 2 000 at a time) take, each read ending on a run it cannot know
+    // is whole, which the next read takes again.
     let mut pieces = Vec::new();
     for n in 0..2000 {
         let trigger_time = at("2030-03-01T00:00:00Z") + chrono::Duration::seconds(n);
