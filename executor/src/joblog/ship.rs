@@ -79,13 +79,9 @@ impl LogShipper {
         }))
     }
 
-    /// Sends what was written so far now (or spools it when no admin answers).
-    pub(crate) async fn flush(&self) {
-        self.deliver_buffer().await;
-    }
-
-    /// Takes the buffer and delivers it after the spool; false if no admin answered.
-    async fn deliver_buffer(&self) -> bool {
+    /// Sends what was written so far now, after the spool (or spools it when no admin
+    /// answers); false if no admin answered.
+    pub(crate) async fn flush(&self) -> bool {
         let _one = self.sending.lock().await;
         let pieces = self.buffer.lock().unwrap_or_else(|e| e.into_inner()).take();
         self.deliver(pieces).await
@@ -166,7 +162,7 @@ impl LogShipper {
                 () = self.wake.notified() => false,
                 () = stop.cancelled() => true,
             };
-            let delivered = self.deliver_buffer().await;
+            let delivered = self.flush().await;
             if stopping {
                 return;
             }

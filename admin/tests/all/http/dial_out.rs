@@ -52,7 +52,7 @@ async fn executor(
     Ok((stop, task, base))
 }
 
-async fn logs(store: &dyn Store, job: JobId) -> Vec<LogRow> {
+pub(super) async fn logs(store: &dyn Store, job: JobId) -> Vec<LogRow> {
     let filter = LogFilter { job_id: Some(job), ..LogFilter::default() };
     store.page_logs(&filter, Page { offset: 0, limit: 50 }).await.expect("logs").rows
 }

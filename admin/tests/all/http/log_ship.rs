@@ -11,11 +11,12 @@ use std::time::Duration;
 use jobwheel_admin::job_logs::MAX_STORED_LOG_BYTES;
 use jobwheel_admin::protocol::log_ship::{LogBatch, LogPiece, MAX_SHIP_TEXT, encode};
 use jobwheel_admin::protocol::{ACCESS_TOKEN_HEADER, APPNAME_HEADER};
-use jobwheel_admin::store::{GroupId, JobId, LogFilter, LogId, LogRow, NewLog, Page, Store};
+use jobwheel_admin::store::{GroupId, LogId, NewLog, Store};
 use jobwheel_executor::{ExecutorConfig, Handlers, JobContext, JobLogs};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use super::dial_out::logs;
 use super::gen_c::set_token;
 use super::mgmt::Env;
 use crate::http::{TOKEN, eventually};
@@ -23,11 +24,6 @@ use crate::http::{TOKEN, eventually};
 const APP: &str = "ship-app";
 /// Lines the `lines` handler writes.
 const LINES: usize = 3000;
-
-async fn logs(store: &dyn Store, job: JobId) -> Vec<LogRow> {
-    let filter = LogFilter { job_id: Some(job), ..LogFilter::default() };
-    store.page_logs(&filter, Page { offset: 0, limit: 50 }).await.expect("logs").rows
-}
 
 /// Every line of log `id` through the API, page by page as the rolling log reads it, and
 /// whether the last page said the log has ended.
