@@ -34,7 +34,9 @@ use crate::store::{
     InstanceId, InstanceStatus, JobId, JobRow, LogId, NewLog, NewRun, RunEnd, RunId, RunLog, RunRow,
     RunStatus, RunTake, Store,
 };
-use crate::workflow::{Decision, Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, node_states, plan};
+use crate::workflow::{
+    Decision, Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, PlanInput, branch_output, branches, node_states, plan,
+};
 
 /// How long a kill waits for a trigger in flight to record where it went: above any executor
 /// client's timeout (upstream's 3 s by default) and the batched log write after it.
@@ -232,23 +234,33 @@ impl InstanceRunner {
         }
         let retrying: Vec<String> = new_runs.iter().map(|r| r.node.clone()).collect();
         let states = node_states(&runs, &retrying);
-        let planned = plan(&graph, &states);
-        for (node, decision) in &planned.decisions {
-            let (status, message) = match decision {
-                Decision::Run => (RunStatus::Due, None),
+        let branches = branches(&graph, &runs);
+        let planned = plan(&graph, &PlanInput { states: &states, branches: &branches, context: &context });
+        for (node, decision) in planned.decisions.iter().cloned() {
+            let (status, output, message) = match decision {
+                Decision::Run => (RunStatus::Due, None, None),
                 Decision::Skip => {
-                    (RunStatus::Skipped, Some("an incoming edge's condition did not hold".to_owned()))
+                    (RunStatus::Skipped, None, Some("an incoming edge's condition did not hold".to_owned()))
                 }
-                Decision::Pass => (RunStatus::Passed, Some("disabled".to_owned())),
+                Decision::Pass => (RunStatus::Passed, None, Some("disabled".to_owned())),
+                Decision::Fail(why) => (RunStatus::Failed, None, Some(why)),
+                Decision::Branch(branch) => {
+                    // The branch goes into the context too, for the conditions after it.
+                    let output = branch_output(branch.as_deref());
+                    context.insert(node.clone(), serde_json::from_str(&output).unwrap_or(Value::Null));
+                    if serde_json::to_vec(&context).map_or(usize::MAX, |bytes| bytes.len()) > MAX_CONTEXT {
+                        context.remove(&node);
+                    } else {
+                        context_changed = true;
+                    }
+                    let message = match &branch {
+                        Some(to) => format!("took the branch to {to}"),
+                        None => "no branch held and there is no default".to_owned(),
+                    };
+                    (RunStatus::Passed, Some(output), Some(message))
+                }
             };
-            new_runs.push(NewRun {
-                node: node.clone(),
-                attempt: 1,
-                status,
-                due_ms: now_ms,
-                output: None,
-                message,
-            });
+            new_runs.push(NewRun { node, attempt: 1, status, due_ms: now_ms, output, message });
         }
         let ids = tx.insert_runs(&new_runs).await?;
         let instance = tx.instance().clone();

@@ -220,7 +220,11 @@ impl Workflows {
         if roots.is_empty() {
             return Err(OpError::Conflict(format!("workflow instance {} has no failed node to rerun", id.0)));
         }
-        let new_runs: Vec<NewRun> = roots
+        // A node that failed without running (an `if` with no answer, a switch that could not
+        // decide) is planned again, so its condition is asked again rather than bypassed.
+        let (replan, rerun): (Vec<&str>, Vec<&str>) =
+            roots.iter().partition(|node| newest_run(&runs, node).is_some_and(|r| r.fired_ms == 0));
+        let new_runs: Vec<NewRun> = rerun
             .iter()
             .map(|node| NewRun {
                 node: (*node).to_owned(),
@@ -232,13 +236,20 @@ impl Workflows {
             })
             .collect();
         revoke_below(&mut *tx, &graph, &roots, &runs).await?;
+        for run in replan.iter().filter_map(|node| newest_run(&runs, node)) {
+            revoke(&mut *tx, run).await?;
+        }
         let ids = tx.insert_runs(&new_runs).await?;
         let instance = tx.instance().clone();
         tx.set_instance(InstanceStatus::Running, &instance.context, instance.start_ms, 0).await?;
         tx.commit().await?;
         tracing::info!(instance = id.0, nodes = ?roots, "workflow instance rerun from its failed nodes");
         let due = new_runs.into_iter().zip(ids).map(|(run, run_id)| RunRow::due(run_id, id, run)).collect();
-        Ok(self.runner.fire_runs(due, None).await?)
+        self.runner.fire_runs(due, None).await?;
+        if !replan.is_empty() {
+            self.runner.advance_and_fire(id).await?;
+        }
+        Ok(())
     }
 
     /// Marks `node`, which failed (or was stopped), done with `output` (JSON text; none: no
@@ -359,20 +370,29 @@ async fn revoke_below(
 ) -> Result<(), EngineError> {
     let below = graph.descendants(roots);
     for node in below {
-        let newest =
-            runs.iter().filter(|r| r.node == node && r.status != RunStatus::Revoked).max_by_key(|r| r.id.0);
-        if let Some(run) =
-            newest.filter(|r| matches!(r.status, RunStatus::Skipped | RunStatus::Failed | RunStatus::Stopped))
+        if let Some(run) = newest_run(runs, node)
+            .filter(|r| matches!(r.status, RunStatus::Skipped | RunStatus::Failed | RunStatus::Stopped))
         {
-            let end = RunEnd {
-                status: RunStatus::Revoked,
-                output: run.output.clone(),
-                message: run.message.clone(),
-                end_ms: run.end_ms,
-            };
-            tx.end_run(run.id, run.status, &end).await?;
+            revoke(tx, run).await?;
         }
     }
+    Ok(())
+}
+
+/// The newest run of `node` that counts.
+fn newest_run<'a>(runs: &'a [RunRow], node: &str) -> Option<&'a RunRow> {
+    runs.iter().filter(|r| r.node == node && r.status != RunStatus::Revoked).max_by_key(|r| r.id.0)
+}
+
+/// Takes `run` back: the planner no longer sees it, the instance page still shows it.
+async fn revoke(tx: &mut dyn InstanceTx, run: &RunRow) -> Result<(), EngineError> {
+    let end = RunEnd {
+        status: RunStatus::Revoked,
+        output: run.output.clone(),
+        message: run.message.clone(),
+        end_ms: run.end_ms,
+    };
+    tx.end_run(run.id, run.status, &end).await?;
     Ok(())
 }
 

@@ -1,11 +1,13 @@
 //! The graph of a workflow as stored (JSON in `jobwheel_workflow.graph`, copied into each
 //! instance) and as the API and the editor exchange it, and the checks every stored graph has
-//! passed: names, edges, cycles, limits. Jobs are checked by the caller, which knows them.
+//! passed: names, edges, cycles, limits, expressions, switches. Jobs are checked by the caller,
+//! which knows them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::expr::{self, ExprError};
 use crate::domain::DeliveryMode;
 
 /// The most nodes a workflow holds (a 200-node fan-out/fan-in is the benchmark's shape).
@@ -28,13 +30,36 @@ pub enum Condition {
     Always,
 }
 
-/// One step: an existing job, run with the node's overrides.
+/// What a node does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum NodeKind {
+    /// Runs its job.
+    #[default]
+    Job,
+    /// Runs no job: chooses one of its outgoing edges (its branches) by their `if`, the first
+    /// that holds in the order listed, else the one without `if`; the others' children are
+    /// skipped.
+    Switch,
+}
+
+impl NodeKind {
+    fn is_job(&self) -> bool {
+        *self == Self::Job
+    }
+}
+
+/// One step: an existing job, run with the node's overrides — or a switch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Node {
     /// Unique in the workflow: letters, digits, `_` and `-`.
     pub name: String,
-    /// The job this node runs.
+    /// A job (the default, left out of the stored form) or a switch.
+    #[serde(default, skip_serializing_if = "NodeKind::is_job")]
+    pub kind: NodeKind,
+    /// The job this node runs (0 for a switch).
+    #[serde(default)]
     pub job_id: i32,
     /// Replaces the job's parameter when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,7 +90,8 @@ pub struct Node {
     pub y: Option<f64>,
 }
 
-/// A dependency: `to` waits for `from`, and runs only if `when` holds.
+/// A dependency: `to` waits for `from`, and runs only if `when` holds and, when it has one,
+/// its `if` is true. Out of a switch, an edge is a branch: its `if` chooses it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Edge {
@@ -76,6 +102,9 @@ pub struct Edge {
     /// On the parent's success (default), failure, or always.
     #[serde(default)]
     pub when: Condition,
+    /// A CEL expression over `context`, `output` and `parent` (`workflow::expr`).
+    #[serde(default, rename = "if", skip_serializing_if = "Option::is_none")]
+    pub guard: Option<String>,
 }
 
 /// A workflow's DAG.
@@ -130,6 +159,19 @@ pub enum GraphError {
         /// `a -> b -> a`.
         path: String,
     },
+    /// An edge's `if` is refused, with where.
+    #[error("edge {from:?} -> {to:?}: its if does not check at {error}")]
+    Expr {
+        /// The parent.
+        from: String,
+        /// The child.
+        to: String,
+        /// What and where.
+        error: ExprError,
+    },
+    /// A switch node breaks a switch's rules.
+    #[error("switch node {0:?}: {1}")]
+    Switch(String, &'static str),
     /// A node's job does not exist (checked by the caller).
     #[error("node {node:?} runs job {job_id}, which does not exist")]
     UnknownJob {
@@ -191,13 +233,48 @@ impl Graph {
             if edge.from == edge.to || !seen.insert((edge.from.as_str(), edge.to.as_str())) {
                 return Err(GraphError::BadEdge(edge.from.clone(), edge.to.clone()));
             }
+            if let Some(text) = &edge.guard {
+                expr::check(text).map_err(|error| GraphError::Expr {
+                    from: edge.from.clone(),
+                    to: edge.to.clone(),
+                    error,
+                })?;
+            }
         }
+        self.check_switches()?;
         self.find_cycle()
     }
 
-    /// Checks that every node's job exists, with `exists` answering for one job id.
+    /// A switch runs no job, has branches, at most one without `if` (its default), and its
+    /// branches take no `when` (the branch chosen is the one that holds).
+    fn check_switches(&self) -> Result<(), GraphError> {
+        for node in self.nodes.iter().filter(|n| n.kind == NodeKind::Switch) {
+            let bad = |why| Err(GraphError::Switch(node.name.clone(), why));
+            if node.job_id != 0 {
+                return bad("a switch runs no job: leave jobId out");
+            }
+            let branches: Vec<&Edge> = self.edges.iter().filter(|e| e.from == node.name).collect();
+            if branches.is_empty() {
+                return bad("a switch needs at least one outgoing edge (its branches)");
+            }
+            if branches.iter().filter(|e| e.guard.is_none()).count() > 1 {
+                return bad("at most one branch may have no if (the default)");
+            }
+            if branches.iter().any(|e| e.when != Condition::Success) {
+                return bad("a branch takes no when other than SUCCESS: its if chooses it");
+            }
+        }
+        Ok(())
+    }
+
+    /// The nodes that run a job.
+    pub fn job_nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(|n| n.kind == NodeKind::Job)
+    }
+
+    /// Checks that every job node's job exists, with `exists` answering for one job id.
     pub fn check_jobs(&self, exists: impl Fn(i32) -> bool) -> Result<(), GraphError> {
-        match self.nodes.iter().find(|n| !exists(n.job_id)) {
+        match self.job_nodes().find(|n| !exists(n.job_id)) {
             Some(n) => Err(GraphError::UnknownJob { node: n.name.clone(), job_id: n.job_id }),
             None => Ok(()),
         }

@@ -1,17 +1,19 @@
 //! Workflows (jobwheel; xxl-job has only child jobs): a DAG of nodes, each running an existing
-//! job, with edges that carry a condition. This module is the pure model — the graph as stored
+//! job (or a switch choosing a branch), with edges that carry a condition on the parent's
+//! outcome and, optionally, one on data (`expr`). This module is the pure model — the graph as stored
 //! and edited ([`Graph`]), its validation ([`Graph::check`]), and the planner
 //! ([`plan`]) that says, from the states of an instance's nodes, which nodes run next, which are
 //! skipped, and when the instance is over. The engine's `Workflows` role stores and fires what
 //! the planner decides (docs/workflows.md).
 
 mod days;
+pub mod expr;
 mod graph;
 mod plan;
 
 pub use days::{DaysError, MAX_WORKFLOW_CALENDARS, WorkflowDays};
-pub use graph::{Condition, Edge, Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES, Node};
-pub use plan::{Decision, NodeState, Planned, node_states, plan};
+pub use graph::{Condition, Edge, Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES, Node, NodeKind};
+pub use plan::{Decision, NodeState, PlanInput, Planned, branch_output, branches, node_states, plan};
 
 /// The largest output one node may add to the context, in bytes of JSON.
 pub const MAX_NODE_OUTPUT: usize = jobwheel_protocol::MAX_WORKFLOW_OUTPUT;

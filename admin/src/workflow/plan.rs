@@ -4,15 +4,26 @@
 //! - A node is **ready** when every parent is over. It then **runs** if every incoming edge's
 //!   condition holds, is **skipped** if one does not, and **passes** (a success with no output)
 //!   if it is disabled and its edges hold.
+//! - An edge with an `if` holds only when its `when` holds and the expression is true over the
+//!   context as it is when the child is ready; an expression that has no boolean answer
+//!   **fails** the child, with the edge and the reason in its message.
+//! - A ready **switch** runs no job: it takes the first branch (outgoing edge, in the order
+//!   listed) whose `if` is true, else its default (the branch without `if`), else none, and
+//!   passes with `{"branch": <child or null>}` as its output; a branch not taken does not hold.
+//!   A disabled switch takes its default.
 //! - A parent that succeeded, passed, or failed with "continue on failure" satisfies `SUCCESS`
 //!   and `ALWAYS` edges; one that failed satisfies `FAILURE` and `ALWAYS`; a skipped one only
 //!   `ALWAYS`.
 //! - The instance is over when every node is; it failed if a node failed without "continue on
 //!   failure", else it succeeded.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
-use super::graph::{Condition, Graph};
+use serde_json::{Map, Value};
+
+use super::expr::{self, Inputs};
+use super::graph::{Condition, Edge, Graph, NodeKind};
 use crate::store::{RunRow, RunStatus};
 
 /// What an instance knows of one node (its newest attempt).
@@ -34,6 +45,47 @@ impl NodeState {
     fn is_over(self) -> bool {
         self != Self::Active
     }
+
+    /// The name an expression sees in `parent.state`.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Active => "RUNNING",
+            Self::Succeeded => "SUCCEEDED",
+            Self::Failed => "FAILED",
+            Self::Skipped => "SKIPPED",
+            Self::Passed => "PASSED",
+        }
+    }
+}
+
+/// The branch a switch took, as its run's output records it (`{"branch": "child"}`; `null`
+/// when none held).
+pub fn branch_output(branch: Option<&str>) -> String {
+    serde_json::json!({ "branch": branch }).to_string()
+}
+
+/// Each switch's branch from its newest run's output (see [`branch_output`]); a switch marked
+/// done by hand takes the branch its given output names.
+pub fn branches(graph: &Graph, runs: &[RunRow]) -> BTreeMap<String, Option<String>> {
+    let mut newest: BTreeMap<&str, &RunRow> = BTreeMap::new();
+    for run in runs.iter().filter(|r| matches!(r.status, RunStatus::Passed | RunStatus::Succeeded)) {
+        if graph.node(&run.node).is_some_and(|n| n.kind == NodeKind::Switch)
+            && newest.get(run.node.as_str()).is_none_or(|seen| seen.id.0 < run.id.0)
+        {
+            newest.insert(run.node.as_str(), run);
+        }
+    }
+    newest
+        .into_iter()
+        .map(|(node, run)| {
+            let branch = run
+                .output
+                .as_deref()
+                .and_then(|o| serde_json::from_str::<Value>(o).ok())
+                .and_then(|v| v.get("branch").and_then(Value::as_str).map(str::to_owned));
+            (node.to_owned(), branch)
+        })
+        .collect()
 }
 
 /// Each node's state from its newest run (by id: a rerun starts its attempts at 1 again);
@@ -69,7 +121,7 @@ pub fn node_states(runs: &[RunRow], retrying: &[String]) -> BTreeMap<String, Nod
 }
 
 /// What the planner decided for a node that had no state yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Fire its job.
     Run,
@@ -77,6 +129,20 @@ pub enum Decision {
     Skip,
     /// Record it passed (disabled).
     Pass,
+    /// Record it failed without running: an expression had no answer (the message says why).
+    Fail(String),
+    /// A switch passed, taking this branch (`None`: none held and it has no default).
+    Branch(Option<String>),
+}
+
+/// What the planner reads besides the graph.
+pub struct PlanInput<'a> {
+    /// Each node's state (absent: not reached yet).
+    pub states: &'a BTreeMap<String, NodeState>,
+    /// Each switch's branch, for switches already recorded ([`branches`]).
+    pub branches: &'a BTreeMap<String, Option<String>>,
+    /// The instance's context as it is now.
+    pub context: &'a Map<String, Value>,
 }
 
 /// The planner's answer.
@@ -88,11 +154,14 @@ pub struct Planned {
     pub outcome: Option<bool>,
 }
 
-/// Plans an instance of `graph` whose nodes are in `states` (absent: not reached yet). A skip or
-/// a pass settles its node at once, so their children are planned in the same call.
-pub fn plan(graph: &Graph, states: &BTreeMap<String, NodeState>) -> Planned {
+/// Plans an instance of `graph` from `input`. A skip, a pass, a failure without a run and a
+/// switch settle their node at once, so their children are planned in the same call.
+pub fn plan(graph: &Graph, input: &PlanInput<'_>) -> Planned {
     let parents = graph.parents();
-    let mut states: BTreeMap<&str, NodeState> = states.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    let mut states: BTreeMap<&str, NodeState> = input.states.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    let mut branches: BTreeMap<&str, Option<&str>> =
+        input.branches.iter().map(|(k, v)| (k.as_str(), v.as_deref())).collect();
+    let data = Data { context: input.context, converted: OnceCell::new() };
     let mut decisions = Vec::new();
     loop {
         let mut changed = false;
@@ -101,33 +170,51 @@ pub fn plan(graph: &Graph, states: &BTreeMap<String, NodeState>) -> Planned {
                 continue;
             }
             let incoming = parents.get(node.name.as_str()).map(Vec::as_slice).unwrap_or_default();
-            let mut holds = true;
-            let mut waiting = false;
-            for edge in incoming {
-                match states.get(edge.from.as_str()) {
-                    Some(state) if state.is_over() => {
-                        let continues = graph.node(&edge.from).is_some_and(|p| p.continue_on_failure);
-                        holds &= satisfied(edge.when, *state, continues);
-                    }
-                    _ => waiting = true,
-                }
-            }
-            if waiting {
+            if incoming.iter().any(|e| !states.get(e.from.as_str()).is_some_and(|s| s.is_over())) {
                 continue;
             }
-            let decision = match (holds, node.disabled) {
-                (false, _) => Decision::Skip,
-                (true, true) => Decision::Pass,
-                (true, false) => Decision::Run,
+            let mut holds = Ok(true);
+            for edge in incoming {
+                let state = states[edge.from.as_str()];
+                match graph.node(&edge.from) {
+                    Some(parent) if parent.kind == NodeKind::Switch => {
+                        let taken =
+                            branches.get(edge.from.as_str()).copied().flatten() == Some(edge.to.as_str());
+                        let over = matches!(state, NodeState::Passed | NodeState::Succeeded);
+                        holds = holds.map(|h| h && taken && over);
+                    }
+                    parent => {
+                        let continues = parent.is_some_and(|p| p.continue_on_failure);
+                        if satisfied(edge.when, state, continues) && holds == Ok(true) {
+                            holds = data.edge_holds(edge, &edge.from, state);
+                        } else {
+                            holds = holds.map(|_| false);
+                        }
+                    }
+                }
+            }
+            let decision = match (holds, node.disabled, node.kind) {
+                (Err(message), _, _) => Decision::Fail(message),
+                (Ok(false), _, _) => Decision::Skip,
+                (Ok(true), disabled, NodeKind::Switch) => {
+                    data.choose(graph, node.name.as_str(), incoming, disabled, &states)
+                }
+                (Ok(true), true, NodeKind::Job) => Decision::Pass,
+                (Ok(true), false, NodeKind::Job) => Decision::Run,
             };
-            let state = match decision {
+            let state = match &decision {
                 Decision::Run => NodeState::Active,
                 Decision::Skip => NodeState::Skipped,
-                Decision::Pass => NodeState::Passed,
+                Decision::Pass | Decision::Branch(_) => NodeState::Passed,
+                Decision::Fail(_) => NodeState::Failed,
             };
+            if let Decision::Branch(branch) = &decision {
+                let to = branch.as_deref().and_then(|b| graph.node(b)).map(|n| n.name.as_str());
+                branches.insert(node.name.as_str(), to);
+            }
             states.insert(node.name.as_str(), state);
-            decisions.push((node.name.clone(), decision));
             changed |= decision != Decision::Run;
+            decisions.push((node.name.clone(), decision));
         }
         if !changed {
             break;
@@ -141,6 +228,63 @@ pub fn plan(graph: &Graph, states: &BTreeMap<String, NodeState>) -> Planned {
             .any(|n| states.get(n.name.as_str()) == Some(&NodeState::Failed) && !n.continue_on_failure)
     });
     Planned { decisions, outcome }
+}
+
+/// The context, converted for CEL once per plan and only if an expression needs it.
+struct Data<'a> {
+    context: &'a Map<String, Value>,
+    converted: OnceCell<cel::Value>,
+}
+
+impl Data<'_> {
+    /// Whether `edge`'s `if` (if any) is true, `parent` having ended in `state`.
+    fn edge_holds(&self, edge: &Edge, parent: &str, state: NodeState) -> Result<bool, String> {
+        let Some(text) = &edge.guard else { return Ok(true) };
+        self.evaluate(text, parent, state).map_err(|why| {
+            format!("the if of edge {} -> {} ({text}) has no answer: {why}", edge.from, edge.to)
+        })
+    }
+
+    fn evaluate(&self, text: &str, parent: &str, state: NodeState) -> Result<bool, String> {
+        let checked = expr::check(text).map_err(|e| e.to_string())?;
+        let context = self.converted.get_or_init(|| expr::context_value(self.context));
+        let output = expr::value_of(self.context.get(parent).unwrap_or(&Value::Null));
+        checked.holds(&Inputs { context, parent, state: state.name() }, &output)
+    }
+
+    /// A ready switch's branch. Its branches see the node the switch follows as `parent` and
+    /// `output` when it has exactly one incoming edge; else the switch itself, with no output.
+    fn choose(
+        &self,
+        graph: &Graph,
+        switch: &str,
+        incoming: &[&Edge],
+        disabled: bool,
+        states: &BTreeMap<&str, NodeState>,
+    ) -> Decision {
+        let (parent, state) = match incoming {
+            [only] => (only.from.as_str(), states[only.from.as_str()]),
+            _ => (switch, NodeState::Passed),
+        };
+        let mut default = None;
+        for edge in graph.edges.iter().filter(|e| e.from == switch) {
+            match &edge.guard {
+                None => default = default.or(Some(edge.to.clone())),
+                Some(_) if disabled => {}
+                Some(text) => match self.evaluate(text, parent, state) {
+                    Ok(true) => return Decision::Branch(Some(edge.to.clone())),
+                    Ok(false) => {}
+                    Err(why) => {
+                        return Decision::Fail(format!(
+                            "the if of branch {switch} -> {} ({text}) has no answer: {why}",
+                            edge.to
+                        ));
+                    }
+                },
+            }
+        }
+        Decision::Branch(default)
+    }
 }
 
 /// Whether an edge `when` holds for a parent that ended in `state`.
@@ -158,141 +302,5 @@ fn satisfied(when: Condition, state: NodeState, continue_on_failure: bool) -> bo
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::workflow::{Edge, Node};
-
-    fn node(name: &str) -> Node {
-        Node {
-            name: name.into(),
-            job_id: 1,
-            param: None,
-            retries: 0,
-            retry_delay_secs: 0,
-            timeout_secs: 0,
-            continue_on_failure: false,
-            disabled: false,
-            delivery: None,
-            x: None,
-            y: None,
-        }
-    }
-
-    fn edge(from: &str, to: &str, when: Condition) -> Edge {
-        Edge { from: from.into(), to: to.into(), when }
-    }
-
-    fn states(pairs: &[(&str, NodeState)]) -> BTreeMap<String, NodeState> {
-        pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
-    }
-
-    /// extract a, b → transform (join) → load; cleanup on load's failure.
-    fn pipeline() -> Graph {
-        Graph {
-            nodes: ["a", "b", "transform", "load", "cleanup"].into_iter().map(node).collect(),
-            edges: vec![
-                edge("a", "transform", Condition::Success),
-                edge("b", "transform", Condition::Success),
-                edge("transform", "load", Condition::Success),
-                edge("load", "cleanup", Condition::Failure),
-            ],
-        }
-    }
-
-    #[test]
-    fn roots_run_first_and_a_join_waits_for_every_parent() {
-        let g = pipeline();
-        let p = plan(&g, &states(&[]));
-        assert_eq!(p.decisions, vec![("a".into(), Decision::Run), ("b".into(), Decision::Run)]);
-        let p = plan(&g, &states(&[("a", NodeState::Succeeded), ("b", NodeState::Active)]));
-        assert!(p.decisions.is_empty() && p.outcome.is_none());
-        let p = plan(&g, &states(&[("a", NodeState::Succeeded), ("b", NodeState::Succeeded)]));
-        assert_eq!(p.decisions, vec![("transform".into(), Decision::Run)]);
-    }
-
-    #[test]
-    fn a_failure_edge_runs_only_on_failure_and_the_skip_ends_the_instance() {
-        let g = pipeline();
-        let done =
-            [("a", NodeState::Succeeded), ("b", NodeState::Succeeded), ("transform", NodeState::Succeeded)];
-        let mut ok = states(&done);
-        ok.insert("load".into(), NodeState::Succeeded);
-        let p = plan(&g, &ok);
-        assert_eq!(p.decisions, vec![("cleanup".into(), Decision::Skip)]);
-        assert_eq!(p.outcome, Some(true));
-        let mut failed = states(&done);
-        failed.insert("load".into(), NodeState::Failed);
-        let p = plan(&g, &failed);
-        assert_eq!(p.decisions, vec![("cleanup".into(), Decision::Run)]);
-        failed.insert("cleanup".into(), NodeState::Succeeded);
-        assert_eq!(plan(&g, &failed).outcome, Some(false), "load failed: the instance failed");
-    }
-
-    #[test]
-    fn a_failed_parent_skips_its_success_children_transitively() {
-        let g = pipeline();
-        let p = plan(&g, &states(&[("a", NodeState::Failed), ("b", NodeState::Succeeded)]));
-        assert_eq!(
-            p.decisions,
-            vec![
-                ("transform".into(), Decision::Skip),
-                ("load".into(), Decision::Skip),
-                ("cleanup".into(), Decision::Skip)
-            ]
-        );
-        assert_eq!(p.outcome, Some(false));
-    }
-
-    #[test]
-    fn continue_on_failure_and_disabled_nodes_pass_their_children_on() {
-        let mut g = pipeline();
-        g.nodes[0].continue_on_failure = true;
-        g.nodes[2].disabled = true;
-        let p = plan(&g, &states(&[("a", NodeState::Failed), ("b", NodeState::Succeeded)]));
-        assert_eq!(p.decisions, vec![("transform".into(), Decision::Pass), ("load".into(), Decision::Run)]);
-        let mut s = states(&[
-            ("a", NodeState::Failed),
-            ("b", NodeState::Succeeded),
-            ("transform", NodeState::Passed),
-        ]);
-        s.insert("load".into(), NodeState::Succeeded);
-        s.insert("cleanup".into(), NodeState::Skipped);
-        assert_eq!(plan(&g, &s).outcome, Some(true), "a failure that continues does not fail the instance");
-    }
-
-    #[test]
-    fn always_edges_follow_skipped_parents() {
-        let mut g = pipeline();
-        g.nodes.push(node("notify"));
-        g.edges.push(edge("cleanup", "notify", Condition::Always));
-        let s = states(&[
-            ("a", NodeState::Succeeded),
-            ("b", NodeState::Succeeded),
-            ("transform", NodeState::Succeeded),
-            ("load", NodeState::Succeeded),
-        ]);
-        let p = plan(&g, &s);
-        assert_eq!(p.decisions, vec![("cleanup".into(), Decision::Skip), ("notify".into(), Decision::Run)]);
-    }
-
-    #[test]
-    fn checks_name_the_node_at_fault() {
-        let mut g = pipeline();
-        assert_eq!(g.check(), Ok(()));
-        g.edges.push(edge("load", "a", Condition::Always));
-        let err = g.check().unwrap_err().to_string();
-        assert!(err.contains("depends on itself") && err.contains("a -> transform -> load -> a"), "{err}");
-        let mut g = pipeline();
-        g.edges.push(edge("load", "ghost", Condition::Success));
-        assert!(g.check().unwrap_err().to_string().contains("\"ghost\""));
-        let mut g = pipeline();
-        g.nodes.push(node("a"));
-        assert_eq!(g.check(), Err(crate::workflow::GraphError::Duplicate("a".into())));
-        let g = pipeline();
-        let err = g.check_jobs(|id| id != 1).unwrap_err().to_string();
-        assert!(err.contains("node \"a\" runs job 1"), "{err}");
-        let mut g = pipeline();
-        g.nodes[1].name = "b c".into();
-        assert!(matches!(g.check(), Err(crate::workflow::GraphError::BadName(_))));
-    }
-}
+#[path = "plan_tests.rs"]
+mod tests;

@@ -73,11 +73,13 @@ export function drawGraph(graph, { status = () => '', subtitle = () => '', selec
     const when = edge.when || 'SUCCESS';
     const d = points.map((p, i) => `${i === 0 ? 'M' : 'L'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ');
     const path = s('path', { d, class: `wf-edge wf-edge-${when}`, 'marker-end': `url(#wf-arrow-${when})` },
-      s('title', {}, `${edge.from} → ${edge.to} (${when})`));
+      s('title', {}, `${edge.from} → ${edge.to} (${when})${edge.if ? ` if ${edge.if}` : ''}`));
     svg.append(path);
-    if (when !== 'SUCCESS') {
+    // An edge's label: its condition when not SUCCESS, then its `if` (clipped; the title has it whole).
+    const label = [when !== 'SUCCESS' ? when : '', edge.if ? `if ${clip(edge.if, 24)}` : ''].filter(Boolean).join(' ');
+    if (label) {
       const mid = points[Math.floor(points.length / 2)];
-      svg.append(s('text', { x: mid.x, y: mid.y - 4, class: `wf-edge-label wf-edge-${when}`, 'text-anchor': 'middle' }, when));
+      svg.append(s('text', { x: mid.x, y: mid.y - 4, class: `wf-edge-label wf-edge-${when}`, 'text-anchor': 'middle' }, label));
     }
   }
   for (const node of graph.nodes) {
@@ -85,6 +87,7 @@ export function drawGraph(graph, { status = () => '', subtitle = () => '', selec
     if (!at) continue;
     const state = status(node.name) || '';
     const classes = ['wf-node', state ? `wf-${state}` : '', node.disabled ? 'wf-disabled' : '',
+      node.kind === 'SWITCH' ? 'wf-switch' : '',
       node.name === selected ? 'wf-selected' : ''].filter(Boolean).join(' ');
     const group = s('g', {
       class: classes, transform: `translate(${at.x - NODE_WIDTH / 2},${at.y - NODE_HEIGHT / 2})`,

@@ -1,9 +1,9 @@
 //! The workflow step: an operator builds a two-node workflow in the editor (nodes and an edge
 //! from the tables, the drawing following), is told by the admin which node closes a cycle,
-//! saves, runs an instance with a context, and watches the instance page colour both nodes as
-//! they finish on the real executor — then reads the picked node's run, its log link and its
-//! output, sees the context carry both outputs, and reads the page in Chinese.
-
+//! gives the edge a condition on data (refused with its line and column, then one the run
+//! meets), saves, runs an instance with a context, and watches the instance page colour both
+//! nodes as they finish on the real executor — then reads the picked node's run, its log link
+//! and its output, sees the context carry both outputs, and reads the page in Chinese.
 use anyhow::{Context as _, ensure};
 use serde_json::json;
 
@@ -11,6 +11,8 @@ use crate::driver::Browser;
 use crate::story::GROUP_TITLE;
 
 const NAME: &str = "Nightly from the browser";
+/// The edge's condition on data.
+const IF: &str = "output.startsWith('said hello') && parent.state == 'SUCCEEDED'";
 
 /// `job` is the story's GLUE_WASM `hello` job: it reports "said hello to {param}", which is
 /// its output as a workflow node.
@@ -52,6 +54,15 @@ async fn build(browser: &Browser, job: i64) -> anyhow::Result<i64> {
     let error = browser.wait_contains("#workflow-error", "depends on itself").await?;
     ensure!(error.contains("extract") || error.contains("load"), "the error names the node: {error}");
     browser.click("#workflow-edges tr[data-index=\"1\"] [data-action=remove-edge]").await?;
+
+    // A condition on data: refused with where it is wrong, then one the real run satisfies
+    // (extract's output is the hello job's message).
+    browser.fill("#workflow-edges tr[data-index=\"0\"] .wf-if-input", "output.startsWith(").await?;
+    browser.click("#workflow-save").await?;
+    let error = browser.wait_contains("#workflow-error", "its if does not check at line 1").await?;
+    ensure!(error.contains("extract") && error.contains("column"), "the error says where: {error}");
+    browser.fill("#workflow-edges tr[data-index=\"0\"] .wf-if-input", IF).await?;
+    browser.wait_contains("#workflow-canvas", "if output.startsWith").await?;
     browser.js("window.scrollTo(0, 0);").await?;
     browser.screenshot("workflow-editor").await?;
     browser.click("#workflow-save").await?;
@@ -68,7 +79,7 @@ async fn build(browser: &Browser, job: i64) -> anyhow::Result<i64> {
         ))
         .await?;
     ensure!(
-        saved["edges"] == json!([{"from": "extract", "to": "load", "when": "SUCCESS"}])
+        saved["edges"] == json!([{"from": "extract", "to": "load", "when": "SUCCESS", "if": IF}])
             && saved["nodes"][1]["param"] == json!("workflow")
             && saved["nodes"][0]["jobId"] == json!(job)
             && saved["nodes"][0]["x"].is_number(),

@@ -239,7 +239,9 @@ impl Jobwheel {
         reply(self.get(&parts, &format!("/api/v1/workflows{q}")).await?)
     }
 
-    #[tool(description = "One workflow with its graph (nodes, edges) and schedule.")]
+    #[tool(
+        description = "One workflow with its graph (nodes: jobs and switches; edges: when and an optional CEL if) and schedule."
+    )]
     async fn get_workflow(
         &self,
         Parameters(p): Parameters<ById>,

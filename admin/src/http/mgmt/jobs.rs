@@ -233,7 +233,7 @@ pub(crate) async fn delete(
         .await?
         .into_iter()
         .filter(|w| {
-            Graph::from_json(&w.workflow.graph).is_ok_and(|g| g.nodes.iter().any(|n| n.job_id == job.id.0))
+            Graph::from_json(&w.workflow.graph).is_ok_and(|g| g.job_nodes().any(|n| n.job_id == job.id.0))
         })
         .map(|w| format!("{:?} (id {})", w.workflow.name, w.id.0))
         .collect();

@@ -20,7 +20,7 @@ use super::{ApiJson, audit};
 use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType};
 use crate::http::{ApiError, MgmtState};
 use crate::store::{CalendarRow, GroupId, JobId, WorkflowId};
-use crate::workflow::{Graph, WorkflowDays};
+use crate::workflow::{Graph, NodeKind, WorkflowDays};
 
 /// A workflow of an export; its nodes' `jobId`s are the exporting admin's job ids.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -68,7 +68,7 @@ pub(crate) async fn entries(
     for row in state.store.list_workflows(None).await? {
         let w = row.workflow;
         let Ok(graph) = Graph::from_json(&w.graph) else { continue };
-        if !principal.may_use(w.job_group) || !graph.nodes.iter().all(|n| jobs.contains(&n.job_id)) {
+        if !principal.may_use(w.job_group) || !graph.job_nodes().all(|n| jobs.contains(&n.job_id)) {
             continue;
         }
         let days = WorkflowDays::from_stored(&w.days);
@@ -157,7 +157,7 @@ impl WorkflowPlan {
                 problems.push(format!("{what}: {error}"));
                 continue;
             }
-            if let Some(node) = entry.graph.nodes.iter().find(|n| !file_jobs.contains(&n.job_id)) {
+            if let Some(node) = entry.graph.job_nodes().find(|n| !file_jobs.contains(&n.job_id)) {
                 problems.push(format!(
                     "{what}: node {:?} runs job {}, which is not in the file",
                     node.name, node.job_id
@@ -189,7 +189,7 @@ impl WorkflowPlan {
     ) -> Result<(), ApiError> {
         for ((entry, group, existing), item) in self.planned.drain(..).zip(self.items.iter_mut()) {
             let mut graph = entry.graph;
-            for node in &mut graph.nodes {
+            for node in graph.nodes.iter_mut().filter(|n| n.kind == NodeKind::Job) {
                 node.job_id = jobs.get(&node.job_id).map_or(node.job_id, |id| id.0);
             }
             // The file's calendars exist here now (created or found by name).

@@ -172,7 +172,7 @@ async fn checked(
         return Err(ApiError::BadRequest("overflow: SKIP or QUEUE".to_owned()));
     }
     input.graph.check().map_err(|e| ApiError::BadRequest(format!("graph: {e}")))?;
-    let ids: BTreeSet<i32> = input.graph.nodes.iter().map(|n| n.job_id).collect();
+    let ids: BTreeSet<i32> = input.graph.job_nodes().map(|n| n.job_id).collect();
     let mut usable = BTreeSet::new();
     for id in ids {
         if let Some(job) = state.store.load_job(JobId(id)).await? {
@@ -229,7 +229,7 @@ pub(super) async fn require_node_groups(
     deleted: Deleted,
 ) -> Result<(), ApiError> {
     let graph = Graph::from_json(graph).map_err(ApiError::internal)?;
-    for node in &graph.nodes {
+    for node in graph.job_nodes() {
         match state.store.load_job(JobId(node.job_id)).await? {
             None if deleted == Deleted::Allowed => {}
             None => {

@@ -13,7 +13,7 @@ use jobwheel_admin::store::{
     Admission, GroupId, InstanceId, InstanceStatus, JobId, NewInstance, NewWorkflow, RunRow, RunStatus,
     ScheduleStatus, StartOutcome, Store, WorkflowId,
 };
-use jobwheel_admin::workflow::{Condition, Edge, Graph, Node};
+use jobwheel_admin::workflow::{Condition, Edge, Graph, Node, NodeKind};
 
 use crate::engine::completion::callback;
 use crate::engine::support::{Db, FakeExecutor, T0, engine_with, group, job, wait_for};
@@ -24,6 +24,7 @@ pub(crate) const WAIT: Duration = Duration::from_secs(20);
 pub(crate) fn node(name: &str, job: JobId) -> Node {
     Node {
         name: name.into(),
+        kind: NodeKind::Job,
         job_id: job.0,
         param: Some(format!("param-of-{name}")),
         retries: 0,
@@ -38,7 +39,7 @@ pub(crate) fn node(name: &str, job: JobId) -> Node {
 }
 
 pub(crate) fn edge(from: &str, to: &str, when: Condition) -> Edge {
-    Edge { from: from.into(), to: to.into(), when }
+    Edge { from: from.into(), to: to.into(), when, guard: None }
 }
 
 pub(crate) fn workflow(group: GroupId, graph: &Graph, max: i32, overflow: &str) -> NewWorkflow {

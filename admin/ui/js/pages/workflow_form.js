@@ -1,5 +1,6 @@
 // The workflow editor (POST /workflows, PUT /workflows/{id}): the workflow's settings, its
-// nodes (each runs a job, with overrides) and edges (with a condition), and a live drawing of
+// nodes (each runs a job, with overrides, or is a switch) and edges (with a condition on the
+// parent's outcome and an optional CEL `if` on data), and a live drawing of
 // the DAG. Click a node in the drawing to pick its row; shift-click a second node to add an
 // edge from the picked one. The admin checks the graph again; its 400 names the node at fault.
 
@@ -16,6 +17,7 @@ const DEFAULTS = {
   maxInstances: 1, overflow: 'SKIP', graph: { nodes: [], edges: [] },
 };
 const CONDITIONS = ['SUCCESS', 'FAILURE', 'ALWAYS'];
+const KINDS = ['JOB', 'SWITCH'];
 const NODE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 export async function render({ main, params, app }) {
@@ -71,7 +73,8 @@ export async function render({ main, params, app }) {
   const redraw = () => {
     const svg = drawGraph({ nodes, edges }, {
       selected: picked,
-      subtitle: (n) => (n.disabled ? `${t('wf.disabled')} · ` : '') + jobLabel(jobs, Number(n.jobId)),
+      subtitle: (n) => (n.disabled ? `${t('wf.disabled')} · ` : '')
+        + (n.kind === 'SWITCH' ? t('wf.kindSWITCH') : jobLabel(jobs, Number(n.jobId))),
       onSelect: (nodeName, event) => {
         if (event.shiftKey && picked && picked !== nodeName) {
           if (!edges.some((e) => e.from === picked && e.to === nodeName)) edges.push({ from: picked, to: nodeName, when: 'SUCCESS' });
@@ -110,6 +113,7 @@ export async function render({ main, params, app }) {
   function renderNodes() {
     replace(nodeBody, nodes.map((n, i) => h('tr', { dataset: { index: i }, class: n.name === picked ? 'picked' : null },
       cell(bound(n, 'name', h('input', { value: n.name, class: 'wf-node-name-input', maxlength: 64, 'aria-label': t('wf.nodeName') }))),
+      cell(bound(n, 'kind', select('kind', KINDS.map((k) => ({ value: k, label: t(`wf.kind${k}`) })), n.kind || 'JOB', { 'aria-label': t('wf.kind') }))),
       cell(bound(n, 'jobId', select('jobId', [{ value: '', label: '—' }, ...jobOptions], n.jobId ?? '', { 'aria-label': t('logs.job') }), number)),
       cell(bound(n, 'param', h('input', { value: n.param ?? '', class: 'wf-param-input', placeholder: t('wf.paramInherit'), 'aria-label': t('job.executorParam') }),
         (v) => (v === '' ? null : v))),
@@ -140,6 +144,8 @@ export async function render({ main, params, app }) {
       cell(bound(e, 'from', select('from', [{ value: '', label: '—' }, ...options], e.from, { 'aria-label': t('wf.from') }))),
       cell(bound(e, 'to', select('to', [{ value: '', label: '—' }, ...options], e.to, { 'aria-label': t('wf.to') }))),
       cell(bound(e, 'when', select('when', CONDITIONS.map((c) => ({ value: c, label: t(`wf.when${c}`) })), e.when, { 'aria-label': t('wf.when') }))),
+      cell(bound(e, 'if', h('input', { value: e.if ?? '', class: 'wf-if-input', maxlength: 1024, placeholder: 'output.rows > 0', 'aria-label': t('wf.if') }),
+        (v) => (v.trim() === '' ? null : v))),
       cell(h('button', {
         type: 'button', class: 'btn btn-sm btn-danger', dataset: { action: 'remove-edge' },
         onclick: () => { edges.splice(i, 1); renderEdges(); redraw(); },
@@ -170,7 +176,7 @@ export async function render({ main, params, app }) {
       if (!NODE_NAME.test(n.name)) throw new Error(t('wf.nodeNameRule', { name: n.name }));
       if (seen.has(n.name)) throw new Error(t('wf.nodeNameTwice', { name: n.name }));
       seen.add(n.name);
-      if (!jobs.has(Number(n.jobId))) throw new Error(t('wf.nodeNeedsJob', { name: n.name }));
+      if (n.kind !== 'SWITCH' && !jobs.has(Number(n.jobId))) throw new Error(t('wf.nodeNeedsJob', { name: n.name }));
     }
     return {
       name: name.value.trim(),
@@ -190,15 +196,16 @@ export async function render({ main, params, app }) {
       graph: {
         nodes: nodes.map((n) => {
           const at = lastPositions.get(n.name);
+          const kind = n.kind === 'SWITCH' ? { kind: 'SWITCH', jobId: 0 } : { jobId: Number(n.jobId) };
           return {
-            name: n.name, jobId: Number(n.jobId), param: n.param ?? null, retries: n.retries || 0,
+            name: n.name, ...kind, param: n.param ?? null, retries: n.retries || 0,
             retryDelaySecs: n.retryDelaySecs || 0, timeoutSecs: n.timeoutSecs || 0,
             continueOnFailure: Boolean(n.continueOnFailure), disabled: Boolean(n.disabled),
             delivery: n.delivery || null,
             x: at ? at.x : null, y: at ? at.y : null,
           };
         }),
-        edges: edges.map((e) => ({ from: e.from, to: e.to, when: e.when || 'SUCCESS' })),
+        edges: edges.map((e) => ({ from: e.from, to: e.to, when: e.when || 'SUCCESS', ...(e.if ? { if: e.if } : {}) })),
       },
     };
   };
@@ -221,13 +228,14 @@ export async function render({ main, params, app }) {
       drawing,
       h('h4', {}, t('wf.nodes')),
       h('div', { class: 'table-scroll' }, h('table', { class: 'table wf-table' },
-        h('thead', {}, h('tr', {}, [t('wf.nodeName'), t('logs.job'), t('job.executorParam'), t('wf.retries'), t('wf.retryDelay'),
+        h('thead', {}, h('tr', {}, [t('wf.nodeName'), t('wf.kind'), t('logs.job'), t('job.executorParam'), t('wf.retries'), t('wf.retryDelay'),
           t('job.executorTimeout'), t('wf.continueOnFailure'), t('wf.disabled'), t('job.deliveryMode'), ''].map((x) => h('th', {}, x)))),
         nodeBody)),
       addNode,
       h('h4', {}, t('wf.edges')),
+      h('p', { class: 'hint' }, t('wf.ifHint')),
       h('table', { class: 'table wf-table' },
-        h('thead', {}, h('tr', {}, [t('wf.from'), t('wf.to'), t('wf.when'), ''].map((x) => h('th', {}, x)))),
+        h('thead', {}, h('tr', {}, [t('wf.from'), t('wf.to'), t('wf.when'), t('wf.if'), ''].map((x) => h('th', {}, x)))),
         edgeBody),
       addEdge),
     errorBox,

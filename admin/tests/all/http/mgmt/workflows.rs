@@ -41,6 +41,21 @@ async fn workflows_are_checked_owned_by_their_group_and_run_to_an_end() -> anyho
         (graph(jobs[0], 999_999), "node \"load\" runs job 999999, which does not exist"),
         (json!({"nodes": [{"name": "a b", "jobId": jobs[0]}]}), "node name \"a b\""),
         (json!({"nodes": [{"name": "a", "jobId": jobs[0]}], "edges": [{"from": "a", "to": "z"}]}), "\"z\""),
+        (
+            json!({"nodes": [{"name": "a", "jobId": jobs[0]}, {"name": "b", "jobId": jobs[1]}],
+                   "edges": [{"from": "a", "to": "b", "if": "output.rows >\n  && secret"}]}),
+            "edge \"a\" -> \"b\": its if does not check at line 2",
+        ),
+        (
+            json!({"nodes": [{"name": "a", "jobId": jobs[0]}, {"name": "b", "jobId": jobs[1]}],
+                   "edges": [{"from": "a", "to": "b", "if": "env.HOME == '/root'"}]}),
+            "line 1, column 1: unknown name \"env\"",
+        ),
+        (
+            json!({"nodes": [{"name": "s", "kind": "SWITCH", "jobId": jobs[0]}, {"name": "b", "jobId": jobs[1]}],
+                   "edges": [{"from": "s", "to": "b"}]}),
+            "switch node \"s\": a switch runs no job",
+        ),
     ] {
         let (status, refused) = alice.post("/api/v1/workflows", body(bad)).await;
         assert_eq!(status, 400, "{refused}");
@@ -52,6 +67,17 @@ async fn workflows_are_checked_owned_by_their_group_and_run_to_an_end() -> anyho
     assert_eq!(status, 201, "{created}");
     let id = created["id"].as_i64().expect("id");
     assert_eq!(created["graph"]["edges"][0]["when"], "SUCCESS", "the default condition is shown");
+    let switched = json!({
+        "nodes": [{"name": "a", "jobId": jobs[0]}, {"name": "s", "kind": "SWITCH"}, {"name": "b", "jobId": jobs[1]}],
+        "edges": [{"from": "a", "to": "s"}, {"from": "s", "to": "b", "if": "output.rows > 0"}]
+    });
+    let (status, saved) = alice
+        .post("/api/v1/workflows", json!({"name": "routed", "jobGroup": mine.0, "graph": switched}))
+        .await;
+    assert_eq!(status, 201, "{saved}");
+    assert_eq!(saved["graph"]["nodes"][1]["kind"], "SWITCH", "{saved}");
+    assert_eq!(saved["graph"]["edges"][1]["if"], "output.rows > 0", "{saved}");
+    assert!(saved["graph"]["nodes"][0].get("kind").is_none(), "a job node's kind is left out: {saved}");
     let (status, _) = bob.get(&format!("/api/v1/workflows/{id}")).await;
     assert_eq!(status, 403);
     let (_, listed) = bob.get("/api/v1/workflows").await;

@@ -1,0 +1,322 @@
+//! Conditions on data: the CEL expressions an edge's `if` and a switch node's branches carry
+//! (docs/workflows.md, "Conditions on data"). CEL is not Turing-complete — no loops but the
+//! comprehension macros over data that exists, no recursion — so an expression's cost is bounded
+//! by its own size and the data's. This file keeps both bounds:
+//!
+//! - **When a workflow is saved** ([`check`]): at most [`MAX_EXPR_BYTES`] and [`MAX_DEPTH`]
+//!   brackets deep (the parser recurses), it parses, it names only the variables `context`,
+//!   `output` and `parent` and functions of CEL's standard library, and no comprehension
+//!   (`all`, `exists`, `exists_one`, `map`, `filter`) sits inside another — so evaluating it is
+//!   linear in the data, which the context limit (1 MiB) bounds. A refusal says where: line and
+//!   column.
+//! - **When it is evaluated** ([`Expr::holds`]): over the instance's context as it is then; an
+//!   answer that is not a boolean, or an error (a missing key, a type mismatch), is an error the
+//!   caller turns into the node's failure, with the expression's text in the message.
+
+use cel::common::ast::{EntryExpr, Expr as Ast, IdedExpr};
+use serde_json::{Map, Value};
+
+/// The longest expression, in bytes.
+pub const MAX_EXPR_BYTES: usize = 1024;
+/// The deepest bracket nesting (`(`, `[`, `{`) an expression may have.
+pub const MAX_DEPTH: usize = 32;
+/// The variables an expression may name.
+pub const VARIABLES: [&str; 3] = ["context", "output", "parent"];
+
+/// CEL's standard functions without its optional `chrono` and `regex` libraries — the ones
+/// this build links (a unit test calls each).
+const FUNCTIONS: [&str; 12] = [
+    "size",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "bool",
+    "type",
+    "dyn",
+];
+/// Type names an expression may compare with `type(x) == …`.
+const TYPE_NAMES: [&str; 10] =
+    ["int", "uint", "double", "string", "bytes", "bool", "list", "map", "null_type", "type"];
+
+/// Why an expression is refused when saved, and where (1-based line and column).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}, column {column}: {message}")]
+pub struct ExprError {
+    /// The line, from 1.
+    pub line: u32,
+    /// The column, from 1 (in characters).
+    pub column: u32,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A checked expression, ready to evaluate.
+pub struct Expr {
+    program: cel::Program,
+    text: String,
+}
+
+impl std::fmt::Debug for Expr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Expr").field(&self.text).finish()
+    }
+}
+
+/// What one evaluation sees: the instance's context, and the parent the edge leaves (for a
+/// switch's branches, the node the switch follows).
+pub struct Inputs<'a> {
+    /// The instance's context as it is now (start input and outputs by node name).
+    pub context: &'a cel::Value,
+    /// The parent's name.
+    pub parent: &'a str,
+    /// The parent's state: `SUCCEEDED`, `FAILED`, `SKIPPED` or `PASSED`.
+    pub state: &'a str,
+}
+
+/// Checks `text` as saved, see the module's rules.
+pub fn check(text: &str) -> Result<Expr, ExprError> {
+    if text.trim().is_empty() {
+        return Err(at(text, 0, "the expression is empty".to_owned()));
+    }
+    if text.len() > MAX_EXPR_BYTES {
+        return Err(at(text, MAX_EXPR_BYTES, format!("an expression has at most {MAX_EXPR_BYTES} bytes")));
+    }
+    let mut depth = 0usize;
+    for (offset, byte) in text.bytes().enumerate() {
+        match byte {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_DEPTH {
+            return Err(at(text, offset, format!("brackets nest at most {MAX_DEPTH} deep")));
+        }
+    }
+    let program = cel::Program::compile(text).map_err(|errors| match errors.errors.first() {
+        Some(first) => ExprError {
+            line: u32::try_from(first.pos.0).unwrap_or(1).max(1),
+            column: u32::try_from(first.pos.1).unwrap_or(0).saturating_add(1),
+            message: first.msg.clone(),
+        },
+        None => at(text, 0, "the expression does not parse".to_owned()),
+    })?;
+    let mut walk = Walk { program: &program, text, bound: Vec::new(), comprehensions: 0 };
+    walk.expr(program.expression())?;
+    Ok(Expr { program, text: text.to_owned() })
+}
+
+/// The error at byte `offset` of `text`.
+fn at(text: &str, offset: usize, message: String) -> ExprError {
+    let before = text.get(..offset.min(text.len())).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    ExprError {
+        line: u32::try_from(line).unwrap_or(u32::MAX),
+        column: u32::try_from(column).unwrap_or(u32::MAX),
+        message,
+    }
+}
+
+/// The checks on the parsed tree: names in scope, known functions, comprehensions not nested.
+struct Walk<'a> {
+    program: &'a cel::Program,
+    text: &'a str,
+    /// Variables a comprehension binds, innermost last.
+    bound: Vec<String>,
+    /// Comprehensions around the node being walked.
+    comprehensions: usize,
+}
+
+impl Walk<'_> {
+    fn fail(&self, node: &IdedExpr, message: String) -> ExprError {
+        let offset = self.program.source_info().offset_for(node.id).map_or(0, |(start, _)| start as usize);
+        at(self.text, offset, message)
+    }
+
+    fn expr(&mut self, node: &IdedExpr) -> Result<(), ExprError> {
+        match &node.expr {
+            Ast::Ident(name) => {
+                if !(VARIABLES.contains(&name.as_str())
+                    || TYPE_NAMES.contains(&name.as_str())
+                    || self.bound.iter().any(|b| b == name))
+                {
+                    return Err(
+                        self.fail(node, format!("unknown name {name:?}: use context, output or parent"))
+                    );
+                }
+            }
+            Ast::Call(call) => {
+                let operator = call.func_name.starts_with(['_', '!', '-', '@']);
+                if !operator && !FUNCTIONS.contains(&call.func_name.as_str()) {
+                    return Err(self.fail(node, format!("unknown function {:?}", call.func_name)));
+                }
+                if let Some(target) = &call.target {
+                    self.expr(target)?;
+                }
+                for arg in &call.args {
+                    self.expr(arg)?;
+                }
+            }
+            Ast::Comprehension(c) => {
+                if self.comprehensions > 0 {
+                    return Err(self.fail(
+                        node,
+                        "a comprehension (all, exists, exists_one, map, filter) may not sit inside another: \
+                         its cost would grow with the square of the data"
+                            .to_owned(),
+                    ));
+                }
+                self.expr(&c.iter_range)?;
+                self.expr(&c.accu_init)?;
+                let scope = self.bound.len();
+                self.bound.push(c.iter_var.clone());
+                self.bound.extend(c.iter_var2.clone());
+                self.bound.push(c.accu_var.clone());
+                self.comprehensions += 1;
+                let inner =
+                    [&c.loop_cond, &c.loop_step, &c.result].into_iter().try_for_each(|e| self.expr(e));
+                self.comprehensions -= 1;
+                self.bound.truncate(scope);
+                inner?;
+            }
+            Ast::List(list) => list.elements.iter().try_for_each(|e| self.expr(e))?,
+            Ast::Map(map) => {
+                for entry in &map.entries {
+                    if let EntryExpr::MapEntry(entry) = &entry.expr {
+                        self.expr(&entry.key)?;
+                        self.expr(&entry.value)?;
+                    }
+                }
+            }
+            Ast::Select(select) => self.expr(&select.operand)?,
+            Ast::Struct(_) => return Err(self.fail(node, "message literals are not supported".to_owned())),
+            Ast::Literal(_) | Ast::Unspecified => {}
+        }
+        Ok(())
+    }
+}
+
+impl Expr {
+    /// The expression as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Evaluates it over `inputs`: `Ok(true)` or `Ok(false)`, or why it has no boolean answer.
+    pub fn holds(&self, inputs: &Inputs<'_>, output: &cel::Value) -> Result<bool, String> {
+        let mut scope = cel::Context::default();
+        scope.add_variable_from_value("context", inputs.context.clone());
+        scope.add_variable_from_value("output", output.clone());
+        let mut parent = std::collections::HashMap::new();
+        parent.insert("name".to_owned(), cel::Value::from(inputs.parent.to_owned()));
+        parent.insert("state".to_owned(), cel::Value::from(inputs.state.to_owned()));
+        scope.add_variable_from_value("parent", parent);
+        match self.program.execute(&scope) {
+            Ok(cel::Value::Bool(answer)) => Ok(answer),
+            Ok(other) => Err(format!("{:?} is not true or false", other.type_of())),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+}
+
+/// A JSON value as CEL sees it: objects as maps, whole numbers as `int` (past `i64`, `uint`),
+/// other numbers as `double` — so `type(output.rows) == int` holds for `{"rows": 3}`.
+pub fn value_of(json: &Value) -> cel::Value {
+    match json {
+        Value::Null => cel::Value::Null,
+        Value::Bool(b) => cel::Value::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => cel::Value::Int(i),
+            (None, Some(u)) => cel::Value::UInt(u),
+            (None, None) => cel::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => cel::Value::from(s.clone()),
+        Value::Array(items) => cel::Value::List(std::sync::Arc::new(items.iter().map(value_of).collect())),
+        Value::Object(map) => context_value(map),
+    }
+}
+
+/// An object (the context) as CEL sees it.
+pub fn context_value(map: &Map<String, Value>) -> cel::Value {
+    let entries: std::collections::HashMap<String, cel::Value> =
+        map.iter().map(|(k, v)| (k.clone(), value_of(v))).collect();
+    cel::Value::from(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eval(text: &str, context: Value) -> Result<bool, String> {
+        let Value::Object(map) = context else { panic!("an object") };
+        let output = map.get("a").cloned().unwrap_or(Value::Null);
+        let ctx = context_value(&map);
+        check(text)
+            .map_err(|e| e.to_string())?
+            .holds(&Inputs { context: &ctx, parent: "a", state: "SUCCEEDED" }, &value_of(&output))
+    }
+
+    #[test]
+    fn conditions_read_the_context_the_output_and_the_parent() {
+        let ctx =
+            serde_json::json!({"day": "2030-01-01", "a": {"rows": 3, "kinds": ["x", "y"], "ratio": 0.5}});
+        assert_eq!(eval("output.rows > 2", ctx.clone()), Ok(true));
+        assert_eq!(eval("context.a.rows == 3 && context.day.startsWith('2030')", ctx.clone()), Ok(true));
+        assert_eq!(eval("parent.name == 'a' && parent.state == 'SUCCEEDED'", ctx.clone()), Ok(true));
+        assert_eq!(
+            eval("output.kinds.exists(k, k == 'y') && size(output.kinds) == 2", ctx.clone()),
+            Ok(true)
+        );
+        assert_eq!(eval("has(output.missing)", ctx.clone()), Ok(false));
+        assert_eq!(eval("output.ratio < 1.0 && 'x' in output.kinds", ctx.clone()), Ok(true));
+        let err = eval("output.missing > 1", ctx.clone()).unwrap_err();
+        assert!(err.contains("missing"), "{err}");
+        assert!(eval("output.rows", ctx).unwrap_err().contains("not true or false"));
+    }
+
+    #[test]
+    fn every_listed_function_exists_in_this_build() {
+        let ctx = serde_json::json!({"a": {"s": "abc", "n": 2}});
+        for text in [
+            "size(output.s) == 3",
+            "output.s.contains('b')",
+            "output.s.startsWith('a')",
+            "output.s.endsWith('c')",
+            "int('2') == output.n",
+            "uint(2) == uint(output.n)",
+            "double(output.n) == 2.0",
+            "string(output.n) == '2'",
+            "bytes('a') == b'a'",
+            "bool('true')",
+            "type(output.n) == int",
+            "dyn(output.n) == 2",
+        ] {
+            assert_eq!(eval(text, ctx.clone()), Ok(true), "{text}");
+        }
+        assert_eq!(FUNCTIONS.len(), 12);
+    }
+
+    #[test]
+    fn refusals_say_where() {
+        let e = check("output.rows >").unwrap_err();
+        assert_eq!(e.line, 1, "{e}");
+        let e = check("output.rows > 1 &&\n  secret.key == 'x'").unwrap_err();
+        assert_eq!((e.line, e.column), (2, 3), "{e}");
+        assert!(e.message.contains("\"secret\""), "{e}");
+        let e = check("output.s.matches('a+')").unwrap_err();
+        assert!(e.message.contains("unknown function \"matches\""), "{e}");
+        let e = check("output.a.all(x, output.b.exists(y, x == y))").unwrap_err();
+        assert!(e.message.contains("may not sit inside another"), "{e}");
+        assert_eq!(e.column, 32, "at the inner call: {e}");
+        let deep = format!("{}1{}", "(".repeat(40), ")".repeat(40));
+        assert!(check(&deep).unwrap_err().message.contains("nest"));
+        assert!(check(&"a".repeat(2000)).unwrap_err().message.contains("1024 bytes"));
+        assert!(check("  ").is_err());
+        assert!(check("output.a.map(x, x * 2).filter(y, y > 2).size() > 0").is_ok(), "chained, not nested");
+    }
+}

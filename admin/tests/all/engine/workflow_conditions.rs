@@ -1,0 +1,119 @@
+//! Conditions on data through the engine with a fake executor, on SQLite, PostgreSQL and
+//! MariaDB: a switch takes the branch its parent's output chooses and records it in the
+//! context; an edge's `if` reads that context; an `if` with no answer fails its child without a
+//! `/run`, the child's failure edge follows, and a rerun from failure asks the condition again
+//! instead of firing the job.
+
+use jobwheel_admin::store::{InstanceStatus, RunStatus, StartOutcome};
+use jobwheel_admin::workflow::{Condition, Edge, Graph, Node, NodeKind};
+use serde_json::Value;
+
+use crate::engine::support::{Db, wait_for};
+use crate::engine::workflows::{WAIT, answer, edge, ended, node, runs_of, setup, workflow};
+use jobwheel_admin::domain::TriggerType;
+
+fn guarded(from: &str, to: &str, text: &str) -> Edge {
+    Edge { guard: Some(text.to_owned()), ..edge(from, to, Condition::Success) }
+}
+
+/// extract → route (switch: big | small | fallback) ; small → report (if the switch chose
+/// small) ; extract → audit (if on a key extract's output lacks) → alert on audit's failure.
+async fn conditions(db: &Db) -> anyhow::Result<()> {
+    let s = setup(db, 7).await?;
+    let [extract, big, small, fallback, report, audit, alert] = s.jobs[..] else { unreachable!() };
+    let route = Node { kind: NodeKind::Switch, job_id: 0, param: None, ..node("route", extract) };
+    let graph = Graph {
+        nodes: vec![
+            node("extract", extract),
+            route,
+            node("big", big),
+            node("small", small),
+            node("fallback", fallback),
+            node("report", report),
+            node("audit", audit),
+            node("alert", alert),
+        ],
+        edges: vec![
+            edge("extract", "route", Condition::Success),
+            guarded("route", "big", "output.rows > 100"),
+            guarded("route", "small", "output.rows <= 100 && parent.name == 'extract'"),
+            edge("route", "fallback", Condition::Success),
+            guarded("small", "report", "context.route.branch == 'small' && context.day == '2030-01-01'"),
+            guarded("extract", "audit", "output.missing > 1"),
+            edge("audit", "alert", Condition::Failure),
+        ],
+    };
+    graph.check()?;
+    let w = s.store.add_workflow(&workflow(s.group, &graph, 1, "SKIP")).await?;
+    let wf = s.engine.workflows();
+    let StartOutcome::Started(id) = wf.start(w, Some(r#"{"day":"2030-01-01"}"#), TriggerType::Manual).await?
+    else {
+        anyhow::bail!("not started")
+    };
+
+    answer(&s, extract, 1, 200, r#"{"rows":3}"#).await?;
+    answer(&s, small, 1, 200, "small done").await?;
+    answer(&s, report, 1, 200, "reported").await?;
+    answer(&s, alert, 1, 200, "alerted").await?;
+    assert_eq!(
+        ended(&*s.store, id).await?,
+        InstanceStatus::Failed,
+        "audit failed without continue-on-failure"
+    );
+
+    let counts: Vec<usize> = [extract, big, small, fallback, report, audit, alert]
+        .iter()
+        .map(|j| runs_of(&s.fake, *j).len())
+        .collect();
+    assert_eq!(counts, vec![1, 0, 1, 0, 1, 0, 1], "only the chosen branch ran; audit never reached /run");
+    let runs = s.store.instance_runs(id).await?;
+    let of = |name: &str| runs.iter().filter(|r| r.node == name).collect::<Vec<_>>();
+    let switch = of("route");
+    assert_eq!(switch.len(), 1);
+    assert_eq!(switch[0].status, RunStatus::Passed);
+    assert_eq!(switch[0].output.as_deref(), Some(r#"{"branch":"small"}"#));
+    assert_eq!(switch[0].message.as_deref(), Some("took the branch to small"));
+    assert_eq!(of("big")[0].status, RunStatus::Skipped);
+    assert_eq!(of("fallback")[0].status, RunStatus::Skipped);
+    let failed = of("audit");
+    assert_eq!(failed[0].status, RunStatus::Failed);
+    assert!(failed[0].log_id.is_none(), "failed by the planner, never fired");
+    let message = failed[0].message.clone().unwrap_or_default();
+    assert!(
+        message.contains("extract -> audit (output.missing > 1)") && message.contains("missing"),
+        "the message names the edge, the expression and the reason: {message}"
+    );
+    let instance = s.store.load_instance(id).await?.expect("instance");
+    let context: Value = serde_json::from_str(&instance.context)?;
+    assert_eq!(context["route"]["branch"], "small", "the switch's choice is in the context");
+
+    // Rerun from failure plans audit again: its condition is asked again (and fails again),
+    // its job is still never sent.
+    wf.rerun_failed(id).await?;
+    let again = wait_for(WAIT, "audit planned again", || async {
+        let runs = s.store.instance_runs(id).await?;
+        let audit: Vec<RunStatus> = runs.iter().filter(|r| r.node == "audit").map(|r| r.status).collect();
+        Ok((audit.len() == 2).then_some(audit))
+    })
+    .await?;
+    assert_eq!(again, vec![RunStatus::Revoked, RunStatus::Failed]);
+    assert_eq!(ended(&*s.store, id).await?, InstanceStatus::Failed);
+    assert_eq!(runs_of(&s.fake, audit).len(), 0, "a rerun does not bypass the condition");
+    s.engine.triggers().wait_idle().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_switch_and_ifs_on_data_choose_what_runs_on_sqlite() -> anyhow::Result<()> {
+    Db::run(Some(Db::sqlite().await?), conditions).await
+}
+
+#[tokio::test]
+async fn a_switch_and_ifs_on_data_choose_what_runs_on_postgres() -> anyhow::Result<()> {
+    Db::run(Db::postgres().await?, conditions).await
+}
+
+#[tokio::test]
+async fn a_switch_and_ifs_on_data_choose_what_runs_on_mysql() -> anyhow::Result<()> {
+    Db::run(Db::mysql().await?, conditions).await
+}
