@@ -34,6 +34,7 @@ use crate::store::{
     InstanceId, InstanceStatus, JobId, JobRow, LogId, NewLog, NewRun, RunEnd, RunId, RunLog, RunRow,
     RunStatus, RunTake, Store,
 };
+use crate::workflow::schema::mismatch;
 use crate::workflow::{
     Decision, Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, PlanInput, branch_output, branches, node_states, plan,
 };
@@ -201,6 +202,16 @@ impl InstanceRunner {
                 continue;
             }
             let mut end = settle(&own, now_ms);
+            let declared = graph.node(&run.node).and_then(|n| n.output_schema.as_ref());
+            if end.status == RunStatus::Succeeded
+                && let Some(output) = end.output.as_deref()
+            {
+                let value = serde_json::from_str(output).unwrap_or(Value::Null);
+                if let Some(why) = declared.and_then(|schema| mismatch(schema, &value)) {
+                    end.status = RunStatus::Failed;
+                    end.message = Some(format!("the output does not match the node's outputSchema {why}"));
+                }
+            }
             if end.status == RunStatus::Succeeded
                 && let Some(output) = end.output.as_deref()
             {
@@ -333,6 +344,11 @@ impl InstanceRunner {
                 self.fail_due(&run, &format!("job {} does not exist", node.job_id)).await?;
                 continue;
             };
+            if let Some(why) = node.input_schema.as_ref().and_then(|schema| mismatch(schema, &context)) {
+                self.fail_due(&run, &format!("the input does not match the node's inputSchema {why}"))
+                    .await?;
+                continue;
+            }
             let log =
                 NewLog { job_group: job.job.job_group, job_id: job.id, trigger_time: to_datetime(now_ms) };
             let deadline_ms =

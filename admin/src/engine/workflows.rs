@@ -134,7 +134,15 @@ impl Workflows {
         let row = self.store.load_workflow(workflow).await.map_err(EngineError::from)?;
         let row = row.ok_or(StartError::NotFound(workflow.0))?;
         let context = start_context(context)?;
-        Graph::from_json(&row.workflow.graph).map_err(|e| StartError::BadGraph(e.to_string()))?;
+        let graph = Graph::from_json(&row.workflow.graph).map_err(|e| StartError::BadGraph(e.to_string()))?;
+        if let Some(schema) = &graph.input_schema {
+            let value: Value = serde_json::from_str(&context).unwrap_or(Value::Null);
+            if let Some(why) = crate::workflow::schema::mismatch(schema, &value) {
+                return Err(StartError::BadContext(format!(
+                    "the context does not match the workflow's inputSchema {why}"
+                )));
+            }
+        }
         let new = NewInstance {
             workflow_id: workflow,
             trigger_type,

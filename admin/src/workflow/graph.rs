@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::expr::{self, ExprError};
+use super::schema::{self, SchemaError};
 use crate::domain::DeliveryMode;
 
 /// The most nodes a workflow holds (a 200-node fan-out/fan-in is the benchmark's shape).
@@ -82,6 +83,12 @@ pub struct Node {
     /// The node's delivery mode when it is not its job's (`EXACTLY_ONCE` or `AT_MOST_ONCE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<DeliveryMode>,
+    /// A JSON Schema the context must match before the node's `/run` is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Value>,
+    /// A JSON Schema the node's output must match when it arrives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
     /// Where the editor draws it (layout only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub x: Option<f64>,
@@ -109,12 +116,16 @@ pub struct Edge {
 
 /// A workflow's DAG.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
 pub struct Graph {
     /// The steps.
     pub nodes: Vec<Node>,
     /// The dependencies.
     #[serde(default)]
     pub edges: Vec<Edge>,
+    /// A JSON Schema every start's input (context) must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Value>,
 }
 
 // `f64` layout hints: equality is only used by tests, never on NaN.
@@ -168,6 +179,16 @@ pub enum GraphError {
         to: String,
         /// What and where.
         error: ExprError,
+    },
+    /// A declared schema is not one.
+    #[error("{owner} {which}: {error}")]
+    Schema {
+        /// `node "a"`, or `the workflow`.
+        owner: String,
+        /// `inputSchema` or `outputSchema`.
+        which: &'static str,
+        /// What is wrong.
+        error: SchemaError,
     },
     /// A switch node breaks a switch's rules.
     #[error("switch node {0:?}: {1}")]
@@ -242,7 +263,33 @@ impl Graph {
             }
         }
         self.check_switches()?;
+        self.check_schemas()?;
         self.find_cycle()
+    }
+
+    /// Every declared schema is a JSON Schema (a switch declares none: it has no data of its own).
+    fn check_schemas(&self) -> Result<(), GraphError> {
+        let start = ("the workflow".to_owned(), "inputSchema", &self.input_schema);
+        let nodes = self.nodes.iter().flat_map(|n| {
+            let owner = format!("node {:?}", n.name);
+            [(owner.clone(), "inputSchema", &n.input_schema), (owner, "outputSchema", &n.output_schema)]
+        });
+        for (owner, which, declared) in std::iter::once(start).chain(nodes) {
+            if let Some(declared) = declared {
+                schema::check(declared).map_err(|error| GraphError::Schema { owner, which, error })?;
+            }
+        }
+        match self
+            .nodes
+            .iter()
+            .find(|n| n.kind == NodeKind::Switch && (n.input_schema.is_some() || n.output_schema.is_some()))
+        {
+            Some(n) => Err(GraphError::Switch(
+                n.name.clone(),
+                "a switch declares no schema: it has no data of its own",
+            )),
+            None => Ok(()),
+        }
     }
 
     /// A switch runs no job, has branches, at most one without `if` (its default), and its

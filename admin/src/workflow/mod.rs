@@ -10,6 +10,7 @@ mod days;
 pub mod expr;
 mod graph;
 mod plan;
+pub mod schema;
 
 pub use days::{DaysError, MAX_WORKFLOW_CALENDARS, WorkflowDays};
 pub use graph::{Condition, Edge, Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES, Node, NodeKind};

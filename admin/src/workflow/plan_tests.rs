@@ -16,6 +16,8 @@ fn node(name: &str) -> Node {
         continue_on_failure: false,
         disabled: false,
         delivery: None,
+        input_schema: None,
+        output_schema: None,
         x: None,
         y: None,
     }
@@ -46,6 +48,7 @@ fn states(pairs: &[(&str, NodeState)]) -> BTreeMap<String, NodeState> {
 /// extract a, b → transform (join) → load; cleanup on load's failure.
 fn pipeline() -> Graph {
     Graph {
+        input_schema: None,
         nodes: ["a", "b", "transform", "load", "cleanup"].into_iter().map(node).collect(),
         edges: vec![
             edge("a", "transform", Condition::Success),
@@ -161,6 +164,7 @@ fn switch(name: &str) -> Node {
 /// a → route (switch) → x | y | other (default); route's input is a's output.
 fn routed() -> Graph {
     Graph {
+        input_schema: None,
         nodes: vec![node("a"), switch("route"), node("x"), node("y"), node("other")],
         edges: vec![
             edge("a", "route", Condition::Success),
@@ -174,6 +178,7 @@ fn routed() -> Graph {
 #[test]
 fn an_if_on_data_chooses_the_children_that_run() {
     let g = Graph {
+        input_schema: None,
         nodes: ["a", "big", "small"].into_iter().map(node).collect(),
         edges: vec![when("a", "big", "output.rows > 100"), when("a", "small", "context.a.rows <= 100")],
     };
@@ -191,6 +196,7 @@ fn an_if_on_data_chooses_the_children_that_run() {
 #[test]
 fn an_if_with_no_answer_fails_the_child_and_names_the_edge() {
     let g = Graph {
+        input_schema: None,
         nodes: ["a", "b", "c"].into_iter().map(node).collect(),
         edges: vec![when("a", "b", "output.rows > 1"), edge("b", "c", Condition::Failure)],
     };

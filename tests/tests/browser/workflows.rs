@@ -1,9 +1,11 @@
 //! The workflow step: an operator builds a two-node workflow in the editor (nodes and an edge
 //! from the tables, the drawing following), is told by the admin which node closes a cycle,
 //! gives the edge a condition on data (refused with its line and column, then one the run
-//! meets), saves, runs an instance with a context, and watches the instance page colour both
-//! nodes as they finish on the real executor — then reads the picked node's run, its log link
-//! and its output, sees the context carry both outputs, and reads the page in Chinese.
+//! meets) and the first node a declared output shape, saves, runs an instance with a context,
+//! and watches the instance page colour both nodes as they finish on the real executor — then
+//! reads the picked node's run, its log link and its output, sees the context carry both
+//! outputs, and reads the page in Chinese.
+
 use anyhow::{Context as _, ensure};
 use serde_json::json;
 
@@ -63,6 +65,11 @@ async fn build(browser: &Browser, job: i64) -> anyhow::Result<i64> {
     ensure!(error.contains("extract") && error.contains("column"), "the error says where: {error}");
     browser.fill("#workflow-edges tr[data-index=\"0\"] .wf-if-input", IF).await?;
     browser.wait_contains("#workflow-canvas", "if output.startsWith").await?;
+    // Typed step data: extract declares its output (the hello job's message, a string); the
+    // row's summary shows the declared shape.
+    browser.click(&node_field(0, ".wf-schemas summary")).await?;
+    browser.fill(&node_field(0, ".wf-outputSchemaText"), r#"{"type": "string", "minLength": 5}"#).await?;
+    browser.wait_contains(&node_field(0, ".wf-schemas summary"), "out string").await?;
     browser.js("window.scrollTo(0, 0);").await?;
     browser.screenshot("workflow-editor").await?;
     browser.click("#workflow-save").await?;
@@ -82,7 +89,8 @@ async fn build(browser: &Browser, job: i64) -> anyhow::Result<i64> {
         saved["edges"] == json!([{"from": "extract", "to": "load", "when": "SUCCESS", "if": IF}])
             && saved["nodes"][1]["param"] == json!("workflow")
             && saved["nodes"][0]["jobId"] == json!(job)
-            && saved["nodes"][0]["x"].is_number(),
+            && saved["nodes"][0]["x"].is_number()
+            && saved["nodes"][0]["outputSchema"] == json!({"type": "string", "minLength": 5}),
         "the saved graph: {saved}"
     );
     Ok(id)

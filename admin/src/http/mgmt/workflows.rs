@@ -23,6 +23,7 @@ use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType};
 use crate::engine;
 use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, JobId, NewWorkflow, Page, ScheduleStatus, WorkflowId, WorkflowRow, route_scope};
+use crate::workflow::schema::mismatch;
 use crate::workflow::{DaysError, Graph, WorkflowDays};
 
 /// Characters of a workflow's name (`varchar(255)`).
@@ -172,6 +173,14 @@ async fn checked(
         return Err(ApiError::BadRequest("overflow: SKIP or QUEUE".to_owned()));
     }
     input.graph.check().map_err(|e| ApiError::BadRequest(format!("graph: {e}")))?;
+    // A scheduled start's input is `{}`: a start schema that refuses it would fail every one.
+    if input.schedule_type.known().is_some_and(|t| t != ScheduleType::None)
+        && let Some(why) = input.graph.input_schema.as_ref().and_then(|s| mismatch(s, &serde_json::json!({})))
+    {
+        return Err(ApiError::BadRequest(format!(
+            "graph: inputSchema: a scheduled start's input is {{}}, which the schema refuses {why}"
+        )));
+    }
     let ids: BTreeSet<i32> = input.graph.job_nodes().map(|n| n.job_id).collect();
     let mut usable = BTreeSet::new();
     for id in ids {

@@ -83,7 +83,7 @@ async fn run_on(db: &Db) -> anyhow::Result<()> {
     let mut j = job(g, 0);
     j.trigger_status = 0;
     let node_job = store.add_job(&j).await?;
-    let graph = Graph { nodes: vec![node("load", node_job)], edges: vec![] };
+    let graph = Graph { nodes: vec![node("load", node_job)], edges: vec![], input_schema: None };
     let id = store.add_workflow(&workflow(g, &graph, 5, "SKIP")).await?;
 
     // Admin A fails an instance and never sweeps; admin B starts five minutes later and tells it.

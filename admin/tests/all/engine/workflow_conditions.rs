@@ -1,12 +1,14 @@
-//! Conditions on data through the engine with a fake executor, on SQLite, PostgreSQL and
-//! MariaDB: a switch takes the branch its parent's output chooses and records it in the
-//! context; an edge's `if` reads that context; an `if` with no answer fails its child without a
-//! `/run`, the child's failure edge follows, and a rerun from failure asks the condition again
-//! instead of firing the job.
+//! Conditions on data and typed step data through the engine with a fake executor, on SQLite,
+//! PostgreSQL and MariaDB: a switch takes the branch its parent's output chooses and records it
+//! in the context; an edge's `if` reads that context; an `if` with no answer fails its child
+//! without a `/run`, the child's failure edge follows, and a rerun from failure asks the
+//! condition again instead of firing the job. Declared schemas are checked where data crosses:
+//! a start, an output as it arrives (a mismatch fails the attempt), an input before `/run`.
 
+use jobwheel_admin::engine::StartError;
 use jobwheel_admin::store::{InstanceStatus, RunStatus, StartOutcome};
 use jobwheel_admin::workflow::{Condition, Edge, Graph, Node, NodeKind};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::engine::support::{Db, wait_for};
 use crate::engine::workflows::{WAIT, answer, edge, ended, node, runs_of, setup, workflow};
@@ -23,6 +25,7 @@ async fn conditions(db: &Db) -> anyhow::Result<()> {
     let [extract, big, small, fallback, report, audit, alert] = s.jobs[..] else { unreachable!() };
     let route = Node { kind: NodeKind::Switch, job_id: 0, param: None, ..node("route", extract) };
     let graph = Graph {
+        input_schema: None,
         nodes: vec![
             node("extract", extract),
             route,
@@ -116,4 +119,84 @@ async fn a_switch_and_ifs_on_data_choose_what_runs_on_postgres() -> anyhow::Resu
 #[tokio::test]
 async fn a_switch_and_ifs_on_data_choose_what_runs_on_mysql() -> anyhow::Result<()> {
     Db::run(Db::mysql().await?, conditions).await
+}
+
+/// a (declares its output) → b (declares its input); the workflow declares its start input.
+async fn typed(db: &Db) -> anyhow::Result<()> {
+    let s = setup(db, 2).await?;
+    let [a, b] = s.jobs[..] else { unreachable!() };
+    let mut first = node("a", a);
+    first.retries = 1;
+    first.output_schema = Some(json!({
+        "type": "object", "required": ["rows"], "properties": {"rows": {"type": "integer"}}
+    }));
+    let mut second = node("b", b);
+    second.input_schema = Some(json!({
+        "type": "object", "required": ["a"],
+        "properties": {"a": {"properties": {"rows": {"minimum": 10}}}}
+    }));
+    let graph = Graph {
+        input_schema: Some(
+            json!({"type": "object", "required": ["day"], "properties": {"day": {"type": "string"}}}),
+        ),
+        nodes: vec![first, second],
+        edges: vec![edge("a", "b", Condition::Success)],
+    };
+    graph.check()?;
+    let w = s.store.add_workflow(&workflow(s.group, &graph, 1, "SKIP")).await?;
+    let wf = s.engine.workflows();
+    let refused = wf.start(w, Some(r#"{"day": 20300101}"#), TriggerType::Manual).await;
+    let Err(StartError::BadContext(why)) = refused else {
+        anyhow::bail!("a start against the schema: {refused:?}")
+    };
+    assert!(why.contains("inputSchema at /day (schema /properties/day/type)"), "{why}");
+    assert!(!why.contains("20300101"), "the value is not repeated: {why}");
+    let StartOutcome::Started(id) = wf.start(w, Some(r#"{"day":"2030-01-01"}"#), TriggerType::Manual).await?
+    else {
+        anyhow::bail!("not started")
+    };
+
+    answer(&s, a, 1, 200, r#"{"rows":"three"}"#).await?;
+    answer(&s, a, 2, 200, r#"{"rows":3}"#).await?;
+    assert_eq!(ended(&*s.store, id).await?, InstanceStatus::Failed);
+    let runs = s.store.instance_runs(id).await?;
+    let of = |name: &str| runs.iter().filter(|r| r.node == name).collect::<Vec<_>>();
+    let attempts = of("a");
+    assert_eq!(
+        attempts.iter().map(|r| r.status).collect::<Vec<_>>(),
+        vec![RunStatus::Failed, RunStatus::Succeeded]
+    );
+    let message = attempts[0].message.clone().unwrap_or_default();
+    assert!(
+        message.contains("outputSchema at /rows (schema /properties/rows/type)"),
+        "an output against its schema fails the attempt, and the retry runs: {message}"
+    );
+    let second = of("b");
+    assert_eq!(second[0].status, RunStatus::Failed);
+    let message = second[0].message.clone().unwrap_or_default();
+    assert!(
+        message.contains("inputSchema at /a/rows (schema /properties/a/properties/rows/minimum)"),
+        "{message}"
+    );
+    assert_eq!(runs_of(&s.fake, b).len(), 0, "an input against its schema is never sent");
+    let instance = s.store.load_instance(id).await?.expect("instance");
+    let context: Value = serde_json::from_str(&instance.context)?;
+    assert_eq!(context["a"], json!({"rows": 3}), "only the output that matched joined the context");
+    s.engine.triggers().wait_idle().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn declared_inputs_and_outputs_are_checked_where_they_cross_on_sqlite() -> anyhow::Result<()> {
+    Db::run(Some(Db::sqlite().await?), typed).await
+}
+
+#[tokio::test]
+async fn declared_inputs_and_outputs_are_checked_where_they_cross_on_postgres() -> anyhow::Result<()> {
+    Db::run(Db::postgres().await?, typed).await
+}
+
+#[tokio::test]
+async fn declared_inputs_and_outputs_are_checked_where_they_cross_on_mysql() -> anyhow::Result<()> {
+    Db::run(Db::mysql().await?, typed).await
 }

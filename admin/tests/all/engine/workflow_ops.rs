@@ -64,6 +64,7 @@ async fn operations(db: &Db) -> anyhow::Result<()> {
     ];
     nodes[1].continue_on_failure = true;
     let graph = Graph {
+        input_schema: None,
         nodes,
         edges: vec![
             edge("extract", "left", Condition::Success),

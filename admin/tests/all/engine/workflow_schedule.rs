@@ -70,7 +70,7 @@ async fn schedule(db: &Db) -> anyhow::Result<()> {
     let job = store.add_job(&j).await?;
     let rest = store.add_calendar(&calendar(&["SAT", "SUN"])?).await?;
 
-    let graph = Graph { nodes: vec![node("load", job)], edges: vec![] };
+    let graph = Graph { nodes: vec![node("load", job)], edges: vec![], input_schema: None };
     let mut w = workflow(g, &graph, 1, "SKIP");
     w.schedule_type = "CRON".into();
     w.schedule_conf = Some("0 0 9 * * ?".into());

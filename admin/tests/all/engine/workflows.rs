@@ -33,6 +33,8 @@ pub(crate) fn node(name: &str, job: JobId) -> Node {
         continue_on_failure: false,
         disabled: false,
         delivery: None,
+        input_schema: None,
+        output_schema: None,
         x: None,
         y: None,
     }
@@ -130,6 +132,7 @@ async fn diamond(db: &Db) -> anyhow::Result<()> {
     nodes[2].retries = 1;
     nodes[5].disabled = true;
     let graph = Graph {
+        input_schema: None,
         nodes,
         edges: vec![
             edge("extract", "left", Condition::Success),
@@ -195,7 +198,7 @@ async fn a_diamond_runs_each_node_once_with_joins_retries_and_conditions_on_mysq
 }
 
 fn one_node(job: JobId) -> Graph {
-    Graph { nodes: vec![node("only", job)], edges: Vec::new() }
+    Graph { nodes: vec![node("only", job)], edges: Vec::new(), input_schema: None }
 }
 
 async fn instance_runs(store: &dyn Store, id: InstanceId) -> anyhow::Result<Vec<RunRow>> {
@@ -273,6 +276,7 @@ async fn the_sweep_recovers_what_a_dead_admin_left_and_two_admins_fire_each_run_
         UpstreamAlarms::default(),
     );
     let graph = Graph {
+        input_schema: None,
         nodes: vec![node("first", s.jobs[0]), node("second", s.jobs[1])],
         edges: vec![edge("first", "second", Condition::Success)],
     };

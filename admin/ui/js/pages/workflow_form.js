@@ -18,6 +18,31 @@ const DEFAULTS = {
 };
 const CONDITIONS = ['SUCCESS', 'FAILURE', 'ALWAYS'];
 const KINDS = ['JOB', 'SWITCH'];
+
+/** A declared JSON Schema in a few words: an object's properties with their types (`*` required). */
+export function shape(schema) {
+  if (!schema || typeof schema !== 'object') return '';
+  const type = (s) => (Array.isArray(s.type) ? s.type.join('|') : s.type) || (s.enum ? 'enum' : 'any');
+  if (schema.properties && typeof schema.properties === 'object') {
+    const required = new Set(schema.required || []);
+    return `{${Object.entries(schema.properties).map(([k, v]) => `${k}${required.has(k) ? '*' : ''}: ${type(v || {})}`).join(', ')}}`;
+  }
+  return type(schema);
+}
+
+/** A schema textarea's JSON, or null when empty; throws naming `what` when it is not JSON. */
+function safeJson(text) {
+  try { return JSON.parse(text); } catch (e) { return null; }
+}
+
+function schemaOf(text, what) {
+  if (!text || !text.trim()) return null;
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new Error(t('wf.schemaNotJson', { what }));
+  }
+}
 const NODE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 export async function render({ main, params, app }) {
@@ -64,6 +89,8 @@ export async function render({ main, params, app }) {
   scheduleType.addEventListener('change', syncSchedule);
   syncSchedule();
 
+  const startSchema = h('textarea', { id: 'workflow-inputSchema', class: 'wf-schema-input', rows: 3, placeholder: '{"type": "object"}' },
+    workflow.graph.inputSchema ? JSON.stringify(workflow.graph.inputSchema, null, 2) : '');
   const nodeBody = h('tbody', { id: 'workflow-nodes' });
   const edgeBody = h('tbody', { id: 'workflow-edges' });
   const drawing = h('div', { class: 'wf-canvas', id: 'workflow-canvas' });
@@ -122,6 +149,7 @@ export async function render({ main, params, app }) {
       cell(bound(n, 'timeoutSecs', h('input', { type: 'number', min: 0, value: n.timeoutSecs ?? 0, class: 'narrow', 'aria-label': t('job.executorTimeout') }), number)),
       cell(bound(n, 'continueOnFailure', h('input', { type: 'checkbox', checked: Boolean(n.continueOnFailure), 'aria-label': t('wf.continueOnFailure') }))),
       cell(bound(n, 'disabled', h('input', { type: 'checkbox', checked: Boolean(n.disabled), 'aria-label': t('wf.disabled') }))),
+      cell(schemaCell(n)),
       cell(bound(n, 'delivery', select('delivery', [{ value: '', label: t('wf.deliveryJob') },
         ...['AT_MOST_ONCE', 'EXACTLY_ONCE'].map((m) => ({ value: m, label: t(`job.delivery${m}`) }))],
       n.delivery ?? '', { 'aria-label': t('job.deliveryMode') }), (v) => (v === '' ? null : v))),
@@ -136,6 +164,22 @@ export async function render({ main, params, app }) {
           redraw();
         },
       }, '×')))));
+  }
+
+  /** A node's declared shapes: shown in its summary, edited as JSON in two text areas. */
+  function schemaCell(n) {
+    const text = (v) => (v ? JSON.stringify(v, null, 2) : '');
+    n.inputSchemaText ??= text(n.inputSchema);
+    n.outputSchemaText ??= text(n.outputSchema);
+    const summary = () => [n.inputSchemaText.trim() ? `in ${shape(safeJson(n.inputSchemaText))}` : '',
+      n.outputSchemaText.trim() ? `out ${shape(safeJson(n.outputSchemaText))}` : ''].filter(Boolean).join(' · ') || t('wf.noSchema');
+    const head = h('summary', { class: 'wf-shape' }, summary());
+    const area = (key, label) => {
+      const el = h('textarea', { class: `wf-schema-input wf-${key}`, rows: 4, 'aria-label': label, placeholder: '{"type": "object"}' }, n[key]);
+      el.addEventListener('input', () => { n[key] = el.value; head.textContent = summary(); });
+      return h('label', {}, label, el);
+    };
+    return h('details', { class: 'wf-schemas' }, head, area('inputSchemaText', t('wf.inputSchema')), area('outputSchemaText', t('wf.outputSchema')));
   }
 
   function renderEdges() {
@@ -202,10 +246,13 @@ export async function render({ main, params, app }) {
             retryDelaySecs: n.retryDelaySecs || 0, timeoutSecs: n.timeoutSecs || 0,
             continueOnFailure: Boolean(n.continueOnFailure), disabled: Boolean(n.disabled),
             delivery: n.delivery || null,
+            inputSchema: schemaOf(n.inputSchemaText, `${n.name} ${t('wf.inputSchema')}`),
+            outputSchema: schemaOf(n.outputSchemaText, `${n.name} ${t('wf.outputSchema')}`),
             x: at ? at.x : null, y: at ? at.y : null,
           };
         }),
         edges: edges.map((e) => ({ from: e.from, to: e.to, when: e.when || 'SUCCESS', ...(e.if ? { if: e.if } : {}) })),
+        inputSchema: schemaOf(startSchema.value, t('wf.startSchema')),
       },
     };
   };
@@ -229,9 +276,10 @@ export async function render({ main, params, app }) {
       h('h4', {}, t('wf.nodes')),
       h('div', { class: 'table-scroll' }, h('table', { class: 'table wf-table' },
         h('thead', {}, h('tr', {}, [t('wf.nodeName'), t('wf.kind'), t('logs.job'), t('job.executorParam'), t('wf.retries'), t('wf.retryDelay'),
-          t('job.executorTimeout'), t('wf.continueOnFailure'), t('wf.disabled'), t('job.deliveryMode'), ''].map((x) => h('th', {}, x)))),
+          t('job.executorTimeout'), t('wf.continueOnFailure'), t('wf.disabled'), t('wf.schemas'), t('job.deliveryMode'), ''].map((x) => h('th', {}, x)))),
         nodeBody)),
       addNode,
+      field(t('wf.startSchema'), startSchema, t('wf.schemaHint')),
       h('h4', {}, t('wf.edges')),
       h('p', { class: 'hint' }, t('wf.ifHint')),
       h('table', { class: 'table wf-table' },

@@ -56,11 +56,40 @@ async fn workflows_are_checked_owned_by_their_group_and_run_to_an_end() -> anyho
                    "edges": [{"from": "s", "to": "b"}]}),
             "switch node \"s\": a switch runs no job",
         ),
+        (
+            json!({"nodes": [{"name": "a", "jobId": jobs[0], "outputSchema": {"type": "objekt"}}]}),
+            "node \"a\" outputSchema: not a valid JSON Schema at /type",
+        ),
     ] {
         let (status, refused) = alice.post("/api/v1/workflows", body(bad)).await;
         assert_eq!(status, 400, "{refused}");
         assert!(refused["msg"].as_str().unwrap_or_default().contains(needle), "{needle}: {refused}");
     }
+    // A schema naming a remote document is refused, and nothing is fetched: the listener it
+    // names hears no connection (the admin answered before this looks).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let remote = format!("http://{}/schema.json", listener.local_addr()?);
+    let fetching = json!({"nodes": [{"name": "a", "jobId": jobs[0], "inputSchema": {"$ref": remote}}]});
+    let (status, refused) = alice.post("/api/v1/workflows", body(fetching)).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["msg"].as_str().unwrap_or_default().contains("inputSchema: not a valid JSON Schema"),
+        "{refused}"
+    );
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the admin connected to the schema's remote $ref"
+    );
+    let mut typed = graph(jobs[0], jobs[1]);
+    typed["inputSchema"] = json!({"type": "object", "required": ["day"]});
+    let scheduled = json!({"name": "nightly", "jobGroup": mine.0, "scheduleType": "CRON", "scheduleConf": "0 0 1 * * ?", "graph": typed});
+    let (status, refused) = alice.post("/api/v1/workflows", scheduled).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["msg"].as_str().unwrap_or_default().contains("a scheduled start's input is {}"),
+        "{refused}"
+    );
     let (status, _) = bob.post("/api/v1/workflows", body(graph(jobs[0], jobs[1]))).await;
     assert_eq!(status, 403, "bob may not use the owner group");
     let (status, created) = alice.post("/api/v1/workflows", body(graph(jobs[0], jobs[1]))).await;
