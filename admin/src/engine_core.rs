@@ -116,6 +116,9 @@ impl AdminCore for EngineCore {
             InstanceOp::MarkDone { node, output } => {
                 workflows.mark_done(instance, &node, output.as_deref()).await
             }
+            InstanceOp::Decide { node, approve, by, comment } => {
+                workflows.decide(instance, &node, approve, &by, comment.as_deref()).await
+            }
         }
     }
 

@@ -240,6 +240,7 @@ impl InstanceRunner {
                     due_ms: now_ms + delay,
                     output: None,
                     message: None,
+                    deadline_ms: 0,
                 });
             }
         }
@@ -255,6 +256,7 @@ impl InstanceRunner {
                 }
                 Decision::Pass => (RunStatus::Passed, None, Some("disabled".to_owned())),
                 Decision::Fail(why) => (RunStatus::Failed, None, Some(why)),
+                Decision::Wait => (RunStatus::Waiting, None, Some("waiting for approval".to_owned())),
                 Decision::Branch(branch) => {
                     // The branch goes into the context too, for the conditions after it.
                     let output = branch_output(branch.as_deref());
@@ -271,7 +273,11 @@ impl InstanceRunner {
                     (RunStatus::Passed, Some(output), Some(message))
                 }
             };
-            new_runs.push(NewRun { node, attempt: 1, status, due_ms: now_ms, output, message });
+            // An approval's deadline runs from when it starts waiting.
+            let deadline = graph.node(&node).map_or(0, |n| i64::from(n.timeout_secs) * 1000);
+            let deadline_ms =
+                if status == RunStatus::Waiting && deadline > 0 { now_ms + deadline } else { 0 };
+            new_runs.push(NewRun { node, attempt: 1, status, due_ms: now_ms, output, message, deadline_ms });
         }
         let ids = tx.insert_runs(&new_runs).await?;
         let instance = tx.instance().clone();

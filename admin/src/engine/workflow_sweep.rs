@@ -59,6 +59,8 @@ pub struct SweepReport {
     pub fired: usize,
     /// Runs failed for their timeout.
     pub timed_out: usize,
+    /// Approvals decided by their deadline.
+    pub deadlines: usize,
     /// Alarms of failed instances and missed starts this admin raised.
     pub alarms: usize,
 }

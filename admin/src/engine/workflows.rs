@@ -31,7 +31,7 @@ use crate::store::{
     Admission, InstanceId, InstanceStatus, InstanceTx, LogId, NewInstance, NewRun, NewWorkflow, RunEnd,
     RunRow, RunStatus, StartOutcome, Store, WorkflowId,
 };
-use crate::workflow::{Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, NodeState, node_states};
+use crate::workflow::{Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, NodeState, OnDeadline, node_states};
 
 /// Instances of workflows: the commands, with the runner and the sweep they hand work to.
 pub struct Workflows {
@@ -69,6 +69,17 @@ pub enum InstanceOp {
         node: String,
         /// Its output.
         output: Option<String>,
+    },
+    /// [`Workflows::decide`]: an approval's decision.
+    Decide {
+        /// The approval node.
+        node: String,
+        /// Approved (else rejected).
+        approve: bool,
+        /// Who decided (a user name).
+        by: String,
+        /// Why, if they said.
+        comment: Option<String>,
     },
 }
 
@@ -111,9 +122,25 @@ impl Workflows {
         })
     }
 
-    /// One sweep at `now_ms` (`workflow_sweep.rs`).
+    /// One sweep at `now_ms` (`workflow_sweep.rs`), then the approvals whose deadline passed,
+    /// decided as their node's `onDeadline` says.
     pub async fn sweep(&self, now_ms: i64) -> Result<SweepReport, EngineError> {
-        self.sweep.pass(now_ms).await
+        let mut report = self.sweep.pass(now_ms).await?;
+        for (run, instance) in self.store.overdue_approvals(now_ms, 100).await? {
+            let Some(row) = self.store.load_instance(instance).await? else { continue };
+            let runs = self.store.instance_runs(instance).await?;
+            let Some(node) = runs.into_iter().find(|r| r.id == run).map(|r| r.node) else { continue };
+            let graph = Graph::from_json(&row.graph).unwrap_or_default();
+            let approve = graph.node(&node).and_then(|n| n.on_deadline) == Some(OnDeadline::Approve);
+            match self.decide(instance, &node, approve, "the deadline", None).await {
+                Ok(()) => report.deadlines += 1,
+                // Decided by a user (or another admin) meanwhile.
+                Err(OpError::Conflict(_) | OpError::NotFound(_)) => {}
+                Err(OpError::Engine(error)) => return Err(error),
+                Err(OpError::BadOutput(_)) => {}
+            }
+        }
+        Ok(report)
     }
 
     /// Results were stored for `logs`: advances the instances of those that belong to node
@@ -193,7 +220,9 @@ impl Workflows {
             end_ms: now_ms,
         };
         let mut fired = Vec::new();
-        for run in runs.iter().filter(|r| r.status == RunStatus::Due || r.status == RunStatus::Fired) {
+        for run in
+            runs.iter().filter(|r| matches!(r.status, RunStatus::Due | RunStatus::Fired | RunStatus::Waiting))
+        {
             if tx.end_run(run.id, run.status, &end).await? && run.status == RunStatus::Fired {
                 fired.push(run.id);
             }
@@ -241,6 +270,7 @@ impl Workflows {
                 due_ms: now_ms,
                 output: None,
                 message: Some("rerun from failure".to_owned()),
+                deadline_ms: 0,
             })
             .collect();
         revoke_below(&mut *tx, &graph, &roots, &runs).await?;
@@ -300,12 +330,59 @@ impl Workflows {
             due_ms: now_ms,
             output: output.as_ref().map(Value::to_string),
             message: Some("marked done".to_owned()),
+            deadline_ms: 0,
         };
         revoke_below(&mut *tx, &graph, &[node], &runs).await?;
         tx.insert_runs(std::slice::from_ref(&done)).await?;
         tx.set_instance(InstanceStatus::Running, &context_text, instance.start_ms, 0).await?;
         tx.commit().await?;
         tracing::info!(instance = id.0, node, "workflow node marked done");
+        self.runner.advance_and_fire(id).await?;
+        Ok(())
+    }
+
+    /// Decides the approval `node` of running instance `id`, waiting since its run was
+    /// inserted: approved, it succeeds with `{"approved": true, "by", "comment"}` as its output
+    /// (which joins the context); rejected, it fails with who and why in its message. Then the
+    /// instance goes on. The deadline decides through here too, `by` "the deadline".
+    pub async fn decide(
+        &self,
+        id: InstanceId,
+        node: &str,
+        approve: bool,
+        by: &str,
+        comment: Option<&str>,
+    ) -> Result<(), OpError> {
+        let mut tx = self.begin(id).await?;
+        let instance = tx.instance().clone();
+        let runs = tx.runs().await?;
+        let Some(run) = newest_run(&runs, node).filter(|r| r.status == RunStatus::Waiting) else {
+            return Err(OpError::Conflict(format!(
+                "node {node:?} of workflow instance {} is not waiting for approval",
+                id.0
+            )));
+        };
+        let decision = serde_json::json!({ "approved": approve, "by": by, "comment": comment });
+        let said = comment.map(|c| format!(": {c}")).unwrap_or_default();
+        let end = RunEnd {
+            status: if approve { RunStatus::Succeeded } else { RunStatus::Failed },
+            output: Some(decision.to_string()),
+            message: Some(format!("{} by {by}{said}", if approve { "approved" } else { "rejected" })),
+            end_ms: self.clock.now_ms(),
+        };
+        if !tx.end_run(run.id, RunStatus::Waiting, &end).await? {
+            return Err(OpError::Conflict(format!("node {node:?} was decided meanwhile")));
+        }
+        if approve {
+            let mut context = crate::workflow::context_map(&instance.context);
+            context.insert(node.to_owned(), decision);
+            let text = Value::Object(context).to_string();
+            if text.len() <= MAX_CONTEXT {
+                tx.set_instance(instance.status, &text, instance.start_ms, instance.end_ms).await?;
+            }
+        }
+        tx.commit().await?;
+        tracing::info!(instance = id.0, node, approve, by, "workflow approval decided");
         self.runner.advance_and_fire(id).await?;
         Ok(())
     }

@@ -100,6 +100,12 @@ pub trait WorkflowStore: Send + Sync {
     async fn settled_runs(&self, limit: u32) -> Result<Vec<(RunId, InstanceId)>, StoreError>;
     /// Fired runs past their deadline.
     async fn overdue_runs(&self, now_ms: i64, limit: u32) -> Result<Vec<(RunId, InstanceId)>, StoreError>;
+    /// Waiting approvals past their deadline.
+    async fn overdue_approvals(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<(RunId, InstanceId)>, StoreError>;
     /// Running instances with no due or fired run (started, but not yet planned).
     async fn idle_instances(&self, limit: u32) -> Result<Vec<InstanceId>, StoreError>;
 }

@@ -42,6 +42,20 @@ pub enum NodeKind {
     /// that holds in the order listed, else the one without `if`; the others' children are
     /// skipped.
     Switch,
+    /// Runs no job: waits until a user approves (a success) or rejects (a failure), or its
+    /// deadline (`timeoutSecs`) passes and `onDeadline` decides.
+    Approval,
+}
+
+/// What an approval's deadline decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OnDeadline {
+    /// Rejected: the node fails.
+    #[default]
+    Reject,
+    /// Approved: the node succeeds.
+    Approve,
 }
 
 impl NodeKind {
@@ -89,6 +103,9 @@ pub struct Node {
     /// A JSON Schema the node's output must match when it arrives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<serde_json::Value>,
+    /// An approval's decision when its deadline passes (reject when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_deadline: Option<OnDeadline>,
     /// Where the editor draws it (layout only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub x: Option<f64>,
@@ -193,6 +210,9 @@ pub enum GraphError {
     /// A switch node breaks a switch's rules.
     #[error("switch node {0:?}: {1}")]
     Switch(String, &'static str),
+    /// An approval node breaks an approval's rules.
+    #[error("approval node {0:?}: {1}")]
+    Approval(String, &'static str),
     /// A node's job does not exist (checked by the caller).
     #[error("node {node:?} runs job {job_id}, which does not exist")]
     UnknownJob {
@@ -263,6 +283,7 @@ impl Graph {
             }
         }
         self.check_switches()?;
+        self.check_approvals()?;
         self.check_schemas()?;
         self.find_cycle()
     }
@@ -309,6 +330,29 @@ impl Graph {
             }
             if branches.iter().any(|e| e.when != Condition::Success) {
                 return bad("a branch takes no when other than SUCCESS: its if chooses it");
+            }
+        }
+        Ok(())
+    }
+
+    /// An approval runs no job and declares no schema; `onDeadline` belongs to approvals only.
+    fn check_approvals(&self) -> Result<(), GraphError> {
+        for node in &self.nodes {
+            let bad = |why| Err(GraphError::Approval(node.name.clone(), why));
+            if node.kind != NodeKind::Approval {
+                if node.on_deadline.is_some() {
+                    return Err(GraphError::Approval(
+                        node.name.clone(),
+                        "onDeadline is for approval nodes only",
+                    ));
+                }
+                continue;
+            }
+            if node.job_id != 0 {
+                return bad("an approval runs no job: leave jobId out");
+            }
+            if node.input_schema.is_some() || node.output_schema.is_some() || node.retries > 0 {
+                return bad("an approval declares no schema and has no retries");
             }
         }
         Ok(())

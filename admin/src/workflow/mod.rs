@@ -13,7 +13,9 @@ mod plan;
 pub mod schema;
 
 pub use days::{DaysError, MAX_WORKFLOW_CALENDARS, WorkflowDays};
-pub use graph::{Condition, Edge, Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES, Node, NodeKind};
+pub use graph::{
+    Condition, Edge, Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES, Node, NodeKind, OnDeadline,
+};
 pub use plan::{Decision, NodeState, PlanInput, Planned, branch_output, branches, node_states, plan};
 
 /// The largest output one node may add to the context, in bytes of JSON.

@@ -11,6 +11,8 @@
 //!   listed) whose `if` is true, else its default (the branch without `if`), else none, and
 //!   passes with `{"branch": <child or null>}` as its output; a branch not taken does not hold.
 //!   A disabled switch takes its default.
+//! - A ready **approval** waits (a run in `WAITING`) for a user's decision or its deadline; a
+//!   disabled one passes.
 //! - A parent that succeeded, passed, or failed with "continue on failure" satisfies `SUCCESS`
 //!   and `ALWAYS` edges; one that failed satisfies `FAILURE` and `ALWAYS`; a skipped one only
 //!   `ALWAYS`.
@@ -133,6 +135,8 @@ pub enum Decision {
     Fail(String),
     /// A switch passed, taking this branch (`None`: none held and it has no default).
     Branch(Option<String>),
+    /// An approval waits for a user's decision.
+    Wait,
 }
 
 /// What the planner reads besides the graph.
@@ -199,11 +203,12 @@ pub fn plan(graph: &Graph, input: &PlanInput<'_>) -> Planned {
                 (Ok(true), disabled, NodeKind::Switch) => {
                     data.choose(graph, node.name.as_str(), incoming, disabled, &states)
                 }
-                (Ok(true), true, NodeKind::Job) => Decision::Pass,
+                (Ok(true), true, NodeKind::Job | NodeKind::Approval) => Decision::Pass,
                 (Ok(true), false, NodeKind::Job) => Decision::Run,
+                (Ok(true), false, NodeKind::Approval) => Decision::Wait,
             };
             let state = match &decision {
-                Decision::Run => NodeState::Active,
+                Decision::Run | Decision::Wait => NodeState::Active,
                 Decision::Skip => NodeState::Skipped,
                 Decision::Pass | Decision::Branch(_) => NodeState::Passed,
                 Decision::Fail(_) => NodeState::Failed,
@@ -213,7 +218,7 @@ pub fn plan(graph: &Graph, input: &PlanInput<'_>) -> Planned {
                 branches.insert(node.name.as_str(), to);
             }
             states.insert(node.name.as_str(), state);
-            changed |= decision != Decision::Run;
+            changed |= !matches!(decision, Decision::Run | Decision::Wait);
             decisions.push((node.name.clone(), decision));
         }
         if !changed {

@@ -18,6 +18,7 @@ fn node(name: &str) -> Node {
         delivery: None,
         input_schema: None,
         output_schema: None,
+        on_deadline: None,
         x: None,
         y: None,
     }

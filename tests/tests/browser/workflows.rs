@@ -4,7 +4,8 @@
 //! meets) and the first node a declared output shape, saves, runs an instance with a context,
 //! and watches the instance page colour both nodes as they finish on the real executor — then
 //! reads the picked node's run, its log link and its output, sees the context carry both
-//! outputs, and reads the page in Chinese.
+//! outputs, and reads the page in Chinese. Last, an instance that waits at an approval node is
+//! approved from its page with a comment.
 
 use anyhow::{Context as _, ensure};
 use serde_json::json;
@@ -20,7 +21,44 @@ const IF: &str = "output.startsWith('said hello') && parent.state == 'SUCCEEDED'
 /// its output as a workflow node.
 pub(crate) async fn run(browser: &Browser, job: i64) -> anyhow::Result<()> {
     let id = build(browser, job).await.context("building the workflow in the editor")?;
-    watch_instance(browser, id).await.context("running it and watching the instance")
+    watch_instance(browser, id).await.context("running it and watching the instance")?;
+    approve(browser, job).await.context("deciding an approval on the instance page")
+}
+
+/// A workflow gated by an approval (made through the API with the page's own session): its
+/// instance waits; the operator approves it on the instance page with a comment, and the job
+/// after it runs.
+async fn approve(browser: &Browser, job: i64) -> anyhow::Result<()> {
+    let graph = json!({
+        "nodes": [{"name": "signoff", "kind": "APPROVAL"}, {"name": "after", "jobId": job, "param": "approved"}],
+        "edges": [{"from": "signoff", "to": "after"}]
+    });
+    let script = format!(
+        "const call = (method, path, body, token) => {{
+           const x = new XMLHttpRequest(); x.open(method, '/api/v1' + path, false);
+           x.setRequestHeader('Content-Type', 'application/json');
+           if (token) x.setRequestHeader('X-CSRF-Token', token);
+           x.send(body ? JSON.stringify(body) : null); return JSON.parse(x.responseText); }};
+         const token = call('GET', '/session').csrfToken;
+         const group = call('GET', '/workflows')[0].jobGroup;
+         const w = call('POST', '/workflows', {{ name: 'Gated', jobGroup: group, graph: {graph} }}, token);
+         return call('POST', `/workflows/${{w.id}}/instances`, {{}}, token).instanceId;"
+    );
+    let instance = browser.js(&script).await?;
+    let instance = instance.as_i64().with_context(|| format!("an instance id: {instance}"))?;
+    browser.route(&format!("#/workflow-instances/{instance}")).await?;
+    browser.wait_text("#instance-canvas", "the approval to wait", |_| true).await?;
+    browser.click("#instance-canvas g[data-node=signoff]").await?;
+    browser.wait_contains("#instance-runs", "Waiting for approval").await?;
+    browser.click("#instance-decide").await?;
+    browser.fill("#decide-comment", "looks right").await?;
+    browser.click("#decide-modal [data-action=approve]").await?;
+    browser
+        .wait_text("#instance-status", "the approved instance to succeed", |t| t.contains("Succeeded"))
+        .await?;
+    let runs = browser.wait_contains("#instance-runs", "approved by").await?;
+    ensure!(runs.contains("looks right"), "the decision and its comment are shown: {runs}");
+    Ok(())
 }
 
 /// The CSS of node row `index`'s `field`.

@@ -116,6 +116,20 @@ pub(crate) struct StartWorkflow {
 
 #[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
+pub(crate) struct DecideApproval {
+    /// The workflow instance.
+    pub(crate) id: i64,
+    /// The approval node, waiting (state WAITING).
+    pub(crate) node: String,
+    /// true approves (the node succeeds), false rejects (it fails).
+    pub(crate) approve: bool,
+    /// Why (kept in the run's message and the audit log).
+    #[serde(default)]
+    pub(crate) comment: Option<String>,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
 pub(crate) struct ByGroup {
     /// Only this executor group's.
     #[serde(default)]

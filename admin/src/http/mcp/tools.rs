@@ -1,7 +1,8 @@
 //! The tools (docs/mcp.md has each with its REST route and scope): jobs (search, get, explain
 //! the schedule, create and update with a dry run, start, stop, trigger), runs (list, read the
-//! log from a line on, search a job's logs), workflows (search, get, start an instance, read its state), the
-//! lateness and missed-fire report and the dashboard figures.
+//! log from a line on, search a job's logs), workflows (search, get, start an instance, read its
+//! state, decide a waiting approval), the lateness and missed-fire report and the dashboard
+//! figures.
 
 use std::sync::Arc;
 
@@ -16,8 +17,8 @@ use serde_json::{Value, json};
 
 use super::api::Api;
 use super::params::{
-    ByGroup, ById, CreateJob, Explain, ListRuns, ReadLog, SearchJobs, SearchLogs, StartWorkflow, Trigger,
-    UpdateJob,
+    ByGroup, ById, CreateJob, DecideApproval, Explain, ListRuns, ReadLog, SearchJobs, SearchLogs,
+    StartWorkflow, Trigger, UpdateJob,
 };
 use crate::http::McpState;
 use crate::http::mgmt::auth::AgentToken;
@@ -260,6 +261,23 @@ impl Jobwheel {
     ) -> Reply {
         let body = json!({"context": p.context});
         reply(self.send(&parts, Method::POST, &format!("/api/v1/workflows/{}/instances", p.id), &body).await?)
+    }
+
+    #[tool(
+        description = "Approve or reject a workflow instance's approval node that is WAITING, with an optional comment. Needs a write token and rights on every job of the instance; audited."
+    )]
+    async fn decide_workflow_approval(
+        &self,
+        Parameters(p): Parameters<DecideApproval>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        // A node name is letters, digits, '_' and '-': nothing else may reach the path.
+        if p.node.is_empty() || !p.node.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return reply(Err(format!("node {:?} is not a node name", p.node)));
+        }
+        let (verb, node) = (if p.approve { "approve" } else { "reject" }, &p.node);
+        let path = format!("/api/v1/workflow-instances/{}/nodes/{node}/{verb}", p.id);
+        reply(self.send(&parts, Method::POST, &path, &json!({"comment": p.comment})).await?)
     }
 
     #[tool(

@@ -145,6 +145,13 @@ fn action(method: &Method, route: &str) -> Option<Action> {
         "/api/v1/workflow-instances/{id}/nodes/{name}/done" if post => {
             Action { body_detail: true, ..act("workflow.instance.mark_done", Subject::None) }
         }
+        // The comment is the decision's reason.
+        "/api/v1/workflow-instances/{id}/nodes/{name}/approve" if post => {
+            Action { body_detail: true, ..act("workflow.instance.approve", Subject::None) }
+        }
+        "/api/v1/workflow-instances/{id}/nodes/{name}/reject" if post => {
+            Action { body_detail: true, ..act("workflow.instance.reject", Subject::None) }
+        }
         "/api/v1/alarm-channels" if post => {
             Action { creates: true, ..act("alarm_channel.create", Subject::AlarmChannel) }
         }
@@ -382,10 +389,13 @@ fn target(subject: Subject, route: &str, id: Option<i64>) -> String {
 /// clear's filter, the user name of a login (never its password), a secret's name.
 fn detail(action: &Action, body: Option<&Bytes>, name: Option<&str>) -> Option<Value> {
     if let Some(name) = name {
-        // A node marked done: which node, and the output it is taken to have produced. Other
-        // named routes (secrets among them) record the name alone.
-        if action.name == "workflow.instance.mark_done"
-            && let Some(Value::Object(mut body)) = body.and_then(|b| serde_json::from_slice(b).ok())
+        // A node marked done, approved or rejected: which node, and the output it is taken to
+        // have produced or the decision's comment. Other named routes (secrets among them)
+        // record the name alone.
+        if matches!(
+            action.name,
+            "workflow.instance.mark_done" | "workflow.instance.approve" | "workflow.instance.reject"
+        ) && let Some(Value::Object(mut body)) = body.and_then(|b| serde_json::from_slice(b).ok())
         {
             body.insert("name".to_owned(), json!(name));
             return Some(Value::Object(body));

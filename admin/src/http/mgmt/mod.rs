@@ -167,6 +167,8 @@ pub(crate) fn router() -> Router<HttpState> {
         .route("/api/v1/workflow-instances/{id}/rerun-failed", post(workflow_instances::rerun_failed))
         .route("/api/v1/workflow-instances/{id}/rerun", post(workflow_instances::rerun))
         .route("/api/v1/workflow-instances/{id}/nodes/{name}/done", post(workflow_instances::mark_done))
+        .route("/api/v1/workflow-instances/{id}/nodes/{name}/approve", post(workflow_instances::approve))
+        .route("/api/v1/workflow-instances/{id}/nodes/{name}/reject", post(workflow_instances::reject))
         .route("/api/v1/calendars", get(calendars::list).post(calendars::create))
         .route("/api/v1/calendars/import", post(calendars::import))
         .route("/api/v1/calendars/{id}", get(calendars::get).put(calendars::update).delete(calendars::delete))

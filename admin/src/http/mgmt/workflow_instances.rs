@@ -265,6 +265,56 @@ pub(crate) async fn mark_done(
     full_instance(&state, &principal, id).await
 }
 
+/// The body of an approval's decision: why, optionally (at most [`COMMENT_MAX`] characters).
+#[derive(Debug, Deserialize, Default)]
+pub(crate) struct DecisionBody {
+    #[serde(default)]
+    comment: Option<String>,
+}
+
+/// The longest comment on an approval's decision.
+const COMMENT_MAX: usize = 1000;
+
+/// `POST /api/v1/workflow-instances/{id}/nodes/{name}/approve`: the waiting approval succeeds.
+pub(crate) async fn approve(
+    State(state): State<Arc<MgmtState>>,
+    principal: Principal,
+    Path((id, node)): Path<(i64, String)>,
+    ApiJson(body): ApiJson<DecisionBody>,
+) -> Result<Json<InstanceView>, ApiError> {
+    decide(&state, &principal, (id, node), true, body).await
+}
+
+/// `POST /api/v1/workflow-instances/{id}/nodes/{name}/reject`: the waiting approval fails.
+pub(crate) async fn reject(
+    State(state): State<Arc<MgmtState>>,
+    principal: Principal,
+    Path((id, node)): Path<(i64, String)>,
+    ApiJson(body): ApiJson<DecisionBody>,
+) -> Result<Json<InstanceView>, ApiError> {
+    decide(&state, &principal, (id, node), false, body).await
+}
+
+/// A decision needs the rights every instance operation needs: the workflow's group and every
+/// node's job's group (`permitted_instance`); the decider's name is recorded in the run.
+async fn decide(
+    state: &Arc<MgmtState>,
+    principal: &Principal,
+    (id, node): (i64, String),
+    approve: bool,
+    body: DecisionBody,
+) -> Result<Json<InstanceView>, ApiError> {
+    let row = permitted_instance(state, principal, id, Deleted::Refused).await?;
+    let comment = body.comment.map(|c| c.trim().to_owned()).filter(|c| !c.is_empty());
+    if comment.as_ref().is_some_and(|c| c.chars().count() > COMMENT_MAX) {
+        return Err(ApiError::BadRequest(format!("comment: at most {COMMENT_MAX} characters")));
+    }
+    let by = principal.user.user.username.clone();
+    let op = InstanceOp::Decide { node, approve, by, comment };
+    state.core.workflow_instance_op(row.id, op).await.map_err(op_error)?;
+    full_instance(state, principal, id).await
+}
+
 /// `POST /api/v1/workflow-instances/{id}/rerun`: a new instance with the same graph and start
 /// input.
 pub(crate) async fn rerun(

@@ -88,8 +88,8 @@ static INSERT_MISSED: Sql = Sql::new(
 );
 static RUNS: Sql = Sql::new(concat!(run_columns!(), " WHERE instance_id = ? ORDER BY id"));
 static INSERT_RUN: Sql = Sql::new(
-    "INSERT INTO jobwheel_workflow_run (instance_id, node, attempt, status, due_ms, end_ms, output, message) \
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    "INSERT INTO jobwheel_workflow_run (instance_id, node, attempt, status, due_ms, end_ms, output, message, \
+    deadline_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
 );
 static END_RUN: Sql = Sql::new(
     "UPDATE jobwheel_workflow_run SET status = ?, output = ?, message = ?, end_ms = ? WHERE id = ? AND status = ?",
@@ -117,9 +117,13 @@ static OVERDUE: Sql = Sql::new(
     "SELECT id, instance_id FROM jobwheel_workflow_run \
     WHERE status = 1 AND deadline_ms > 0 AND deadline_ms <= ? ORDER BY id LIMIT ?",
 );
+static OVERDUE_APPROVALS: Sql = Sql::new(
+    "SELECT id, instance_id FROM jobwheel_workflow_run \
+    WHERE status = 8 AND deadline_ms > 0 AND deadline_ms <= ? ORDER BY id LIMIT ?",
+);
 static IDLE: Sql = Sql::new(
     "SELECT i.id FROM jobwheel_workflow_instance i WHERE i.status = 1 AND NOT EXISTS \
-    (SELECT 1 FROM jobwheel_workflow_run r WHERE r.instance_id = i.id AND r.status IN (0, 1)) ORDER BY i.id LIMIT ?",
+    (SELECT 1 FROM jobwheel_workflow_run r WHERE r.instance_id = i.id AND r.status IN (0, 1, 8)) ORDER BY i.id LIMIT ?",
 );
 static OUTPUT_STORED: Sql = Sql::new("SELECT COUNT(*) FROM jobwheel_workflow_output WHERE log_id = ?");
 static STORE_OUTPUT: Sql = Sql::new("INSERT INTO jobwheel_workflow_output (log_id, output) VALUES (?, ?)");
@@ -408,6 +412,14 @@ impl WorkflowStore for SqlStore {
         self.ex().fetch_all(&OVERDUE, &args![now_ms, i64::from(limit)]).await
     }
 
+    async fn overdue_approvals(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<(RunId, InstanceId)>, StoreError> {
+        self.ex().fetch_all(&OVERDUE_APPROVALS, &args![now_ms, i64::from(limit)]).await
+    }
+
     async fn idle_instances(&self, limit: u32) -> Result<Vec<InstanceId>, StoreError> {
         let ids: Vec<i64> = self.ex().fetch_column(&IDLE, &args![i64::from(limit)]).await?;
         Ok(ids.into_iter().map(InstanceId).collect())
@@ -451,7 +463,7 @@ impl InstanceTx for SqlInstanceTx {
     async fn insert_runs(&mut self, runs: &[NewRun]) -> Result<Vec<RunId>, StoreError> {
         let mut ids = Vec::with_capacity(runs.len());
         for r in runs {
-            let end_ms = if r.status == RunStatus::Due { 0 } else { r.due_ms };
+            let end_ms = if matches!(r.status, RunStatus::Due | RunStatus::Waiting) { 0 } else { r.due_ms };
             let args = args![
                 self.instance.id,
                 &r.node,
@@ -460,7 +472,8 @@ impl InstanceTx for SqlInstanceTx {
                 r.due_ms,
                 end_ms,
                 &r.output,
-                &r.message
+                &r.message,
+                r.deadline_ms
             ];
             ids.push(RunId(self.tx.ex().insert_id(&INSERT_RUN, &args).await?));
         }

@@ -133,6 +133,8 @@ pub enum RunStatus {
     Stopped = 6,
     /// A skip undone by a rerun or a "mark done": the node is planned again.
     Revoked = 7,
+    /// An approval node waiting for a user's decision (or its deadline, `deadline_ms`).
+    Waiting = 8,
 }
 
 impl RunStatus {
@@ -147,6 +149,7 @@ impl RunStatus {
             Self::Passed => "PASSED",
             Self::Stopped => "STOPPED",
             Self::Revoked => "REVOKED",
+            Self::Waiting => "WAITING",
         }
     }
 
@@ -275,6 +278,8 @@ pub struct NewRun {
     pub output: Option<String>,
     /// Message.
     pub message: Option<String>,
+    /// A waiting approval's deadline, epoch ms (0: none; the others get theirs when fired).
+    pub deadline_ms: i64,
 }
 
 /// What one log row of a fired run says (`jobwheel_workflow_log` joined to `xxl_job_log`).

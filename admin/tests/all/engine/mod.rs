@@ -28,6 +28,7 @@ pub(crate) mod time_zones;
 mod trigger;
 mod upstream_alarms;
 mod workflow_alarm_scan;
+mod workflow_approvals;
 mod workflow_conditions;
 mod workflow_ops;
 mod workflow_schedule;

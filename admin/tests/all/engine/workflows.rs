@@ -35,6 +35,7 @@ pub(crate) fn node(name: &str, job: JobId) -> Node {
         delivery: None,
         input_schema: None,
         output_schema: None,
+        on_deadline: None,
         x: None,
         y: None,
     }
@@ -71,13 +72,14 @@ pub(crate) struct Setup {
     pub(crate) engine: Arc<Engine>,
     pub(crate) group: GroupId,
     pub(crate) jobs: Vec<JobId>,
+    pub(crate) clock: Arc<ManualClock>,
 }
 
 pub(crate) async fn setup(db: &Db, jobs: usize) -> anyhow::Result<Setup> {
     let store = db.connect().await?;
     let fake = Arc::new(FakeExecutor::default());
-    let engine =
-        engine_with(store.clone(), fake.clone(), Arc::new(ManualClock::new(T0)), UpstreamAlarms::default());
+    let clock = Arc::new(ManualClock::new(T0));
+    let engine = engine_with(store.clone(), fake.clone(), clock.clone(), UpstreamAlarms::default());
     let group = group(&*store, "wf-app", &["http://a:9999/"]).await?;
     let mut ids = Vec::new();
     for _ in 0..jobs {
@@ -85,7 +87,7 @@ pub(crate) async fn setup(db: &Db, jobs: usize) -> anyhow::Result<Setup> {
         j.trigger_status = 0;
         ids.push(store.add_job(&j).await?);
     }
-    Ok(Setup { store, fake, engine, group, jobs: ids })
+    Ok(Setup { store, fake, engine, group, jobs: ids, clock })
 }
 
 /// The `/run` calls of `job` so far: their log ids and parameters.

@@ -17,7 +17,7 @@ const DEFAULTS = {
   maxInstances: 1, overflow: 'SKIP', graph: { nodes: [], edges: [] },
 };
 const CONDITIONS = ['SUCCESS', 'FAILURE', 'ALWAYS'];
-const KINDS = ['JOB', 'SWITCH'];
+const KINDS = ['JOB', 'SWITCH', 'APPROVAL'];
 
 /** A declared JSON Schema in a few words: an object's properties with their types (`*` required). */
 export function shape(schema) {
@@ -101,7 +101,7 @@ export async function render({ main, params, app }) {
     const svg = drawGraph({ nodes, edges }, {
       selected: picked,
       subtitle: (n) => (n.disabled ? `${t('wf.disabled')} · ` : '')
-        + (n.kind === 'SWITCH' ? t('wf.kindSWITCH') : jobLabel(jobs, Number(n.jobId))),
+        + (n.kind === 'SWITCH' || n.kind === 'APPROVAL' ? t(`wf.kind${n.kind}`) : jobLabel(jobs, Number(n.jobId))),
       onSelect: (nodeName, event) => {
         if (event.shiftKey && picked && picked !== nodeName) {
           if (!edges.some((e) => e.from === picked && e.to === nodeName)) edges.push({ from: picked, to: nodeName, when: 'SUCCESS' });
@@ -117,7 +117,7 @@ export async function render({ main, params, app }) {
   };
 
   const names = () => nodes.map((n) => n.name).filter(Boolean);
-  const cell = (el) => h('td', {}, el);
+  const cell = (...els) => h('td', {}, els);
   const bound = (obj, key, el, parse = (v) => v) => {
     const read = () => {
       const before = obj[key];
@@ -132,7 +132,12 @@ export async function render({ main, params, app }) {
       }
     };
     el.addEventListener('input', () => { read(); redraw(); });
-    el.addEventListener('change', () => { read(); if (key === 'name') renderEdges(); redraw(); });
+    el.addEventListener('change', () => {
+      read();
+      if (key === 'name') renderEdges();
+      if (key === 'kind') renderNodes();
+      redraw();
+    });
     return el;
   };
   const number = (v) => (v === '' ? 0 : Number(v));
@@ -140,7 +145,9 @@ export async function render({ main, params, app }) {
   function renderNodes() {
     replace(nodeBody, nodes.map((n, i) => h('tr', { dataset: { index: i }, class: n.name === picked ? 'picked' : null },
       cell(bound(n, 'name', h('input', { value: n.name, class: 'wf-node-name-input', maxlength: 64, 'aria-label': t('wf.nodeName') }))),
-      cell(bound(n, 'kind', select('kind', KINDS.map((k) => ({ value: k, label: t(`wf.kind${k}`) })), n.kind || 'JOB', { 'aria-label': t('wf.kind') }))),
+      cell(bound(n, 'kind', select('kind', KINDS.map((k) => ({ value: k, label: t(`wf.kind${k}`) })), n.kind || 'JOB', { 'aria-label': t('wf.kind') })),
+        n.kind === 'APPROVAL' ? bound(n, 'onDeadline', select('onDeadline', ['REJECT', 'APPROVE'].map((v) => ({ value: v, label: t(`wf.onDeadline${v}`) })),
+          n.onDeadline || 'REJECT', { 'aria-label': t('wf.onDeadline') })) : null),
       cell(bound(n, 'jobId', select('jobId', [{ value: '', label: '—' }, ...jobOptions], n.jobId ?? '', { 'aria-label': t('logs.job') }), number)),
       cell(bound(n, 'param', h('input', { value: n.param ?? '', class: 'wf-param-input', placeholder: t('wf.paramInherit'), 'aria-label': t('job.executorParam') }),
         (v) => (v === '' ? null : v))),
@@ -220,7 +227,7 @@ export async function render({ main, params, app }) {
       if (!NODE_NAME.test(n.name)) throw new Error(t('wf.nodeNameRule', { name: n.name }));
       if (seen.has(n.name)) throw new Error(t('wf.nodeNameTwice', { name: n.name }));
       seen.add(n.name);
-      if (n.kind !== 'SWITCH' && !jobs.has(Number(n.jobId))) throw new Error(t('wf.nodeNeedsJob', { name: n.name }));
+      if ((n.kind || 'JOB') === 'JOB' && !jobs.has(Number(n.jobId))) throw new Error(t('wf.nodeNeedsJob', { name: n.name }));
     }
     return {
       name: name.value.trim(),
@@ -240,12 +247,13 @@ export async function render({ main, params, app }) {
       graph: {
         nodes: nodes.map((n) => {
           const at = lastPositions.get(n.name);
-          const kind = n.kind === 'SWITCH' ? { kind: 'SWITCH', jobId: 0 } : { jobId: Number(n.jobId) };
+          const kind = ['SWITCH', 'APPROVAL'].includes(n.kind) ? { kind: n.kind, jobId: 0 } : { jobId: Number(n.jobId) };
           return {
             name: n.name, ...kind, param: n.param ?? null, retries: n.retries || 0,
             retryDelaySecs: n.retryDelaySecs || 0, timeoutSecs: n.timeoutSecs || 0,
             continueOnFailure: Boolean(n.continueOnFailure), disabled: Boolean(n.disabled),
             delivery: n.delivery || null,
+            ...(n.kind === 'APPROVAL' && n.onDeadline === 'APPROVE' ? { onDeadline: 'APPROVE' } : {}),
             inputSchema: schemaOf(n.inputSchemaText, `${n.name} ${t('wf.inputSchema')}`),
             outputSchema: schemaOf(n.outputSchemaText, `${n.name} ${t('wf.outputSchema')}`),
             x: at ? at.x : null, y: at ? at.y : null,

@@ -1,6 +1,7 @@
 // One workflow instance (GET /workflow-instances/{id}): its graph coloured by each node's
 // state, the picked node's runs (attempt, state, times, log, output, message), the context,
-// and the operations — stop, rerun from failure, rerun, mark a failed node done. Refreshes
+// and the operations — stop, rerun from failure, rerun, mark a failed node done, decide a
+// waiting approval. Refreshes
 // every two seconds while the instance is queued or running.
 
 import { get, post } from '../api.js';
@@ -71,7 +72,7 @@ export async function render({ main, params, app }) {
         h('span', { class: 'muted' }, triggerText(instance.triggerType)), ' · ',
         t('wf.startTime'), ' ', formatTime(instance.startTime),
         instance.endTime > 0 ? [' · ', t('wf.endTime'), ' ', formatTime(instance.endTime)] : null,
-        h('div', { class: 'wf-legend' }, ['SUCCEEDED', 'FAILED', 'FIRED', 'DUE', 'SKIPPED', 'PASSED', 'STOPPED'].map((s) =>
+        h('div', { class: 'wf-legend' }, ['SUCCEEDED', 'FAILED', 'FIRED', 'DUE', 'WAITING', 'SKIPPED', 'PASSED', 'STOPPED'].map((s) =>
           h('span', { class: `wf-key wf-${s}` }, t(`wf.status${s}`))))));
     replace(canvas, drawGraph(instance.graph, {
       status: (name) => states.get(name) || '',
@@ -95,6 +96,7 @@ export async function render({ main, params, app }) {
     const runs = instance.runs.filter((r) => r.node === picked).sort((a, b) => a.id - b.id);
     const state = states.get(picked);
     const canMarkDone = ['FAILED', 'STOPPED'].includes(state) && instance.status !== 'QUEUED';
+    const canDecide = state === 'WAITING' && instance.status === 'RUNNING';
     const rows = runs.map((r) => h('tr', { dataset: { run: r.id } },
       h('td', {}, String(r.attempt)),
       h('td', { class: 'run-status' }, statusBadge(r.status)),
@@ -110,7 +112,25 @@ export async function render({ main, params, app }) {
         rows, { id: 'instance-runs', empty: t('wf.notYet') }),
       h('h4', {}, t('wf.output')),
       lastOutput ? h('div', { id: 'instance-output' }, json(lastOutput.output)) : h('p', { class: 'muted', id: 'instance-output' }, t('wf.noOutput')),
-      canMarkDone ? h('button', { type: 'button', class: 'btn', id: 'instance-mark-done', onclick: () => markDone(picked) }, t('wf.markDone')) : null);
+      canMarkDone ? h('button', { type: 'button', class: 'btn', id: 'instance-mark-done', onclick: () => markDone(picked) }, t('wf.markDone')) : null,
+      canDecide ? h('button', { type: 'button', class: 'btn btn-primary', id: 'instance-decide', onclick: () => decide(picked) }, t('wf.decide')) : null);
+  }
+
+  /** An approval's decision: approve or reject, with an optional comment (both audited). */
+  function decide(node) {
+    const comment = h('textarea', { id: 'decide-comment', rows: 3, maxlength: 1000 });
+    const send = (verb, done) => async (close) => {
+      const text = comment.value.trim();
+      instance = await post(`/workflow-instances/${id}/nodes/${encodeURIComponent(node)}/${verb}`, text ? { comment: text } : {});
+      close();
+      notify(t(done));
+      draw();
+      poll();
+    };
+    modal(t('wf.decideTitle', { node }), h('div', { class: 'form' }, field(t('wf.comment'), comment, t('wf.decideHint'))), [
+      { name: 'approve', label: t('wf.approve'), kind: 'btn-primary', action: send('approve', 'wf.approved') },
+      { name: 'reject', label: t('wf.reject'), kind: 'btn-danger', action: send('reject', 'wf.rejected') },
+    ], { id: 'decide-modal' });
   }
 
   function markDone(node) {

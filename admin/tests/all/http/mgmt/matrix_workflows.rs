@@ -53,9 +53,10 @@ impl World {
         self.env.store().add_workflow(&workflow).await.expect("workflow")
     }
 
-    /// An instance of a new workflow in `group`: running (its node fired, its log on its way)
-    /// or failed (its node failed).
-    async fn instance(&self, group: GroupId, failed: bool) -> InstanceId {
+    /// An instance of a new workflow in `group` whose node's run is `state`: `Due` (fired, its
+    /// log on its way), `Failed` (the instance failed) or `Waiting` (an approval waiting).
+    async fn instance(&self, group: GroupId, state: RunStatus) -> InstanceId {
+        let failed = state == RunStatus::Failed;
         let store = self.env.store();
         let workflow = self.workflow(group).await;
         let row = store.load_workflow(workflow).await.expect("load").expect("workflow");
@@ -76,17 +77,18 @@ impl World {
         let run = NewRun {
             node: MATRIX_SECRET.into(),
             attempt: 1,
-            status: if failed { RunStatus::Failed } else { RunStatus::Due },
+            status: state,
             due_ms: now_ms,
             output: None,
             message: failed.then(|| "matrix failure".to_owned()),
+            deadline_ms: 0,
         };
         let run_id = tx.insert_runs(&[run]).await.expect("run")[0];
         if failed {
             tx.set_instance(InstanceStatus::Failed, "{}", now_ms, now_ms).await.expect("failed");
         }
         tx.commit().await.expect("commit");
-        if !failed {
+        if state == RunStatus::Due {
             let job_id = jobwheel_admin::store::JobId(0);
             let log = NewLog { job_group: group, job_id, trigger_time: Utc::now() };
             let take = jobwheel_admin::store::RunTake { run: run_id, log, deadline_ms: 0 };
@@ -116,12 +118,19 @@ impl World {
                 (self.workflow(group).await.0, body)
             }
             p if p.starts_with("/api/v1/workflows/{id}/") => (self.workflow(group).await.0, Body::None),
-            "/api/v1/workflow-instances/{id}/stop" => (self.instance(group, false).await.0, Body::None),
-            "/api/v1/workflow-instances/{id}/nodes/{name}/done" => {
-                (self.instance(group, true).await.0, Body::Json(json!({"output": {"matrix": true}})))
+            "/api/v1/workflow-instances/{id}/stop" => {
+                (self.instance(group, RunStatus::Due).await.0, Body::None)
+            }
+            "/api/v1/workflow-instances/{id}/nodes/{name}/done" => (
+                self.instance(group, RunStatus::Failed).await.0,
+                Body::Json(json!({"output": {"matrix": true}})),
+            ),
+            "/api/v1/workflow-instances/{id}/nodes/{name}/approve"
+            | "/api/v1/workflow-instances/{id}/nodes/{name}/reject" => {
+                (self.instance(group, RunStatus::Waiting).await.0, Body::Json(json!({"comment": "matrix"})))
             }
             p if p.starts_with("/api/v1/workflow-instances/{id}") => {
-                (self.instance(group, true).await.0, Body::None)
+                (self.instance(group, RunStatus::Failed).await.0, Body::None)
             }
             _ => return None,
         };

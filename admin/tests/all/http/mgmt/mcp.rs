@@ -120,6 +120,7 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
         "search_workflows",
         "get_workflow",
         "start_workflow",
+        "decide_workflow_approval",
         "get_workflow_instance",
         "lateness_report",
         "dashboard",

@@ -45,6 +45,7 @@ mod transfer;
 mod trigger_addresses;
 mod users;
 mod wasm;
+mod workflow_approvals;
 mod workflows;
 
 /// Password of every user made by [`add_user`].
