@@ -9,13 +9,13 @@
 mod days;
 pub mod expr;
 mod graph;
+mod node;
 mod plan;
 pub mod schema;
 
 pub use days::{DaysError, MAX_WORKFLOW_CALENDARS, WorkflowDays};
-pub use graph::{
-    Condition, Edge, Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES, Node, NodeKind, OnDeadline,
-};
+pub use graph::{Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES};
+pub use node::{Condition, Edge, Node, NodeKind, OnDeadline};
 pub use plan::{Decision, NodeState, PlanInput, Planned, branch_output, branches, node_states, plan};
 
 /// The largest output one node may add to the context, in bytes of JSON.

@@ -25,7 +25,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::expr::{self, Inputs};
-use super::graph::{Condition, Edge, Graph, NodeKind};
+use super::graph::Graph;
+use super::node::{Condition, Edge, NodeKind};
 use crate::store::{RunRow, RunStatus};
 
 /// What an instance knows of one node (its newest attempt).
