@@ -1,6 +1,7 @@
 """The official Python MCP client (PyPI `mcp`) against a running jobwheel admin (docs/mcp.md).
 
-Usage: mcp_client.py URL READ_TOKEN RUN_TOKEN WRITE_TOKEN JOB_ID GROUP_ID
+Usage: mcp_client.py URL READ_TOKEN RUN_TOKEN WRITE_TOKEN JOB_ID GROUP_ID INSTANCE_ID
+(INSTANCE_ID: a workflow instance waiting at its approval node `gate`)
 Prints one JSON object with what each step saw; the Rust test (admin/tests/all/http/mgmt/mcp.rs)
 judges it.
 """
@@ -31,8 +32,9 @@ async def call(session, name, args):
 
 
 async def main():
-    url, read_token, run_token, write_token, job_id, group_id = sys.argv[1:7]
-    job_id, group_id = int(job_id), int(group_id)
+    url, read_token, run_token, write_token, job_id, group_id, instance_id = sys.argv[1:8]
+    job_id, group_id, instance_id = int(job_id), int(group_id), int(instance_id)
+    gate = {"id": instance_id, "node": "gate", "approve": True, "comment": "an agent agrees"}
     out = {}
     new_job = {
         "jobGroup": group_id, "jobDesc": "made by an agent", "author": "mcp",
@@ -48,15 +50,19 @@ async def main():
         out["readTrigger"] = await call(s, "trigger_job", {"id": job_id})
         out["search"] = await call(s, "search_jobs", {"query": "mcp echo"})
         out["explain"] = await call(s, "explain_schedule", {"id": job_id, "count": 3})
+        out["readDecide"] = await call(s, "decide_workflow_approval", gate)
 
     async def as_writer(s):
         out["dryRun"] = await call(s, "create_job", {"job": new_job, "dryRun": True})
         bad = dict(new_job, scheduleConf="not a cron")
         out["dryRunBad"] = await call(s, "create_job", {"job": bad, "dryRun": True})
         out["update"] = await call(s, "update_job", {"id": job_id, "changes": {"jobDesc": "mcp echo, renamed"}})
+        out["decideBadNode"] = await call(s, "decide_workflow_approval", {**gate, "node": "../../jobs/1"})
+        out["decide"] = await call(s, "decide_workflow_approval", gate)
 
     async def as_runner(s):
         out["runUpdate"] = await call(s, "update_job", {"id": job_id, "changes": {"author": "x"}})
+        out["runDecide"] = await call(s, "decide_workflow_approval", {**gate, "approve": False})
         # A run token runs the job as its writer set it up: no parameter of its own (review N3).
         out["runParam"] = await call(s, "trigger_job", {"id": job_id, "param": "sh -c 'touch /tmp/x'"})
         out["trigger"] = await call(s, "trigger_job", {"id": job_id})

@@ -86,6 +86,17 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
         .await?;
     assert_eq!(from_page.status(), 403, "a browser page is refused by its Origin");
 
+    // A workflow instance waiting at its approval, for the agent to decide.
+    let gated = json!({"name": "gated", "jobGroup": group.0, "graph": {
+        "nodes": [{"name": "gate", "kind": "APPROVAL"}, {"name": "after", "jobId": job.0}],
+        "edges": [{"from": "gate", "to": "after"}]}});
+    let (status, flow) = root.post("/api/v1/workflows", gated).await;
+    assert_eq!(status, 201, "{flow}");
+    let (status, started) =
+        root.post(&format!("/api/v1/workflows/{}/instances", flow["id"]), json!({})).await;
+    assert_eq!(status, 201, "{started}");
+    let instance = started["instanceId"].as_i64().expect("instance");
+
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/mcp_client.py");
     let out = tokio::task::spawn_blocking({
         let args = [
@@ -95,6 +106,7 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
             tokens[2].clone(),
             job.0.to_string(),
             group.0.to_string(),
+            instance.to_string(),
         ];
         move || Command::new(python).arg(script).args(args).output()
     })
@@ -136,6 +148,18 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
     refused("readTrigger", "scope is read");
     refused("runUpdate", "scope is run");
     refused("runParam", "needs a write token");
+    refused("readDecide", "scope is read");
+    refused("runDecide", "needs a write token");
+    refused("decideBadNode", "is not a node name");
+    assert_eq!(seen["decide"]["isError"], false, "{}", seen["decide"]);
+    let (_, view) = root.get(&format!("/api/v1/workflow-instances/{instance}")).await;
+    let gate = view["runs"].as_array().into_iter().flatten().find(|r| r["node"] == "gate").cloned();
+    let gate = gate.unwrap_or_else(|| panic!("the gate's run: {view}"));
+    assert_eq!(
+        gate["status"], "SUCCEEDED",
+        "the write token's agent approved it (the run token's rejection was refused): {view}"
+    );
+    assert!(gate["message"].as_str().unwrap_or_default().ends_with(": an agent agrees"), "{view}");
     refused("dryRunBad", "scheduleConf");
     assert_eq!(seen["dryRun"]["isError"], false, "{}", seen["dryRun"]);
     assert!(seen["dryRun"]["text"].as_str().unwrap_or_default().contains("nothing was saved"));

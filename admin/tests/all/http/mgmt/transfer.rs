@@ -75,8 +75,15 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
     let first = listed["items"].as_array().expect("items").iter().find(|j| j["id"] != wasm_id).expect("job")
         ["id"]
         .clone();
-    let graph = json!({"nodes": [{"name": "prepare", "jobId": first}, {"name": "fetch", "jobId": wasm_id}],
-                       "edges": [{"from": "prepare", "to": "fetch"}]});
+    // With a switch, an approval, a condition on data and a declared output shape, which travel
+    // as written (a switch and an approval name no job to map).
+    let graph = json!({"nodes": [{"name": "prepare", "jobId": first, "outputSchema": {"type": "object"}},
+                                 {"name": "route", "kind": "SWITCH"},
+                                 {"name": "gate", "kind": "APPROVAL", "timeoutSecs": 60, "onDeadline": "APPROVE"},
+                                 {"name": "fetch", "jobId": wasm_id}],
+                       "edges": [{"from": "prepare", "to": "route"},
+                                 {"from": "route", "to": "gate", "if": "output.ok == true"},
+                                 {"from": "route", "to": "fetch"}]});
     // Its calendar (one no job uses), window and alarm address travel too.
     let (status, rest) =
         root.post("/api/v1/calendars", json!({"name": "flow rest days", "weekdays": ["SUN"]})).await;
@@ -184,9 +191,17 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
     let (_, flows) = there.get(&format!("/api/v1/workflows?jobGroup={}", there_group.0)).await;
     assert_eq!(flows.as_array().map(Vec::len), Some(1), "{flows}");
     assert_eq!(
-        flows[0]["graph"]["nodes"][1]["jobId"], new_wasm,
+        flows[0]["graph"]["nodes"][3]["jobId"], new_wasm,
         "the node runs the job created here: {flows}"
     );
+    let nodes = &flows[0]["graph"]["nodes"];
+    assert_eq!((nodes[1]["kind"].clone(), nodes[1]["jobId"].clone()), (json!("SWITCH"), json!(0)), "{flows}");
+    assert_eq!(
+        (nodes[2]["kind"].clone(), nodes[2]["onDeadline"].clone()),
+        (json!("APPROVAL"), json!("APPROVE"))
+    );
+    assert_eq!(nodes[0]["outputSchema"], json!({"type": "object"}), "{flows}");
+    assert_eq!(flows[0]["graph"]["edges"][1]["if"], "output.ok == true", "{flows}");
     assert_eq!(flows[0]["triggerStatus"], 0, "imported with its schedule off");
     let (_, calendars) = there.get("/api/v1/calendars").await;
     let rest_there = calendars.as_array().expect("calendars").iter().find(|c| c["name"] == "flow rest days");
