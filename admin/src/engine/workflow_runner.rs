@@ -186,7 +186,9 @@ impl InstanceRunner {
         if tx.instance().status != InstanceStatus::Running {
             return Ok(Vec::new());
         }
-        let graph = Graph::from_json(&tx.instance().graph).unwrap_or_default();
+        // A graph this admin cannot read (written by a newer one: a node kind or field it does
+        // not know) is left alone rather than planned as if it had no nodes.
+        let Some(graph) = readable(id, &tx.instance().graph) else { return Ok(Vec::new()) };
         let mut context = crate::workflow::context_map(&tx.instance().context);
         let mut runs = tx.runs().await?;
         let fired: Vec<_> =
@@ -332,7 +334,7 @@ impl InstanceRunner {
     ) -> Result<(), EngineError> {
         let now_ms = self.clock.now_ms();
         let Some(instance) = self.store.load_instance(instance_id).await? else { return Ok(()) };
-        let graph = Graph::from_json(&instance.graph).unwrap_or_default();
+        let Some(graph) = readable(instance_id, &instance.graph) else { return Ok(()) };
         // The context as it is when the runs fire: the start input and every output so far.
         let context = Arc::new(serde_json::Value::Object(crate::workflow::context_map(&instance.context)));
         let mut jobs: HashMap<i32, Option<JobRow>> = HashMap::new();
@@ -421,6 +423,17 @@ impl InstanceRunner {
     /// Fails a due run that cannot be fired, and advances its instance.
     async fn fail_due(self: &Arc<Self>, run: &RunRow, message: &str) -> Result<(), EngineError> {
         self.end_run(run.id, run.instance_id, RunStatus::Due, message).await
+    }
+}
+
+/// The instance's graph, or `None` (logged) when this admin cannot read it.
+fn readable(instance: InstanceId, graph: &str) -> Option<Graph> {
+    match Graph::from_json(graph) {
+        Ok(graph) => Some(graph),
+        Err(error) => {
+            tracing::error!(instance = instance.0, %error, "workflow instance left alone: its graph cannot be read");
+            None
+        }
     }
 }
 

@@ -130,7 +130,7 @@ impl Workflows {
             let Some(row) = self.store.load_instance(instance).await? else { continue };
             let runs = self.store.instance_runs(instance).await?;
             let Some(node) = runs.into_iter().find(|r| r.id == run).map(|r| r.node) else { continue };
-            let graph = Graph::from_json(&row.graph).unwrap_or_default();
+            let Ok(graph) = Graph::from_json(&row.graph) else { continue };
             let approve = graph.node(&node).and_then(|n| n.on_deadline) == Some(OnDeadline::Approve);
             match self.decide(instance, &node, approve, "the deadline", None).await {
                 Ok(()) => report.deadlines += 1,
@@ -244,7 +244,7 @@ impl Workflows {
         let now_ms = self.clock.now_ms();
         let mut tx = self.open_ended(id).await?;
         let runs = tx.runs().await?;
-        let graph = Graph::from_json(&tx.instance().graph).unwrap_or_default();
+        let graph = Graph::from_json(&tx.instance().graph).map_err(unreadable)?;
         let failed: Vec<String> = node_states(&runs, &[])
             .into_iter()
             .filter(|(_, state)| *state == NodeState::Failed)
@@ -304,7 +304,7 @@ impl Workflows {
                 id.0
             )));
         }
-        let graph = Graph::from_json(&instance.graph).unwrap_or_default();
+        let graph = Graph::from_json(&instance.graph).map_err(unreadable)?;
         if graph.node(node).is_none() {
             return Err(OpError::NotFound(format!("workflow instance {} has no node {node:?}", id.0)));
         }
@@ -462,6 +462,11 @@ async fn revoke_below(
         }
     }
     Ok(())
+}
+
+/// An instance graph this admin cannot read (a newer admin's node kind or field).
+fn unreadable(error: serde_json::Error) -> OpError {
+    OpError::Conflict(format!("the instance's graph cannot be read by this admin ({error}); upgrade it"))
 }
 
 /// The newest run of `node` that counts.

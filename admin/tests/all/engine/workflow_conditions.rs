@@ -6,11 +6,11 @@
 //! a start, an output as it arrives (a mismatch fails the attempt), an input before `/run`.
 
 use jobwheel_admin::engine::StartError;
-use jobwheel_admin::store::{InstanceStatus, RunStatus, StartOutcome};
+use jobwheel_admin::store::{Admission, InstanceStatus, NewInstance, RunStatus, StartOutcome};
 use jobwheel_admin::workflow::{Condition, Edge, Graph, Node, NodeKind};
 use serde_json::{Value, json};
 
-use crate::engine::support::{Db, wait_for};
+use crate::engine::support::{Db, T0, wait_for};
 use crate::engine::workflows::{WAIT, answer, edge, ended, node, runs_of, setup, workflow};
 use jobwheel_admin::domain::TriggerType;
 
@@ -199,4 +199,36 @@ async fn declared_inputs_and_outputs_are_checked_where_they_cross_on_postgres() 
 #[tokio::test]
 async fn declared_inputs_and_outputs_are_checked_where_they_cross_on_mysql() -> anyhow::Result<()> {
     Db::run(Db::mysql().await?, typed).await
+}
+
+/// An instance whose graph this admin cannot read — a node kind a newer admin wrote — is left
+/// running and untouched by the sweep, not planned as a graph with no nodes (which would end it
+/// SUCCEEDED without running anything).
+#[tokio::test]
+async fn an_unreadable_graph_is_left_alone() -> anyhow::Result<()> {
+    let db = Db::sqlite().await?;
+    let s = setup(&db, 1).await?;
+    let graph = Graph { nodes: vec![node("only", s.jobs[0])], edges: vec![], input_schema: None };
+    let w = s.store.add_workflow(&workflow(s.group, &graph, 5, "SKIP")).await?;
+    let future = r#"{"nodes":[{"name":"only","kind":"FROM_THE_FUTURE","jobId":1}],"edges":[]}"#;
+    let new = NewInstance {
+        workflow_id: w,
+        trigger_type: TriggerType::Api,
+        rerun_of: None,
+        fire_time_ms: T0,
+        graph: future.into(),
+        context: "{}".into(),
+    };
+    let admission = Admission { max: 5, queue: false, advance: None, now_ms: T0, keep_missed: false };
+    let StartOutcome::Started(id) = s.store.start_instance(&new, admission).await? else {
+        anyhow::bail!("start")
+    };
+    s.engine.workflows().sweep(T0).await?;
+    s.engine.workflows().sweep(T0 + 1000).await?;
+    let row = s.store.load_instance(id).await?.expect("instance");
+    assert_eq!(row.status, InstanceStatus::Running, "left alone");
+    assert!(s.store.instance_runs(id).await?.is_empty(), "nothing planned");
+    let refused = s.engine.workflows().rerun_failed(id).await;
+    assert!(refused.is_err(), "{refused:?}");
+    Ok(())
 }
