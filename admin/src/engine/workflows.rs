@@ -257,10 +257,14 @@ impl Workflows {
         if roots.is_empty() {
             return Err(OpError::Conflict(format!("workflow instance {} has no failed node to rerun", id.0)));
         }
-        // A node that failed without running (an `if` with no answer, a switch that could not
-        // decide) is planned again, so its condition is asked again rather than bypassed.
-        let (replan, rerun): (Vec<&str>, Vec<&str>) =
-            roots.iter().partition(|node| newest_run(&runs, node).is_some_and(|r| r.fired_ms == 0));
+        // A node none of whose runs was ever fired (an `if` with no answer, a switch that could
+        // not decide, a rejected approval) is planned again — every run of it taken back — so
+        // its condition is asked again rather than bypassed. A node that ran (even if its last
+        // attempt was stopped before firing) gets a new first attempt, as before.
+        let never_fired = |node: &str| {
+            runs.iter().filter(|r| r.node == node && r.status != RunStatus::Revoked).all(|r| r.fired_ms == 0)
+        };
+        let (replan, rerun): (Vec<&str>, Vec<&str>) = roots.iter().partition(|node| never_fired(node));
         let new_runs: Vec<NewRun> = rerun
             .iter()
             .map(|node| NewRun {
@@ -274,7 +278,8 @@ impl Workflows {
             })
             .collect();
         revoke_below(&mut *tx, &graph, &roots, &runs).await?;
-        for run in replan.iter().filter_map(|node| newest_run(&runs, node)) {
+        for run in runs.iter().filter(|r| replan.contains(&r.node.as_str()) && r.status != RunStatus::Revoked)
+        {
             revoke(&mut *tx, run).await?;
         }
         let ids = tx.insert_runs(&new_runs).await?;

@@ -232,3 +232,33 @@ async fn an_unreadable_graph_is_left_alone() -> anyhow::Result<()> {
     assert!(refused.is_err(), "{refused:?}");
     Ok(())
 }
+
+/// A node that ran, failed, and was stopped while its retry waited is run again by a rerun from
+/// failure (a new first attempt) — not planned again from its older failed attempt, which would
+/// end the instance at once with nothing run.
+#[tokio::test]
+async fn a_rerun_from_failure_runs_a_node_stopped_in_its_retry_delay() -> anyhow::Result<()> {
+    let db = Db::sqlite().await?;
+    let s = setup(&db, 1).await?;
+    let mut only = node("only", s.jobs[0]);
+    only.retries = 1;
+    only.retry_delay_secs = 600;
+    let graph = Graph { nodes: vec![only], edges: vec![], input_schema: None };
+    let w = s.store.add_workflow(&workflow(s.group, &graph, 5, "SKIP")).await?;
+    let wf = s.engine.workflows();
+    let StartOutcome::Started(id) = wf.start(w, None, TriggerType::Manual).await? else {
+        anyhow::bail!("start")
+    };
+    answer(&s, s.jobs[0], 1, 500, "broke").await?;
+    wait_for(WAIT, "the retry planned", || async {
+        let runs = s.store.instance_runs(id).await?;
+        Ok((runs.len() == 2).then_some(()))
+    })
+    .await?;
+    assert!(wf.stop(id).await?);
+    wf.rerun_failed(id).await?;
+    answer(&s, s.jobs[0], 2, 200, "ok now").await?;
+    assert_eq!(ended(&*s.store, id).await?, InstanceStatus::Succeeded);
+    s.engine.triggers().wait_idle().await;
+    Ok(())
+}
