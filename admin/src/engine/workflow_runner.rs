@@ -212,19 +212,11 @@ impl InstanceRunner {
                 if let Some(why) = declared.and_then(|schema| mismatch(schema, &value)) {
                     end.status = RunStatus::Failed;
                     end.message = Some(format!("the output does not match the node's outputSchema {why}"));
-                }
-            }
-            if end.status == RunStatus::Succeeded
-                && let Some(output) = end.output.as_deref()
-            {
-                let value = serde_json::from_str(output).unwrap_or(Value::Null);
-                context.insert(run.node.clone(), value);
-                if serde_json::to_vec(&context).map_or(usize::MAX, |bytes| bytes.len()) > MAX_CONTEXT {
-                    context.remove(&run.node);
+                } else if join(&mut context, &run.node, value) {
+                    context_changed = true;
+                } else {
                     end.status = RunStatus::Failed;
                     end.message = Some(format!("the instance context would exceed {MAX_CONTEXT} bytes"));
-                } else {
-                    context_changed = true;
                 }
             }
             if !tx.end_run(run.id, RunStatus::Fired, &end).await? {
@@ -262,12 +254,8 @@ impl InstanceRunner {
                 Decision::Branch(branch) => {
                     // The branch goes into the context too, for the conditions after it.
                     let output = branch_output(branch.as_deref());
-                    context.insert(node.clone(), serde_json::from_str(&output).unwrap_or(Value::Null));
-                    if serde_json::to_vec(&context).map_or(usize::MAX, |bytes| bytes.len()) > MAX_CONTEXT {
-                        context.remove(&node);
-                    } else {
-                        context_changed = true;
-                    }
+                    context_changed |= join(&mut context, &node, output.clone());
+                    let output = output.to_string();
                     let message = match &branch {
                         Some(to) => format!("took the branch to {to}"),
                         None => "no branch held and there is no default".to_owned(),
@@ -424,6 +412,17 @@ impl InstanceRunner {
     async fn fail_due(self: &Arc<Self>, run: &RunRow, message: &str) -> Result<(), EngineError> {
         self.end_run(run.id, run.instance_id, RunStatus::Due, message).await
     }
+}
+
+/// Puts `value` into the context under `node` if the context stays within [`MAX_CONTEXT`];
+/// whether it did.
+fn join(context: &mut serde_json::Map<String, Value>, node: &str, value: Value) -> bool {
+    context.insert(node.to_owned(), value);
+    if serde_json::to_vec(&context).map_or(usize::MAX, |bytes| bytes.len()) > MAX_CONTEXT {
+        context.remove(node);
+        return false;
+    }
+    true
 }
 
 /// The instance's graph, or `None` (logged) when this admin cannot read it.

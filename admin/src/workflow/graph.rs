@@ -107,7 +107,8 @@ pub enum GraphError {
     },
 }
 
-fn valid_name(name: &str) -> bool {
+/// Whether `name` is a node name: 1 to [`MAX_NODE_NAME`] letters, digits, `_` or `-`.
+pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NODE_NAME
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')

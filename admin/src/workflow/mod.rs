@@ -14,7 +14,7 @@ mod plan;
 pub mod schema;
 
 pub use days::{DaysError, MAX_WORKFLOW_CALENDARS, WorkflowDays};
-pub use graph::{Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES};
+pub use graph::{Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES, valid_name};
 pub use node::{Condition, Edge, Node, NodeKind, OnDeadline};
 pub use plan::{Decision, NodeState, PlanInput, Planned, branch_output, branches, node_states, plan};
 

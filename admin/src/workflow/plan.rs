@@ -63,8 +63,8 @@ impl NodeState {
 
 /// The branch a switch took, as its run's output records it (`{"branch": "child"}`; `null`
 /// when none held).
-pub fn branch_output(branch: Option<&str>) -> String {
-    serde_json::json!({ "branch": branch }).to_string()
+pub fn branch_output(branch: Option<&str>) -> Value {
+    serde_json::json!({ "branch": branch })
 }
 
 /// Each switch's branch from its newest run's output (see [`branch_output`]); a switch marked

@@ -272,7 +272,7 @@ impl Jobwheel {
         Extension(parts): Extension<Parts>,
     ) -> Reply {
         // A node name is letters, digits, '_' and '-': nothing else may reach the path.
-        if p.node.is_empty() || !p.node.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        if !crate::workflow::valid_name(&p.node) {
             return reply(Err(format!("node {:?} is not a node name", p.node)));
         }
         let (verb, node) = (if p.approve { "approve" } else { "reject" }, &p.node);
