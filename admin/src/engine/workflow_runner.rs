@@ -28,6 +28,7 @@ use tokio_util::task::TaskTracker;
 use super::EngineError;
 use super::fire::{NodeFire, TriggerRequest, to_datetime};
 use super::trigger::{TriggerOutcome, TriggerPath};
+use super::workflow_children::{finish_parent, start_child};
 use crate::clock::Clock;
 use crate::domain::TriggerType;
 use crate::store::{
@@ -36,7 +37,8 @@ use crate::store::{
 };
 use crate::workflow::schema::mismatch;
 use crate::workflow::{
-    Decision, Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, PlanInput, branch_output, branches, node_states, plan,
+    Decision, Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, NodeKind, PlanInput, branch_output, branches, node_states,
+    plan,
 };
 
 /// How long a kill waits for a trigger in flight to record where it went: above any executor
@@ -44,6 +46,19 @@ use crate::workflow::{
 const KILL_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 /// How often that wait reads the log row.
 const KILL_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// What one advance did.
+#[derive(Default)]
+struct Step {
+    /// The runs it made due now, for the caller to fire.
+    due: Vec<RunRow>,
+    /// A node ended after the planning (a sub-workflow that could not start): advance again.
+    again: bool,
+    /// Child instances it started, for the caller to advance.
+    children: Vec<InstanceId>,
+    /// The instance ended and is a child: its parent's run ends next.
+    ended_child: bool,
+}
 
 /// Advances instances and fires their runs.
 pub(super) struct InstanceRunner {
@@ -142,8 +157,24 @@ impl InstanceRunner {
     ) -> Pin<Box<dyn Future<Output = Result<(), EngineError>> + Send + 'static>> {
         let this = Arc::clone(self);
         Box::pin(async move {
-            let due = this.advance(instance, this.clock.now_ms()).await?;
-            this.fire_runs(due, stored).await
+            loop {
+                let step = this.advance(instance, this.clock.now_ms()).await?;
+                this.fire_runs(step.due, stored).await?;
+                for child in step.children {
+                    this.advance_and_fire(child).await?;
+                }
+                if step.ended_child {
+                    // A child instance ended: its parent's run ends and the parent goes on.
+                    let parent = finish_parent(this.store.as_ref(), instance, this.clock.now_ms()).await?;
+                    if let Some(parent) = parent {
+                        this.advance_and_fire(parent).await?;
+                    }
+                }
+                // A sub-workflow that could not start failed its node: plan what follows it.
+                if !step.again {
+                    return Ok(());
+                }
+            }
         })
     }
 
@@ -180,15 +211,15 @@ impl InstanceRunner {
         Ok(())
     }
 
-    /// Advances `id` at `now_ms`; the runs it made due now, for the caller to fire.
-    async fn advance(&self, id: InstanceId, now_ms: i64) -> Result<Vec<RunRow>, EngineError> {
-        let Some(mut tx) = self.store.begin_instance(id).await? else { return Ok(Vec::new()) };
+    /// Advances `id` at `now_ms`: the runs it made due now, for the caller to fire.
+    async fn advance(&self, id: InstanceId, now_ms: i64) -> Result<Step, EngineError> {
+        let Some(mut tx) = self.store.begin_instance(id).await? else { return Ok(Step::default()) };
         if tx.instance().status != InstanceStatus::Running {
-            return Ok(Vec::new());
+            return Ok(Step::default());
         }
         // A graph this admin cannot read (written by a newer one: a node kind or field it does
         // not know) is left alone rather than planned as if it had no nodes.
-        let Some(graph) = readable(id, &tx.instance().graph) else { return Ok(Vec::new()) };
+        let Some(graph) = readable(id, &tx.instance().graph) else { return Ok(Step::default()) };
         let mut context = crate::workflow::context_map(&tx.instance().context);
         let mut runs = tx.runs().await?;
         let fired: Vec<_> =
@@ -251,6 +282,9 @@ impl InstanceRunner {
                 Decision::Pass => (RunStatus::Passed, None, Some("disabled".to_owned())),
                 Decision::Fail(why) => (RunStatus::Failed, None, Some(why)),
                 Decision::Wait => (RunStatus::Waiting, None, Some("waiting for approval".to_owned())),
+                Decision::Start => {
+                    (RunStatus::Waiting, None, Some("waiting for its child workflow instance".to_owned()))
+                }
                 Decision::Branch(branch) => {
                     // The branch goes into the context too, for the conditions after it.
                     let output = branch_output(branch.as_deref());
@@ -270,9 +304,27 @@ impl InstanceRunner {
             new_runs.push(NewRun { node, attempt: 1, status, due_ms: now_ms, output, message, deadline_ms });
         }
         let ids = tx.insert_runs(&new_runs).await?;
+        // Each sub-workflow's child starts in this transaction; one that cannot fails its node.
+        let (mut again, mut children) = (false, Vec::new());
+        for (run, id) in new_runs.iter().zip(&ids).filter(|(r, _)| r.status == RunStatus::Waiting) {
+            let Some(node) = graph.node(&run.node).filter(|n| n.kind == NodeKind::Workflow) else { continue };
+            match start_child(&mut *tx, node, *id, &context, now_ms).await? {
+                Ok(child) => children.push(child),
+                Err(why) => {
+                    let end = RunEnd {
+                        status: RunStatus::Failed,
+                        output: None,
+                        message: Some(format!("the child workflow did not start: {why}")),
+                        end_ms: now_ms,
+                    };
+                    tx.end_run(*id, RunStatus::Waiting, &end).await?;
+                    again = true;
+                }
+            }
+        }
         let instance = tx.instance().clone();
         let context_text = Value::Object(context).to_string();
-        let ended = planned.outcome.filter(|_| retrying.is_empty());
+        let ended = planned.outcome.filter(|_| retrying.is_empty() && !again);
         match ended {
             Some(ok) => {
                 let status = if ok { InstanceStatus::Succeeded } else { InstanceStatus::Failed };
@@ -287,12 +339,13 @@ impl InstanceRunner {
         if let Some(ok) = ended {
             self.triggers.metrics.workflow_instance_ended(if ok { "succeeded" } else { "failed" });
         }
-        Ok(new_runs
+        let due = new_runs
             .into_iter()
             .zip(ids)
             .filter(|(r, _)| r.status == RunStatus::Due && r.due_ms <= now_ms)
             .map(|(r, id)| RunRow::due(id, instance.id, r))
-            .collect())
+            .collect();
+        Ok(Step { due, again, children, ended_child: ended.is_some() && instance.parent_run.is_some() })
     }
 
     /// Fires due runs: per instance, takes them with their log rows in one transaction, then

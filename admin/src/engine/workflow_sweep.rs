@@ -1,6 +1,7 @@
 //! [`WorkflowSweep`]: once a second on every admin, start scheduled instances, admit queued
 //! ones, and recover what no admin is handling — instances started but not planned, runs whose
-//! results were stored by an admin that died before it advanced them, due runs nobody fired
+//! results were stored by an admin that died before it advanced them, child instances that ended
+//! before their parent was told, due runs nobody fired
 //! (a dead admin's, or retries whose delay passed), and fired runs past their node's timeout;
 //! last, raise the alarms of instances that ended FAILED and of scheduled starts kept as MISSED
 //! (docs/workflows.md, "Alarms"). Each step is guarded in the store, so admins sweeping together
@@ -23,6 +24,7 @@ use tokio_util::task::TaskTracker;
 use super::EngineError;
 use super::alarm_desk::AlarmDesk;
 use super::next_times::PRE_READ_MS;
+use super::workflow_children::finish_parent;
 use super::workflow_runner::InstanceRunner;
 use crate::alarm::{Alarm, FailedNode, WorkflowAlarmEvent, ended_key, ended_kind};
 use crate::calendar::next_fire;
@@ -120,6 +122,13 @@ impl WorkflowSweep {
         for instance in stuck {
             self.runner.advance_and_fire(instance).await?;
             report.advanced += 1;
+        }
+        // Children that ended while their admin died before it told the parent.
+        for child in self.store.ended_children(SWEEP_BATCH).await? {
+            if let Some(parent) = finish_parent(self.store.as_ref(), child, now_ms).await? {
+                self.runner.advance_and_fire(parent).await?;
+                report.advanced += 1;
+            }
         }
         for (run, instance) in self.store.overdue_runs(now_ms, SWEEP_BATCH).await? {
             let logs = self.store.instance_runs(instance).await?;

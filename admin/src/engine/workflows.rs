@@ -16,6 +16,8 @@
 //! touches: such a node is planned again from the new states once its parents are over (and is
 //! skipped again if its conditions still do not hold); what succeeded stays done.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -23,15 +25,16 @@ use tokio_util::task::TaskTracker;
 
 use super::EngineError;
 use super::trigger::TriggerPath;
+use super::workflow_children::finish_parent;
 use super::workflow_runner::InstanceRunner;
 use super::workflow_sweep::{SweepReport, WorkflowSweep};
 use crate::clock::Clock;
 use crate::domain::{Overflow, TriggerType};
 use crate::store::{
     Admission, InstanceId, InstanceStatus, InstanceTx, LogId, NewInstance, NewRun, NewWorkflow, RunEnd,
-    RunRow, RunStatus, StartOutcome, Store, WorkflowId,
+    RunId, RunRow, RunStatus, StartOutcome, Store, WorkflowId,
 };
-use crate::workflow::{Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, NodeState, OnDeadline, node_states};
+use crate::workflow::{Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, NodeKind, NodeState, OnDeadline, node_states};
 
 /// Instances of workflows: the commands, with the runner and the sweep they hand work to.
 pub struct Workflows {
@@ -204,13 +207,45 @@ impl Workflows {
     }
 
     /// Stops a running or queued instance: due runs are dropped, fired runs are marked stopped
-    /// and their executors asked to kill them. False if it was already over.
+    /// and their executors asked to kill them, the child instances its sub-workflow nodes wait
+    /// for are stopped too; a stopped child fails its parent's node. False if it was already
+    /// over.
     pub async fn stop(&self, id: InstanceId) -> Result<bool, EngineError> {
+        self.stop_tree(id).await
+    }
+
+    /// [`Self::stop`], boxed: it stops the children through itself.
+    fn stop_tree(
+        &self,
+        id: InstanceId,
+    ) -> Pin<Box<dyn Future<Output = Result<bool, EngineError>> + Send + '_>> {
+        Box::pin(async move {
+            let waiting = match self.stop_one(id).await? {
+                Some(waiting) => waiting,
+                None => return Ok(false),
+            };
+            if !waiting.is_empty() {
+                for (run, child) in self.store.children(id).await? {
+                    if waiting.contains(&run) {
+                        self.stop_tree(child).await?;
+                    }
+                }
+            }
+            if let Some(parent) = finish_parent(self.store.as_ref(), id, self.clock.now_ms()).await? {
+                self.runner.advance_and_fire(parent).await?;
+            }
+            Ok(true)
+        })
+    }
+
+    /// Stops `id` itself: the runs that waited (for an approval or a child), or `None` if it was
+    /// already over.
+    async fn stop_one(&self, id: InstanceId) -> Result<Option<Vec<RunId>>, EngineError> {
         let now_ms = self.clock.now_ms();
-        let Some(mut tx) = self.store.begin_instance(id).await? else { return Ok(false) };
+        let Some(mut tx) = self.store.begin_instance(id).await? else { return Ok(None) };
         let instance = tx.instance().clone();
         if instance.status != InstanceStatus::Running && instance.status != InstanceStatus::Queued {
-            return Ok(false);
+            return Ok(None);
         }
         let runs = tx.runs().await?;
         let end = RunEnd {
@@ -219,12 +254,16 @@ impl Workflows {
             message: Some("stopped".into()),
             end_ms: now_ms,
         };
-        let mut fired = Vec::new();
+        let (mut fired, mut waiting) = (Vec::new(), Vec::new());
         for run in
             runs.iter().filter(|r| matches!(r.status, RunStatus::Due | RunStatus::Fired | RunStatus::Waiting))
         {
-            if tx.end_run(run.id, run.status, &end).await? && run.status == RunStatus::Fired {
-                fired.push(run.id);
+            if tx.end_run(run.id, run.status, &end).await? {
+                match run.status {
+                    RunStatus::Fired => fired.push(run.id),
+                    RunStatus::Waiting => waiting.push(run.id),
+                    _ => {}
+                }
             }
         }
         let logs = tx.run_logs(&fired).await?;
@@ -234,13 +273,16 @@ impl Workflows {
         for log in logs.iter().filter(|l| !l.is_over()) {
             self.runner.kill_log(log.log_id).await;
         }
-        Ok(true)
+        Ok(Some(waiting))
     }
 
     /// Reruns a failed or stopped instance from its failed nodes: each gets a new first
     /// attempt (with its retries again), nodes skipped because of them are planned again, and
     /// what succeeded stays done. The new runs are fired before this returns.
     pub async fn rerun_failed(&self, id: InstanceId) -> Result<(), OpError> {
+        // The children of its failed sub-workflow nodes rerun their own failed nodes first, each
+        // in its own transaction (SQLite has one writer: no transaction may wait on another).
+        let reached = self.rerun_children(id).await?;
         let now_ms = self.clock.now_ms();
         let mut tx = self.open_ended(id).await?;
         let runs = tx.runs().await?;
@@ -264,35 +306,98 @@ impl Workflows {
         let never_fired = |node: &str| {
             runs.iter().filter(|r| r.node == node && r.status != RunStatus::Revoked).all(|r| r.fired_ms == 0)
         };
-        let (replan, rerun): (Vec<&str>, Vec<&str>) = roots.iter().partition(|node| never_fired(node));
-        let new_runs: Vec<NewRun> = rerun
+        // A sub-workflow node whose child reruns waits for that child again.
+        let child_of = |node: &str| {
+            let run = newest_run(&runs, node)?.id;
+            reached.iter().find(|(r, _)| *r == run).map(|(r, child)| (*r, *child))
+        };
+        let (reach, others): (Vec<&str>, Vec<&str>) = roots.iter().partition(|node| child_of(node).is_some());
+        let (replan, rerun): (Vec<&str>, Vec<&str>) = others.into_iter().partition(|node| never_fired(node));
+        let new_run = |node: &str, status, message: &str| NewRun {
+            node: node.to_owned(),
+            attempt: 1,
+            status,
+            due_ms: now_ms,
+            output: None,
+            message: Some(message.to_owned()),
+            deadline_ms: 0,
+        };
+        let mut new_runs: Vec<NewRun> =
+            rerun.iter().map(|node| new_run(node, RunStatus::Due, "rerun from failure")).collect();
+        let waits: Vec<NewRun> = reach
             .iter()
-            .map(|node| NewRun {
-                node: (*node).to_owned(),
-                attempt: 1,
-                status: RunStatus::Due,
-                due_ms: now_ms,
-                output: None,
-                message: Some("rerun from failure".to_owned()),
-                deadline_ms: 0,
-            })
+            .map(|node| new_run(node, RunStatus::Waiting, "rerun from failure: its child instance reruns"))
             .collect();
+        new_runs.extend(waits);
         revoke_below(&mut *tx, &graph, &roots, &runs).await?;
         for run in runs.iter().filter(|r| replan.contains(&r.node.as_str()) && r.status != RunStatus::Revoked)
         {
             revoke(&mut *tx, run).await?;
         }
         let ids = tx.insert_runs(&new_runs).await?;
+        for (run, new_id) in new_runs.iter().zip(&ids).filter(|(r, _)| r.status == RunStatus::Waiting) {
+            if let Some((old, _)) = child_of(&run.node) {
+                tx.relink_child(old, *new_id).await?;
+            }
+        }
         let instance = tx.instance().clone();
         tx.set_instance(InstanceStatus::Running, &instance.context, instance.start_ms, 0).await?;
         tx.commit().await?;
         tracing::info!(instance = id.0, nodes = ?roots, "workflow instance rerun from its failed nodes");
-        let due = new_runs.into_iter().zip(ids).map(|(run, run_id)| RunRow::due(run_id, id, run)).collect();
+        let due = new_runs
+            .into_iter()
+            .zip(ids)
+            .filter(|(run, _)| run.status == RunStatus::Due)
+            .map(|(run, run_id)| RunRow::due(run_id, id, run))
+            .collect();
         self.runner.fire_runs(due, None).await?;
         if !replan.is_empty() {
             self.runner.advance_and_fire(id).await?;
         }
         Ok(())
+    }
+
+    /// Reruns, from their failed nodes, the children that `id`'s failed sub-workflow nodes
+    /// waited for: the runs (with their child) whose child now runs again. A child that cannot
+    /// be rerun (nothing in it failed) is left, and its node starts a new child when planned.
+    async fn rerun_children(&self, id: InstanceId) -> Result<Vec<(RunId, InstanceId)>, OpError> {
+        let Some(row) = self.store.load_instance(id).await? else { return Ok(Vec::new()) };
+        let Ok(graph) = Graph::from_json(&row.graph) else { return Ok(Vec::new()) };
+        if !matches!(row.status, InstanceStatus::Failed | InstanceStatus::Stopped) {
+            return Ok(Vec::new()); // refused by `open_ended`
+        }
+        let runs = self.store.instance_runs(id).await?;
+        let failed: Vec<RunId> = node_states(&runs, &[])
+            .into_iter()
+            .filter(|(node, state)| {
+                *state == NodeState::Failed && graph.node(node).is_some_and(|n| n.kind == NodeKind::Workflow)
+            })
+            .filter_map(|(node, _)| newest_run(&runs, &node).map(|r| r.id))
+            .collect();
+        let mut reached = Vec::new();
+        if failed.is_empty() {
+            return Ok(reached);
+        }
+        for (run, child) in self.store.children(id).await?.into_iter().filter(|(run, _)| failed.contains(run))
+        {
+            match self.rerun_boxed(child).await {
+                Ok(()) => reached.push((run, child)),
+                // Rerun meanwhile by someone else: it runs, so wait for it.
+                Err(OpError::Conflict(_)) => {
+                    let status = self.store.load_instance(child).await?.map(|c| c.status);
+                    if status == Some(InstanceStatus::Running) {
+                        reached.push((run, child));
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(reached)
+    }
+
+    /// [`Self::rerun_failed`], boxed: it reruns children through itself.
+    fn rerun_boxed(&self, id: InstanceId) -> Pin<Box<dyn Future<Output = Result<(), OpError>> + Send + '_>> {
+        Box::pin(self.rerun_failed(id))
     }
 
     /// Marks `node`, which failed (or was stopped), done with `output` (JSON text; none: no
@@ -360,6 +465,13 @@ impl Workflows {
     ) -> Result<(), OpError> {
         let mut tx = self.begin(id).await?;
         let instance = tx.instance().clone();
+        let graph = Graph::from_json(&instance.graph).map_err(unreadable)?;
+        if graph.node(node).is_none_or(|n| n.kind != NodeKind::Approval) {
+            return Err(OpError::Conflict(format!(
+                "node {node:?} of workflow instance {} is not an approval",
+                id.0
+            )));
+        }
         let runs = tx.runs().await?;
         let Some(run) = newest_run(&runs, node).filter(|r| r.status == RunStatus::Waiting) else {
             return Err(OpError::Conflict(format!(

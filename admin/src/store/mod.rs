@@ -50,14 +50,16 @@ pub use log_store::{LogReportStore, LogStore};
 pub use schema::{Generation, Schema};
 use sql::SqlStore;
 pub use types::*;
-pub use workflow_store::{Admission, InstanceTx, RunEnd, RunTake, WorkflowAlarmStore, WorkflowStore};
+pub use workflow_store::{
+    Admission, InstanceTx, RunEnd, RunTake, WorkflowAlarmStore, WorkflowChildStore, WorkflowStore,
+};
 
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
         AlarmStore, AuditStore, CalendarStore, CredentialStore, FireSendStore, GrantStore, GroupStore,
         JobStore, LeaseStore, LogPieceStore, LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store,
-        TagStore, UserStore, WasmStore, WorkflowAlarmStore, WorkflowStore,
+        TagStore, UserStore, WasmStore, WorkflowAlarmStore, WorkflowChildStore, WorkflowStore,
     };
 }
 
@@ -112,6 +114,7 @@ pub trait Store:
     + CalendarStore
     + WorkflowStore
     + WorkflowAlarmStore
+    + WorkflowChildStore
     + AlarmStore
     + Send
     + Sync

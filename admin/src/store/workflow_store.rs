@@ -10,6 +10,17 @@ use super::{
     Paged, RunId, RunLog, RunRow, RunStatus, StartOutcome, StoreError, WorkflowId, WorkflowRow,
 };
 
+/// Sub-workflows: the instances a sub-workflow node started (`parent_instance`, `parent_run`).
+#[async_trait]
+pub trait WorkflowChildStore: Send + Sync {
+    /// The child instances `instance`'s sub-workflow nodes started, each with the run that
+    /// started it, by id.
+    async fn children(&self, instance: InstanceId) -> Result<Vec<(RunId, InstanceId)>, StoreError>;
+    /// Child instances that are over while their parent's run still waits for them (an admin
+    /// died between the two), at most `limit`.
+    async fn ended_children(&self, limit: u32) -> Result<Vec<InstanceId>, StoreError>;
+}
+
 /// How a start is admitted: the workflow's limit, and (scheduled starts) the fire time it
 /// moves on from, so of two admins exactly one starts a scheduled instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +142,20 @@ pub trait InstanceTx: Send {
         start_ms: i64,
         end_ms: i64,
     ) -> Result<(), StoreError>;
+    /// A workflow, read in this transaction (without its calendars).
+    async fn load_workflow(&mut self, id: WorkflowId) -> Result<Option<WorkflowRow>, StoreError>;
+    /// Inserts a running child instance of this one, started by its run `parent_run`.
+    async fn start_child(
+        &mut self,
+        new: &NewInstance,
+        parent_run: RunId,
+        now_ms: i64,
+    ) -> Result<InstanceId, StoreError>;
+    /// How many ancestors this instance has through its parents, counted up to `max`.
+    async fn depth(&mut self, max: usize) -> Result<usize, StoreError>;
+    /// Hands this instance's child started by run `from` to run `to` (a rerun's new wait);
+    /// false if it has none.
+    async fn relink_child(&mut self, from: RunId, to: RunId) -> Result<bool, StoreError>;
     /// Commits.
     async fn commit(self: Box<Self>) -> Result<(), StoreError>;
 }

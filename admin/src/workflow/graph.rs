@@ -1,7 +1,7 @@
 //! The graph of a workflow as stored (JSON in `jobwheel_workflow.graph`, copied into each
 //! instance) and as the API and the editor exchange it, and the checks every stored graph has
-//! passed: names, edges, cycles, limits, expressions, switches. Jobs are checked by the caller,
-//! which knows them.
+//! passed: names, edges, cycles, limits, expressions, switches, approvals, sub-workflows. Jobs
+//! and the workflows sub-workflow nodes start are checked by the caller, which knows them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -97,6 +97,9 @@ pub enum GraphError {
     /// An approval node breaks an approval's rules.
     #[error("approval node {0:?}: {1}")]
     Approval(String, &'static str),
+    /// A sub-workflow node breaks a sub-workflow's rules.
+    #[error("sub-workflow node {0:?}: {1}")]
+    Subflow(String, &'static str),
     /// A node's job does not exist (checked by the caller).
     #[error("node {node:?} runs job {job_id}, which does not exist")]
     UnknownJob {
@@ -169,6 +172,7 @@ impl Graph {
         }
         self.check_switches()?;
         self.check_approvals()?;
+        self.check_subflows()?;
         self.check_schemas()?;
         self.find_cycle()
     }
@@ -241,6 +245,44 @@ impl Graph {
             }
         }
         Ok(())
+    }
+
+    /// A sub-workflow node names its workflow and runs no job; it has no retries and no
+    /// timeout of its own (the child's nodes have theirs, and a retry would start the child
+    /// again from nothing — rerun from failure reruns the child's failed nodes instead).
+    /// `workflowId` belongs to sub-workflow nodes only.
+    fn check_subflows(&self) -> Result<(), GraphError> {
+        for node in &self.nodes {
+            let bad = |why| Err(GraphError::Subflow(node.name.clone(), why));
+            if node.kind != NodeKind::Workflow {
+                if node.workflow_id.is_some() {
+                    return bad("workflowId is for sub-workflow nodes only");
+                }
+                continue;
+            }
+            if node.workflow_id.is_none_or(|id| id <= 0) {
+                return bad("a sub-workflow node needs the workflowId of the workflow it starts");
+            }
+            if node.job_id != 0 {
+                return bad("a sub-workflow node runs no job: leave jobId out");
+            }
+            if node.retries > 0 || node.timeout_secs > 0 {
+                return bad(
+                    "a sub-workflow node has no retries and no timeout: its child's nodes have theirs",
+                );
+            }
+            if node.param.is_some() || node.delivery.is_some() {
+                return bad(
+                    "a sub-workflow node takes no param and no delivery: its child's nodes have theirs",
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The workflows the sub-workflow nodes start, each once.
+    pub fn child_workflows(&self) -> BTreeSet<i64> {
+        self.nodes.iter().filter(|n| n.kind == NodeKind::Workflow).filter_map(|n| n.workflow_id).collect()
     }
 
     /// The nodes that run a job.

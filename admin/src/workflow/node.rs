@@ -1,4 +1,4 @@
-//! A workflow's vocabulary: its nodes (a job, a switch or an approval) with their overrides and
+//! A workflow's vocabulary: its nodes (a job, a switch, an approval or a sub-workflow) with their overrides and
 //! declared data shapes, and its edges with the condition on the parent's outcome and the
 //! optional `if` on data. What a whole graph must satisfy is `graph.rs`'s.
 
@@ -33,6 +33,10 @@ pub enum NodeKind {
     /// Runs no job: waits until a user approves (a success) or rejects (a failure), or its
     /// deadline (`timeoutSecs`) passes and `onDeadline` decides.
     Approval,
+    /// Starts an instance of another workflow (`workflowId`) with the context as its input and
+    /// waits for it: its output is the child instance's node outputs, and it fails if the
+    /// child fails or is stopped.
+    Workflow,
 }
 
 /// What an approval's deadline decides.
@@ -61,9 +65,12 @@ pub struct Node {
     /// A job (the default, left out of the stored form) or a switch.
     #[serde(default, skip_serializing_if = "NodeKind::is_job")]
     pub kind: NodeKind,
-    /// The job this node runs (0 for a switch).
+    /// The job this node runs (0 for a node of another kind).
     #[serde(default)]
     pub job_id: i32,
+    /// The workflow a sub-workflow node starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<i64>,
     /// Replaces the job's parameter when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub param: Option<String>,

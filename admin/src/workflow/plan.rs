@@ -13,6 +13,8 @@
 //!   A disabled switch takes its default.
 //! - A ready **approval** waits (a run in `WAITING`) for a user's decision or its deadline; a
 //!   disabled one passes.
+//! - A ready **sub-workflow** node starts its child instance and waits (a run in `WAITING`)
+//!   until the child ends; a disabled one passes.
 //! - A parent that succeeded, passed, or failed with "continue on failure" satisfies `SUCCESS`
 //!   and `ALWAYS` edges; one that failed satisfies `FAILURE` and `ALWAYS`; a skipped one only
 //!   `ALWAYS`.
@@ -138,6 +140,8 @@ pub enum Decision {
     Branch(Option<String>),
     /// An approval waits for a user's decision.
     Wait,
+    /// A sub-workflow node starts its child instance and waits for it.
+    Start,
 }
 
 /// What the planner reads besides the graph.
@@ -204,12 +208,13 @@ pub fn plan(graph: &Graph, input: &PlanInput<'_>) -> Planned {
                 (Ok(true), disabled, NodeKind::Switch) => {
                     data.choose(graph, node.name.as_str(), incoming, disabled, &states)
                 }
-                (Ok(true), true, NodeKind::Job | NodeKind::Approval) => Decision::Pass,
+                (Ok(true), true, NodeKind::Job | NodeKind::Approval | NodeKind::Workflow) => Decision::Pass,
                 (Ok(true), false, NodeKind::Job) => Decision::Run,
                 (Ok(true), false, NodeKind::Approval) => Decision::Wait,
+                (Ok(true), false, NodeKind::Workflow) => Decision::Start,
             };
             let state = match &decision {
-                Decision::Run | Decision::Wait => NodeState::Active,
+                Decision::Run | Decision::Wait | Decision::Start => NodeState::Active,
                 Decision::Skip => NodeState::Skipped,
                 Decision::Pass | Decision::Branch(_) => NodeState::Passed,
                 Decision::Fail(_) => NodeState::Failed,
@@ -219,7 +224,7 @@ pub fn plan(graph: &Graph, input: &PlanInput<'_>) -> Planned {
                 branches.insert(node.name.as_str(), to);
             }
             states.insert(node.name.as_str(), state);
-            changed |= !matches!(decision, Decision::Run | Decision::Wait);
+            changed |= !matches!(decision, Decision::Run | Decision::Wait | Decision::Start);
             decisions.push((node.name.clone(), decision));
         }
         if !changed {

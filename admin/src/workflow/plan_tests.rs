@@ -19,6 +19,7 @@ fn node(name: &str) -> Node {
         input_schema: None,
         output_schema: None,
         on_deadline: None,
+        workflow_id: None,
         x: None,
         y: None,
     }

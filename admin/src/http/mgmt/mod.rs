@@ -61,6 +61,7 @@ mod transfer_workflows;
 mod users;
 mod wasm_versions;
 mod workflow_instances;
+mod workflow_reach;
 mod workflows;
 
 pub(crate) use wasm_versions::ModuleInfoCache;

@@ -4,7 +4,10 @@
 //! maps it to the job the import created or updated. A workflow travels with its owner group's
 //! AppName and is matched by name within that group here: updated if one exists, else created
 //! with its schedule off. Its calendars travel by name in the file's `calendars`, as the jobs'
-//! do. Each is checked like the workflow form before anything is written.
+//! do. Each is checked like the workflow form before anything is written. A sub-workflow node
+//! names its workflow by the exporting admin's id, which the entry carries (`id`): an export
+//! holds a workflow only with every workflow it starts, and an import writes the started ones
+//! first and maps the nodes to them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -26,6 +29,10 @@ use crate::workflow::{Graph, NodeKind, WorkflowDays};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct WorkflowEntry {
+    /// Its id on the exporting admin, which its sub-workflow nodes' `workflowId` name (absent
+    /// in files of admins before sub-workflows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) id: Option<i64>,
     /// The AppName of its owner group.
     pub(crate) appname: String,
     pub(crate) name: String,
@@ -53,8 +60,8 @@ pub(crate) struct WorkflowEntry {
     pub(crate) graph: Graph,
 }
 
-/// The workflows the principal may use whose every node runs one of `jobs`, for an export,
-/// and the calendars they refer to (for the file's `calendars`).
+/// The workflows the principal may use whose every node runs one of `jobs` and starts one of the
+/// others exported, for an export, and the calendars they refer to (for the file's `calendars`).
 pub(crate) async fn entries(
     state: &MgmtState,
     principal: &Principal,
@@ -65,12 +72,28 @@ pub(crate) async fn entries(
     let calendars: HashMap<i64, CalendarRow> =
         state.store.list_calendars().await?.into_iter().map(|c| (c.id.0, c)).collect();
     let mut used: BTreeMap<i64, CalendarRow> = BTreeMap::new();
-    for row in state.store.list_workflows(None).await? {
-        let w = row.workflow;
-        let Ok(graph) = Graph::from_json(&w.graph) else { continue };
-        if !principal.may_use(w.job_group) || !graph.job_nodes().all(|n| jobs.contains(&n.job_id)) {
-            continue;
+    let mut rows: Vec<(crate::store::WorkflowRow, Graph)> = state
+        .store
+        .list_workflows(None)
+        .await?
+        .into_iter()
+        .filter_map(|row| Graph::from_json(&row.workflow.graph).ok().map(|graph| (row, graph)))
+        .filter(|(row, graph)| {
+            principal.may_use(row.workflow.job_group) && graph.job_nodes().all(|n| jobs.contains(&n.job_id))
+        })
+        .collect();
+    // Drop the workflows that start one not exported, until none is left (a chain drops whole).
+    loop {
+        let kept: BTreeSet<i64> = rows.iter().map(|(row, _)| row.id.0).collect();
+        let before = rows.len();
+        rows.retain(|(_, graph)| graph.child_workflows().iter().all(|id| kept.contains(id)));
+        if rows.len() == before {
+            break;
         }
+    }
+    for (row, graph) in rows {
+        let id = row.id.0;
+        let w = row.workflow;
         let days = WorkflowDays::from_stored(&w.days);
         let mut names = |ids: &[i64]| -> Vec<String> {
             ids.iter()
@@ -83,6 +106,7 @@ pub(crate) async fn entries(
         };
         let (only_on, never_on) = (names(&days.only_on), names(&days.never_on));
         out.push(WorkflowEntry {
+            id: Some(id),
             appname: appnames.get(&w.job_group).cloned().unwrap_or_default(),
             name: w.name,
             schedule_type: w.schedule_type,
@@ -132,6 +156,7 @@ impl WorkflowPlan {
         let mut plan = Self { planned: Vec::new(), items: Vec::new() };
         let groups = state.store.list_groups().await?;
         let existing = state.store.list_workflows(None).await?;
+        let file_workflows: BTreeSet<i64> = entries.iter().filter_map(|e| e.id).collect();
         for entry in entries {
             let what = format!("workflow {} / {:?}", entry.appname, entry.name);
             let mut found = groups.iter().filter(|g| g.group.app_name == entry.appname).map(|g| g.id);
@@ -164,6 +189,16 @@ impl WorkflowPlan {
                 ));
                 continue;
             }
+            if let Some(node) = entry.graph.nodes.iter().find(|n| {
+                n.kind == NodeKind::Workflow && !n.workflow_id.is_some_and(|id| file_workflows.contains(&id))
+            }) {
+                problems.push(format!(
+                    "{what}: node {:?} starts workflow {}, which is not in the file",
+                    node.name,
+                    node.workflow_id.unwrap_or_default()
+                ));
+                continue;
+            }
             let same =
                 existing.iter().find(|w| w.workflow.job_group == group && w.workflow.name == entry.name);
             let id = same.map(|w| w.id);
@@ -179,7 +214,8 @@ impl WorkflowPlan {
     }
 
     /// Writes the workflows through the API's handlers, nodes mapped to this admin's jobs
-    /// (`jobs`: the file's job id → the job here), each change in the audit log.
+    /// (`jobs`: the file's job id → the job here) and workflows (a started one is written
+    /// before the one that starts it), each change in the audit log.
     pub(crate) async fn apply(
         &mut self,
         state: &Arc<MgmtState>,
@@ -187,49 +223,87 @@ impl WorkflowPlan {
         (jobs, calendars): (&HashMap<i32, JobId>, &CalendarPlan),
         client: &str,
     ) -> Result<(), ApiError> {
-        for ((entry, group, existing), item) in self.planned.drain(..).zip(self.items.iter_mut()) {
-            let mut graph = entry.graph;
-            for node in graph.nodes.iter_mut().filter(|n| n.kind == NodeKind::Job) {
-                node.job_id = jobs.get(&node.job_id).map_or(node.job_id, |id| id.0);
+        let mut written: HashMap<i64, i64> = HashMap::new();
+        let mut pending: Vec<usize> = (0..self.planned.len()).collect();
+        while !pending.is_empty() {
+            let ready = |i: &usize| {
+                let (entry, ..) = &self.planned[*i];
+                entry.graph.child_workflows().iter().all(|id| written.contains_key(id))
+            };
+            let Some(at) = pending.iter().position(ready) else {
+                return Err(ApiError::BadRequest(
+                    "workflows: the file's sub-workflows form a cycle; nothing more was written".to_owned(),
+                ));
+            };
+            let index = pending.remove(at);
+            let (entry, group, existing) = self.planned[index].clone();
+            let from = entry.id;
+            let id = self
+                .apply_one(state, principal, (entry, group, existing), (jobs, calendars, &written), client)
+                .await?;
+            self.items[index].id = Some(id.0);
+            if let Some(from) = from {
+                written.insert(from, id.0);
             }
-            // The file's calendars exist here now (created or found by name).
-            let days = WorkflowDays {
-                only_on: calendars.ids(&entry.only_on),
-                never_on: calendars.ids(&entry.never_on),
-                exclusion_windows: entry.exclusion_windows,
-            };
-            let input = WorkflowInput {
-                name: entry.name,
-                job_group: group.0,
-                schedule_type: entry.schedule_type,
-                schedule_conf: entry.schedule_conf,
-                time_zone: entry.time_zone,
-                misfire_strategy: entry.misfire_strategy,
-                max_instances: entry.max_instances,
-                overflow: entry.overflow,
-                alarm_email: Some(entry.alarm_email),
-                days,
-                alarms: Default::default(),
-                graph,
-            };
-            let shared = State(Arc::clone(state));
-            let (id, action, before) = match existing {
-                Some(id) => {
-                    let before = state.store.load_workflow(id).await?.map(WorkflowView::of);
-                    let before = before.and_then(|v| serde_json::to_value(v).ok());
-                    drop(workflows::update(shared, principal.clone(), Path(id.0), ApiJson(input)).await?);
-                    (id, "workflow.update", before)
-                }
-                None => {
-                    let (_, Json(view)) =
-                        workflows::create(shared, principal.clone(), ApiJson(input)).await?;
-                    (WorkflowId(view.id), "workflow.create", None)
-                }
-            };
-            item.id = Some(id.0);
-            let username = principal.user.user.username.clone();
-            audit::record_workflow_change(state, client.to_owned(), username, action, id, before).await;
         }
+        self.planned.clear();
         Ok(())
+    }
+
+    /// Writes one workflow; its id here.
+    async fn apply_one(
+        &self,
+        state: &Arc<MgmtState>,
+        principal: &Principal,
+        (entry, group, existing): (WorkflowEntry, GroupId, Option<WorkflowId>),
+        (jobs, calendars, written): (&HashMap<i32, JobId>, &CalendarPlan, &HashMap<i64, i64>),
+        client: &str,
+    ) -> Result<WorkflowId, ApiError> {
+        let mut graph = entry.graph;
+        for node in graph.nodes.iter_mut() {
+            match node.kind {
+                NodeKind::Job => node.job_id = jobs.get(&node.job_id).map_or(node.job_id, |id| id.0),
+                NodeKind::Workflow => {
+                    node.workflow_id = node.workflow_id.and_then(|w| written.get(&w).copied())
+                }
+                NodeKind::Switch | NodeKind::Approval => {}
+            }
+        }
+        // The file's calendars exist here now (created or found by name).
+        let days = WorkflowDays {
+            only_on: calendars.ids(&entry.only_on),
+            never_on: calendars.ids(&entry.never_on),
+            exclusion_windows: entry.exclusion_windows,
+        };
+        let input = WorkflowInput {
+            name: entry.name,
+            job_group: group.0,
+            schedule_type: entry.schedule_type,
+            schedule_conf: entry.schedule_conf,
+            time_zone: entry.time_zone,
+            misfire_strategy: entry.misfire_strategy,
+            max_instances: entry.max_instances,
+            overflow: entry.overflow,
+            alarm_email: Some(entry.alarm_email),
+            days,
+            alarms: Default::default(),
+            graph,
+        };
+        let shared = State(Arc::clone(state));
+        let (id, action, before) = match existing {
+            Some(id) => {
+                let before = state.store.load_workflow(id).await?.map(WorkflowView::of);
+                let before = before.and_then(|v| serde_json::to_value(v).ok());
+                drop(workflows::update(shared, principal.clone(), Path(id.0), ApiJson(input)).await?);
+                (id, "workflow.update", before)
+            }
+            None => {
+                let (_, Json(view)) = workflows::create(shared, principal.clone(), ApiJson(input)).await?;
+                (WorkflowId(view.id), "workflow.create", None)
+            }
+        };
+        let username = principal.user.user.username.clone();
+        audit::record_workflow_change(state, client.to_owned(), username, action, id, before).await;
+        Ok(id)
     }
 }

@@ -12,11 +12,12 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 use super::auth::Principal;
-use super::workflows::{Deleted, permitted, require_node_groups, runnable};
+use super::workflow_reach::{Deleted, require_node_groups};
+use super::workflows::{permitted, runnable};
 use super::{ApiJson, ApiQuery, DEFAULT_LIMIT, MAX_LIMIT};
 use crate::engine::{InstanceOp, OpError, StartError};
 use crate::http::{ApiError, MgmtState};
-use crate::store::{InstanceId, InstanceRow, Page, RunRow, StartOutcome};
+use crate::store::{InstanceId, InstanceRow, Page, RunId, RunRow, StartOutcome};
 use crate::workflow::Graph;
 
 /// The body of a start: the instance's context, a JSON object.
@@ -68,6 +69,9 @@ fn start_reply(outcome: StartOutcome) -> (StatusCode, Json<StartReply>) {
     (code, Json(reply))
 }
 
+/// The child instances of an instance's runs, by run.
+type Children = Vec<(RunId, InstanceId)>;
+
 /// An instance as the API shows it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -76,6 +80,9 @@ pub(crate) struct InstanceView {
     workflow_id: i64,
     status: &'static str,
     trigger_type: String,
+    /// The instance whose sub-workflow node started this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_instance_id: Option<i64>,
     fire_time: i64,
     start_time: i64,
     end_time: i64,
@@ -87,18 +94,25 @@ pub(crate) struct InstanceView {
 }
 
 impl InstanceView {
-    fn of(row: InstanceRow, runs: Option<Vec<RunRow>>) -> Self {
+    /// `runs` with the child instances the runs started (`children`, by run).
+    fn of(row: InstanceRow, runs: Option<(Vec<RunRow>, Children)>) -> Self {
         Self {
             id: row.id.0,
             workflow_id: row.workflow_id.0,
             status: row.status.name(),
             trigger_type: row.started_by(),
+            parent_instance_id: row.parent_instance.map(|i| i.0),
             fire_time: row.fire_time_ms,
             start_time: row.start_ms,
             end_time: row.end_ms,
             context: serde_json::from_str(&row.context).unwrap_or_default(),
             graph: runs.as_ref().map(|_| Graph::from_json(&row.graph).unwrap_or_default()),
-            runs: runs.map(|runs| runs.into_iter().map(RunView::of).collect()),
+            runs: runs.map(|(runs, children)| {
+                let child = |run: RunId| children.iter().find(|(r, _)| *r == run).map(|(_, c)| c.0);
+                runs.into_iter()
+                    .map(|r| RunView { child_instance_id: child(r.id), ..RunView::of(r) })
+                    .collect()
+            }),
         }
     }
 }
@@ -118,6 +132,9 @@ pub(crate) struct RunView {
     log_id: Option<i64>,
     output: Option<serde_json::Value>,
     message: Option<String>,
+    /// The instance a sub-workflow node's run started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    child_instance_id: Option<i64>,
 }
 
 impl RunView {
@@ -135,6 +152,7 @@ impl RunView {
             log_id: row.log_id.map(|l| l.0),
             output: row.output.and_then(|o| serde_json::from_str(&o).ok()),
             message: row.message,
+            child_instance_id: None,
         }
     }
 }
@@ -196,7 +214,8 @@ pub(crate) async fn instance(
 ) -> Result<Json<InstanceView>, ApiError> {
     let row = permitted_instance(&state, &principal, id, Deleted::Allowed).await?;
     let runs = state.store.instance_runs(row.id).await?;
-    Ok(Json(InstanceView::of(row, Some(runs))))
+    let children = state.store.children(row.id).await?;
+    Ok(Json(InstanceView::of(row, Some((runs, children)))))
 }
 
 /// `POST /api/v1/workflow-instances/{id}/stop`.
@@ -220,7 +239,8 @@ async fn full_instance(
 ) -> Result<Json<InstanceView>, ApiError> {
     let row = permitted_instance(state, principal, id, Deleted::Allowed).await?;
     let runs = state.store.instance_runs(row.id).await?;
-    Ok(Json(InstanceView::of(row, Some(runs))))
+    let children = state.store.children(row.id).await?;
+    Ok(Json(InstanceView::of(row, Some((runs, children)))))
 }
 
 fn op_error(error: OpError) -> ApiError {

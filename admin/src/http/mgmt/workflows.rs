@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::alarm_routes::{self, AlarmForm, AlarmView};
 use super::auth::Principal;
 use super::jobs::zone;
+use super::workflow_reach::{Deleted, check_children, require_node_groups};
 use super::{ApiJson, ApiQuery, MAX_LIMIT};
 use crate::calendar::DayRules;
 use crate::domain::{MisfireStrategy, Named, Overflow, ScheduleType};
@@ -149,6 +150,7 @@ async fn checked(
     principal: &Principal,
     input: WorkflowInput,
     author: &str,
+    saving: Option<WorkflowId>,
 ) -> Result<NewWorkflow, ApiError> {
     let name = input.name.trim();
     if name.is_empty() || name.chars().count() > NAME_MAX {
@@ -195,6 +197,9 @@ async fn checked(
         .graph
         .check_jobs(|id| usable.contains(&id))
         .map_err(|e| ApiError::BadRequest(format!("graph: {e}")))?;
+    // Sub-workflows: they exist, form no cycle, and the writer may run all they reach.
+    check_children(state, &input.graph, saving).await?;
+    require_node_groups(state, principal, &input.graph.to_json(), Deleted::Refused).await?;
     let workflow = NewWorkflow {
         name: name.to_owned(),
         job_group: group,
@@ -223,49 +228,6 @@ fn days_error(error: DaysError) -> ApiError {
         DaysError::Invalid(message) => ApiError::BadRequest(message),
         DaysError::Store(e) => e.into(),
     }
-}
-
-/// Whether the principal may act on a workflow (or instance) that runs `graph` (its JSON): rights
-/// on the group of every node's job, each job still there (review N2). Starting, rerunning or
-/// marking a node done drives those jobs with the principal's input, and an instance shows
-/// their outputs, so the owner group alone is not enough. 403 names the node in a group the
-/// principal may not use; with `Deleted::Refused`, 409 the node whose job was deleted (what
-/// would run it again), while a finished instance of a deleted job stays readable.
-pub(super) async fn require_node_groups(
-    state: &MgmtState,
-    principal: &Principal,
-    graph: &str,
-    deleted: Deleted,
-) -> Result<(), ApiError> {
-    let graph = Graph::from_json(graph).map_err(ApiError::internal)?;
-    for node in graph.job_nodes() {
-        match state.store.load_job(JobId(node.job_id)).await? {
-            None if deleted == Deleted::Allowed => {}
-            None => {
-                return Err(ApiError::Conflict(format!(
-                    "graph: node {} runs job {}, which no longer exists; edit the workflow",
-                    node.name, node.job_id
-                )));
-            }
-            Some(job) if !principal.may_use(job.job.job_group) => {
-                return Err(ApiError::Forbidden(format!(
-                    "graph: node {} runs job {} of executor group {}, which you may not use",
-                    node.name, node.job_id, job.job.job_group.0
-                )));
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(())
-}
-
-/// Whether a node whose job was deleted is refused ([`require_node_groups`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Deleted {
-    /// Reading or stopping: nothing of the deleted job runs.
-    Allowed,
-    /// Starting or rerunning: the node would run whatever job later gets its id.
-    Refused,
 }
 
 /// A workflow the principal may use and run: its owner group and every node's (N2), or
@@ -344,7 +306,7 @@ pub(crate) async fn create(
     ApiJson(input): ApiJson<WorkflowInput>,
 ) -> Result<(StatusCode, Json<WorkflowView>), ApiError> {
     let alarms = input.alarms.check(&state, route_scope::WORKFLOW).await?;
-    let workflow = checked(&state, &principal, input, &principal.user.user.username).await?;
+    let workflow = checked(&state, &principal, input, &principal.user.user.username, None).await?;
     let id = state.store.add_workflow(&workflow).await?;
     alarms.store(state.store.as_ref(), route_scope::WORKFLOW, id.0).await?;
     Ok((StatusCode::CREATED, Json(shown(&state, permitted(&state, &principal, id.0).await?).await?)))
@@ -360,7 +322,8 @@ pub(crate) async fn update(
 ) -> Result<Json<WorkflowView>, ApiError> {
     let current = permitted(&state, &principal, id).await?;
     let alarms = input.alarms.check(&state, route_scope::WORKFLOW).await?;
-    let mut workflow = checked(&state, &principal, input, &principal.user.user.username).await?;
+    let mut workflow =
+        checked(&state, &principal, input, &principal.user.user.username, Some(current.id)).await?;
     if current.workflow.status == ScheduleStatus::Running {
         let rules = WorkflowDays::from_stored(&workflow.days).rules(&*state.store).await?;
         let next = first_start(&workflow, &rules, state.clock.now_ms())?;
@@ -386,6 +349,16 @@ pub(crate) async fn delete(
             "workflow {:?} has running or queued instances; stop them first",
             current.workflow.name
         )));
+    }
+    // A workflow another one starts stays: deleting it would fail that one's node at run time.
+    for other in state.store.list_workflows(None).await? {
+        let graph = Graph::from_json(&other.workflow.graph).unwrap_or_default();
+        if let Some(node) = graph.nodes.iter().find(|n| n.workflow_id == Some(current.id.0)) {
+            return Err(ApiError::Conflict(format!(
+                "workflow {:?} is started by node {} of workflow {:?}; edit that workflow first",
+                current.workflow.name, node.name, other.workflow.name
+            )));
+        }
     }
     state.store.delete_workflow(current.id).await?;
     alarm_routes::forget(&state, route_scope::WORKFLOW, current.id.0).await?;

@@ -113,7 +113,8 @@ static RUNNING_BEFORE: Sql = Sql::new(concat!(
     AND trigger_time <= TS(?) ORDER BY id LIMIT ?"
 ));
 static INSTANCES_BEFORE: Sql = Sql::new(
-    "SELECT id, workflow_id, status, trigger_type, rerun_of, fire_time_ms, start_ms, end_ms, graph, context \
+    "SELECT id, workflow_id, status, trigger_type, rerun_of, parent_instance, parent_run, fire_time_ms, start_ms, end_ms, \
+         graph, context \
     FROM jobwheel_workflow_instance WHERE workflow_id = ? AND status = ? AND start_ms < ? ORDER BY id LIMIT ?",
 );
 

@@ -43,6 +43,7 @@ mod credentials;
 mod fire_sends;
 mod grants;
 mod groups;
+mod instance_tx;
 mod jobs;
 mod leases;
 mod log_pieces;
@@ -54,6 +55,7 @@ mod tags;
 mod users;
 mod wasm;
 mod workflow_alarms;
+mod workflow_children;
 mod workflows;
 
 /// The [`Store`] over a connected database of any backend.

@@ -11,7 +11,8 @@ use crate::store::workflow_store::WorkflowAlarmStore;
 use crate::store::{InstanceId, InstanceRow, InstanceStatus, StoreError};
 
 static ENDED: Sql = Sql::new(
-    "SELECT id, workflow_id, status, trigger_type, rerun_of, fire_time_ms, start_ms, end_ms, graph, context \
+    "SELECT id, workflow_id, status, trigger_type, rerun_of, parent_instance, parent_run, fire_time_ms, start_ms, end_ms, \
+         graph, context \
     FROM jobwheel_workflow_instance WHERE status = ? AND (end_ms > ? OR (end_ms = ? AND id > ?)) \
     ORDER BY end_ms, id LIMIT ?",
 );

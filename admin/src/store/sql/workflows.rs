@@ -7,16 +7,16 @@ use async_trait::async_trait;
 
 use super::SqlStore;
 use super::calendars;
+use super::instance_tx::SqlInstanceTx;
 use super::logs::INSERT_LOG;
 use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
 use crate::store::pool::Tx;
 use crate::store::time::secs;
-use crate::store::workflow_store::{Admission, InstanceTx, RunEnd, RunTake, WorkflowStore};
+use crate::store::workflow_store::{Admission, InstanceTx, RunTake, WorkflowStore};
 use crate::store::{
-    DayRefs, GroupId, InstanceId, InstanceRow, InstanceStatus, LogId, NewInstance, NewRun, NewWorkflow, Page,
-    Paged, RunId, RunLog, RunRow, RunStatus, ScheduleStatus, StartOutcome, StoreError, WorkflowId,
-    WorkflowRow,
+    DayRefs, GroupId, InstanceId, InstanceRow, InstanceStatus, LogId, NewInstance, NewWorkflow, Page, Paged,
+    RunId, RunRow, ScheduleStatus, StartOutcome, StoreError, WorkflowId, WorkflowRow,
 };
 
 macro_rules! workflow_columns {
@@ -28,7 +28,8 @@ macro_rules! workflow_columns {
 }
 macro_rules! instance_columns {
     () => {
-        "SELECT id, workflow_id, status, trigger_type, rerun_of, fire_time_ms, start_ms, end_ms, graph, context \
+        "SELECT id, workflow_id, status, trigger_type, rerun_of, parent_instance, parent_run, fire_time_ms, start_ms, end_ms, \
+         graph, context \
          FROM jobwheel_workflow_instance"
     };
 }
@@ -49,7 +50,7 @@ static UPDATE: Sql = Sql::new(
     misfire_strategy = ?, max_instances = ?, overflow = ?, graph = ?, status = ?, trigger_last_time = ?, \
     trigger_next_time = ?, author = ?, update_ms = ?, alarm_email = ? WHERE id = ?",
 );
-static LOAD: Sql = Sql::new(concat!(workflow_columns!(), " WHERE id = ?"));
+pub(super) static LOAD: Sql = Sql::new(concat!(workflow_columns!(), " WHERE id = ?"));
 static LOCK: Sql = Sql::new("SELECT id FROM jobwheel_workflow WHERE id = ? FOR UPDATE");
 static DUE: Sql =
     Sql::new(concat!(workflow_columns!(), " WHERE status = ? AND trigger_next_time <= ? ORDER BY id"));
@@ -67,7 +68,7 @@ static QUEUED_WORKFLOWS: Sql = Sql::new(
 );
 static ADMIT: Sql =
     Sql::new("UPDATE jobwheel_workflow_instance SET status = 1, start_ms = ? WHERE id = ? AND status = 0");
-static INSERT_INSTANCE: Sql = Sql::new(
+pub(super) static INSERT_INSTANCE: Sql = Sql::new(
     "INSERT INTO jobwheel_workflow_instance (workflow_id, status, trigger_type, rerun_of, fire_time_ms, start_ms, \
     graph, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
 );
@@ -77,7 +78,7 @@ static COUNT_INSTANCES: Sql =
     Sql::new("SELECT COUNT(*) FROM jobwheel_workflow_instance WHERE workflow_id = ?");
 static PAGE_INSTANCES: Sql =
     Sql::new(concat!(instance_columns!(), " WHERE workflow_id = ? ORDER BY id DESC LIMIT ? OFFSET ?"));
-static SET_INSTANCE: Sql = Sql::new(
+pub(super) static SET_INSTANCE: Sql = Sql::new(
     "UPDATE jobwheel_workflow_instance SET status = ?, context = ?, start_ms = ?, end_ms = ? WHERE id = ?",
 );
 /// A scheduled start that did not happen, kept as an instance (its alarm is raised by the sweep
@@ -86,12 +87,12 @@ static INSERT_MISSED: Sql = Sql::new(
     "INSERT INTO jobwheel_workflow_instance (workflow_id, status, trigger_type, fire_time_ms, start_ms, end_ms, \
     graph, context) VALUES (?, ?, ?, ?, 0, ?, ?, '{}')",
 );
-static RUNS: Sql = Sql::new(concat!(run_columns!(), " WHERE instance_id = ? ORDER BY id"));
-static INSERT_RUN: Sql = Sql::new(
+pub(super) static RUNS: Sql = Sql::new(concat!(run_columns!(), " WHERE instance_id = ? ORDER BY id"));
+pub(super) static INSERT_RUN: Sql = Sql::new(
     "INSERT INTO jobwheel_workflow_run (instance_id, node, attempt, status, due_ms, end_ms, output, message, \
     deadline_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
 );
-static END_RUN: Sql = Sql::new(
+pub(super) static END_RUN: Sql = Sql::new(
     "UPDATE jobwheel_workflow_run SET status = ?, output = ?, message = ?, end_ms = ? WHERE id = ? AND status = ?",
 );
 static TAKE_RUN: Sql = Sql::new(
@@ -321,7 +322,7 @@ impl WorkflowStore for SqlStore {
         let Some(instance) = tx.ex().fetch_optional::<InstanceRow>(&LOCK_INSTANCE, &args![id]).await? else {
             return Ok(None);
         };
-        Ok(Some(Box::new(SqlInstanceTx { tx, instance })))
+        Ok(Some(Box::new(SqlInstanceTx::new(tx, instance))))
     }
 
     async fn load_instance(&self, id: InstanceId) -> Result<Option<InstanceRow>, StoreError> {
@@ -423,78 +424,5 @@ impl WorkflowStore for SqlStore {
     async fn idle_instances(&self, limit: u32) -> Result<Vec<InstanceId>, StoreError> {
         let ids: Vec<i64> = self.ex().fetch_column(&IDLE, &args![i64::from(limit)]).await?;
         Ok(ids.into_iter().map(InstanceId).collect())
-    }
-}
-
-/// One instance under its row lock.
-struct SqlInstanceTx {
-    tx: Tx,
-    instance: InstanceRow,
-}
-
-#[async_trait]
-impl InstanceTx for SqlInstanceTx {
-    fn instance(&self) -> &InstanceRow {
-        &self.instance
-    }
-
-    async fn runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
-        self.tx.ex().fetch_all(&RUNS, &args![self.instance.id]).await
-    }
-
-    async fn run_logs(&mut self, runs: &[RunId]) -> Result<Vec<RunLog>, StoreError> {
-        if runs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut q = QueryBuf::new(
-            "SELECT l.run_id, l.log_id, x.trigger_code, x.handle_code, x.handle_msg, o.output \
-            FROM jobwheel_workflow_log l JOIN xxl_job_log x ON x.id = l.log_id \
-            LEFT JOIN jobwheel_workflow_output o ON o.log_id = l.log_id WHERE l.run_id IN (",
-        );
-        q.bind_list(runs.iter().copied()).push(") ORDER BY l.log_id");
-        self.tx.ex().fetch_all(&q, q.args()).await
-    }
-
-    async fn end_run(&mut self, run: RunId, from: RunStatus, end: &RunEnd) -> Result<bool, StoreError> {
-        let args = args![end.status, &end.output, &end.message, end.end_ms, run, from];
-        Ok(self.tx.ex().execute(&END_RUN, &args).await? > 0)
-    }
-
-    async fn insert_runs(&mut self, runs: &[NewRun]) -> Result<Vec<RunId>, StoreError> {
-        let mut ids = Vec::with_capacity(runs.len());
-        for r in runs {
-            let end_ms = if matches!(r.status, RunStatus::Due | RunStatus::Waiting) { 0 } else { r.due_ms };
-            let args = args![
-                self.instance.id,
-                &r.node,
-                r.attempt,
-                r.status,
-                r.due_ms,
-                end_ms,
-                &r.output,
-                &r.message,
-                r.deadline_ms
-            ];
-            ids.push(RunId(self.tx.ex().insert_id(&INSERT_RUN, &args).await?));
-        }
-        Ok(ids)
-    }
-
-    async fn set_instance(
-        &mut self,
-        status: InstanceStatus,
-        context: &str,
-        start_ms: i64,
-        end_ms: i64,
-    ) -> Result<(), StoreError> {
-        let args = args![status, context, start_ms, end_ms, self.instance.id];
-        self.tx.ex().execute(&SET_INSTANCE, &args).await?;
-        self.instance.status = status;
-        self.instance.context = context.to_owned();
-        Ok(())
-    }
-
-    async fn commit(self: Box<Self>) -> Result<(), StoreError> {
-        self.tx.commit().await
     }
 }

@@ -168,11 +168,15 @@ pub struct InstanceRow {
     pub workflow_id: WorkflowId,
     /// Its state.
     pub status: InstanceStatus,
-    /// How it started: `CRON`, `MISFIRE`, `MANUAL`, `API` or `RERUN` (a name this admin does
-    /// not know is kept as read).
+    /// How it started: `CRON`, `MISFIRE`, `MANUAL`, `API`, `RERUN` or `WORKFLOW` (a parent's
+    /// sub-workflow node; a name this admin does not know is kept as read).
     pub trigger_type: Named<TriggerType>,
     /// The instance it reruns (`RERUN` only).
     pub rerun_of: Option<InstanceId>,
+    /// The instance whose sub-workflow node started it (`WORKFLOW` only).
+    pub parent_instance: Option<InstanceId>,
+    /// That node's run, which waits for this instance to end.
+    pub parent_run: Option<RunId>,
     /// The scheduled time (or the start request's), epoch ms.
     pub fire_time_ms: i64,
     /// When it began running (0 while queued).
@@ -187,11 +191,14 @@ pub struct InstanceRow {
 
 impl InstanceRow {
     /// How it started, as the API and alarms tell it: the trigger type's name, a rerun with the
-    /// instance it reruns (`RERUN of 12`).
+    /// instance it reruns (`RERUN of 12`), a child with its parent (`WORKFLOW of 12`).
     pub fn started_by(&self) -> String {
         match self.rerun_of {
             Some(of) if self.trigger_type.is(TriggerType::Rerun) => format!("RERUN of {}", of.0),
-            _ => self.trigger_type.as_str().to_owned(),
+            _ => match self.parent_instance {
+                Some(of) if self.trigger_type.is(TriggerType::Workflow) => format!("WORKFLOW of {}", of.0),
+                _ => self.trigger_type.as_str().to_owned(),
+            },
         }
     }
 }

@@ -29,6 +29,7 @@ mod trigger;
 mod upstream_alarms;
 mod workflow_alarm_scan;
 mod workflow_approvals;
+mod workflow_children;
 mod workflow_conditions;
 mod workflow_ops;
 mod workflow_schedule;

@@ -36,6 +36,7 @@ pub(crate) fn node(name: &str, job: JobId) -> Node {
         input_schema: None,
         output_schema: None,
         on_deadline: None,
+        workflow_id: None,
         x: None,
         y: None,
     }

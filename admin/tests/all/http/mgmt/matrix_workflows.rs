@@ -66,7 +66,11 @@ impl World {
             trigger_type: TriggerType::Api,
             rerun_of: None,
             fire_time_ms: now_ms,
-            graph: row.workflow.graph,
+            graph: if state == RunStatus::Waiting {
+                approval_graph(&row.workflow.graph)
+            } else {
+                row.workflow.graph
+            },
             context: "{}".into(),
         };
         let admission = Admission { max: 100, queue: false, advance: None, now_ms, keep_missed: false };
@@ -136,4 +140,16 @@ impl World {
         };
         Some(resource)
     }
+}
+
+/// `graph` (one job node named [`MATRIX_SECRET`]) with that node an approval after its job,
+/// renamed `work`: the group rights still follow the job, and only an approval is decided.
+fn approval_graph(graph: &str) -> String {
+    let stored: Value = serde_json::from_str(graph).expect("graph");
+    let job = stored["nodes"][0]["jobId"].clone();
+    json!({
+        "nodes": [{"name": "work", "jobId": job}, {"name": MATRIX_SECRET, "kind": "APPROVAL"}],
+        "edges": [{"from": "work", "to": MATRIX_SECRET}]
+    })
+    .to_string()
 }
