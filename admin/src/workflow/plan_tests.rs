@@ -268,3 +268,33 @@ fn switch_and_expression_checks_name_the_fault() {
     let g = routed();
     assert_eq!(g.check_jobs(|id| id == 1), Ok(()), "a switch names no job");
 }
+
+/// A sub-workflow node: ready, it starts its child (and stays active); disabled, it passes and
+/// its child runs. The graph's checks hold its rules.
+#[test]
+fn a_sub_workflow_starts_its_child_or_passes_when_disabled() {
+    let sub = Node { kind: NodeKind::Workflow, job_id: 0, workflow_id: Some(7), ..node("sub") };
+    let mut g = Graph {
+        nodes: vec![node("a"), sub, node("b")],
+        edges: vec![edge("a", "sub", Condition::Success), edge("sub", "b", Condition::Success)],
+        input_schema: None,
+    };
+    g.check().expect("a valid sub-workflow");
+    let p = plan_states(&g, &states(&[("a", NodeState::Succeeded)]));
+    assert_eq!(p.decisions, vec![("sub".to_owned(), Decision::Start)]);
+    assert_eq!(p.outcome, None);
+    g.nodes[1].disabled = true;
+    let p = plan_states(&g, &states(&[("a", NodeState::Succeeded)]));
+    assert_eq!(p.decisions, vec![("sub".to_owned(), Decision::Pass), ("b".to_owned(), Decision::Run)]);
+
+    let refused = |change: fn(&mut Node)| {
+        let mut bad = g.clone();
+        change(&mut bad.nodes[1]);
+        bad.check().expect_err("refused").to_string()
+    };
+    assert!(refused(|n| n.workflow_id = None).contains("needs the workflowId"));
+    assert!(refused(|n| n.job_id = 3).contains("runs no job"));
+    assert!(refused(|n| n.retries = 1).contains("no retries"));
+    assert!(refused(|n| n.param = Some("x".into())).contains("takes no param"));
+    assert!(refused(|n| n.kind = NodeKind::Job).contains("workflowId is for sub-workflow nodes only"));
+}

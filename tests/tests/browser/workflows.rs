@@ -4,8 +4,10 @@
 //! meets) and the first node a declared output shape, saves, runs an instance with a context,
 //! and watches the instance page colour both nodes as they finish on the real executor — then
 //! reads the picked node's run, its log link and its output, sees the context carry both
-//! outputs, and reads the page in Chinese. Last, an instance that waits at an approval node is
-//! approved from its page with a comment.
+//! outputs, and reads the page in Chinese. Then a second workflow whose sub-workflow node starts
+//! the first is built in the editor and run, and the operator follows the run to its child
+//! instance and back. Last, an instance that waits at an approval node is approved from its
+//! page with a comment.
 
 use anyhow::{Context as _, ensure};
 use serde_json::json;
@@ -22,6 +24,7 @@ const IF: &str = "output.startsWith('said hello') && parent.state == 'SUCCEEDED'
 pub(crate) async fn run(browser: &Browser, job: i64) -> anyhow::Result<()> {
     let id = build(browser, job).await.context("building the workflow in the editor")?;
     watch_instance(browser, id).await.context("running it and watching the instance")?;
+    nest(browser, id).await.context("a sub-workflow built in the editor")?;
     approve(browser, job).await.context("deciding an approval on the instance page")
 }
 
@@ -58,6 +61,50 @@ async fn approve(browser: &Browser, job: i64) -> anyhow::Result<()> {
         .await?;
     let runs = browser.wait_contains("#instance-runs", "approved by").await?;
     ensure!(runs.contains("looks right"), "the decision and its comment are shown: {runs}");
+    Ok(())
+}
+
+/// A workflow whose one node starts workflow `inner` (chosen in the editor by kind and name):
+/// its instance succeeds once the child has, and the run links the child instance, whose page
+/// links back.
+async fn nest(browser: &Browser, inner: i64) -> anyhow::Result<()> {
+    browser.route("#/workflows").await?;
+    browser.click("#workflow-add").await?;
+    browser.fill("#workflow-name", "Outer").await?;
+    browser.find("#workflow-jobGroup").await?.select_by_label(GROUP_TITLE).await?;
+    browser.click("#workflow-add-node").await?;
+    browser.fill(&node_field(0, ".wf-node-name-input"), "inner").await?;
+    browser.choose(&node_field(0, "select[name=kind]"), "WORKFLOW").await?;
+    browser.choose(&node_field(0, "select[name=workflowId]"), &inner.to_string()).await?;
+    browser.wait_contains("#workflow-canvas", &format!("↳ {NAME}")).await?;
+    browser.click("#workflow-save").await?;
+    browser.wait_contains("#workflow-table", "Outer").await?;
+    let outer = browser
+        .js("return [...document.querySelectorAll('#workflow-table tr[data-workflow]')]
+             .find((tr) => tr.textContent.includes('Outer')).dataset.workflow;")
+        .await?;
+    let outer: i64 = outer.as_str().context("the outer workflow's row")?.parse()?;
+    browser.click(&format!("tr[data-workflow=\"{outer}\"] .action-menu summary")).await?;
+    browser.click(&format!("tr[data-workflow=\"{outer}\"] [data-action=\"run\"]")).await?;
+    browser.click("#workflow-run-modal [data-action=run]").await?;
+    browser
+        .wait_text("#instance-status", "the outer instance to succeed", |t| t.contains("Succeeded"))
+        .await?;
+    browser.click("#instance-canvas g[data-node=inner]").await?;
+    let runs = browser.wait_contains("#instance-runs", "child instance #").await?;
+    ensure!(runs.contains("succeeded"), "the run says how its child ended: {runs}");
+    browser.click("#instance-runs a.run-child").await?;
+    let parent = browser.wait_contains("#instance-parent", "started by instance #").await?;
+    browser
+        .wait_text("#instance-status", "the child to show as succeeded", |t| t.contains("Succeeded"))
+        .await?;
+    let states = browser
+        .js("return [...document.querySelectorAll('#instance-canvas g.wf-node')].map((g) => g.dataset.status);")
+        .await?;
+    ensure!(states == json!(["SUCCEEDED", "SUCCEEDED"]), "the child ran both nodes: {states}");
+    browser.click("#instance-parent").await?;
+    browser.wait_contains("#instance-canvas", "inner").await?;
+    ensure!(parent.contains('#'), "{parent}");
     Ok(())
 }
 

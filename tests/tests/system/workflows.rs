@@ -42,24 +42,7 @@ pub(crate) async fn diamond(stack: &Stack) -> anyhow::Result<()> {
             {"from": "sum", "to": "report"}, {"from": "count", "to": "report"}
         ]
     });
-    let created = api
-        .post("/workflows", json!({"name": "system diamond", "jobGroup": stack.group, "graph": graph}))
-        .await?;
-    let workflow = created["id"].as_i64().context("workflow id")?;
-    let started = api
-        .post(&format!("/workflows/{workflow}/instances"), json!({"context": {"day": "2031-02-03"}}))
-        .await?;
-    let instance = started["instanceId"].as_i64().context("instance id")?;
-
-    let path = format!("/workflow-instances/{instance}");
-    let view = wait_until_async(FIRST_COMPONENT_COMPILE, "the workflow instance ends", || {
-        let path = &path;
-        async move {
-            let view = api.get(path).await.ok()?;
-            (view["status"] != "RUNNING").then_some(view)
-        }
-    })
-    .await;
+    let (instance, view) = run_to_end(stack, "system diamond", graph, json!({"day": "2031-02-03"})).await?;
     ensure!(view["status"] == "SUCCEEDED", "{view:#}");
     let runs = view["runs"].as_array().context("runs")?;
     let nodes: Vec<(&str, &str)> =
@@ -98,4 +81,70 @@ pub(crate) async fn diamond(stack: &Stack) -> anyhow::Result<()> {
         ensure!(msg.contains("Workflow trigger"), "{name}: {msg}");
     }
     Ok(())
+}
+
+/// A sub-workflow across real processes: the parent's `sub` node starts the child workflow
+/// (the Rust Wasm step, through its guest SDK, then the shell count) with the parent's context;
+/// the child's outputs come back as `sub`'s output, which the BEAN node after it sees.
+pub(crate) async fn nested(stack: &Stack) -> anyhow::Result<()> {
+    let api = &stack.api;
+    let extract = stack.wasm_job("sub-workflow: extract (Rust)", sample_job("workflow-step")).await?;
+    let shell = json!({"glueType": "GLUE_SHELL", "glueSource": COUNT_ROWS, "executorHandler": ""});
+    let count = api.job(stack.group, "sub-workflow: count (shell)", shell).await?;
+    let report = api.job(stack.group, "sub-workflow: report (BEAN)", json!({})).await?;
+    let child = json!({
+        "nodes": [{"name": "extract", "jobId": extract, "param": "2"}, {"name": "count", "jobId": count}],
+        "edges": [{"from": "extract", "to": "count"}]
+    });
+    let child = api
+        .post("/workflows", json!({"name": "system child", "jobGroup": stack.group, "graph": child}))
+        .await?;
+    let child = child["id"].as_i64().context("child id")?;
+    let parent = json!({
+        "nodes": [{"name": "sub", "kind": "WORKFLOW", "workflowId": child}, {"name": "report", "jobId": report}],
+        "edges": [{"from": "sub", "to": "report"}]
+    });
+    let (instance, view) = run_to_end(stack, "system parent", parent, json!({"day": "2031-02-04"})).await?;
+    ensure!(view["status"] == "SUCCEEDED", "{view:#}");
+    let runs = view["runs"].as_array().context("runs")?;
+    let sub = runs.iter().find(|r| r["node"] == "sub").context("sub's run")?;
+    let kid = sub["childInstanceId"].as_i64().context("the child instance")?;
+    let child_view = api.get(&format!("/workflow-instances/{kid}")).await?;
+    ensure!(
+        child_view["status"] == "SUCCEEDED"
+            && child_view["parentInstanceId"] == instance
+            && child_view["triggerType"] == format!("WORKFLOW of {instance}"),
+        "{child_view:#}"
+    );
+    let output = &view["context"]["sub"];
+    ensure!(
+        output["extract"]["day"] == "2031-02-04"
+            && output["extract"]["rows"] == json!([1, 2])
+            && output["count"] == json!({"count": 2, "by": "shell"}),
+        "the child's outputs are sub's: {output:#}"
+    );
+    let inputs = view["context"]["report"]["inputs"].as_array().cloned().unwrap_or_default();
+    ensure!(inputs.contains(&json!("sub")), "the node after sub saw its output: {view:#}");
+    Ok(())
+}
+
+/// Saves workflow `name` with `graph`, starts an instance with `context` and waits until it is
+/// no longer running: its id and view.
+async fn run_to_end(stack: &Stack, name: &str, graph: Value, context: Value) -> anyhow::Result<(i64, Value)> {
+    let api = &stack.api;
+    let created =
+        api.post("/workflows", json!({"name": name, "jobGroup": stack.group, "graph": graph})).await?;
+    let workflow = created["id"].as_i64().context("workflow id")?;
+    let started = api.post(&format!("/workflows/{workflow}/instances"), json!({"context": context})).await?;
+    let instance = started["instanceId"].as_i64().context("instance id")?;
+    let path = format!("/workflow-instances/{instance}");
+    let view = wait_until_async(FIRST_COMPONENT_COMPILE, "the workflow instance ends", || {
+        let path = &path;
+        async move {
+            let view = api.get(path).await.ok()?;
+            (view["status"] != "RUNNING").then_some(view)
+        }
+    })
+    .await;
+    Ok((instance, view))
 }

@@ -1,5 +1,5 @@
 // The workflow editor (POST /workflows, PUT /workflows/{id}): the workflow's settings, its
-// nodes (each runs a job, with overrides, or is a switch) and edges (with a condition on the
+// nodes (each runs a job, with overrides, or is a switch, an approval or a sub-workflow) and edges (with a condition on the
 // parent's outcome and an optional CEL `if` on data), and a live drawing of
 // the DAG. Click a node in the drawing to pick its row; shift-click a second node to add an
 // edge from the picked one. The admin checks the graph again; its 400 names the node at fault.
@@ -17,7 +17,7 @@ const DEFAULTS = {
   maxInstances: 1, overflow: 'SKIP', graph: { nodes: [], edges: [] },
 };
 const CONDITIONS = ['SUCCESS', 'FAILURE', 'ALWAYS'];
-const KINDS = ['JOB', 'SWITCH', 'APPROVAL'];
+const KINDS = ['JOB', 'SWITCH', 'APPROVAL', 'WORKFLOW'];
 
 /** A declared JSON Schema in a few words: an object's properties with their types (`*` required). */
 export function shape(schema) {
@@ -57,6 +57,13 @@ export async function render({ main, params, app }) {
     for (const job of await all('/jobs', { jobGroup: g.id })) jobs.set(job.id, { ...job, groupTitle: g.title });
   }
   const jobOptions = [...jobs.values()].map((j) => ({ value: j.id, label: `#${j.id} ${j.jobDesc} (${j.groupTitle})` }));
+  // The workflows a sub-workflow node may start: the user's, other than this one.
+  const workflows = (await get('/workflows')).filter((w) => w.id !== id);
+  const workflowOptions = workflows.map((w) => ({ value: w.id, label: `#${w.id} ${w.name}` }));
+  const workflowLabel = (wid) => {
+    const w = workflows.find((x) => x.id === Number(wid));
+    return `↳ ${w ? w.name : `#${wid}`}`;
+  };
 
   // The graph being edited: rows update these objects in place.
   const nodes = workflow.graph.nodes.map((n) => ({ ...n }));
@@ -101,7 +108,8 @@ export async function render({ main, params, app }) {
     const svg = drawGraph({ nodes, edges }, {
       selected: picked,
       subtitle: (n) => (n.disabled ? `${t('wf.disabled')} · ` : '')
-        + (n.kind === 'SWITCH' || n.kind === 'APPROVAL' ? t(`wf.kind${n.kind}`) : jobLabel(jobs, Number(n.jobId))),
+        + (n.kind === 'SWITCH' || n.kind === 'APPROVAL' ? t(`wf.kind${n.kind}`)
+          : n.kind === 'WORKFLOW' ? workflowLabel(n.workflowId) : jobLabel(jobs, Number(n.jobId))),
       onSelect: (nodeName, event) => {
         if (event.shiftKey && picked && picked !== nodeName) {
           if (!edges.some((e) => e.from === picked && e.to === nodeName)) edges.push({ from: picked, to: nodeName, when: 'SUCCESS' });
@@ -148,7 +156,9 @@ export async function render({ main, params, app }) {
       cell(bound(n, 'kind', select('kind', KINDS.map((k) => ({ value: k, label: t(`wf.kind${k}`) })), n.kind || 'JOB', { 'aria-label': t('wf.kind') })),
         n.kind === 'APPROVAL' ? bound(n, 'onDeadline', select('onDeadline', ['REJECT', 'APPROVE'].map((v) => ({ value: v, label: t(`wf.onDeadline${v}`) })),
           n.onDeadline || 'REJECT', { 'aria-label': t('wf.onDeadline') })) : null),
-      cell(bound(n, 'jobId', select('jobId', [{ value: '', label: '—' }, ...jobOptions], n.jobId ?? '', { 'aria-label': t('logs.job') }), number)),
+      cell(n.kind === 'WORKFLOW'
+        ? bound(n, 'workflowId', select('workflowId', [{ value: '', label: '—' }, ...workflowOptions], n.workflowId ?? '', { 'aria-label': t('wf.childWorkflow') }), number)
+        : bound(n, 'jobId', select('jobId', [{ value: '', label: '—' }, ...jobOptions], n.jobId ?? '', { 'aria-label': t('logs.job') }), number)),
       cell(bound(n, 'param', h('input', { value: n.param ?? '', class: 'wf-param-input', placeholder: t('wf.paramInherit'), 'aria-label': t('job.executorParam') }),
         (v) => (v === '' ? null : v))),
       cell(bound(n, 'retries', h('input', { type: 'number', min: 0, max: 10, value: n.retries ?? 0, class: 'narrow', 'aria-label': t('wf.retries') }), number)),
@@ -228,6 +238,7 @@ export async function render({ main, params, app }) {
       if (seen.has(n.name)) throw new Error(t('wf.nodeNameTwice', { name: n.name }));
       seen.add(n.name);
       if ((n.kind || 'JOB') === 'JOB' && !jobs.has(Number(n.jobId))) throw new Error(t('wf.nodeNeedsJob', { name: n.name }));
+      if (n.kind === 'WORKFLOW' && !(Number(n.workflowId) > 0)) throw new Error(t('wf.nodeNeedsWorkflow', { name: n.name }));
     }
     return {
       name: name.value.trim(),
@@ -247,12 +258,15 @@ export async function render({ main, params, app }) {
       graph: {
         nodes: nodes.map((n) => {
           const at = lastPositions.get(n.name);
-          const kind = ['SWITCH', 'APPROVAL'].includes(n.kind) ? { kind: n.kind, jobId: 0 } : { jobId: Number(n.jobId) };
+          const sub = n.kind === 'WORKFLOW';
+          const kind = ['SWITCH', 'APPROVAL'].includes(n.kind) ? { kind: n.kind, jobId: 0 }
+            : sub ? { kind: n.kind, jobId: 0, workflowId: Number(n.workflowId) } : { jobId: Number(n.jobId) };
+          // A sub-workflow has no parameter, retries, timeout or delivery: its child's nodes have theirs.
           return {
-            name: n.name, ...kind, param: n.param ?? null, retries: n.retries || 0,
-            retryDelaySecs: n.retryDelaySecs || 0, timeoutSecs: n.timeoutSecs || 0,
+            name: n.name, ...kind, param: sub ? null : n.param ?? null, retries: sub ? 0 : n.retries || 0,
+            retryDelaySecs: sub ? 0 : n.retryDelaySecs || 0, timeoutSecs: sub ? 0 : n.timeoutSecs || 0,
             continueOnFailure: Boolean(n.continueOnFailure), disabled: Boolean(n.disabled),
-            delivery: n.delivery || null,
+            delivery: sub ? null : n.delivery || null,
             ...(n.kind === 'APPROVAL' && n.onDeadline === 'APPROVE' ? { onDeadline: 'APPROVE' } : {}),
             inputSchema: schemaOf(n.inputSchemaText, `${n.name} ${t('wf.inputSchema')}`),
             outputSchema: schemaOf(n.outputSchemaText, `${n.name} ${t('wf.outputSchema')}`),

@@ -1,7 +1,7 @@
 // One workflow instance (GET /workflow-instances/{id}): its graph coloured by each node's
 // state, the picked node's runs (attempt, state, times, log, output, message), the context,
 // and the operations — stop, rerun from failure, rerun, mark a failed node done, decide a
-// waiting approval. Refreshes
+// waiting approval — with links between a sub-workflow's run and its child instance. Refreshes
 // every two seconds while the instance is queued or running.
 
 import { get, post } from '../api.js';
@@ -70,6 +70,8 @@ export async function render({ main, params, app }) {
       h('div', { class: 'card wf-summary' },
         h('span', { id: 'instance-status' }, statusBadge(instance.status)), ' ',
         h('span', { class: 'muted' }, triggerText(instance.triggerType)), ' · ',
+        instance.parentInstanceId ? [h('a', { href: `#/workflow-instances/${instance.parentInstanceId}`, id: 'instance-parent' },
+          t('wf.parentInstance', { id: instance.parentInstanceId })), ' · '] : null,
         t('wf.startTime'), ' ', formatTime(instance.startTime),
         instance.endTime > 0 ? [' · ', t('wf.endTime'), ' ', formatTime(instance.endTime)] : null,
         h('div', { class: 'wf-legend' }, ['SUCCEEDED', 'FAILED', 'FIRED', 'DUE', 'WAITING', 'SKIPPED', 'PASSED', 'STOPPED'].map((s) =>
@@ -96,18 +98,21 @@ export async function render({ main, params, app }) {
     const runs = instance.runs.filter((r) => r.node === picked).sort((a, b) => a.id - b.id);
     const state = states.get(picked);
     const canMarkDone = ['FAILED', 'STOPPED'].includes(state) && instance.status !== 'QUEUED';
-    const canDecide = state === 'WAITING' && instance.status === 'RUNNING';
+    const canDecide = state === 'WAITING' && instance.status === 'RUNNING' && node && node.kind === 'APPROVAL';
     const rows = runs.map((r) => h('tr', { dataset: { run: r.id } },
       h('td', {}, String(r.attempt)),
       h('td', { class: 'run-status' }, statusBadge(r.status)),
       h('td', {}, formatTime(r.firedTime)),
       h('td', {}, formatTime(r.endTime)),
       h('td', {}, r.logId ? h('a', { href: `#/logs/${r.logId}`, class: 'run-log' }, `#${r.logId}`) : ''),
-      h('td', { class: 'run-message' }, r.message || '')));
+      h('td', { class: 'run-message' }, r.message || '',
+        r.childInstanceId ? [' ', h('a', { href: `#/workflow-instances/${r.childInstanceId}`, class: 'run-child' },
+          t('wf.childInstance', { id: r.childInstanceId }))] : null)));
     const lastOutput = [...runs].reverse().find((r) => r.output !== null && r.output !== undefined);
     replace(detail,
       h('h3', {}, picked, ' ', state ? statusBadge(state) : h('span', { class: 'muted' }, t('wf.notYet'))),
-      node ? h('p', { class: 'muted' }, `#${node.jobId}`, node.param ? ` · ${t('job.executorParam')}: ${node.param}` : '') : null,
+      node && node.kind === 'WORKFLOW' ? h('p', { class: 'muted' }, `↳ ${t('wf.childWorkflow')} #${node.workflowId}`) : null,
+      node && node.kind !== 'WORKFLOW' ? h('p', { class: 'muted' }, `#${node.jobId}`, node.param ? ` · ${t('job.executorParam')}: ${node.param}` : '') : null,
       table([t('wf.attempt'), t('jobs.status'), t('wf.firedTime'), t('wf.endTime'), t('jobs.logs'), t('logs.handleMsg')],
         rows, { id: 'instance-runs', empty: t('wf.notYet') }),
       h('h4', {}, t('wf.output')),

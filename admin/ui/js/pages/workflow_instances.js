@@ -22,6 +22,8 @@ export function statusBadge(status) {
 export function triggerText(type) {
   const rerun = /^RERUN of (\d+)$/.exec(type);
   if (rerun) return t('wf.trigger.RERUN', { id: rerun[1] });
+  const parent = /^WORKFLOW of (\d+)$/.exec(type);
+  if (parent) return t('wf.trigger.WORKFLOW', { id: parent[1] });
   return hasText(`wf.trigger.${type}`) ? t(`wf.trigger.${type}`) : type;
 }
 

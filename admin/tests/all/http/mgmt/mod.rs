@@ -40,6 +40,7 @@ mod session;
 mod sharing;
 mod sso_ldap;
 mod sso_oidc;
+mod sub_workflows;
 mod tokens;
 mod transfer;
 mod trigger_addresses;

@@ -92,6 +92,12 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
                       "exclusionWindows": ["12:00-13:00"], "alarmEmail": "ops@example.com"});
     let (status, created) = root.post("/api/v1/workflows", flow).await;
     assert_eq!(status, 201, "{created}");
+    // A workflow that starts it travels with it, its node mapped to the workflow made there.
+    let outer = json!({"nodes": [{"name": "inner", "kind": "WORKFLOW", "workflowId": created["id"]}]});
+    let (status, outer) = root
+        .post("/api/v1/workflows", json!({"name": "outer flow", "jobGroup": group.0, "graph": outer}))
+        .await;
+    assert_eq!(status, 201, "{outer}");
 
     let (status, file) = root.get(&format!("/api/v1/jobs/export?jobGroup={}", group.0)).await;
     assert_eq!(status, 200, "{file}");
@@ -135,7 +141,7 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
     let report = import(&there, &file, true).await;
     assert_eq!(report["applied"], false);
     let problems = report["problems"].as_array().expect("problems");
-    assert_eq!(problems.len(), 4, "no group of that AppName yet (3 jobs, 1 workflow): {report}");
+    assert_eq!(problems.len(), 5, "no group of that AppName yet (3 jobs, 2 workflows): {report}");
     assert!(
         problems[0].as_str().unwrap_or_default().contains("no executor group with AppName transfer-app"),
         "{report}"
@@ -189,7 +195,12 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
     assert_eq!(grant["variables"], json!({"REGION": "eu"}));
     assert_eq!(grant["secrets"], json!([]), "secret values never travel");
     let (_, flows) = there.get(&format!("/api/v1/workflows?jobGroup={}", there_group.0)).await;
-    assert_eq!(flows.as_array().map(Vec::len), Some(1), "{flows}");
+    assert_eq!(flows.as_array().map(Vec::len), Some(2), "{flows}");
+    assert_eq!(
+        (flows[1]["name"].clone(), flows[1]["graph"]["nodes"][0]["workflowId"].clone()),
+        (json!("outer flow"), flows[0]["id"].clone()),
+        "the sub-workflow node starts the workflow imported here: {flows}"
+    );
     assert_eq!(
         flows[0]["graph"]["nodes"][3]["jobId"], new_wasm,
         "the node runs the job created here: {flows}"

@@ -207,7 +207,7 @@ async fn workflows_are_checked_owned_by_their_group_and_run_to_an_end() -> anyho
 }
 
 /// Waits until the instance is no longer running; its view.
-async fn ended(client: &super::Client, instance: i64) -> Value {
+pub(super) async fn ended(client: &super::Client, instance: i64) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let (status, view) = client.get(&format!("/api/v1/workflow-instances/{instance}")).await;
