@@ -366,6 +366,7 @@ fn type_label(trigger_type: TriggerType) -> &'static str {
         TriggerType::Workflow => "workflow",
         TriggerType::Misfire => "misfire",
         TriggerType::Rerun => "rerun",
+        TriggerType::Backfill => "backfill",
     }
 }
 

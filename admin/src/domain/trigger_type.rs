@@ -24,6 +24,9 @@ pub enum TriggerType {
     /// A workflow instance started again from a finished one (jobwheel; the instance keeps
     /// which in `rerun_of`).
     Rerun,
+    /// A past scheduled time run by a backfill (jobwheel; docs/backfill.md): keyed and timed
+    /// as the schedule's fire of that time would have been.
+    Backfill,
 }
 
 impl KnownName for TriggerType {
@@ -37,6 +40,7 @@ impl KnownName for TriggerType {
             Self::Misfire,
             Self::Workflow,
             Self::Rerun,
+            Self::Backfill,
         ]
     }
 
@@ -51,6 +55,7 @@ impl KnownName for TriggerType {
             Self::Misfire => "MISFIRE",
             Self::Workflow => "WORKFLOW",
             Self::Rerun => "RERUN",
+            Self::Backfill => "BACKFILL",
         }
     }
 }
@@ -75,6 +80,8 @@ impl TriggerType {
             (Self::Workflow, MessageLang::En) => "Workflow trigger",
             (Self::Rerun, MessageLang::Zh) => "重新运行",
             (Self::Rerun, MessageLang::En) => "Rerun",
+            (Self::Backfill, MessageLang::Zh) => "补数据触发",
+            (Self::Backfill, MessageLang::En) => "Backfill trigger",
         }
     }
 }

@@ -2,10 +2,11 @@
 //! per-fire key"): fixed by what was scheduled, so a job can tell a fire it already handled
 //! from a new one.
 //!
-//! - A schedule's fire (CRON, FIX_RATE, FIX_DELAY; pre-read, ring or recovered claim):
-//!   `job:<job id>@<scheduled epoch ms>`, plus `#<index>/<total>` for a broadcast shard. Sent
-//!   again — by a recovering admin, or as the same claim — it is the same key; it does not
-//!   depend on which admin fired it or on the log row.
+//! - A schedule's fire (CRON, FIX_RATE, FIX_DELAY; pre-read, ring or recovered claim), and a
+//!   backfill's fire of a past scheduled time: `job:<job id>@<scheduled epoch ms>`, plus
+//!   `#<index>/<total>` for a broadcast shard. Sent again — by a recovering admin, as the same
+//!   claim, or by a backfill of a time the schedule already fired — it is the same key; it does
+//!   not depend on which admin fired it or on the log row.
 //! - A workflow node's run: `node:<instance id>/<node name>/<run id>` (plus the shard), one run
 //!   row per fire of a node, so a rerun of the node is a new key.
 //! - Any other fire (a manual or API run, a retry, a child job, a misfire's fire-once-now):
@@ -30,7 +31,7 @@ pub(super) fn fire_key(
         (Some(node), ..) => {
             (format!("node:{}/{}/{}{suffix}", node.instance.0, node.node, node.run.0), trigger_time_ms)
         }
-        (None, TriggerType::Cron, Some(scheduled_ms)) => {
+        (None, TriggerType::Cron | TriggerType::Backfill, Some(scheduled_ms)) => {
             (format!("job:{}@{scheduled_ms}{suffix}", request.job_id.0), scheduled_ms)
         }
         _ => (format!("log:{}", log_id.0), trigger_time_ms),

@@ -15,6 +15,7 @@
 //! | [`Completion`] | `complete.rs` (+ lost monitor, kill), `restarts.rs`, `fix_delay.rs` | `JobCompleteHelper`, `XxlJobCompleter` |
 //! | [`Workflows`] | `workflows.rs` (commands), `workflow_runner.rs` (`InstanceRunner`), `workflow_sweep.rs` (`WorkflowSweep`), `workflow_children.rs` (sub-workflows) | — (DAG workflows, docs/workflows.md) |
 //! | [`RegistryMonitor`], [`FailMonitor`], [`ReportMonitor`] | `registry.rs`, `fail.rs`, `report.rs` | `JobRegistryHelper`, `JobFailMonitorHelper`, `JobLogReportHelper` |
+//! | [`Backfills`] | `backfills.rs` | — (a schedule run over a past range, docs/backfill.md) |
 //! | [`AlarmDesk`] | `alarm_desk.rs` | `JobAlarmer` (every alarm, on every channel: docs/alarms.md) |
 //!
 //! `tasks.rs` spawns them all; `start.rs` is `JobInfoController.start`'s first fire time.
@@ -31,6 +32,7 @@ use crate::routing::Router;
 use crate::store::{GroupId, JobId, LogId, Store, StoreError};
 
 mod alarm_desk;
+mod backfills;
 mod batch;
 mod claims;
 mod clients;
@@ -73,6 +75,7 @@ mod workflows;
 pub use crate::domain::TriggerType;
 pub use crate::workflow::{MAX_CONTEXT, MAX_NODE_OUTPUT};
 pub use alarm_desk::{AlarmDesk, AlarmOutcome, RETRY_DELAYS_MS, SWEEP_EVERY_MS};
+pub use backfills::{BackfillReport, Backfills, UNSENT_AFTER_MS};
 pub use complete::{Completion, LOST_AFTER_MS};
 pub use config::{
     EngineConfig, EngineServices, FAST_POOL_FLOOR, FIRE_LEAD, MAX_FIRE_LEAD, MIN_LOG_RETENTION_DAYS,
@@ -137,6 +140,7 @@ pub struct Engine {
     completion: Arc<Completion>,
     resends: Arc<Resends>,
     workflows: Arc<Workflows>,
+    backfills: Arc<Backfills>,
     registry: Arc<RegistryMonitor>,
     failures: Arc<FailMonitor>,
     report: Arc<ReportMonitor>,
@@ -213,6 +217,11 @@ impl Engine {
             scheduler: Arc::new(scheduler),
             completion: Arc::new(completion),
             resends: Arc::new(Resends::new(Arc::clone(&triggers))),
+            backfills: Arc::new(Backfills::new(
+                Arc::clone(&triggers),
+                Arc::clone(&workflows),
+                config.time_zone,
+            )),
             workflows,
             failures: Arc::new(failures),
             alarms,
@@ -238,6 +247,11 @@ impl Engine {
     /// Workflow instances.
     pub fn workflows(&self) -> &Arc<Workflows> {
         &self.workflows
+    }
+
+    /// Backfills (docs/backfill.md).
+    pub fn backfills(&self) -> &Arc<Backfills> {
+        &self.backfills
     }
 
     /// The alarm desk: every alarm raised, and its deliveries.

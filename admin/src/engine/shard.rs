@@ -15,7 +15,7 @@ use super::resolve::{Resolved, Targets};
 use super::ticket::SendTicket;
 use super::trigger::TriggerPath;
 use super::trigger_msg::{TriggerMsg, run_result_msg};
-use crate::domain::{DeliveryMode, Named};
+use crate::domain::{DeliveryMode, Named, TriggerType};
 use crate::routing::{ExecutorRouteStrategy, RouteError, Shard, shard_address};
 use crate::store::{FireSend, JobId, LogId, LogTriggerUpdate, Store};
 
@@ -108,7 +108,10 @@ impl TriggerPath {
                 }
                 let reply = targets.client.run(address, &param).await;
                 crate::fault::pass(crate::fault::FaultPoint::Dispatch);
-                if let Some(scheduled_ms) = request.scheduled_ms {
+                // A backfill's time is in the past on purpose: it is no late fire.
+                if let Some(scheduled_ms) =
+                    request.scheduled_ms.filter(|_| request.trigger_type != TriggerType::Backfill)
+                {
                     self.metrics.lateness(self.clock.now_ms() - scheduled_ms);
                 }
                 (reply.code, Some(run_result_msg(lang, address, reply.code, reply.msg.as_deref())))

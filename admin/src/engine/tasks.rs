@@ -41,6 +41,9 @@ impl Engine {
         periodic.spawn("workflow_sweep", Duration::from_secs(1), &self.workflows, |w, now| async move {
             w.sweep(now).await.map(|_| ())
         });
+        periodic.spawn("backfill_sweep", Duration::from_secs(1), &self.backfills, |b, now| async move {
+            b.pass(now).await.map(|_| ())
+        });
         periodic.spawn("alarm_desk", Duration::from_secs(1), &self.alarms, |d, now| async move {
             d.pass(now).await.map(|_| ())
         });

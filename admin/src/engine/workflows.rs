@@ -184,6 +184,35 @@ impl Workflows {
         Ok(self.admit(&new, &row.workflow, now_ms).await?)
     }
 
+    /// Starts an instance of `workflow` for a backfill's scheduled time `fire_time_ms`
+    /// (docs/backfill.md): `BACKFILL`, with a scheduled start's input (`{}`), outside the
+    /// workflow's max instances (the backfill's parallelism bounds its instances). `None` if
+    /// the workflow is gone.
+    pub async fn start_backfill(
+        &self,
+        workflow: WorkflowId,
+        fire_time_ms: i64,
+    ) -> Result<Option<InstanceId>, EngineError> {
+        let now_ms = self.clock.now_ms();
+        let Some(row) = self.store.load_workflow(workflow).await? else { return Ok(None) };
+        let new = NewInstance {
+            workflow_id: workflow,
+            trigger_type: TriggerType::Backfill,
+            rerun_of: None,
+            fire_time_ms,
+            graph: row.workflow.graph,
+            context: "{}".to_owned(),
+        };
+        let admission = Admission { max: i32::MAX, queue: false, advance: None, now_ms, keep_missed: false };
+        match self.store.start_instance(&new, admission).await? {
+            StartOutcome::Started(id) => {
+                self.runner.advance_and_fire(id).await?;
+                Ok(Some(id))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Starts `new` under `workflow`'s max instances (queued or skipped beyond them) and fires
     /// its first runs if it started.
     async fn admit(

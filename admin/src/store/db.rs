@@ -24,9 +24,9 @@ pub(crate) use super::query_buf::QueryBuf;
 use super::readers::Readers;
 use super::schema::Naming;
 use super::{
-    Backend, CalendarId, ChannelId, ChannelSwitch, ClaimId, DeliveryId, DeliveryStatus, EventId, GroupId,
-    InstanceId, InstanceStatus, JobId, LogId, RunId, RunStatus, ScheduleStatus, StoreError, UserId,
-    WorkflowId,
+    Backend, BackfillStatus, CalendarId, ChannelId, ChannelSwitch, ClaimId, DeliveryId, DeliveryStatus,
+    EventId, GroupId, InstanceId, InstanceStatus, JobId, LogId, RunId, RunStatus, ScheduleStatus, StoreError,
+    UserId, WorkflowId,
 };
 use crate::domain::{KnownName, Named, TriggerType};
 
@@ -119,6 +119,7 @@ arg_from! {
     EventId => |v| Arg::I64(Some(v.0)),
     DeliveryId => |v| Arg::I64(Some(v.0)),
     InstanceStatus => |v| Arg::I32(Some(v as i32)),
+    BackfillStatus => |v| Arg::I32(Some(v as i32)),
     RunStatus => |v| Arg::I32(Some(v as i32)),
     DeliveryStatus => |v| Arg::I32(Some(v as i32)),
     ScheduleStatus => |v| Arg::I32(Some(v as i32)),

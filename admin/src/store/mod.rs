@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 mod alarm_store;
+mod backfill_store;
 mod calendar_store;
 mod db;
 mod dialect;
@@ -38,6 +39,7 @@ mod types;
 mod workflow_store;
 
 pub use alarm_store::AlarmStore;
+pub use backfill_store::{BackfillStore, BackfillTx};
 pub use calendar_store::CalendarStore;
 pub use db::statement_seconds;
 pub use error::StoreError;
@@ -57,9 +59,9 @@ pub use workflow_store::{
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
-        AlarmStore, AuditStore, CalendarStore, CredentialStore, FireSendStore, GrantStore, GroupStore,
-        JobStore, LeaseStore, LogPieceStore, LogReportStore, LogStore, ScheduleStore, ScheduleTx, Store,
-        TagStore, UserStore, WasmStore, WorkflowAlarmStore, WorkflowChildStore, WorkflowStore,
+        AlarmStore, AuditStore, BackfillStore, CalendarStore, CredentialStore, FireSendStore, GrantStore,
+        GroupStore, JobStore, LeaseStore, LogPieceStore, LogReportStore, LogStore, ScheduleStore, ScheduleTx,
+        Store, TagStore, UserStore, WasmStore, WorkflowAlarmStore, WorkflowChildStore, WorkflowStore,
     };
 }
 
@@ -116,6 +118,7 @@ pub trait Store:
     + WorkflowAlarmStore
     + WorkflowChildStore
     + AlarmStore
+    + BackfillStore
     + Send
     + Sync
 {

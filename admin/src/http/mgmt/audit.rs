@@ -152,6 +152,9 @@ fn action(method: &Method, route: &str) -> Option<Action> {
         "/api/v1/workflow-instances/{id}/nodes/{name}/reject" if post => {
             Action { body_detail: true, ..act("workflow.instance.reject", Subject::None) }
         }
+        // The request (target, range, parallelism) is what was asked to run.
+        "/api/v1/backfills" if post => Action { body_detail: true, ..act("backfill.create", Subject::None) },
+        "/api/v1/backfills/{id}/cancel" if post => act("backfill.cancel", Subject::None),
         "/api/v1/alarm-channels" if post => {
             Action { creates: true, ..act("alarm_channel.create", Subject::AlarmChannel) }
         }

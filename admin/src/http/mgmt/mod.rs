@@ -30,6 +30,7 @@ mod alarm_routes;
 pub(crate) mod audit;
 mod audit_list;
 pub(crate) mod auth;
+mod backfills;
 pub(crate) mod calendars;
 mod dashboard;
 mod glue;
@@ -170,6 +171,9 @@ pub(crate) fn router() -> Router<HttpState> {
         .route("/api/v1/workflow-instances/{id}/nodes/{name}/done", post(workflow_instances::mark_done))
         .route("/api/v1/workflow-instances/{id}/nodes/{name}/approve", post(workflow_instances::approve))
         .route("/api/v1/workflow-instances/{id}/nodes/{name}/reject", post(workflow_instances::reject))
+        .route("/api/v1/backfills", get(backfills::list).post(backfills::create))
+        .route("/api/v1/backfills/{id}", get(backfills::get))
+        .route("/api/v1/backfills/{id}/cancel", post(backfills::cancel))
         .route("/api/v1/calendars", get(calendars::list).post(calendars::create))
         .route("/api/v1/calendars/import", post(calendars::import))
         .route("/api/v1/calendars/{id}", get(calendars::get).put(calendars::update).delete(calendars::delete))

@@ -37,6 +37,7 @@ macro_rules! log_columns {
 
 mod alarms;
 mod audit;
+mod backfills;
 mod batch;
 mod calendars;
 mod credentials;

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 
 mod alarms;
 mod audit;
+mod backfills;
 mod calendars;
 mod credentials;
 mod grants;
@@ -21,6 +22,7 @@ mod workflows;
 
 pub use alarms::*;
 pub use audit::*;
+pub use backfills::*;
 pub use calendars::*;
 pub use credentials::*;
 pub use grants::*;

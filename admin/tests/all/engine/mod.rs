@@ -5,6 +5,7 @@
 
 mod alarm_channels;
 pub(crate) mod alarm_vendors;
+mod backfills;
 mod broadcast_recovery;
 mod calendars;
 mod client;

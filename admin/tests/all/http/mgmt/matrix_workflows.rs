@@ -6,8 +6,8 @@
 
 use chrono::Utc;
 use jobwheel_admin::store::{
-    Admission, GroupId, InstanceId, InstanceStatus, NewInstance, NewLog, NewRun, NewWorkflow, RunStatus,
-    ScheduleStatus, StartOutcome, WorkflowId,
+    Admission, BackfillStatus, GroupId, InstanceId, InstanceStatus, NewBackfill, NewInstance, NewLog, NewRun,
+    NewWorkflow, RunStatus, ScheduleStatus, StartOutcome, WorkflowId,
 };
 use serde_json::{Value, json};
 
@@ -26,6 +26,13 @@ impl World {
             "maxInstances": 100,
             "graph": {"nodes": [{"name": MATRIX_SECRET, "jobId": job.0}]}
         })
+    }
+
+    /// A backfill request over the last three days of a new daily job in `group`.
+    pub(super) async fn backfill_form(&self, group: GroupId) -> Value {
+        let job = self.job(group, "BEAN").await;
+        let now = Utc::now().timestamp_millis();
+        json!({"jobId": job.0, "from": now - 3 * 86_400_000, "to": now - 1000})
     }
 
     /// A stored workflow in `group` (schedule off) with one node named [`MATRIX_SECRET`].
@@ -132,6 +139,30 @@ impl World {
             "/api/v1/workflow-instances/{id}/nodes/{name}/approve"
             | "/api/v1/workflow-instances/{id}/nodes/{name}/reject" => {
                 (self.instance(group, RunStatus::Waiting).await.0, Body::Json(json!({"comment": "matrix"})))
+            }
+            "/api/v1/backfills/{id}" | "/api/v1/backfills/{id}/cancel" => {
+                let form = self.backfill_form(group).await;
+                let job = form["jobId"].as_i64().expect("job");
+                let now = Utc::now().timestamp_millis();
+                let new = NewBackfill {
+                    target_kind: "JOB".into(),
+                    target_id: job,
+                    job_group: group,
+                    from_ms: now - 3 * 86_400_000,
+                    to_ms: now - 1000,
+                    parallelism: 1,
+                    rerun_existing: 0,
+                    status: BackfillStatus::Running,
+                    cursor_ms: now - 3 * 86_400_000 - 1,
+                    total: 3,
+                    handed: 0,
+                    skipped: 0,
+                    message: None,
+                    author: "root".into(),
+                    created_ms: now,
+                    end_ms: 0,
+                };
+                (self.env.store().add_backfill(&new).await.expect("backfill"), Body::None)
             }
             p if p.starts_with("/api/v1/workflow-instances/{id}") => {
                 (self.instance(group, RunStatus::Failed).await.0, Body::None)

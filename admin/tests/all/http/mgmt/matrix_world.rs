@@ -259,6 +259,13 @@ impl World {
                 body = Body::Json(json!({"format": "jobwheel-jobs", "version": 1, "jobs": []}));
                 path.to_owned()
             }
+            ("GET", "/api/v1/backfills") => {
+                format!("{path}?jobId={}", self.job(self.group_of(side), "BEAN").await.0)
+            }
+            ("POST", "/api/v1/backfills") => {
+                body = Body::Json(self.backfill_form(self.group_of(side)).await);
+                path.to_owned()
+            }
             ("POST", "/api/v1/workflows") => {
                 body = Body::Json(self.workflow_form(self.group_of(side)).await);
                 path.to_owned()
