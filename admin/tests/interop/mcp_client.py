@@ -9,6 +9,7 @@ judges it.
 import asyncio
 import json
 import sys
+import time
 
 from mcp import ClientSession
 from mcp.client.streamable_http import streamablehttp_client
@@ -35,6 +36,10 @@ async def main():
     url, read_token, run_token, write_token, job_id, group_id, instance_id = sys.argv[1:8]
     job_id, group_id, instance_id = int(job_id), int(group_id), int(instance_id)
     gate = {"id": instance_id, "node": "gate", "approve": True, "comment": "an agent agrees"}
+    # The job runs daily at 03:00: three whole past days hold three of its times.
+    day = 86_400_000
+    midnight = int(time.time() * 1000) // day * day
+    backfill = {"jobId": job_id, "from": midnight - 4 * day, "to": midnight - day - 1, "parallelism": 3}
     out = {}
     new_job = {
         "jobGroup": group_id, "jobDesc": "made by an agent", "author": "mcp",
@@ -51,6 +56,7 @@ async def main():
         out["search"] = await call(s, "search_jobs", {"query": "mcp echo"})
         out["explain"] = await call(s, "explain_schedule", {"id": job_id, "count": 3})
         out["readDecide"] = await call(s, "decide_workflow_approval", gate)
+        out["readBackfill"] = await call(s, "start_backfill", backfill)
 
     async def as_writer(s):
         out["dryRun"] = await call(s, "create_job", {"job": new_job, "dryRun": True})
@@ -89,6 +95,17 @@ async def main():
         out["logSearch"] = found
         out["report"] = await call(s, "lateness_report", {})
         out["dashboard"] = await call(s, "dashboard", {})
+        # A backfill over three past days, run by the real executor, followed to its end.
+        started = await call(s, "start_backfill", backfill)
+        out["backfill"] = started
+        if not started["isError"]:
+            backfill_id = json.loads(started["text"])["id"]
+            for _ in range(150):
+                progress = await call(s, "get_backfill", {"id": backfill_id})
+                if not progress["isError"] and json.loads(progress["text"])["status"] != "RUNNING":
+                    break
+                await asyncio.sleep(0.2)
+            out["backfillDone"] = progress
 
     await with_session(url, read_token, as_reader)
     await with_session(url, write_token, as_writer)

@@ -1,6 +1,6 @@
 //! The tools' parameters, with the JSON Schemas an agent sees (`tools.rs`).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Which job or workflow.
@@ -126,6 +126,28 @@ pub(crate) struct DecideApproval {
     /// Why (kept in the run's message and the audit log).
     #[serde(default)]
     pub(crate) comment: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Serialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct StartBackfill {
+    /// The job whose schedule runs (give this or workflowId).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) job_id: Option<i64>,
+    /// The workflow whose schedule runs (give this or jobId).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) workflow_id: Option<i64>,
+    /// The range's first time, epoch ms (included).
+    pub(crate) from: i64,
+    /// The range's last time, epoch ms (included; not in the future).
+    pub(crate) to: i64,
+    /// At most this many runs at once (1 to 50, default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) parallelism: Option<i32>,
+    /// SKIP (default) skips times that already ran; RERUN runs them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) existing: Option<String>,
 }
 
 #[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::api::Api;
 use super::params::{
     ByGroup, ById, CreateJob, DecideApproval, Explain, ListRuns, ReadLog, SearchJobs, SearchLogs,
-    StartWorkflow, Trigger, UpdateJob,
+    StartBackfill, StartWorkflow, Trigger, UpdateJob,
 };
 use crate::http::McpState;
 use crate::http::mgmt::auth::AgentToken;
@@ -278,6 +278,43 @@ impl Jobwheel {
         let (verb, node) = (if p.approve { "approve" } else { "reject" }, &p.node);
         let path = format!("/api/v1/workflow-instances/{}/nodes/{node}/{verb}", p.id);
         reply(self.send(&parts, Method::POST, &path, &json!({"comment": p.comment})).await?)
+    }
+
+    #[tool(
+        description = "Backfill: run a job's or a workflow's CRON/FIX_RATE schedule over a past range (epoch ms), each scheduled time once as that time's run (calendars applied), at most parallelism at once; SKIP (default) skips times that already ran. Needs a run token. Then use get_backfill."
+    )]
+    async fn start_backfill(
+        &self,
+        Parameters(p): Parameters<StartBackfill>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let body = serde_json::to_value(&p).unwrap_or_default();
+        reply(self.send(&parts, Method::POST, "/api/v1/backfills", &body).await?)
+    }
+
+    #[tool(
+        description = "A backfill's progress: total times, handed out, skipped, running, succeeded, failed, and its state."
+    )]
+    async fn get_backfill(
+        &self,
+        Parameters(p): Parameters<ById>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        reply(self.get(&parts, &format!("/api/v1/backfills/{}", p.id)).await?)
+    }
+
+    #[tool(
+        description = "Cancel a running backfill: no further time is handed out (runs already started finish). Needs a run token."
+    )]
+    async fn cancel_backfill(
+        &self,
+        Parameters(p): Parameters<ById>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        reply(
+            self.send(&parts, Method::POST, &format!("/api/v1/backfills/{}/cancel", p.id), &json!({}))
+                .await?,
+        )
     }
 
     #[tool(

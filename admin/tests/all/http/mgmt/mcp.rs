@@ -134,6 +134,9 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
         "start_workflow",
         "decide_workflow_approval",
         "get_workflow_instance",
+        "start_backfill",
+        "get_backfill",
+        "cancel_backfill",
         "lateness_report",
         "dashboard",
     ] {
@@ -151,6 +154,14 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
     refused("readDecide", "scope is read");
     refused("runDecide", "needs a write token");
     refused("decideBadNode", "is not a node name");
+    refused("readBackfill", "scope is read");
+    assert_eq!(seen["backfill"]["isError"], false, "{}", seen["backfill"]);
+    let done: Value = serde_json::from_str(seen["backfillDone"]["text"].as_str().unwrap_or("{}"))?;
+    assert_eq!(
+        (done["status"].clone(), done["total"].clone(), done["succeeded"].clone()),
+        (json!("DONE"), json!(3), json!(3)),
+        "a run token's agent backfilled three past days on the real executor: {done}"
+    );
     assert_eq!(seen["decide"]["isError"], false, "{}", seen["decide"]);
     let (_, view) = root.get(&format!("/api/v1/workflow-instances/{instance}")).await;
     let gate = view["runs"].as_array().into_iter().flatten().find(|r| r["node"] == "gate").cloned();

@@ -18,6 +18,7 @@ mod adoption;
 mod alarm_channels;
 mod audit;
 mod authz;
+mod backfills;
 mod calendars;
 mod dashboard;
 mod glue;
