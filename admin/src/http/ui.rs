@@ -47,6 +47,7 @@ pub(crate) static ASSETS: &[(&str, &[u8])] = assets![
     "js/ui.js",
     "js/pages/alarms.js",
     "js/pages/audit.js",
+    "js/pages/backfills.js",
     "js/pages/calendars.js",
     "js/pages/dashboard.js",
     "js/pages/glue.js",

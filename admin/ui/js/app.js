@@ -6,6 +6,7 @@ import { LANGUAGES, hasText, language, languageChosen, setLanguage, t } from './
 import { notify } from './ui.js';
 import * as alarms from './pages/alarms.js';
 import * as audit from './pages/audit.js';
+import * as backfills from './pages/backfills.js';
 import * as calendars from './pages/calendars.js';
 import * as dashboard from './pages/dashboard.js';
 import * as groups from './pages/groups.js';
@@ -37,6 +38,8 @@ const ROUTES = [
   { path: /^\/workflows\/(\d+)\/edit$/, page: workflowForm, menu: 'workflows' },
   { path: /^\/workflows\/(\d+)\/instances$/, page: workflowInstances, menu: 'workflows' },
   { path: /^\/workflow-instances\/(\d+)$/, page: workflowInstance, menu: 'workflows' },
+  { path: /^\/backfills$/, page: backfills, menu: 'backfills' },
+  { path: /^\/backfills\/(\d+)$/, page: backfills, menu: 'backfills' },
   { path: /^\/logs$/, page: logs, menu: 'logs' },
   { path: /^\/logs\/(\d+)$/, page: logDetail, menu: 'logs' },
   { path: /^\/groups$/, page: groups, menu: 'groups', admin: true },
@@ -54,6 +57,7 @@ const MENU = [
   { key: 'jobs', href: '#/jobs' },
   { key: 'logs', href: '#/logs' },
   { key: 'workflows', href: '#/workflows' },
+  { key: 'backfills', href: '#/backfills' },
   { key: 'groups', href: '#/groups', admin: true },
   { key: 'calendars', href: '#/calendars', admin: true },
   { key: 'alarms', href: '#/alarms', admin: true },

@@ -15,6 +15,7 @@
 )]
 
 mod alarms;
+mod backfills;
 mod calendars;
 mod driver;
 mod sso;
@@ -36,6 +37,7 @@ async fn the_admin_ui_walks_the_main_story_and_shows_hostile_text_as_text() -> a
     let outcome = async {
         let echo_job = story::run(&browser, &stack, dir.path()).await.context("the main story")?;
         workflows::run(&browser, echo_job).await.context("the workflow editor and instance page")?;
+        backfills::run(&browser, echo_job).await.context("a backfill from the job's actions")?;
         alarms::run(&browser, echo_job).await.context("an alarm channel and its delivery log")?;
         xss::run(&browser, story::GROUP_TITLE, echo_job).await.context("the XSS probe")?;
         if stack.idp.is_some() {

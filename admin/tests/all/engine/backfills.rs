@@ -4,15 +4,18 @@
 //! already ran skipped; the backfill ends DONE with its counts; `RERUN` runs a day again;
 //! a cancel hands out nothing more; a time handed out by an admin that died before sending it is
 //! sent by the next sweep; two admins sweeping one backfill hand each time out once; a
-//! workflow's backfill starts one instance per day with that day as its fire time.
+//! workflow's backfill starts one instance per day with that day as its fire time; a calendar's
+//! day off has no time to backfill.
 
 use std::sync::Arc;
 
 use jobwheel_admin::alarm::UpstreamAlarms;
+use jobwheel_admin::calendar::CalendarDays;
 use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::engine::UNSENT_AFTER_MS;
 use jobwheel_admin::store::{
-    BackfillKind, BackfillStatus, GroupId, JobId, LogId, LogTriggerUpdate, NewBackfill, NewLog, Store,
+    BackfillKind, BackfillStatus, DayRefs, GroupId, JobId, LogId, LogTriggerUpdate, NewBackfill, NewCalendar,
+    NewLog, Store,
 };
 use jobwheel_admin::workflow::Graph;
 
@@ -197,6 +200,29 @@ async fn backfills(db: &Db) -> anyhow::Result<()> {
     assert_eq!((report.sent, report.skipped), (0, 3));
     backfills.pass(now).await?;
     assert_eq!(store.load_backfill(twice).await?.expect("twice").backfill.status, BackfillStatus::Done);
+
+    // Calendars apply: a job never on 2030-01-03 has no time that day to backfill.
+    let days: CalendarDays = serde_json::from_value(serde_json::json!({"dates": ["2030-01-03"]}))?;
+    let (days, _) = days.normalize()?;
+    let calendar = NewCalendar {
+        name: "backfill holiday".into(),
+        description: String::new(),
+        days: serde_json::to_string(&days)?,
+        update_ms: 0,
+    };
+    let holiday = store.add_calendar(&calendar).await?;
+    let mut off = job(g, 0);
+    off.trigger_status = 0;
+    off.schedule_conf = Some("0 0 3 * * ?".into());
+    let off = store.add_job(&off).await?;
+    store.set_job_days(off, &DayRefs { never_on: vec![holiday], ..DayRefs::default() }).await?;
+    store.add_backfill(&request(BackfillKind::Job, i64::from(off.0), g, (1, 5), 10, false)).await?;
+    let before = fake.runs().len();
+    assert_eq!(backfills.pass(now).await?.sent, 4);
+    engine.triggers().wait_idle().await;
+    let keys: Vec<String> = sent(&fake)[before..].iter().map(|(k, _)| k.clone()).collect();
+    let want: Vec<String> = [1, 2, 4, 5].iter().map(|n| format!("job:{}@{}", off.0, day(*n))).collect();
+    assert_eq!(keys, want, "day 3 is a holiday");
     engine.triggers().wait_idle().await;
     Ok(())
 }

@@ -10,6 +10,7 @@ import {
 } from '../ui.js';
 import { formatTime } from '../dom.js';
 import { exportJobs, importDialog } from './transfer.js';
+import { backfillDialog } from './backfills.js';
 
 const LIMIT = 20;
 
@@ -102,6 +103,7 @@ function jobRow(job, groupName, app) {
     { name: 'stop', label: t('jobs.stop'), hidden: !running, action: () => guarded(async () => { await post(`/jobs/${job.id}/stop`); notify(t('jobs.stoppedNotice')); reload(); }) },
     { name: 'logs', label: t('jobs.logs'), action: () => app.navigate(routeHref('/logs', { jobGroup: job.jobGroup, jobId: job.id })) },
     { name: 'nodes', label: t('jobs.registeredNodes'), action: () => guarded(() => nodesModal(job.jobGroup)) },
+    { name: 'backfill', label: t('backfill.action'), hidden: !['CRON', 'FIX_RATE'].includes(job.scheduleType), action: () => backfillDialog(app, { jobId: job.id }, job.jobDesc) },
     { name: 'next', label: t('jobs.nextTimes'), hidden: job.scheduleType === 'NONE', action: () => guarded(() => nextTimesModal(job.scheduleType, job.scheduleConf, job.timeZone, job)) },
     { name: 'glue', label: t('jobs.glue'), hidden: !isScript(job.glueType), action: () => app.navigate(`#/jobs/${job.id}/glue`) },
     { name: 'wasm', label: t('jobs.wasm'), hidden: job.glueType !== 'GLUE_WASM', action: () => app.navigate(`#/jobs/${job.id}/wasm`) },

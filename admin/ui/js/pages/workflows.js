@@ -6,6 +6,7 @@ import { all, del, get, post } from '../api.js';
 import { formatTime, h, routeHref, routeQuery } from '../dom.js';
 import { t } from '../i18n.js';
 import { actionMenu, badge, confirmDialog, field, guarded, modal, notify, pageHeader, select, table } from '../ui.js';
+import { backfillDialog } from './backfills.js';
 
 export async function render({ main, app }) {
   const q = routeQuery();
@@ -29,6 +30,10 @@ export async function render({ main, app }) {
       { name: 'edit', label: t('common.edit'), action: () => app.navigate(`#/workflows/${w.id}/edit`) },
       { name: 'run', label: t('wf.runNow'), action: () => runDialog(app, w) },
       { name: 'instances', label: t('wf.instances'), action: () => app.navigate(`#/workflows/${w.id}/instances`) },
+      {
+        name: 'backfill', label: t('backfill.action'), hidden: !['CRON', 'FIX_RATE'].includes(w.scheduleType),
+        action: () => backfillDialog(app, { workflowId: w.id }, w.name),
+      },
       {
         name: 'start', label: t('jobs.start'), hidden: w.triggerStatus === 1 || w.scheduleType === 'NONE',
         action: () => guarded(async () => {
