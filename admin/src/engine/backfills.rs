@@ -193,12 +193,12 @@ impl Backfills {
             }
             None => None,
         };
-        match run {
-            Some(run) => self.store.set_fire_run(fire.id, run).await?,
-            // Nothing ran (the target went away): the step that comes next fails the backfill;
-            // the fire stays unsent and is not sent again once the backfill is over.
-            None => tracing::warn!(backfill = row.id, at = fire.scheduled_ms, "backfill time not sent"),
+        // Nothing ran (the target went away, or no log row came of the trigger): the time counts
+        // as failed rather than waiting to be sent again for ever.
+        if run.is_none() {
+            tracing::warn!(backfill = row.id, at = fire.scheduled_ms, "backfill time not run");
         }
+        self.store.set_fire_run(fire.id, run.unwrap_or(FireRun::Nothing)).await?;
         Ok(())
     }
 }

@@ -51,7 +51,8 @@ static RECLAIM: Sql = Sql::new(
 );
 /// The handed-out times of one backfill whose run satisfies the condition. A fire's run is over
 /// when its log row has a result or a failed trigger, or its instance ended (SUCCEEDED 2,
-/// FAILED 3, STOPPED 4, MISSED 5); a log row that is gone counts as over.
+/// FAILED 3, STOPPED 4, MISSED 5); a log row that is gone counts as over, log row 0 (nothing
+/// ran) as failed.
 macro_rules! fires {
     ($cond:literal) => {
         concat!(
@@ -68,7 +69,7 @@ static IN_FLIGHT: Sql = Sql::new(fires!(
 static SUCCEEDED: Sql = Sql::new(fires!("(x.handle_code = 200 OR i.status = 2)"));
 static FAILED: Sql = Sql::new(fires!(
     "((x.id IS NOT NULL AND (x.handle_code NOT IN (0, 200) OR x.trigger_code NOT IN (0, 200))) \
-     OR i.status IN (3, 4, 5))"
+     OR i.status IN (3, 4, 5) OR f.log_id = 0)"
 ));
 static JOB_RAN: Sql = Sql::new(
     "SELECT COUNT(*) FROM xxl_job_log WHERE job_id = ? AND trigger_time >= TS(?) AND trigger_time < TS(?) \
@@ -165,6 +166,7 @@ impl BackfillStore for SqlStore {
         match run {
             FireRun::Log(log) => self.ex().execute(&SET_LOG, &args![log, fire]).await?,
             FireRun::Instance(instance) => self.ex().execute(&SET_INSTANCE, &args![instance, fire]).await?,
+            FireRun::Nothing => self.ex().execute(&SET_LOG, &args![0_i64, fire]).await?,
         };
         Ok(())
     }

@@ -143,4 +143,6 @@ pub enum FireRun {
     Log(LogId),
     /// A workflow's instance.
     Instance(InstanceId),
+    /// Nothing ran (its target went away): stored as log row 0, counted as failed.
+    Nothing,
 }

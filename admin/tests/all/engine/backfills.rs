@@ -164,6 +164,7 @@ async fn backfills(db: &Db) -> anyhow::Result<()> {
     engine.triggers().wait_idle().await;
     assert_eq!(sent(&fake)[before..], [key(11)]);
     assert_eq!(backfills.pass(now + UNSENT_AFTER_MS + 2_000).await?.sent, 0, "sent once");
+    finish_all(&engine, &fake, &mut answered).await?;
 
     // A workflow's backfill: one instance per day, that day its fire time.
     let graph = Graph { nodes: vec![node("only", id)], edges: vec![], input_schema: None };
@@ -224,6 +225,28 @@ async fn backfills(db: &Db) -> anyhow::Result<()> {
     let want: Vec<String> = [1, 2, 4, 5].iter().map(|n| format!("job:{}@{}", off.0, day(*n))).collect();
     assert_eq!(keys, want, "day 3 is a holiday");
     engine.triggers().wait_idle().await;
+
+    // A job deleted under its backfill: the time handed out but unsent counts as failed (it is
+    // not sent again for ever), and the backfill fails with why.
+    let mut doomed = job(g, 0);
+    doomed.trigger_status = 0;
+    doomed.schedule_conf = Some("0 0 3 * * ?".into());
+    let doomed = store.add_job(&doomed).await?;
+    let gone =
+        store.add_backfill(&request(BackfillKind::Job, i64::from(doomed.0), g, (1, 2), 1, false)).await?;
+    let mut tx = store.begin_backfill(gone).await?.expect("backfill");
+    tx.add_fire(day(1), now).await?;
+    tx.advance(day(1), 1, 0).await?;
+    tx.commit().await?;
+    store.delete_job(doomed).await?;
+    let later = now + UNSENT_AFTER_MS + 5_000;
+    backfills.pass(later).await?;
+    let row = store.load_backfill(gone).await?.expect("backfill");
+    assert_eq!(row.backfill.status, BackfillStatus::Failed);
+    assert_eq!(row.backfill.message.as_deref(), Some("its job or workflow no longer exists"));
+    let progress = store.backfill_progress(gone).await?;
+    assert_eq!((progress.running, progress.failed), (0, 1), "{progress:?}");
+    assert!(store.unsent_fires(later + UNSENT_AFTER_MS * 10, 10).await?.is_empty(), "nothing left to send");
     Ok(())
 }
 
