@@ -13,7 +13,7 @@
 //! | [`ClaimRecovery`] | `recover.rs`, `claims.rs` | — (dead admins' claims) |
 //! | [`TriggerPath`] | `fire.rs` (what a fire is), `trigger.rs`, `resolve.rs`, `shard.rs`, `pool.rs`, `batch.rs`, `sending.rs`, `ticket.rs`, `grant.rs`, `group_cap.rs`, `trigger_msg.rs` | `JobTriggerPoolHelper`, `XxlJobTrigger` |
 //! | [`Completion`] | `complete.rs` (+ lost monitor, kill), `restarts.rs`, `fix_delay.rs` | `JobCompleteHelper`, `XxlJobCompleter` |
-//! | [`Workflows`] | `workflows.rs` (commands), `workflow_runner.rs` (`InstanceRunner`), `workflow_sweep.rs` (`WorkflowSweep`), `workflow_children.rs` (sub-workflows) | — (DAG workflows, docs/workflows.md) |
+//! | [`Workflows`] | `workflows.rs` (commands), `workflow_runner.rs` (`InstanceRunner`), `workflow_sweep.rs` (`WorkflowSweep`), `workflow_ops.rs` (`InstanceOps`), `workflow_children.rs` (sub-workflows) | — (DAG workflows, docs/workflows.md) |
 //! | [`RegistryMonitor`], [`FailMonitor`], [`ReportMonitor`] | `registry.rs`, `fail.rs`, `report.rs` | `JobRegistryHelper`, `JobFailMonitorHelper`, `JobLogReportHelper` |
 //! | [`Backfills`] | `backfills.rs` | — (a schedule run over a past range, docs/backfill.md) |
 //! | [`AlarmDesk`] | `alarm_desk.rs` | `JobAlarmer` (every alarm, on every channel: docs/alarms.md) |
@@ -68,6 +68,7 @@ mod ticket;
 mod trigger;
 mod trigger_msg;
 mod workflow_children;
+mod workflow_ops;
 mod workflow_runner;
 mod workflow_sweep;
 mod workflows;
@@ -100,8 +101,9 @@ pub use share::{LEASE_MS, fair_share, schedule_node_name};
 pub use start::{Starting, first_fire_time, first_start, first_workflow_start};
 pub use trigger::{TriggerOutcome, TriggerPath};
 pub use workflow_children::MAX_DEPTH as MAX_SUBFLOW_DEPTH;
+pub use workflow_ops::{InstanceOp, OpError};
 pub use workflow_sweep::{CATCH_UP_MS, LOOK_BACK_MS, RUN_GRACE_MS, SweepReport};
-pub use workflows::{InstanceOp, OpError, StartError, Workflows};
+pub use workflows::{StartError, Workflows};
 
 /// What the engine's callers can get wrong, or what failed underneath.
 #[derive(Debug, thiserror::Error)]
