@@ -32,9 +32,29 @@ pub fn binary(name: &str) -> anyhow::Result<PathBuf> {
     )
 }
 
-/// A port that was free a moment ago.
+/// A port of 127.0.0.1 that was free a moment ago, for a daemon to bind (it cannot be handed a
+/// listener). Chosen at random *below* the kernel's ephemeral range: a port from that range (what
+/// binding port 0 gives) is also what any process's next outgoing connection may take, and one
+/// did take such a port between its choice and an admin's bind (CI, 2026-12-07: `--metrics-listen`
+/// "Address already in use"). Below the range only another listener can take it, and the random
+/// choice makes two tests picking the same port unlikely.
 pub fn free_port() -> anyhow::Result<u16> {
+    use rand::Rng as _;
+    let below = ephemeral_start().unwrap_or(32_768).clamp(11_000, 65_535);
+    let mut rng = rand::rng();
+    for _ in 0..200 {
+        let port = rng.random_range(10_000..below);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// The first port of the kernel's ephemeral range (Linux), if it can be read.
+fn ephemeral_start() -> Option<u16> {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    range.split_whitespace().next()?.parse().ok()
 }
 
 /// How a daemon shows it is up.

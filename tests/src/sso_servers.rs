@@ -12,6 +12,8 @@ use anyhow::{Context as _, bail};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
 
+use crate::cluster::free_port;
+
 /// How long a server may take to start listening.
 const START: Duration = Duration::from_secs(20);
 
@@ -106,11 +108,6 @@ fn slapd_conf(dir: &Path, data: &Path) -> String {
         pid = dir.join("slapd.pid").display(),
         data = data.display(),
     )
-}
-
-/// A free port of 127.0.0.1 (for a server that cannot be handed a listener).
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 /// The npm `oidc-provider` with the accounts of `oidc_provider.mjs`: any name signs in at its
