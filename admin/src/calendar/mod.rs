@@ -16,7 +16,7 @@ mod window;
 pub use days::{CalendarDays, DateRange, DaySet, MAX_DATES, MAX_RANGES};
 pub use error::CalendarError;
 pub use ics::{IcsDays, MAX_ICS_BYTES, read_ics};
-pub use rules::{DayRules, MAX_SKIPS, next_fire, next_fires, rules_by_job};
+pub use rules::{DayRules, MAX_SKIPS, ScheduleWalk, next_fire, next_fires, rules_by_job};
 pub use window::{
     MAX_WINDOWS, Window, join_windows, parse_stored_windows, parse_windows, stored_window_texts,
 };

@@ -117,6 +117,27 @@ pub fn next_fire(
     Ok(rules.next_after(&Schedule::parse(schedule_type, schedule_conf)?, tz, from_ms))
 }
 
+/// A schedule walked over a range under its rules, parsed once (a backfill's times: the admin
+/// counts them when one is asked for, the engine hands them out from its cursor).
+#[derive(Debug, Clone)]
+pub struct ScheduleWalk {
+    schedule: Schedule,
+    tz: Tz,
+    rules: DayRules,
+}
+
+impl ScheduleWalk {
+    /// The walk of a parsed schedule in `tz` under `rules`.
+    pub fn new(schedule: Schedule, tz: Tz, rules: DayRules) -> Self {
+        Self { schedule, tz, rules }
+    }
+
+    /// The first time after `after_ms` and not after `to_ms`.
+    pub fn next(&self, after_ms: i64, to_ms: i64) -> Option<i64> {
+        self.rules.next_after(&self.schedule, self.tz, after_ms).filter(|t| *t <= to_ms)
+    }
+}
+
 /// The next `count` fire times under `rules`, each after the previous (the form's preview).
 pub fn next_fires(
     schedule_type: ScheduleType,

@@ -19,9 +19,9 @@ use super::fire::TriggerRequest;
 use super::next_times::job_time_zone;
 use super::trigger::{TriggerOutcome, TriggerPath};
 use super::workflows::Workflows;
-use crate::calendar::{DayRules, next_fire, rules_by_job};
-use crate::cron::parse_time_zone;
-use crate::domain::{ScheduleType, TriggerType};
+use crate::calendar::{ScheduleWalk, rules_by_job};
+use crate::cron::{Schedule, parse_time_zone};
+use crate::domain::TriggerType;
 use crate::store::{
     BackfillKind, BackfillRow, BackfillStatus, FireRun, JobId, Store, UnsentFire, WorkflowId,
 };
@@ -52,24 +52,6 @@ pub struct Backfills {
     workflows: Arc<Workflows>,
     /// The admin's zone, for targets without their own.
     time_zone: chrono_tz::Tz,
-}
-
-/// A target's schedule as a backfill walks it.
-struct Walk {
-    schedule: ScheduleType,
-    conf: String,
-    tz: chrono_tz::Tz,
-    rules: DayRules,
-}
-
-impl Walk {
-    /// The first scheduled time after `cursor_ms` and not after `to_ms`.
-    fn next(&self, cursor_ms: i64, to_ms: i64) -> Option<i64> {
-        next_fire(self.schedule, &self.conf, self.tz, &self.rules, cursor_ms)
-            .ok()
-            .flatten()
-            .filter(|t| *t <= to_ms)
-    }
 }
 
 impl Backfills {
@@ -148,8 +130,12 @@ impl Backfills {
         Ok(())
     }
 
-    /// The schedule `row` walks, or `None` if its target is gone.
-    async fn walk(&self, row: &BackfillRow) -> Result<Option<Walk>, EngineError> {
+    /// The schedule `row` walks, or `None` if its target is gone. A stored schedule that no
+    /// longer parses (written by hand) has no times: the backfill ends with nothing run.
+    async fn walk(&self, row: &BackfillRow) -> Result<Option<ScheduleWalk>, EngineError> {
+        let parsed = |schedule, conf: Option<String>| {
+            Schedule::parse(schedule, conf.as_deref().unwrap_or_default()).unwrap_or(Schedule::None)
+        };
         let target = row.backfill.target_id;
         match row.kind() {
             Some(BackfillKind::Job) => {
@@ -157,8 +143,8 @@ impl Backfills {
                 let Some(job) = self.store.load_job(id).await? else { return Ok(None) };
                 let rules = rules_by_job(&self.store.job_days(&[id]).await?).remove(&id).unwrap_or_default();
                 let Some(schedule) = job.job.schedule_type.known() else { return Ok(None) };
-                let conf = job.job.schedule_conf.clone().unwrap_or_default();
-                Ok(Some(Walk { schedule, conf, tz: job_time_zone(&job, self.time_zone), rules }))
+                let schedule = parsed(schedule, job.job.schedule_conf.clone());
+                Ok(Some(ScheduleWalk::new(schedule, job_time_zone(&job, self.time_zone), rules)))
             }
             Some(BackfillKind::Workflow) => {
                 let Some(w) = self.store.load_workflow(WorkflowId(target)).await? else { return Ok(None) };
@@ -167,7 +153,7 @@ impl Backfills {
                 let tz =
                     w.time_zone.as_deref().and_then(|z| parse_time_zone(z).ok()).unwrap_or(self.time_zone);
                 let Some(schedule) = w.schedule_type.known() else { return Ok(None) };
-                Ok(Some(Walk { schedule, conf: w.schedule_conf.unwrap_or_default(), tz, rules }))
+                Ok(Some(ScheduleWalk::new(parsed(schedule, w.schedule_conf), tz, rules)))
             }
             None => Ok(None),
         }

@@ -20,7 +20,9 @@ use crate::store::{
     InstanceId, InstanceRow, InstanceStatus, InstanceTx, NewInstance, RunEnd, RunId, RunRow, RunStatus, Store,
 };
 use crate::workflow::schema::mismatch;
-use crate::workflow::{Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, Node, NodeState, node_states};
+use crate::workflow::{
+    Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, Node, NodeState, join_output, newest_runs, node_states,
+};
 
 /// The deepest sub-workflows nest at run time. A cycle is refused when a workflow is saved;
 /// this bounds one that two edits racing each other could still make.
@@ -93,13 +95,9 @@ pub(super) async fn finish_parent(
         if let Some(why) = declared.as_ref().and_then(|schema| mismatch(schema, &value)) {
             end.status = RunStatus::Failed;
             end.message = Some(format!("the output does not match the node's outputSchema {why}"));
-        } else {
-            context.insert(node.to_owned(), value);
-            if Value::Object(context.clone()).to_string().len() > MAX_CONTEXT {
-                end.status = RunStatus::Failed;
-                end.message = Some(format!("the instance context would exceed {MAX_CONTEXT} bytes"));
-                context.remove(node);
-            }
+        } else if !join_output(&mut context, node, value) {
+            end.status = RunStatus::Failed;
+            end.message = Some(format!("the instance context would exceed {MAX_CONTEXT} bytes"));
         }
     }
     if !tx.end_run(run, RunStatus::Waiting, &end).await? {
@@ -147,16 +145,10 @@ fn child_end(child: &InstanceRow, runs: &[RunRow], now_ms: i64) -> RunEnd {
     RunEnd { status, output, message: Some(message), end_ms: now_ms }
 }
 
-/// The child's outputs, by node: each node's newest counting run that succeeded or passed with
-/// an output (a node with none is left out).
+/// The child's outputs, by node: each node's newest counting run ([`newest_runs`]) that
+/// succeeded or passed with an output (a node with none is left out).
 fn child_outputs(runs: &[RunRow]) -> Map<String, Value> {
-    let mut newest: std::collections::BTreeMap<&str, &RunRow> = std::collections::BTreeMap::new();
-    for run in runs.iter().filter(|r| r.status != RunStatus::Revoked) {
-        if newest.get(run.node.as_str()).is_none_or(|seen| seen.id.0 < run.id.0) {
-            newest.insert(run.node.as_str(), run);
-        }
-    }
-    newest
+    newest_runs(runs)
         .into_iter()
         .filter(|(_, run)| matches!(run.status, RunStatus::Succeeded | RunStatus::Passed))
         .filter_map(|(node, run)| {

@@ -37,8 +37,8 @@ use crate::store::{
 };
 use crate::workflow::schema::mismatch;
 use crate::workflow::{
-    Decision, Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, NodeKind, PlanInput, branch_output, branches, node_states,
-    plan,
+    Decision, Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, NodeKind, PlanInput, branch_output, branches, join_output,
+    node_states, plan,
 };
 
 /// How long a kill waits for a trigger in flight to record where it went: above any executor
@@ -243,7 +243,7 @@ impl InstanceRunner {
                 if let Some(why) = declared.and_then(|schema| mismatch(schema, &value)) {
                     end.status = RunStatus::Failed;
                     end.message = Some(format!("the output does not match the node's outputSchema {why}"));
-                } else if join(&mut context, &run.node, value) {
+                } else if join_output(&mut context, &run.node, value) {
                     context_changed = true;
                 } else {
                     end.status = RunStatus::Failed;
@@ -288,7 +288,7 @@ impl InstanceRunner {
                 Decision::Branch(branch) => {
                     // The branch goes into the context too, for the conditions after it.
                     let output = branch_output(branch.as_deref());
-                    context_changed |= join(&mut context, &node, output.clone());
+                    context_changed |= join_output(&mut context, &node, output.clone());
                     let output = output.to_string();
                     let message = match &branch {
                         Some(to) => format!("took the branch to {to}"),
@@ -465,17 +465,6 @@ impl InstanceRunner {
     async fn fail_due(self: &Arc<Self>, run: &RunRow, message: &str) -> Result<(), EngineError> {
         self.end_run(run.id, run.instance_id, RunStatus::Due, message).await
     }
-}
-
-/// Puts `value` into the context under `node` if the context stays within [`MAX_CONTEXT`];
-/// whether it did.
-fn join(context: &mut serde_json::Map<String, Value>, node: &str, value: Value) -> bool {
-    context.insert(node.to_owned(), value);
-    if serde_json::to_vec(&context).map_or(usize::MAX, |bytes| bytes.len()) > MAX_CONTEXT {
-        context.remove(node);
-        return false;
-    }
-    true
 }
 
 /// The instance's graph, or `None` (logged) when this admin cannot read it.

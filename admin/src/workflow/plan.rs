@@ -93,10 +93,9 @@ pub fn branches(graph: &Graph, runs: &[RunRow]) -> BTreeMap<String, Option<Strin
         .collect()
 }
 
-/// Each node's state from its newest run (by id: a rerun starts its attempts at 1 again);
-/// revoked runs (skips undone by a rerun or a "mark done") do not count; a node with a retry
-/// just planned is active.
-pub fn node_states(runs: &[RunRow], retrying: &[String]) -> BTreeMap<String, NodeState> {
+/// Each node's newest run that counts (by id: a rerun starts its attempts at 1 again); revoked
+/// runs (skips undone by a rerun or a "mark done") do not count.
+pub fn newest_runs(runs: &[RunRow]) -> BTreeMap<&str, &RunRow> {
     let mut newest: BTreeMap<&str, &RunRow> = BTreeMap::new();
     for run in runs.iter().filter(|r| r.status != RunStatus::Revoked) {
         match newest.get(run.node.as_str()) {
@@ -106,7 +105,13 @@ pub fn node_states(runs: &[RunRow], retrying: &[String]) -> BTreeMap<String, Nod
             }
         }
     }
-    let mut states: BTreeMap<String, NodeState> = newest
+    newest
+}
+
+/// Each node's state from its newest run ([`newest_runs`]); a node with a retry just planned is
+/// active.
+pub fn node_states(runs: &[RunRow], retrying: &[String]) -> BTreeMap<String, NodeState> {
+    let mut states: BTreeMap<String, NodeState> = newest_runs(runs)
         .into_iter()
         .map(|(node, run)| {
             let state = match run.status {

@@ -16,7 +16,8 @@ use super::job_view::permitted_job;
 use super::jobs::zone;
 use super::workflows::{permitted, runnable};
 use super::{ApiJson, ApiQuery};
-use crate::calendar::{DayRules, next_fire, rules_by_job};
+use crate::calendar::{ScheduleWalk, rules_by_job};
+use crate::cron::Schedule;
 use crate::domain::ScheduleType;
 use crate::http::{ApiError, MgmtState};
 use crate::store::{
@@ -115,14 +116,6 @@ impl BackfillView {
     }
 }
 
-/// The schedule a backfill of the target would walk.
-struct Walk {
-    schedule: ScheduleType,
-    conf: String,
-    tz: chrono_tz::Tz,
-    rules: DayRules,
-}
-
 /// `POST /api/v1/backfills`: 201 with the backfill, running.
 pub(crate) async fn create(
     State(state): State<Arc<MgmtState>>,
@@ -152,23 +145,17 @@ pub(crate) async fn create(
             let rules = rules_by_job(&state.store.job_days(&[JobId(id)]).await?)
                 .remove(&JobId(id))
                 .unwrap_or_default();
-            let schedule = backfillable(job.job.schedule_type.known())?;
-            let tz = zone(job.time_zone.as_deref())?;
-            let walk = Walk { schedule, conf: job.job.schedule_conf.clone().unwrap_or_default(), tz, rules };
+            let schedule = backfillable(job.job.schedule_type.known(), job.job.schedule_conf.as_deref())?;
+            let walk = ScheduleWalk::new(schedule, zone(job.time_zone.as_deref())?, rules);
             (BackfillKind::Job, i64::from(id), job.job.job_group, walk)
         }
         (None, Some(id)) => {
             let row = runnable(&state, &principal, id).await?;
             let w = row.workflow;
             let rules = WorkflowDays::from_stored(&w.days).rules(&*state.store).await?;
-            let schedule = backfillable(w.schedule_type.known())?;
-            let tz = zone(w.time_zone.as_deref())?;
-            (
-                BackfillKind::Workflow,
-                id,
-                w.job_group,
-                Walk { schedule, conf: w.schedule_conf.unwrap_or_default(), tz, rules },
-            )
+            let schedule = backfillable(w.schedule_type.known(), w.schedule_conf.as_deref())?;
+            let walk = ScheduleWalk::new(schedule, zone(w.time_zone.as_deref())?, rules);
+            (BackfillKind::Workflow, id, w.job_group, walk)
         }
         _ => return Err(ApiError::BadRequest("name either jobId or workflowId".to_owned())),
     };
@@ -195,10 +182,14 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(view(&state, id).await?)))
 }
 
-/// CRON and FIX_RATE have times of their own; FIX_DELAY's depend on runs, NONE has none.
-fn backfillable(schedule: Option<ScheduleType>) -> Result<ScheduleType, ApiError> {
+/// CRON and FIX_RATE have times of their own; FIX_DELAY's depend on runs, NONE has none. The
+/// schedule parsed, or why not.
+fn backfillable(schedule: Option<ScheduleType>, conf: Option<&str>) -> Result<Schedule, ApiError> {
     match schedule {
-        Some(s @ (ScheduleType::Cron | ScheduleType::FixRate)) => Ok(s),
+        Some(s @ (ScheduleType::Cron | ScheduleType::FixRate)) => {
+            Schedule::parse(s, conf.unwrap_or_default())
+                .map_err(|e| ApiError::BadRequest(format!("the schedule cannot be read: {e}")))
+        }
         _ => Err(ApiError::BadRequest(
             "only a CRON or FIX_RATE schedule has past times to backfill (FIX_DELAY's depend on its runs)"
                 .to_owned(),
@@ -208,15 +199,10 @@ fn backfillable(schedule: Option<ScheduleType>) -> Result<ScheduleType, ApiError
 
 /// The scheduled times in `from..=to` under the walk, refused past [`MAX_TIMES`] or at none.
 /// Counted by walking (memory does not grow with the range).
-fn count_times(walk: &Walk, from: i64, to: i64) -> Result<i32, ApiError> {
+fn count_times(walk: &ScheduleWalk, from: i64, to: i64) -> Result<i32, ApiError> {
     let (mut at, mut total) = (from - 1, 0);
-    loop {
-        let next = next_fire(walk.schedule, &walk.conf, walk.tz, &walk.rules, at)
-            .map_err(|e| ApiError::BadRequest(format!("the schedule cannot be read: {e}")))?;
-        match next.filter(|t| *t <= to) {
-            Some(t) => at = t,
-            None => break,
-        }
+    while let Some(t) = walk.next(at, to) {
+        at = t;
         total += 1;
         if total > MAX_TIMES {
             return Err(ApiError::BadRequest(format!(
