@@ -173,6 +173,11 @@ fi
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
 if [ "$status" -ne 0 ]; then
+  # The failures' own output again, last, where a reader of the run's tail sees it: each
+  # failed test's block, cut to its first 80 lines.
+  echo "== failures"
+  awk '/^---- .* stdout ----$/ { on = 1; n = 0 } /^(failures:|test result:)/ { on = 0 }
+       on && n < 80 { print; n++ }' "$log"
   echo "cargo test failed (exit $status); see the failures above" >&2
   exit "$status"
 fi

@@ -92,13 +92,19 @@ pub async fn run(
     );
     spawn_cleaner(&background, logs.root().to_path_buf(), config.log_retention_days, background_stop.clone());
     let registered = client.is_configured().then(|| Arc::new(std::sync::atomic::AtomicBool::new(false)));
+    // Dial-out: the sockets open to admins; no beat registers the address while none is, so no
+    // admin routes a trigger to an executor no admin can reach.
+    let dialled: Option<Arc<std::sync::atomic::AtomicUsize>> = config.dial_out.then(Arc::default);
     if let Some(flag) = &registered {
         background.spawn(heartbeat::run(
             client.clone(),
-            config.app_name.clone(),
-            address.clone(),
-            incarnation.clone(),
-            config.timings.registry_interval,
+            heartbeat::Beat {
+                app_name: config.app_name.clone(),
+                address: address.clone(),
+                incarnation: incarnation.clone(),
+                interval: config.timings.registry_interval,
+                reachable: dialled.clone(),
+            },
             Arc::clone(flag),
             background_stop.clone(),
         ));
@@ -147,7 +153,7 @@ pub async fn run(
         app_name: config.app_name.clone(),
         path_prefix: config.path_prefix.clone(),
         registered,
-        dialled: config.dial_out.then(Arc::default),
+        dialled,
         metrics,
         incarnation,
     });

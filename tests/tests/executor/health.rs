@@ -55,3 +55,24 @@ async fn an_executor_without_an_admin_is_ready() {
     let (status, body) = get(&executor, "/readyz").await;
     assert_eq!((status, body["checks"]["admin"].as_str()), (200, Some("none configured")));
 }
+
+/// A dial-out executor whose admin takes no socket (this fake admin serves no `/api/dial`)
+/// registers nowhere: no admin may route a trigger to an address nobody can reach. It is not
+/// ready, and its registry beats wait for a socket (the case `.ci/run` once hit: a test sent a
+/// trigger the moment the address was registered, before the socket was up).
+#[tokio::test]
+async fn a_dial_out_executor_without_a_socket_does_not_register() {
+    let rig = rig(Handlers::new(), |config| {
+        config.dial_out = true;
+        config.timings.registry_interval = Duration::from_millis(100);
+    })
+    .await;
+    let not_ready = wait_readyz(&rig.executor, 503).await;
+    assert_eq!(not_ready["status"], "not ready");
+    // Ten intervals and more: a beat would have gone out many times over.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(1500);
+    while tokio::time::Instant::now() < deadline {
+        assert!(rig.admin.recorded().registry.is_empty(), "registered without a socket");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
