@@ -116,6 +116,7 @@ pub struct AdminMetrics {
     pre_read: Histogram,
     workflow_instances: Family<ResultLabels, Counter>,
     workflow_handoff: Histogram,
+    workflow_item_dispatch: Histogram,
     log_pieces: Counter,
 }
 
@@ -147,6 +148,7 @@ impl AdminMetrics {
             pre_read: Histogram::new(STORE_BUCKETS),
             workflow_instances: Family::default(),
             workflow_handoff: Histogram::new(LATENESS_BUCKETS),
+            workflow_item_dispatch: Histogram::new(LATENESS_BUCKETS),
             log_pieces: Counter::default(),
             registry: Registry::default(),
         };
@@ -238,6 +240,12 @@ impl AdminMetrics {
             metrics.workflow_handoff.clone(),
         );
         r.register_with_unit(
+            "workflow_item_dispatch",
+            "From a map item's result being stored to the /run of the item that took its slot answered",
+            Unit::Seconds,
+            metrics.workflow_item_dispatch.clone(),
+        );
+        r.register_with_unit(
             "db_statement",
             "Database statement latency (process-wide)",
             Unit::Seconds,
@@ -273,6 +281,12 @@ impl AdminMetrics {
     /// A workflow node's hand-off: from its parent's result stored to its `/run` answered.
     pub(crate) fn workflow_handoff(&self, seconds: f64) {
         self.workflow_handoff.observe(seconds);
+    }
+
+    /// A map item's dispatch: from a result that freed a slot stored to the next item's `/run`
+    /// answered.
+    pub(crate) fn workflow_item_dispatch(&self, seconds: f64) {
+        self.workflow_item_dispatch.observe(seconds);
     }
 
     /// A trigger's outcome: `code` is the executor's answer (200 accepted).

@@ -92,6 +92,8 @@ pub(crate) struct RunInfo {
     pub(crate) wasm_grant: Option<Arc<WasmGrant>>,
     /// The workflow instance's context, when the run is a workflow node.
     pub(crate) workflow_context: Option<Arc<serde_json::Value>>,
+    /// The map item, when the run is one item of a workflow map node.
+    pub(crate) workflow_item: Option<Arc<serde_json::Value>>,
     /// The fire's key (`TriggerParam::fire_key`; `log:<log id>` from an admin that sends none).
     pub(crate) fire_key: String,
     /// When the fire was scheduled for, epoch ms (the trigger time when not sent).
@@ -181,6 +183,12 @@ impl JobContext {
     /// (docs/workflows.md). `None` when the run is not a workflow node.
     pub fn workflow_context(&self) -> Option<&serde_json::Value> {
         self.inner.info.workflow_context.as_deref()
+    }
+
+    /// The item this run is for, when it is one item of a workflow map node (one element of the
+    /// array the node maps over); such a run gets no context. `None` otherwise.
+    pub fn workflow_item(&self) -> Option<&serde_json::Value> {
+        self.inner.info.workflow_item.as_deref()
     }
 
     /// Sets this run's workflow output: merged into the instance's context under the node's

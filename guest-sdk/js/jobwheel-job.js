@@ -45,6 +45,15 @@ export function workflowContext() {
   return text === undefined ? null : JSON.parse(text);
 }
 
+/**
+ * The item this run is for when it is one item of a workflow map node (any JSON value), else
+ * undefined. An item's run gets no context.
+ */
+export function workflowItem() {
+  const text = env().JOBWHEEL_WORKFLOW_ITEM;
+  return text === undefined ? undefined : JSON.parse(text);
+}
+
 /** Sets this run's workflow output (anything JSON.stringify takes); call it once. */
 export function setOutput(value) {
   // ASCII-only JSON: a piece of it is never a split character.

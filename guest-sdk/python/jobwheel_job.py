@@ -51,6 +51,13 @@ def workflow_context() -> dict[str, Any] | None:
     return None if text is None else json.loads(text)
 
 
+def workflow_item() -> Any:
+    """The item this run is for when it is one item of a workflow map node (one element of the
+    array the node maps over, any JSON value); None otherwise. An item's run gets no context."""
+    text = env().get("JOBWHEEL_WORKFLOW_ITEM")
+    return None if text is None else json.loads(text)
+
+
 def set_output(value: Any) -> None:
     """Sets this run's workflow output (anything json.dumps takes). When the run succeeds it is
     merged into the context under the node's name and handed to the nodes after it. At most

@@ -24,6 +24,9 @@ pub const RESULT_MARKER: &str = "::jobwheel-result::";
 /// Environment variable holding the workflow instance's context (a JSON object) when the run
 /// is a workflow node; absent otherwise.
 pub const ENV_WORKFLOW_CONTEXT: &str = "JOBWHEEL_WORKFLOW_CONTEXT";
+/// Environment variable holding the item (JSON) when the run is one item of a workflow map
+/// node; absent otherwise (an item's run gets no context).
+pub const ENV_WORKFLOW_ITEM: &str = "JOBWHEEL_WORKFLOW_ITEM";
 /// Prefix of a stdout/stderr line carrying (a piece of) the run's workflow output: the pieces
 /// of every such line are concatenated, in order, without separators.
 pub const OUTPUT_MARKER: &str = "::jobwheel-output::";

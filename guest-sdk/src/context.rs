@@ -39,6 +39,7 @@ pub struct Context {
     log_id: i64,
     shard: Shard,
     workflow_context: Option<String>,
+    workflow_item: Option<String>,
     fire_key: String,
     scheduled_time: i64,
 }
@@ -73,6 +74,7 @@ impl Context {
             log_id,
             shard,
             workflow_context: None,
+            workflow_item: None,
             fire_key,
             scheduled_time: 0,
         }
@@ -90,6 +92,12 @@ impl Context {
     /// unit-test a node's function on the host.
     pub fn with_workflow_context(mut self, workflow_context: impl Into<String>) -> Context {
         self.workflow_context = Some(workflow_context.into());
+        self
+    }
+
+    /// The same context as a map item's run for `workflow_item` (JSON text).
+    pub fn with_workflow_item(mut self, workflow_item: impl Into<String>) -> Context {
+        self.workflow_item = Some(workflow_item.into());
         self
     }
 
@@ -113,6 +121,7 @@ impl Context {
             ));
         }
         let workflow_context = std::env::var(abi::ENV_WORKFLOW_CONTEXT).ok();
+        let workflow_item = std::env::var(abi::ENV_WORKFLOW_ITEM).ok();
         // Absent (an older executor, `wasmtime run`): the run is a fire of its own.
         let fire_key = std::env::var(abi::ENV_FIRE_KEY).unwrap_or_else(|_| format!("log:{log_id}"));
         let scheduled_time = number(abi::ENV_SCHEDULED_TIME, 0)?;
@@ -122,6 +131,7 @@ impl Context {
             log_id,
             shard: Shard { index, total },
             workflow_context,
+            workflow_item,
             fire_key,
             scheduled_time,
         })
@@ -167,6 +177,13 @@ impl Context {
     /// A node hands data on with [`crate::set_output`].
     pub fn workflow_context(&self) -> Option<&str> {
         self.workflow_context.as_deref()
+    }
+
+    /// The item this run is for when it is one item of a workflow map node: JSON text of one
+    /// element of the array the node maps over. `None` otherwise; an item's run gets no
+    /// [`Context::workflow_context`] (what every item needs comes in the node's parameter).
+    pub fn workflow_item(&self) -> Option<&str> {
+        self.workflow_item.as_deref()
     }
 
     /// A variable set on the job or its executor group (the job's wins), `None` when unset.

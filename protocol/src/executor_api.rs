@@ -133,6 +133,11 @@ pub struct TriggerParam {
     /// run that is not a workflow node; upstream executors ignore the field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_context: Option<serde_json::Value>,
+    /// jobwheel extension: the item a map node's run is for (one element of the array the node
+    /// maps over, as JSON). Absent for any other run; upstream executors ignore the field (the
+    /// item is their `executorParams` when the node sets no parameter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_item: Option<serde_json::Value>,
     /// jobwheel extension: the fire's key, fixed by what was scheduled (docs/engine.md, "The
     /// per-fire key"): the same when the same fire is sent again, different for a retry, a
     /// manual run or any other fire of its own. Upstream executors ignore the field.

@@ -147,6 +147,7 @@ fn bean_trigger() -> TriggerParam {
         wasm_grant: None,
         priority: None,
         workflow_context: None,
+        workflow_item: None,
         fire_key: None,
         scheduled_time: None,
         delivery_mode: None,
@@ -231,6 +232,7 @@ fn run_requests() {
                 wasm_grant: None,
                 priority: None,
                 workflow_context: None,
+                workflow_item: None,
                 fire_key: None,
                 scheduled_time: None,
                 delivery_mode: None,
@@ -257,6 +259,7 @@ fn run_requests() {
                 wasm_grant: None,
                 priority: None,
                 workflow_context: None,
+                workflow_item: None,
                 fire_key: None,
                 scheduled_time: None,
                 delivery_mode: None,
@@ -289,6 +292,7 @@ fn run_requests() {
                 wasm_grant: None,
                 priority: None,
                 workflow_context: None,
+                workflow_item: None,
                 fire_key: None,
                 scheduled_time: None,
                 delivery_mode: None,
@@ -307,6 +311,20 @@ fn run_requests() {
                 workflow_context: Some(
                     serde_json::json!({"day": "2031-02-03", "extract": {"rows": [1, 2, 3]}}),
                 ),
+                ..bean_trigger()
+            },
+        ),
+        // A map item's trigger: upstream's keys (the item as the parameter) plus `workflowItem`.
+        case(
+            "jobwheel_run_request_map_item.json",
+            Emit::Bytes,
+            TriggerParam {
+                job_id: 17,
+                executor_params: "s3://bucket/a.csv".into(),
+                log_id: 4247,
+                log_date_time: 1_700_000_003_000,
+                glue_updatetime: 1_699_999_000_004,
+                workflow_item: Some(serde_json::json!("s3://bucket/a.csv")),
                 ..bean_trigger()
             },
         ),

@@ -52,6 +52,9 @@ pub struct RunInput {
     /// The workflow instance's context (JSON text) when the run is a workflow node: the guest
     /// reads it from `JOBWHEEL_WORKFLOW_CONTEXT`.
     pub workflow_context: Option<String>,
+    /// The map item this run is for (JSON text), when it is one; the guest reads it from
+    /// `JOBWHEEL_WORKFLOW_ITEM`.
+    pub workflow_item: Option<String>,
     /// The fire's key (docs/engine.md, "The per-fire key"): `JOBWHEEL_FIRE_KEY`.
     pub fire_key: String,
     /// When the fire was scheduled for, epoch ms: `JOBWHEEL_SCHEDULED_TIME`.
@@ -121,6 +124,9 @@ impl Runtime {
             .env(abi::ENV_SHARD_TOTAL, input.shard_total.to_string())
             .env(abi::ENV_FIRE_KEY, &input.fire_key)
             .env(abi::ENV_SCHEDULED_TIME, input.scheduled_time.to_string());
+        if let Some(item) = &input.workflow_item {
+            wasi.env(abi::ENV_WORKFLOW_ITEM, item);
+        }
         if let Some(context) = &input.workflow_context {
             wasi.env(abi::ENV_WORKFLOW_CONTEXT, context);
         }
@@ -242,6 +248,9 @@ impl Runtime {
 
 /// Input a guest cannot be given, in words for the job log.
 fn bad_input(input: &RunInput) -> Option<String> {
+    if input.workflow_item.as_deref().is_some_and(|c| c.contains('\0')) {
+        return Some("the workflow item contains a NUL byte, which WASI cannot pass to a guest".to_owned());
+    }
     if input.workflow_context.as_deref().is_some_and(|c| c.contains('\0')) {
         return Some(
             "the workflow context contains a NUL byte, which WASI cannot pass to a guest".to_owned(),

@@ -43,6 +43,10 @@ pub struct TriggerRequest {
     /// The workflow instance's context, when this trigger runs a workflow node; sent to the
     /// executor with every shard (`TriggerParam::workflow_context`).
     pub workflow_context: Option<Arc<serde_json::Value>>,
+    /// The item of a map node this trigger runs (`TriggerParam::workflow_item`).
+    pub workflow_item: Option<Arc<serde_json::Value>>,
+    /// Replaces the job's `executorTimeout` (a map node's `timeoutSecs`, per item).
+    pub executor_timeout: Option<i32>,
     /// The workflow node this trigger fires (its per-fire key, `fire_key.rs`).
     pub node: Option<NodeFire>,
     /// The delivery mode when it is not the job's (a workflow node that sets its own).
@@ -65,6 +69,8 @@ impl TriggerRequest {
             snapshot: None,
             release_ms: None,
             workflow_context: None,
+            workflow_item: None,
+            executor_timeout: None,
             node: None,
             delivery: None,
         }
@@ -89,4 +95,6 @@ pub struct NodeFire {
     pub instance: InstanceId,
     pub node: String,
     pub run: RunId,
+    /// A map node's item: its index and attempt.
+    pub item: Option<(i32, i32)>,
 }

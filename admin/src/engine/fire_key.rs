@@ -8,7 +8,8 @@
 //!   claim, or by a backfill of a time the schedule already fired — it is the same key; it does
 //!   not depend on which admin fired it or on the log row.
 //! - A workflow node's run: `node:<instance id>/<node name>/<run id>` (plus the shard), one run
-//!   row per fire of a node, so a rerun of the node is a new key.
+//!   row per fire of a node, so a rerun of the node is a new key; a map node's item adds
+//!   `/item/<index>.<attempt>`, so each attempt of each item has its own.
 //! - Any other fire (a manual or API run, a retry, a child job, a misfire's fire-once-now):
 //!   `log:<log id>`. Each is a fire of its own with its own log row; sending it again keeps the
 //!   row, and so the key.
@@ -29,7 +30,9 @@ pub(super) fn fire_key(
     let suffix = shard.map(|s| format!("#{}/{}", s.index, s.total)).unwrap_or_default();
     match (&request.node, request.trigger_type, request.scheduled_ms) {
         (Some(node), ..) => {
-            (format!("node:{}/{}/{}{suffix}", node.instance.0, node.node, node.run.0), trigger_time_ms)
+            // A map item's attempt: `/item/<index>.<attempt>` after its run's key.
+            let item = node.item.map(|(idx, attempt)| format!("/item/{idx}.{attempt}")).unwrap_or_default();
+            (format!("node:{}/{}/{}{item}{suffix}", node.instance.0, node.node, node.run.0), trigger_time_ms)
         }
         (None, TriggerType::Cron | TriggerType::Backfill, Some(scheduled_ms)) => {
             (format!("job:{}@{scheduled_ms}{suffix}", request.job_id.0), scheduled_ms)
@@ -71,9 +74,14 @@ mod tests {
 
     #[test]
     fn a_workflow_node_is_keyed_by_its_run_row() {
-        let node = NodeFire { instance: InstanceId(5), node: "load".into(), run: RunId(9) };
+        let node = NodeFire { instance: InstanceId(5), node: "load".into(), run: RunId(9), item: None };
         let request =
             TriggerRequest { node: Some(node), ..TriggerRequest::new(JobId(7), TriggerType::Workflow) };
         assert_eq!(fire_key(&request, None, LogId(42), 77), ("node:5/load/9".to_owned(), 77));
+        let item =
+            NodeFire { instance: InstanceId(5), node: "each".into(), run: RunId(9), item: Some((17, 2)) };
+        let request =
+            TriggerRequest { node: Some(item), ..TriggerRequest::new(JobId(7), TriggerType::Workflow) };
+        assert_eq!(fire_key(&request, None, LogId(43), 77).0, "node:5/each/9/item/17.2");
     }
 }

@@ -68,6 +68,7 @@ mod ticket;
 mod trigger;
 mod trigger_msg;
 mod workflow_children;
+mod workflow_map;
 mod workflow_ops;
 mod workflow_runner;
 mod workflow_sweep;

@@ -70,7 +70,7 @@ impl TriggerPath {
                 .as_ref()
                 .map(|b| b.as_str().to_owned())
                 .unwrap_or_default(),
-            executor_timeout: j.executor_timeout,
+            executor_timeout: request.executor_timeout.unwrap_or(j.executor_timeout),
             log_id: log_id.0,
             log_date_time: trigger_time_ms,
             glue_type: j.glue_type.as_str().to_owned(),
@@ -82,6 +82,7 @@ impl TriggerPath {
             wasm_grant,
             priority: job.priority.stored().map(str::to_owned),
             workflow_context: request.workflow_context.as_deref().cloned(),
+            workflow_item: request.workflow_item.as_deref().cloned(),
             fire_key: Some(fire_key),
             scheduled_time: Some(scheduled_time),
             delivery_mode: delivery.stored().map(str::to_owned),

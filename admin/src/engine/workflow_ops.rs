@@ -114,6 +114,18 @@ impl InstanceOps {
             reached.iter().find(|(r, _)| *r == run).map(|(r, child)| (*r, *child))
         };
         let (reach, others): (Vec<&str>, Vec<&str>) = roots.iter().partition(|node| child_of(node).is_some());
+        // A map node whose items were stored reruns its items that did not succeed, in a new run
+        // (one whose items never started — no array at its pointer — is planned again).
+        let mut mapped: Vec<(&str, RunId)> = Vec::new();
+        for node in others.iter().copied().filter(|n| graph.node(n).is_some_and(|n| n.kind == NodeKind::Map))
+        {
+            if let Some(run) = newest_run(&runs, node)
+                && tx.item_tally(run.id).await?.total > 0
+            {
+                mapped.push((node, run.id));
+            }
+        }
+        let others: Vec<&str> = others.into_iter().filter(|n| !mapped.iter().any(|(m, _)| m == n)).collect();
         let (replan, rerun): (Vec<&str>, Vec<&str>) = others.into_iter().partition(|node| never_fired(node));
         let new_run = |node: &str, status, message: &str| NewRun {
             node: node.to_owned(),
@@ -131,6 +143,10 @@ impl InstanceOps {
             .map(|node| new_run(node, RunStatus::Waiting, "rerun from failure: its child instance reruns"))
             .collect();
         new_runs.extend(waits);
+        let maps = mapped.iter().map(|(node, _)| {
+            new_run(node, RunStatus::Waiting, "rerun from failure: its items that did not succeed run again")
+        });
+        new_runs.extend(maps.collect::<Vec<_>>());
         revoke_below(&mut *tx, &graph, &roots, &runs).await?;
         for run in runs.iter().filter(|r| replan.contains(&r.node.as_str()) && r.status != RunStatus::Revoked)
         {
@@ -140,6 +156,9 @@ impl InstanceOps {
         for (run, new_id) in new_runs.iter().zip(&ids).filter(|(r, _)| r.status == RunStatus::Waiting) {
             if let Some((old, _)) = child_of(&run.node) {
                 tx.relink_child(old, *new_id).await?;
+            }
+            if let Some((_, old)) = mapped.iter().find(|(node, _)| *node == run.node) {
+                tx.rerun_items(*old, *new_id, now_ms).await?;
             }
         }
         let instance = tx.instance().clone();
@@ -153,7 +172,7 @@ impl InstanceOps {
             .map(|(run, run_id)| RunRow::due(run_id, id, run))
             .collect();
         self.runner.fire_runs(due, None).await?;
-        if !replan.is_empty() {
+        if !replan.is_empty() || !mapped.is_empty() {
             self.runner.advance_and_fire(id).await?;
         }
         Ok(())

@@ -29,6 +29,7 @@ use super::EngineError;
 use super::fire::{NodeFire, TriggerRequest, to_datetime};
 use super::trigger::{TriggerOutcome, TriggerPath};
 use super::workflow_children::{finish_parent, start_child};
+use super::workflow_map::{Context as MapContext, start_maps, step_maps};
 use crate::clock::Clock;
 use crate::domain::TriggerType;
 use crate::store::{
@@ -58,6 +59,8 @@ struct Step {
     children: Vec<InstanceId>,
     /// The instance ended and is a child: its parent's run ends next.
     ended_child: bool,
+    /// Map items it took, for the caller to send (with their map runs).
+    items: Vec<(RunId, TriggerRequest)>,
 }
 
 /// Advances instances and fires their runs.
@@ -160,6 +163,7 @@ impl InstanceRunner {
             loop {
                 let step = this.advance(instance, this.clock.now_ms()).await?;
                 this.fire_runs(step.due, stored).await?;
+                this.fire_items(instance, step.items, stored);
                 for child in step.children {
                     this.advance_and_fire(child).await?;
                 }
@@ -269,6 +273,9 @@ impl InstanceRunner {
                 });
             }
         }
+        let mut ctx = MapContext { map: &mut context, changed: false };
+        let mut items = step_maps(&mut *tx, &graph, &mut runs, &mut ctx, now_ms).await?;
+        context_changed |= ctx.changed;
         let retrying: Vec<String> = new_runs.iter().map(|r| r.node.clone()).collect();
         let states = node_states(&runs, &retrying);
         let branches = branches(&graph, &runs);
@@ -285,6 +292,7 @@ impl InstanceRunner {
                 Decision::Start => {
                     (RunStatus::Waiting, None, Some("waiting for its child workflow instance".to_owned()))
                 }
+                Decision::Map => (RunStatus::Waiting, None, Some("running its items".to_owned())),
                 Decision::Branch(branch) => {
                     // The branch goes into the context too, for the conditions after it.
                     let output = branch_output(branch.as_deref());
@@ -298,7 +306,10 @@ impl InstanceRunner {
                 }
             };
             // An approval's deadline runs from when it starts waiting.
-            let deadline = graph.node(&node).map_or(0, |n| i64::from(n.timeout_secs) * 1000);
+            let deadline = graph
+                .node(&node)
+                .filter(|n| n.kind == NodeKind::Approval)
+                .map_or(0, |n| i64::from(n.timeout_secs) * 1000);
             let deadline_ms =
                 if status == RunStatus::Waiting && deadline > 0 { now_ms + deadline } else { 0 };
             new_runs.push(NewRun { node, attempt: 1, status, due_ms: now_ms, output, message, deadline_ms });
@@ -322,6 +333,12 @@ impl InstanceRunner {
                 }
             }
         }
+        let inserted: Vec<(&NewRun, RunId)> = new_runs.iter().zip(ids.iter().copied()).collect();
+        let mut ctx = MapContext { map: &mut context, changed: false };
+        let maps = start_maps(&mut *tx, &graph, &inserted, &mut ctx, now_ms).await?;
+        context_changed |= ctx.changed;
+        again |= maps.again;
+        items.extend(maps.triggers);
         let instance = tx.instance().clone();
         let context_text = Value::Object(context).to_string();
         let ended = planned.outcome.filter(|_| retrying.is_empty() && !again);
@@ -345,7 +362,13 @@ impl InstanceRunner {
             .filter(|(r, _)| r.status == RunStatus::Due && r.due_ms <= now_ms)
             .map(|(r, id)| RunRow::due(id, instance.id, r))
             .collect();
-        Ok(Step { due, again, children, ended_child: ended.is_some() && instance.parent_run.is_some() })
+        Ok(Step {
+            due,
+            again,
+            children,
+            ended_child: ended.is_some() && instance.parent_run.is_some(),
+            items,
+        })
     }
 
     /// Fires due runs: per instance, takes them with their log rows in one transaction, then
@@ -407,7 +430,12 @@ impl InstanceRunner {
                 fail_retry_count: Some(0),
                 executor_param: node.param.clone(),
                 workflow_context: Some(Arc::clone(&context)),
-                node: Some(NodeFire { instance: instance_id, node: run.node.clone(), run: run.id }),
+                node: Some(NodeFire {
+                    instance: instance_id,
+                    node: run.node.clone(),
+                    run: run.id,
+                    item: None,
+                }),
                 delivery: node.delivery,
                 ..TriggerRequest::new(job.id, TriggerType::Workflow)
             };
@@ -461,6 +489,54 @@ impl InstanceRunner {
         Ok(())
     }
 
+    /// Sends map items' triggers in the background. A trigger that failed gets no callback, so
+    /// the instance is advanced (the item settles: a retry, or its end); a job gone meanwhile
+    /// ends the item's attempt with a failed result.
+    fn fire_items(
+        self: &Arc<Self>,
+        instance: InstanceId,
+        items: Vec<(RunId, TriggerRequest)>,
+        stored: Option<Instant>,
+    ) {
+        for (run, request) in items {
+            let this = Arc::clone(self);
+            self.tracker.spawn(async move {
+                let log = request.staged_log;
+                let outcome = match this.triggers.trigger(request).await {
+                    Ok(TriggerOutcome::Fired(fired)) => {
+                        let ok = fired.first().is_some_and(|(_, code)| *code == 200);
+                        if let Some(stored) = stored.filter(|_| ok) {
+                            this.triggers.metrics.workflow_item_dispatch(stored.elapsed().as_secs_f64());
+                        }
+                        if ok { Ok(()) } else { this.advance_and_fire(instance).await }
+                    }
+                    Ok(TriggerOutcome::ClaimGone | TriggerOutcome::JobMissing) => {
+                        this.fail_item_log(log).await;
+                        this.advance_and_fire(instance).await
+                    }
+                    Err(error) => Err(error),
+                };
+                if let Err(error) = outcome {
+                    tracing::error!(run = run.0, %error, "workflow map item trigger failed");
+                }
+            });
+        }
+    }
+
+    /// Stores a failed result on an item's log row whose trigger found no job.
+    async fn fail_item_log(&self, log: Option<LogId>) {
+        let Some(log_id) = log else { return };
+        let result = crate::store::HandleResult {
+            log_id,
+            handle_time: to_datetime(self.clock.now_ms()),
+            handle_code: 500,
+            handle_msg: Some("the node's job no longer exists".to_owned()),
+        };
+        if let Err(error) = self.store.apply_handle_result(&result).await {
+            tracing::error!(log_id = log_id.0, %error, "cannot fail a map item's log row");
+        }
+    }
+
     /// Fails a due run that cannot be fired, and advances its instance.
     async fn fail_due(self: &Arc<Self>, run: &RunRow, message: &str) -> Result<(), EngineError> {
         self.end_run(run.id, run.instance_id, RunStatus::Due, message).await
@@ -482,7 +558,7 @@ fn readable(instance: InstanceId, graph: &str) -> Option<Graph> {
 /// output is the one the executor reported with the result, else the executor's message —
 /// JSON when it parses as JSON, else a string; a broadcast gives an array of its shards' — and
 /// is refused over [`MAX_NODE_OUTPUT`].
-fn settle(logs: &[&RunLog], now_ms: i64) -> RunEnd {
+pub(super) fn settle(logs: &[&RunLog], now_ms: i64) -> RunEnd {
     let ok = logs.iter().all(|l| l.succeeded());
     let outputs: Vec<Value> =
         logs.iter().map(|l| output_value(l.output.as_deref().or(l.handle_msg.as_deref()))).collect();
@@ -511,7 +587,7 @@ fn settle(logs: &[&RunLog], now_ms: i64) -> RunEnd {
     }
 }
 
-fn output_value(message: Option<&str>) -> Value {
+pub(super) fn output_value(message: Option<&str>) -> Value {
     match message.map(str::trim) {
         None | Some("") => Value::Null,
         Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),

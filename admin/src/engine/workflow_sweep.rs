@@ -2,7 +2,8 @@
 //! ones, and recover what no admin is handling — instances started but not planned, runs whose
 //! results were stored by an admin that died before it advanced them, child instances that ended
 //! before their parent was told, due runs nobody fired
-//! (a dead admin's, or retries whose delay passed), and fired runs past their node's timeout;
+//! (a dead admin's, or retries whose delay passed), map runs with items left (a map item's retry
+//! or a result nobody settled), and fired runs past their node's timeout;
 //! last, raise the alarms of instances that ended FAILED and of scheduled starts kept as MISSED
 //! (docs/workflows.md, "Alarms"). Each step is guarded in the store, so admins sweeping together
 //! do each thing once.
@@ -117,6 +118,8 @@ impl WorkflowSweep {
         }
         let mut stuck = self.store.idle_instances(SWEEP_BATCH).await?;
         stuck.extend(self.store.settled_runs(SWEEP_BATCH).await?.into_iter().map(|(_, instance)| instance));
+        // Map runs with items left: retries whose delay passed, results a dead admin did not settle.
+        stuck.extend(self.store.mapping_instances(SWEEP_BATCH).await?);
         stuck.sort_unstable();
         stuck.dedup();
         for instance in stuck {

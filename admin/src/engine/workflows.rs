@@ -237,14 +237,18 @@ impl Workflows {
             message: Some("stopped".into()),
             end_ms: now_ms,
         };
-        let (mut fired, mut waiting) = (Vec::new(), Vec::new());
+        let (mut fired, mut waiting, mut item_logs) = (Vec::new(), Vec::new(), Vec::new());
         for run in
             runs.iter().filter(|r| matches!(r.status, RunStatus::Due | RunStatus::Fired | RunStatus::Waiting))
         {
             if tx.end_run(run.id, run.status, &end).await? {
                 match run.status {
                     RunStatus::Fired => fired.push(run.id),
-                    RunStatus::Waiting => waiting.push(run.id),
+                    RunStatus::Waiting => {
+                        waiting.push(run.id);
+                        // A map's items stop with it (a run of another kind has none).
+                        item_logs.extend(tx.stop_items(run.id, now_ms).await?);
+                    }
                     _ => {}
                 }
             }
@@ -253,8 +257,8 @@ impl Workflows {
         tx.set_instance(InstanceStatus::Stopped, &instance.context, instance.start_ms, now_ms).await?;
         tx.commit().await?;
         self.runner.triggers().metrics.workflow_instance_ended("stopped");
-        for log in logs.iter().filter(|l| !l.is_over()) {
-            self.runner.kill_log(log.log_id).await;
+        for log in logs.iter().filter(|l| !l.is_over()).map(|l| l.log_id).chain(item_logs) {
+            self.runner.kill_log(log).await;
         }
         Ok(Some(waiting))
     }

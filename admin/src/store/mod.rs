@@ -53,7 +53,8 @@ pub use schema::{Generation, Schema};
 use sql::SqlStore;
 pub use types::*;
 pub use workflow_store::{
-    Admission, InstanceTx, RunEnd, RunTake, WorkflowAlarmStore, WorkflowChildStore, WorkflowStore,
+    Admission, InstanceTx, ItemTally, RunEnd, RunTake, WorkflowAlarmStore, WorkflowChildStore,
+    WorkflowItemStore, WorkflowStore,
 };
 
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
@@ -117,6 +118,7 @@ pub trait Store:
     + WorkflowStore
     + WorkflowAlarmStore
     + WorkflowChildStore
+    + WorkflowItemStore
     + AlarmStore
     + BackfillStore
     + Send

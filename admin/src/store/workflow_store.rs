@@ -6,9 +6,26 @@
 use async_trait::async_trait;
 
 use super::{
-    GroupId, InstanceId, InstanceRow, InstanceStatus, LogId, NewInstance, NewLog, NewRun, NewWorkflow, Page,
-    Paged, RunId, RunLog, RunRow, RunStatus, StartOutcome, StoreError, WorkflowId, WorkflowRow,
+    GroupId, InstanceId, InstanceRow, InstanceStatus, ItemCounts, ItemLog, ItemRow, JobId, LogId,
+    NewInstance, NewLog, NewRun, NewWorkflow, Page, Paged, RunId, RunLog, RunRow, RunStatus, StartOutcome,
+    StoreError, TakenItem, WorkflowId, WorkflowRow,
 };
+
+/// Map nodes' items, read outside an instance's transaction (the sweep, the API).
+#[async_trait]
+pub trait WorkflowItemStore: Send + Sync {
+    /// Running instances with a map run that has items due or fired, at most `limit`.
+    async fn mapping_instances(&self, limit: u32) -> Result<Vec<InstanceId>, StoreError>;
+    /// How many items of each of `runs` (map runs) are in each state; runs without items are left out.
+    async fn item_counts(&self, runs: &[RunId]) -> Result<Vec<(RunId, ItemCounts)>, StoreError>;
+    /// A page of `run`'s items in index order, of one state if given.
+    async fn page_items(
+        &self,
+        run: RunId,
+        status: Option<RunStatus>,
+        page: Page,
+    ) -> Result<Paged<ItemRow>, StoreError>;
+}
 
 /// Sub-workflows: the instances a sub-workflow node started (`parent_instance`, `parent_run`).
 #[async_trait]
@@ -156,8 +173,49 @@ pub trait InstanceTx: Send {
     /// Hands this instance's child started by run `from` to run `to` (a rerun's new wait);
     /// false if it has none.
     async fn relink_child(&mut self, from: RunId, to: RunId) -> Result<bool, StoreError>;
+    /// The group of job `job`, read in this transaction; `None` if the job is gone.
+    async fn job_group(&mut self, job: JobId) -> Result<Option<GroupId>, StoreError>;
+    /// Map nodes: inserts `run`'s items (JSON each) in index order, due at `now_ms`.
+    async fn insert_items(&mut self, run: RunId, items: &[String], now_ms: i64) -> Result<(), StoreError>;
+    /// `run`'s fired items with their current log rows, by index.
+    async fn fired_items(&mut self, run: RunId) -> Result<Vec<ItemLog>, StoreError>;
+    /// Ends a fired item (guarded); false if it was not fired.
+    async fn end_item(&mut self, item: i64, end: &RunEnd) -> Result<bool, StoreError>;
+    /// Makes a fired item due at `due_ms` as its next attempt (guarded).
+    async fn retry_item(&mut self, item: i64, due_ms: i64) -> Result<bool, StoreError>;
+    /// Takes up to `limit` of `run`'s items due by `now_ms`, in index order: each FIRED with a
+    /// new log row like `log`.
+    async fn take_items(
+        &mut self,
+        run: RunId,
+        limit: u32,
+        log: &NewLog,
+        now_ms: i64,
+    ) -> Result<Vec<TakenItem>, StoreError>;
+    /// Whether `run` has items due or fired.
+    async fn items_left(&mut self, run: RunId) -> Result<bool, StoreError>;
+    /// `run`'s items' outputs in index order (`None` where an item reported none).
+    async fn item_outputs(&mut self, run: RunId) -> Result<Vec<Option<String>>, StoreError>;
+    /// `run`'s items: how many, how many failed, and the first failed one's index and message.
+    async fn item_tally(&mut self, run: RunId) -> Result<ItemTally, StoreError>;
+    /// Gives run `to` the items of `from` for a rerun of the failed ones: those that succeeded
+    /// stay succeeded, every other is due at a first attempt.
+    async fn rerun_items(&mut self, from: RunId, to: RunId, now_ms: i64) -> Result<(), StoreError>;
+    /// Stops `run`'s due and fired items; the log rows of those that were fired.
+    async fn stop_items(&mut self, run: RunId, now_ms: i64) -> Result<Vec<LogId>, StoreError>;
     /// Commits.
     async fn commit(self: Box<Self>) -> Result<(), StoreError>;
+}
+
+/// A map run's items once none is left: how many, how many failed, and the first failure.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ItemTally {
+    /// Every item.
+    pub total: i64,
+    /// Failed after their retries.
+    pub failed: i64,
+    /// The first failed item's index and message.
+    pub first_failure: Option<(i32, Option<String>)>,
 }
 
 /// How a run ends.

@@ -1,6 +1,6 @@
 //! The graph of a workflow as stored (JSON in `jobwheel_workflow.graph`, copied into each
 //! instance) and as the API and the editor exchange it, and the checks every stored graph has
-//! passed: names, edges, cycles, limits, expressions, switches, approvals, sub-workflows. Jobs
+//! passed: names, edges, cycles, limits, expressions, switches, approvals, sub-workflows, maps. Jobs
 //! and the workflows sub-workflow nodes start are checked by the caller, which knows them.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -100,6 +100,9 @@ pub enum GraphError {
     /// A sub-workflow node breaks a sub-workflow's rules.
     #[error("sub-workflow node {0:?}: {1}")]
     Subflow(String, &'static str),
+    /// A map node breaks a map's rules.
+    #[error("map node {0:?}: {1}")]
+    Map(String, String),
     /// A node's job does not exist (checked by the caller).
     #[error("node {node:?} runs job {job_id}, which does not exist")]
     UnknownJob {
@@ -173,6 +176,7 @@ impl Graph {
         self.check_switches()?;
         self.check_approvals()?;
         self.check_subflows()?;
+        self.check_maps()?;
         self.check_schemas()?;
         self.find_cycle()
     }
@@ -285,9 +289,9 @@ impl Graph {
         self.nodes.iter().filter(|n| n.kind == NodeKind::Workflow).filter_map(|n| n.workflow_id).collect()
     }
 
-    /// The nodes that run a job.
+    /// The nodes that run a job (a map node runs its job once per item).
     pub fn job_nodes(&self) -> impl Iterator<Item = &Node> {
-        self.nodes.iter().filter(|n| n.kind == NodeKind::Job)
+        self.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Job | NodeKind::Map))
     }
 
     /// Checks that every job node's job exists, with `exists` answering for one job id.

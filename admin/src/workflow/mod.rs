@@ -9,6 +9,7 @@
 mod days;
 pub mod expr;
 mod graph;
+pub mod map;
 mod node;
 mod plan;
 pub mod schema;

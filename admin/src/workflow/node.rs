@@ -1,4 +1,4 @@
-//! A workflow's vocabulary: its nodes (a job, a switch, an approval or a sub-workflow) with their overrides and
+//! A workflow's vocabulary: its nodes (a job, a switch, an approval, a sub-workflow or a map) with their overrides and
 //! declared data shapes, and its edges with the condition on the parent's outcome and the
 //! optional `if` on data. What a whole graph must satisfy is `graph.rs`'s.
 
@@ -37,6 +37,10 @@ pub enum NodeKind {
     /// waits for it: its output is the child instance's node outputs, and it fails if the
     /// child fails or is stopped.
     Workflow,
+    /// Runs its job once per item of the array at `items` (a JSON Pointer into the context), at
+    /// most `parallelism` at once, each item with the node's retries; its output is the items'
+    /// outputs in item order (`workflow::map`).
+    Map,
 }
 
 /// What an approval's deadline decides.
@@ -71,6 +75,17 @@ pub struct Node {
     /// The workflow a sub-workflow node starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_id: Option<i64>,
+    /// A map node's items: a JSON Pointer (RFC 6901) into the context naming an array, e.g.
+    /// `/load/files` (node `load`'s output's `files`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<String>,
+    /// A map node's most items running at once (1–1000; 10 when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<u32>,
+    /// A map node's output: the items' outputs in order (true, the default), or only their
+    /// counts (false: for maps too large to hand their outputs on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collect: Option<bool>,
     /// Replaces the job's parameter when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub param: Option<String>,

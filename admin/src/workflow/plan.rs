@@ -15,6 +15,8 @@
 //!   disabled one passes.
 //! - A ready **sub-workflow** node starts its child instance and waits (a run in `WAITING`)
 //!   until the child ends; a disabled one passes.
+//! - A ready **map** node starts its items and waits (a run in `WAITING`) until every item is
+//!   over; a disabled one passes.
 //! - A parent that succeeded, passed, or failed with "continue on failure" satisfies `SUCCESS`
 //!   and `ALWAYS` edges; one that failed satisfies `FAILURE` and `ALWAYS`; a skipped one only
 //!   `ALWAYS`.
@@ -147,6 +149,8 @@ pub enum Decision {
     Wait,
     /// A sub-workflow node starts its child instance and waits for it.
     Start,
+    /// A map node starts its items and waits for them.
+    Map,
 }
 
 /// What the planner reads besides the graph.
@@ -213,13 +217,16 @@ pub fn plan(graph: &Graph, input: &PlanInput<'_>) -> Planned {
                 (Ok(true), disabled, NodeKind::Switch) => {
                     data.choose(graph, node.name.as_str(), incoming, disabled, &states)
                 }
-                (Ok(true), true, NodeKind::Job | NodeKind::Approval | NodeKind::Workflow) => Decision::Pass,
+                (Ok(true), true, NodeKind::Job | NodeKind::Approval | NodeKind::Workflow | NodeKind::Map) => {
+                    Decision::Pass
+                }
                 (Ok(true), false, NodeKind::Job) => Decision::Run,
                 (Ok(true), false, NodeKind::Approval) => Decision::Wait,
                 (Ok(true), false, NodeKind::Workflow) => Decision::Start,
+                (Ok(true), false, NodeKind::Map) => Decision::Map,
             };
             let state = match &decision {
-                Decision::Run | Decision::Wait | Decision::Start => NodeState::Active,
+                Decision::Run | Decision::Wait | Decision::Start | Decision::Map => NodeState::Active,
                 Decision::Skip => NodeState::Skipped,
                 Decision::Pass | Decision::Branch(_) => NodeState::Passed,
                 Decision::Fail(_) => NodeState::Failed,
@@ -229,7 +236,7 @@ pub fn plan(graph: &Graph, input: &PlanInput<'_>) -> Planned {
                 branches.insert(node.name.as_str(), to);
             }
             states.insert(node.name.as_str(), state);
-            changed |= !matches!(decision, Decision::Run | Decision::Wait | Decision::Start);
+            changed |= !matches!(decision, Decision::Run | Decision::Wait | Decision::Start | Decision::Map);
             decisions.push((node.name.clone(), decision));
         }
         if !changed {

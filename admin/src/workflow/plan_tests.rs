@@ -20,6 +20,9 @@ fn node(name: &str) -> Node {
         output_schema: None,
         on_deadline: None,
         workflow_id: None,
+        items: None,
+        parallelism: None,
+        collect: None,
         x: None,
         y: None,
     }

@@ -4,7 +4,9 @@
 //! argv is `[interpreter, file, param, shardIndex, shardTotal]` with no shell in between, so
 //! the parameter is one argument. A workflow node's run also gets the instance's context in a
 //! file (`JOBWHEEL_WORKFLOW_CONTEXT_FILE`) and may write its output to another
-//! (`JOBWHEEL_WORKFLOW_OUTPUT_FILE`); both live in a directory of the run's own, removed after it. The run is contained as `process.rs` describes: its whole
+//! (`JOBWHEEL_WORKFLOW_OUTPUT_FILE`); a map item's run gets its item in a file instead
+//! (`JOBWHEEL_WORKFLOW_ITEM_FILE`). They live in a directory of the run's own, removed after it.
+//! The run is contained as `process.rs` describes: its whole
 //! process tree is stopped on timeout or kill and never outlives the run.
 
 use std::path::{Path, PathBuf};
@@ -19,6 +21,8 @@ use crate::handler::{HandlerFuture, JobContext, JobHandler};
 
 /// Names the file holding the workflow instance's context (JSON), for a node's run.
 pub(crate) const ENV_CONTEXT_FILE: &str = "JOBWHEEL_WORKFLOW_CONTEXT_FILE";
+/// Names the file holding the map item (JSON), for a map item's run.
+pub(crate) const ENV_ITEM_FILE: &str = "JOBWHEEL_WORKFLOW_ITEM_FILE";
 /// Names the file a node's script may write its workflow output to.
 pub(crate) const ENV_OUTPUT_FILE: &str = "JOBWHEEL_WORKFLOW_OUTPUT_FILE";
 
@@ -80,12 +84,11 @@ async fn run_script(
     command.arg(&file).arg(ctx.param()).arg(ctx.shard_index().to_string()).arg(ctx.shard_total().to_string());
     // The fire's identity, named as a Wasm guest sees it: a script keys its side effects on it.
     command.env(ENV_FIRE_KEY, ctx.fire_key()).env(ENV_SCHEDULED_TIME, ctx.scheduled_time().to_string());
-    let exchange = match ctx.workflow_context() {
-        Some(context) => {
-            let dir = file.parent().unwrap_or(Path::new(".")).join(format!("workflow-{}", ctx.log_id()));
-            Some(WorkflowFiles::create(dir, context, &mut command).await?)
-        }
-        None => None,
+    let exchange = if ctx.workflow_context().is_some() || ctx.workflow_item().is_some() {
+        let dir = file.parent().unwrap_or(Path::new(".")).join(format!("workflow-{}", ctx.log_id()));
+        Some(WorkflowFiles::create(dir, &ctx, &mut command).await?)
+    } else {
+        None
     };
     let spawn_error =
         format!("cannot start {glue_type} interpreter `{interpreter}`; is it installed and on PATH?");
@@ -112,22 +115,26 @@ struct WorkflowFiles {
 }
 
 impl WorkflowFiles {
-    /// Writes the context into a fresh `dir` and points the script's environment at it.
-    async fn create(
-        dir: PathBuf,
-        context: &serde_json::Value,
-        command: &mut Command,
-    ) -> anyhow::Result<Self> {
+    /// Writes the context (or the map item) into a fresh `dir` and points the script's
+    /// environment at it.
+    async fn create(dir: PathBuf, ctx: &JobContext, command: &mut Command) -> anyhow::Result<Self> {
         let _ = tokio::fs::remove_dir_all(&dir).await;
         tokio::fs::create_dir_all(&dir)
             .await
             .with_context(|| format!("cannot create the workflow directory {}", dir.display()))?;
-        let context_file = dir.join("context.json");
-        tokio::fs::write(&context_file, context.to_string())
-            .await
-            .with_context(|| format!("cannot write {}", context_file.display()))?;
+        for (name, value, env) in [
+            ("context.json", ctx.workflow_context(), ENV_CONTEXT_FILE),
+            ("item.json", ctx.workflow_item(), ENV_ITEM_FILE),
+        ] {
+            let Some(value) = value else { continue };
+            let path = dir.join(name);
+            tokio::fs::write(&path, value.to_string())
+                .await
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            command.env(env, &path);
+        }
         let output = dir.join("output.json");
-        command.env(ENV_CONTEXT_FILE, &context_file).env(ENV_OUTPUT_FILE, &output);
+        command.env(ENV_OUTPUT_FILE, &output);
         Ok(Self { dir, output })
     }
 

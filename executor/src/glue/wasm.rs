@@ -111,6 +111,7 @@ async fn run_module(glue: Arc<WasmGlue>, reference: WasmModuleRef, ctx: JobConte
         // The job thread enforces `executorTimeout` and cancels the run through the stop token.
         timeout: None,
         workflow_context: ctx.workflow_context().map(ToString::to_string),
+        workflow_item: ctx.workflow_item().map(ToString::to_string),
         fire_key: ctx.fire_key().to_owned(),
         scheduled_time: ctx.scheduled_time(),
         ..RunInput::default()

@@ -132,6 +132,7 @@ impl Worker {
             shard_total: param.broadcast_total,
             wasm_grant: param.wasm_grant.clone().map(Arc::new),
             workflow_context: param.workflow_context.clone().map(Arc::new),
+            workflow_item: param.workflow_item.clone().map(Arc::new),
             // An upstream admin sends neither: each of its triggers is a fire of its own.
             fire_key: param.fire_key.clone().unwrap_or_else(|| format!("log:{}", param.log_id)),
             scheduled_time: param.scheduled_time.unwrap_or(param.log_date_time),
@@ -193,8 +194,10 @@ impl Worker {
         } else {
             (code, msg)
         };
-        // Only a workflow node's run reports an output, and only when it ended on its own.
-        let output = if param.workflow_context.is_some() { ctx.output() } else { None };
+        // Only a workflow node's run (or a map item's) reports an output, and only when it
+        // ended on its own.
+        let node = param.workflow_context.is_some() || param.workflow_item.is_some();
+        let output = if node { ctx.output() } else { None };
         (code, truncate_chars(msg, MAX_HANDLE_MSG_CHARS), true, output)
     }
 

@@ -262,7 +262,9 @@ impl WorkflowPlan {
         let mut graph = entry.graph;
         for node in graph.nodes.iter_mut() {
             match node.kind {
-                NodeKind::Job => node.job_id = jobs.get(&node.job_id).map_or(node.job_id, |id| id.0),
+                NodeKind::Job | NodeKind::Map => {
+                    node.job_id = jobs.get(&node.job_id).map_or(node.job_id, |id| id.0)
+                }
                 NodeKind::Workflow => {
                     node.workflow_id = node.workflow_id.and_then(|w| written.get(&w).copied())
                 }

@@ -1,23 +1,25 @@
 //! [`SqlInstanceTx`]: one workflow instance under its row lock (`FOR UPDATE`; on SQLite the
 //! write lock) — every step that decides what an instance runs next, and the starts of its
 //! sub-workflows' child instances, which are inserted in the same transaction as the run that
-//! waits for them, so a crash leaves both or neither.
+//! waits for them, so a crash leaves both or neither; and map nodes' items (`workflow_items.rs`).
 
 use async_trait::async_trait;
 
+use super::workflow_items;
 use super::workflows::{END_RUN, INSERT_INSTANCE, INSERT_RUN, LOAD, RUNS, SET_INSTANCE};
 use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
 use crate::store::pool::Tx;
-use crate::store::workflow_store::{InstanceTx, RunEnd};
+use crate::store::workflow_store::{InstanceTx, ItemTally, RunEnd};
 use crate::store::{
-    InstanceId, InstanceRow, InstanceStatus, NewInstance, NewRun, RunId, RunLog, RunRow, RunStatus,
-    StoreError, WorkflowId, WorkflowRow,
+    GroupId, InstanceId, InstanceRow, InstanceStatus, ItemLog, JobId, LogId, NewInstance, NewLog, NewRun,
+    RunId, RunLog, RunRow, RunStatus, StoreError, TakenItem, WorkflowId, WorkflowRow,
 };
 
 static SET_PARENT: Sql =
     Sql::new("UPDATE jobwheel_workflow_instance SET parent_instance = ?, parent_run = ? WHERE id = ?");
 static PARENT: Sql = Sql::new("SELECT parent_instance FROM jobwheel_workflow_instance WHERE id = ?");
+static JOB_GROUP: Sql = Sql::new("SELECT job_group FROM xxl_job_info WHERE id = ?");
 static RELINK: Sql = Sql::new(
     "UPDATE jobwheel_workflow_instance SET parent_run = ? WHERE parent_instance = ? AND parent_run = ?",
 );
@@ -133,6 +135,57 @@ impl InstanceTx for SqlInstanceTx {
 
     async fn relink_child(&mut self, from: RunId, to: RunId) -> Result<bool, StoreError> {
         Ok(self.tx.ex().execute(&RELINK, &args![to, self.instance.id, from]).await? > 0)
+    }
+
+    async fn job_group(&mut self, job: JobId) -> Result<Option<GroupId>, StoreError> {
+        let row: Option<(GroupId,)> = self.tx.ex().fetch_optional(&JOB_GROUP, &args![job]).await?;
+        Ok(row.map(|(group,)| group))
+    }
+
+    async fn insert_items(&mut self, run: RunId, items: &[String], now_ms: i64) -> Result<(), StoreError> {
+        workflow_items::insert(&mut self.tx, run, items, now_ms).await
+    }
+
+    async fn fired_items(&mut self, run: RunId) -> Result<Vec<ItemLog>, StoreError> {
+        workflow_items::fired(&mut self.tx, run).await
+    }
+
+    async fn end_item(&mut self, item: i64, end: &RunEnd) -> Result<bool, StoreError> {
+        workflow_items::end(&mut self.tx, item, end).await
+    }
+
+    async fn retry_item(&mut self, item: i64, due_ms: i64) -> Result<bool, StoreError> {
+        workflow_items::retry(&mut self.tx, item, due_ms).await
+    }
+
+    async fn take_items(
+        &mut self,
+        run: RunId,
+        limit: u32,
+        log: &NewLog,
+        now_ms: i64,
+    ) -> Result<Vec<TakenItem>, StoreError> {
+        workflow_items::take(&mut self.tx, run, limit, log, now_ms).await
+    }
+
+    async fn items_left(&mut self, run: RunId) -> Result<bool, StoreError> {
+        workflow_items::left(&mut self.tx, run).await
+    }
+
+    async fn item_outputs(&mut self, run: RunId) -> Result<Vec<Option<String>>, StoreError> {
+        workflow_items::outputs(&mut self.tx, run).await
+    }
+
+    async fn item_tally(&mut self, run: RunId) -> Result<ItemTally, StoreError> {
+        workflow_items::tally(&mut self.tx, run).await
+    }
+
+    async fn rerun_items(&mut self, from: RunId, to: RunId, now_ms: i64) -> Result<(), StoreError> {
+        workflow_items::rerun(&mut self.tx, from, to, now_ms).await
+    }
+
+    async fn stop_items(&mut self, run: RunId, now_ms: i64) -> Result<Vec<LogId>, StoreError> {
+        workflow_items::stop(&mut self.tx, run, now_ms).await
     }
 
     async fn commit(self: Box<Self>) -> Result<(), StoreError> {

@@ -57,6 +57,7 @@ mod users;
 mod wasm;
 mod workflow_alarms;
 mod workflow_children;
+mod workflow_items;
 mod workflows;
 
 /// The [`Store`] over a connected database of any backend.

@@ -195,6 +195,7 @@ impl WorkflowStore for SqlStore {
         let mut tx = self.db.begin().await?;
         tx.ex().execute(&DELETE_OUTPUTS, &args![id]).await?;
         tx.ex().execute(&DELETE_LINKS, &args![id]).await?;
+        tx.ex().execute(&super::workflow_items::DELETE_ITEMS, &args![id]).await?;
         tx.ex().execute(&DELETE_RUNS, &args![id]).await?;
         tx.ex().execute(&DELETE_INSTANCES, &args![id]).await?;
         calendars::set_workflow_days(&mut tx, id, &DayRefs::default()).await?;
@@ -393,9 +394,14 @@ impl WorkflowStore for SqlStore {
         if logs.is_empty() {
             return Ok(Vec::new());
         }
+        // A node run's log rows are linked; a map item's log row is its item's.
         let mut q = QueryBuf::new(
-            "SELECT DISTINCT r.id, r.instance_id FROM jobwheel_workflow_log l \
+            "SELECT r.id, r.instance_id FROM jobwheel_workflow_log l \
             JOIN jobwheel_workflow_run r ON r.id = l.run_id WHERE l.log_id IN (",
+        );
+        q.bind_list(logs.iter().copied()).push(
+            ") UNION SELECT r.id, r.instance_id FROM jobwheel_workflow_item i \
+            JOIN jobwheel_workflow_run r ON r.id = i.run_id WHERE i.log_id IN (",
         );
         q.bind_list(logs.iter().copied()).push(")");
         self.ex().fetch_all(&q, q.args()).await

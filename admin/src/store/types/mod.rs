@@ -18,6 +18,7 @@ mod grants;
 mod jobs;
 mod logs;
 mod retry;
+mod workflow_items;
 mod workflows;
 
 pub use alarms::*;
@@ -29,6 +30,7 @@ pub use grants::*;
 pub use jobs::*;
 pub use logs::*;
 pub use retry::*;
+pub use workflow_items::*;
 pub use workflows::*;
 
 macro_rules! id_type {

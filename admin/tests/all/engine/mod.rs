@@ -32,6 +32,7 @@ mod workflow_alarm_scan;
 mod workflow_approvals;
 mod workflow_children;
 mod workflow_conditions;
+mod workflow_maps;
 mod workflow_ops;
 mod workflow_schedule;
 pub(crate) mod workflows;

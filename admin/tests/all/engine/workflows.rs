@@ -37,6 +37,9 @@ pub(crate) fn node(name: &str, job: JobId) -> Node {
         output_schema: None,
         on_deadline: None,
         workflow_id: None,
+        items: None,
+        parallelism: None,
+        collect: None,
         x: None,
         y: None,
     }
