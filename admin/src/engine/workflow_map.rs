@@ -19,14 +19,13 @@ use serde_json::Value;
 
 use super::EngineError;
 use super::fire::{NodeFire, TriggerRequest, to_datetime};
-use super::workflow_runner::settle;
 use crate::domain::TriggerType;
 use crate::store::{
     InstanceId, InstanceTx, JobId, NewLog, NewRun, RunEnd, RunId, RunRow, RunStatus, TakenItem,
 };
 use crate::workflow::map::{collected_output, collects, counted_output, item_param, items_at, parallelism};
 use crate::workflow::schema::mismatch;
-use crate::workflow::{Graph, MAX_CONTEXT, Node, NodeKind, join_output};
+use crate::workflow::{Graph, MAX_CONTEXT, Node, NodeKind, join_output, settle};
 
 /// The context an advance works on, and whether it changed.
 pub(super) struct Context<'a> {

@@ -13,6 +13,7 @@ pub mod map;
 mod node;
 mod plan;
 pub mod schema;
+mod settle;
 
 pub use days::{DaysError, MAX_WORKFLOW_CALENDARS, WorkflowDays};
 pub use graph::{Graph, GraphError, MAX_NODE_NAME, MAX_NODES, MAX_RETRIES, valid_name};
@@ -20,6 +21,7 @@ pub use node::{Condition, Edge, Node, NodeKind, OnDeadline};
 pub use plan::{
     Decision, NodeState, PlanInput, Planned, branch_output, branches, newest_runs, node_states, plan,
 };
+pub use settle::settle;
 
 /// The largest output one node may add to the context, in bytes of JSON.
 pub const MAX_NODE_OUTPUT: usize = jobwheel_protocol::MAX_WORKFLOW_OUTPUT;
