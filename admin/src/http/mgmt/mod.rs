@@ -62,6 +62,7 @@ mod transfer_workflows;
 mod users;
 mod wasm_versions;
 mod workflow_instances;
+mod workflow_items;
 mod workflow_reach;
 mod workflows;
 
@@ -171,6 +172,7 @@ pub(crate) fn router() -> Router<HttpState> {
         .route("/api/v1/workflow-instances/{id}/nodes/{name}/done", post(workflow_instances::mark_done))
         .route("/api/v1/workflow-instances/{id}/nodes/{name}/approve", post(workflow_instances::approve))
         .route("/api/v1/workflow-instances/{id}/nodes/{name}/reject", post(workflow_instances::reject))
+        .route("/api/v1/workflow-instances/{id}/nodes/{name}/items", get(workflow_items::items))
         .route("/api/v1/backfills", get(backfills::list).post(backfills::create))
         .route("/api/v1/backfills/{id}", get(backfills::get))
         .route("/api/v1/backfills/{id}/cancel", post(backfills::cancel))

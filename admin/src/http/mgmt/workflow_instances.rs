@@ -17,7 +17,7 @@ use super::workflows::{permitted, runnable};
 use super::{ApiJson, ApiQuery, DEFAULT_LIMIT, MAX_LIMIT};
 use crate::engine::{InstanceOp, OpError, StartError};
 use crate::http::{ApiError, MgmtState};
-use crate::store::{InstanceId, InstanceRow, Page, RunId, RunRow, StartOutcome};
+use crate::store::{InstanceId, InstanceRow, ItemCounts, Page, RunId, RunRow, StartOutcome};
 use crate::workflow::Graph;
 
 /// The body of a start: the instance's context, a JSON object.
@@ -69,8 +69,12 @@ fn start_reply(outcome: StartOutcome) -> (StatusCode, Json<StartReply>) {
     (code, Json(reply))
 }
 
-/// The child instances of an instance's runs, by run.
-type Children = Vec<(RunId, InstanceId)>;
+/// What an instance's runs show besides themselves: the child instances of sub-workflow runs
+/// and the item counts of map runs, by run.
+pub(crate) struct RunExtras {
+    children: Vec<(RunId, InstanceId)>,
+    items: Vec<(RunId, ItemCounts)>,
+}
 
 /// An instance as the API shows it.
 #[derive(Debug, Serialize)]
@@ -95,7 +99,7 @@ pub(crate) struct InstanceView {
 
 impl InstanceView {
     /// `runs` with the child instances the runs started (`children`, by run).
-    fn of(row: InstanceRow, runs: Option<(Vec<RunRow>, Children)>) -> Self {
+    fn of(row: InstanceRow, runs: Option<(Vec<RunRow>, RunExtras)>) -> Self {
         Self {
             id: row.id.0,
             workflow_id: row.workflow_id.0,
@@ -107,10 +111,12 @@ impl InstanceView {
             end_time: row.end_ms,
             context: serde_json::from_str(&row.context).unwrap_or_default(),
             graph: runs.as_ref().map(|_| Graph::from_json(&row.graph).unwrap_or_default()),
-            runs: runs.map(|(runs, children)| {
-                let child = |run: RunId| children.iter().find(|(r, _)| *r == run).map(|(_, c)| c.0);
+            runs: runs.map(|(runs, extras)| {
+                let child = |run: RunId| extras.children.iter().find(|(r, _)| *r == run).map(|(_, c)| c.0);
+                let items =
+                    |run: RunId| extras.items.iter().find(|(r, _)| *r == run).map(|(_, c)| ItemsView::of(c));
                 runs.into_iter()
-                    .map(|r| RunView { child_instance_id: child(r.id), ..RunView::of(r) })
+                    .map(|r| RunView { child_instance_id: child(r.id), items: items(r.id), ..RunView::of(r) })
                     .collect()
             }),
         }
@@ -135,6 +141,34 @@ pub(crate) struct RunView {
     /// The instance a sub-workflow node's run started.
     #[serde(skip_serializing_if = "Option::is_none")]
     child_instance_id: Option<i64>,
+    /// A map node's run: how many of its items are in each state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    items: Option<ItemsView>,
+}
+
+/// A map run's progress.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ItemsView {
+    total: i64,
+    succeeded: i64,
+    failed: i64,
+    running: i64,
+    due: i64,
+    stopped: i64,
+}
+
+impl ItemsView {
+    fn of(c: &ItemCounts) -> Self {
+        Self {
+            total: c.total,
+            succeeded: c.succeeded,
+            failed: c.failed,
+            running: c.running,
+            due: c.due,
+            stopped: c.stopped,
+        }
+    }
 }
 
 impl RunView {
@@ -153,6 +187,7 @@ impl RunView {
             output: row.output.and_then(|o| serde_json::from_str(&o).ok()),
             message: row.message,
             child_instance_id: None,
+            items: None,
         }
     }
 }
@@ -190,7 +225,7 @@ pub(crate) async fn instances(
 
 /// An instance the principal may see and act on: through its workflow's group, and every node's
 /// group of the graph the instance runs (its own, stored at its start: a rerun runs it again).
-async fn permitted_instance(
+pub(super) async fn permitted_instance(
     state: &MgmtState,
     principal: &Principal,
     id: i64,
@@ -213,9 +248,8 @@ pub(crate) async fn instance(
     Path(id): Path<i64>,
 ) -> Result<Json<InstanceView>, ApiError> {
     let row = permitted_instance(&state, &principal, id, Deleted::Allowed).await?;
-    let runs = state.store.instance_runs(row.id).await?;
-    let children = state.store.children(row.id).await?;
-    Ok(Json(InstanceView::of(row, Some((runs, children)))))
+    let runs = with_extras(&state, &row).await?;
+    Ok(Json(InstanceView::of(row, Some(runs))))
 }
 
 /// `POST /api/v1/workflow-instances/{id}/stop`.
@@ -238,9 +272,23 @@ async fn full_instance(
     id: i64,
 ) -> Result<Json<InstanceView>, ApiError> {
     let row = permitted_instance(state, principal, id, Deleted::Allowed).await?;
+    let runs = with_extras(state, &row).await?;
+    Ok(Json(InstanceView::of(row, Some(runs))))
+}
+
+/// An instance's runs with their child instances and item counts.
+async fn with_extras(state: &MgmtState, row: &InstanceRow) -> Result<(Vec<RunRow>, RunExtras), ApiError> {
     let runs = state.store.instance_runs(row.id).await?;
     let children = state.store.children(row.id).await?;
-    Ok(Json(InstanceView::of(row, Some((runs, children)))))
+    // Only waiting runs and those of map nodes can have items; a read of the others is none.
+    let graph = Graph::from_json(&row.graph).unwrap_or_default();
+    let maps: Vec<RunId> = runs
+        .iter()
+        .filter(|r| graph.node(&r.node).is_some_and(|n| n.kind == crate::workflow::NodeKind::Map))
+        .map(|r| r.id)
+        .collect();
+    let items = state.store.item_counts(&maps).await?;
+    Ok((runs, RunExtras { children, items }))
 }
 
 fn op_error(error: OpError) -> ApiError {

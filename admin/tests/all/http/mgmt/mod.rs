@@ -30,6 +30,7 @@ mod job_tags;
 mod jobs;
 mod limits;
 mod logs;
+mod map_nodes;
 pub(crate) mod matrix;
 mod matrix_workflows;
 mod matrix_world;
