@@ -16,6 +16,10 @@ pub(super) async fn demo(ctx: JobContext) -> JobResult {
         let inputs: Vec<&String> = context.as_object().map(|o| o.keys().collect()).unwrap_or_default();
         ctx.set_output(&serde_json::json!({ "hello": ctx.param(), "inputs": inputs }));
     }
+    if let Some(item) = ctx.workflow_item() {
+        ctx.log(format!("workflow item: {item}"));
+        ctx.set_output(&serde_json::json!({ "hello": ctx.param(), "item": item }));
+    }
     Ok(())
 }
 

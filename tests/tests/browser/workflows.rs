@@ -6,7 +6,8 @@
 //! reads the picked node's run, its log link and its output, sees the context carry both
 //! outputs, and reads the page in Chinese. Then a second workflow whose sub-workflow node starts
 //! the first is built in the editor and run, and the operator follows the run to its child
-//! instance and back. Last, an instance that waits at an approval node is approved from its
+//! instance and back; a third maps the job over a list of names (progress and ordered outputs
+//! on the instance page). Last, an instance that waits at an approval node is approved from its
 //! page with a comment.
 
 use anyhow::{Context as _, ensure};
@@ -25,6 +26,7 @@ pub(crate) async fn run(browser: &Browser, job: i64) -> anyhow::Result<()> {
     let id = build(browser, job).await.context("building the workflow in the editor")?;
     watch_instance(browser, id).await.context("running it and watching the instance")?;
     nest(browser, id).await.context("a sub-workflow built in the editor")?;
+    map(browser, job).await.context("a map node built in the editor")?;
     approve(browser, job).await.context("deciding an approval on the instance page")
 }
 
@@ -105,6 +107,45 @@ async fn nest(browser: &Browser, inner: i64) -> anyhow::Result<()> {
     browser.click("#instance-parent").await?;
     browser.wait_contains("#instance-canvas", "inner").await?;
     ensure!(parent.contains('#'), "{parent}");
+    Ok(())
+}
+
+/// A workflow whose one node maps the hello job over the start's `names` (kind, items and
+/// parallelism chosen in the editor): refused without items, then run over three names; the
+/// instance page shows the map's progress (all three done) and its output, the three greetings
+/// in the names' order.
+async fn map(browser: &Browser, job: i64) -> anyhow::Result<()> {
+    browser.route("#/workflows").await?;
+    browser.click("#workflow-add").await?;
+    browser.fill("#workflow-name", "Greet everyone").await?;
+    browser.find("#workflow-jobGroup").await?.select_by_label(GROUP_TITLE).await?;
+    browser.click("#workflow-add-node").await?;
+    browser.fill(&node_field(0, ".wf-node-name-input"), "each").await?;
+    browser.choose(&node_field(0, "select[name=kind]"), "MAP").await?;
+    browser.choose(&node_field(0, "select[name=jobId]"), &job.to_string()).await?;
+    browser.click("#workflow-save").await?;
+    browser.wait_contains("#workflow-error", "a map needs its items").await?;
+    browser.fill(&node_field(0, ".wf-items-input"), "/names").await?;
+    browser.fill(&node_field(0, ".wf-parallelism-input"), "2").await?;
+    browser.wait_contains("#workflow-canvas", "⇉ /names").await?;
+    browser.click("#workflow-save").await?;
+    browser.wait_contains("#workflow-table", "Greet everyone").await?;
+    let mapped = browser
+        .js("return [...document.querySelectorAll('#workflow-table tr[data-workflow]')]
+             .find((tr) => tr.textContent.includes('Greet everyone')).dataset.workflow;")
+        .await?;
+    let mapped: i64 = mapped.as_str().context("the map workflow's row")?.parse()?;
+    browser.click(&format!("tr[data-workflow=\"{mapped}\"] .action-menu summary")).await?;
+    browser.click(&format!("tr[data-workflow=\"{mapped}\"] [data-action=\"run\"]")).await?;
+    browser.fill("#workflow-run-context", r#"{"names": ["ann", "bob", "cy"]}"#).await?;
+    browser.click("#workflow-run-modal [data-action=run]").await?;
+    browser.wait_text("#instance-status", "the map instance to succeed", |t| t.contains("Succeeded")).await?;
+    browser.click("#instance-canvas g[data-node=each]").await?;
+    let counts = browser.wait_contains("#instance-map-counts", "of 3").await?;
+    ensure!(counts.contains("3 done") && counts.contains("0 failed"), "the map's progress: {counts}");
+    let output = browser.wait_contains("#instance-output", "ann").await?;
+    let (ann, bob, cy) = (output.find("to ann"), output.find("to bob"), output.find("to cy"));
+    ensure!(ann < bob && bob < cy && cy.is_some(), "the greetings in the names' order: {output}");
     Ok(())
 }
 

@@ -193,6 +193,7 @@ async fn scenarios(url: &str) -> anyhow::Result<()> {
         wasm_http.context("wasm http")?;
         grant_limits::run(&stack).await.context("a job's own fuel and memory grants")?;
         workflows::nested(&stack).await.context("a sub-workflow across Rust Wasm, shell and BEAN")?;
+        workflows::mapped(&stack).await.context("map nodes across Rust Wasm, shell and BEAN")?;
         if url.starts_with("sqlite") {
             glue_switch::run(&stack).await.context("a BEAN-only executor")?;
             glue_switch::missing_interpreters(&stack).await.context("interpreters not installed")?;

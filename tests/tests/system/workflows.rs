@@ -128,6 +128,55 @@ pub(crate) async fn nested(stack: &Stack) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Map nodes across real processes: the start's five numbers are mapped by the Rust Wasm step
+/// (its guest SDK reads each item), a shell script (the item file) and the BEAN demo handler,
+/// two at a time each; the BEAN node after them (the reduce step) sees all three outputs, each
+/// in item order.
+pub(crate) async fn mapped(stack: &Stack) -> anyhow::Result<()> {
+    let api = &stack.api;
+    let wasm = stack.wasm_job("map: double (Rust)", sample_job("workflow-step")).await?;
+    let square = r#"n=$(cat "$JOBWHEEL_WORKFLOW_ITEM_FILE")
+printf '{"sq": %d, "arg": "%s"}' $((n * n)) "$1" > "$JOBWHEEL_WORKFLOW_OUTPUT_FILE"
+"#;
+    let shell = json!({"glueType": "GLUE_SHELL", "glueSource": square, "executorHandler": ""});
+    let shell = api.job(stack.group, "map: square (shell)", shell).await?;
+    let bean = api.job(stack.group, "map: hello (BEAN)", json!({})).await?;
+    let report = api.job(stack.group, "map: report (BEAN)", json!({})).await?;
+    let map = |name: &str, job: i64| json!({"name": name, "kind": "MAP", "jobId": job, "items": "/ns", "parallelism": 2});
+    let graph = json!({
+        "nodes": [map("double", wasm), map("square", shell), map("hello", bean), {"name": "report", "jobId": report, "param": "ops"}],
+        "edges": [{"from": "double", "to": "report"}, {"from": "square", "to": "report"}, {"from": "hello", "to": "report"}]
+    });
+    let (instance, view) = run_to_end(stack, "system map", graph, json!({"ns": [1, 2, 3, 4, 5]})).await?;
+    ensure!(view["status"] == "SUCCEEDED", "{view:#}");
+    let runs = view["runs"].as_array().context("runs")?;
+    let run =
+        |node: &str| runs.iter().find(|r| r["node"] == node).and_then(|r| r["id"].as_i64()).unwrap_or(0);
+    for node in ["double", "square", "hello"] {
+        let counts = &runs.iter().find(|r| r["node"] == node).context("run")?["items"];
+        ensure!(counts["total"] == 5 && counts["succeeded"] == 5, "{node}: {counts}");
+    }
+    let context = &view["context"];
+    let doubled: Vec<Value> = (1..=5)
+        .map(|n| json!({"item": n, "double": 2 * n, "fire": format!("node:{instance}/double/{}/item/{}.1", run("double"), n - 1)}))
+        .collect();
+    ensure!(context["double"] == Value::Array(doubled), "the Wasm items through the guest SDK: {context:#}");
+    let squared: Vec<Value> = (1..=5).map(|n| json!({"sq": n * n, "arg": n.to_string()})).collect();
+    ensure!(context["square"] == Value::Array(squared), "the shell items: {context:#}");
+    let hello: Vec<Value> = (1..=5).map(|n| json!({"hello": n.to_string(), "item": n})).collect();
+    ensure!(context["hello"] == Value::Array(hello), "the BEAN items: {context:#}");
+    let inputs = context["report"]["inputs"].as_array().cloned().unwrap_or_default();
+    ensure!(
+        ["double", "square", "hello"].iter().all(|n| inputs.contains(&json!(n))),
+        "the reduce step: {view:#}"
+    );
+    for (job, name) in [(wasm, "double"), (shell, "square"), (bean, "hello")] {
+        let logs = api.logs(job).await?;
+        ensure!(logs.len() == 5 && logs.iter().all(|l| l["handleCode"] == 200), "{name}: {logs:#?}");
+    }
+    Ok(())
+}
+
 /// Saves workflow `name` with `graph`, starts an instance with `context` and waits until it is
 /// no longer running: its id and view.
 async fn run_to_end(stack: &Stack, name: &str, graph: Value, context: Value) -> anyhow::Result<(i64, Value)> {

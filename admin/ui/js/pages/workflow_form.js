@@ -17,7 +17,7 @@ const DEFAULTS = {
   maxInstances: 1, overflow: 'SKIP', graph: { nodes: [], edges: [] },
 };
 const CONDITIONS = ['SUCCESS', 'FAILURE', 'ALWAYS'];
-const KINDS = ['JOB', 'SWITCH', 'APPROVAL', 'WORKFLOW'];
+const KINDS = ['JOB', 'SWITCH', 'APPROVAL', 'WORKFLOW', 'MAP'];
 
 /** A declared JSON Schema in a few words: an object's properties with their types (`*` required). */
 export function shape(schema) {
@@ -109,7 +109,8 @@ export async function render({ main, params, app }) {
       selected: picked,
       subtitle: (n) => (n.disabled ? `${t('wf.disabled')} · ` : '')
         + (n.kind === 'SWITCH' || n.kind === 'APPROVAL' ? t(`wf.kind${n.kind}`)
-          : n.kind === 'WORKFLOW' ? workflowLabel(n.workflowId) : jobLabel(jobs, Number(n.jobId))),
+          : n.kind === 'WORKFLOW' ? workflowLabel(n.workflowId)
+            : n.kind === 'MAP' ? `⇉ ${n.items || '?'} · ${jobLabel(jobs, Number(n.jobId))}` : jobLabel(jobs, Number(n.jobId))),
       onSelect: (nodeName, event) => {
         if (event.shiftKey && picked && picked !== nodeName) {
           if (!edges.some((e) => e.from === picked && e.to === nodeName)) edges.push({ from: picked, to: nodeName, when: 'SUCCESS' });
@@ -155,7 +156,8 @@ export async function render({ main, params, app }) {
       cell(bound(n, 'name', h('input', { value: n.name, class: 'wf-node-name-input', maxlength: 64, 'aria-label': t('wf.nodeName') }))),
       cell(bound(n, 'kind', select('kind', KINDS.map((k) => ({ value: k, label: t(`wf.kind${k}`) })), n.kind || 'JOB', { 'aria-label': t('wf.kind') })),
         n.kind === 'APPROVAL' ? bound(n, 'onDeadline', select('onDeadline', ['REJECT', 'APPROVE'].map((v) => ({ value: v, label: t(`wf.onDeadline${v}`) })),
-          n.onDeadline || 'REJECT', { 'aria-label': t('wf.onDeadline') })) : null),
+          n.onDeadline || 'REJECT', { 'aria-label': t('wf.onDeadline') })) : null,
+        n.kind === 'MAP' ? mapFields(n) : null),
       cell(n.kind === 'WORKFLOW'
         ? bound(n, 'workflowId', select('workflowId', [{ value: '', label: '—' }, ...workflowOptions], n.workflowId ?? '', { 'aria-label': t('wf.childWorkflow') }), number)
         : bound(n, 'jobId', select('jobId', [{ value: '', label: '—' }, ...jobOptions], n.jobId ?? '', { 'aria-label': t('logs.job') }), number)),
@@ -181,6 +183,15 @@ export async function render({ main, params, app }) {
           redraw();
         },
       }, '×')))));
+  }
+
+  /** A map node's items (a JSON Pointer into the context), parallelism and whether it collects. */
+  function mapFields(n) {
+    return h('span', { class: 'wf-map' },
+      bound(n, 'items', h('input', { value: n.items ?? '', class: 'wf-items-input', maxlength: 1024, placeholder: '/load/files', 'aria-label': t('wf.items') }),
+        (v) => (v.trim() === '' ? null : v.trim())),
+      bound(n, 'parallelism', h('input', { type: 'number', min: 1, max: 1000, value: n.parallelism ?? 10, class: 'narrow wf-parallelism-input', 'aria-label': t('wf.parallelism') }), number),
+      h('label', { class: 'wf-collect' }, bound(n, 'collect', h('input', { type: 'checkbox', checked: n.collect !== false, 'aria-label': t('wf.collect') })), ' ', t('wf.collect')));
   }
 
   /** A node's declared shapes: shown in its summary, edited as JSON in two text areas. */
@@ -237,7 +248,8 @@ export async function render({ main, params, app }) {
       if (!NODE_NAME.test(n.name)) throw new Error(t('wf.nodeNameRule', { name: n.name }));
       if (seen.has(n.name)) throw new Error(t('wf.nodeNameTwice', { name: n.name }));
       seen.add(n.name);
-      if ((n.kind || 'JOB') === 'JOB' && !jobs.has(Number(n.jobId))) throw new Error(t('wf.nodeNeedsJob', { name: n.name }));
+      if (['JOB', 'MAP'].includes(n.kind || 'JOB') && !jobs.has(Number(n.jobId))) throw new Error(t('wf.nodeNeedsJob', { name: n.name }));
+      if (n.kind === 'MAP' && !(n.items || '').startsWith('/')) throw new Error(t('wf.nodeNeedsItems', { name: n.name }));
       if (n.kind === 'WORKFLOW' && !(Number(n.workflowId) > 0)) throw new Error(t('wf.nodeNeedsWorkflow', { name: n.name }));
     }
     return {
@@ -260,7 +272,9 @@ export async function render({ main, params, app }) {
           const at = lastPositions.get(n.name);
           const sub = n.kind === 'WORKFLOW';
           const kind = ['SWITCH', 'APPROVAL'].includes(n.kind) ? { kind: n.kind, jobId: 0 }
-            : sub ? { kind: n.kind, jobId: 0, workflowId: Number(n.workflowId) } : { jobId: Number(n.jobId) };
+            : sub ? { kind: n.kind, jobId: 0, workflowId: Number(n.workflowId) }
+              : n.kind === 'MAP' ? { kind: 'MAP', jobId: Number(n.jobId), items: n.items, parallelism: n.parallelism || 10, ...(n.collect === false ? { collect: false } : {}) }
+                : { jobId: Number(n.jobId) };
           // A sub-workflow has no parameter, retries, timeout or delivery: its child's nodes have theirs.
           return {
             name: n.name, ...kind, param: sub ? null : n.param ?? null, retries: sub ? 0 : n.retries || 0,

@@ -109,16 +109,42 @@ export async function render({ main, params, app }) {
         r.childInstanceId ? [' ', h('a', { href: `#/workflow-instances/${r.childInstanceId}`, class: 'run-child' },
           t('wf.childInstance', { id: r.childInstanceId }))] : null)));
     const lastOutput = [...runs].reverse().find((r) => r.output !== null && r.output !== undefined);
+    const mapped = [...runs].reverse().find((r) => r.items);
     replace(detail,
       h('h3', {}, picked, ' ', state ? statusBadge(state) : h('span', { class: 'muted' }, t('wf.notYet'))),
       node && node.kind === 'WORKFLOW' ? h('p', { class: 'muted' }, `↳ ${t('wf.childWorkflow')} #${node.workflowId}`) : null,
       node && node.kind !== 'WORKFLOW' ? h('p', { class: 'muted' }, `#${node.jobId}`, node.param ? ` · ${t('job.executorParam')}: ${node.param}` : '') : null,
+      node && node.kind === 'MAP' ? mapProgress(node, mapped) : null,
       table([t('wf.attempt'), t('jobs.status'), t('wf.firedTime'), t('wf.endTime'), t('jobs.logs'), t('logs.handleMsg')],
         rows, { id: 'instance-runs', empty: t('wf.notYet') }),
       h('h4', {}, t('wf.output')),
       lastOutput ? h('div', { id: 'instance-output' }, json(lastOutput.output)) : h('p', { class: 'muted', id: 'instance-output' }, t('wf.noOutput')),
       canMarkDone ? h('button', { type: 'button', class: 'btn', id: 'instance-mark-done', onclick: () => markDone(picked) }, t('wf.markDone')) : null,
       canDecide ? h('button', { type: 'button', class: 'btn btn-primary', id: 'instance-decide', onclick: () => decide(picked) }, t('wf.decide')) : null);
+  }
+
+  /** A map node's progress: done, failed and running of all its items, and its failed items. */
+  function mapProgress(node, run) {
+    const c = run ? run.items : { total: 0, succeeded: 0, failed: 0, running: 0 };
+    const pct = (n) => (c.total > 0 ? `${(100 * n) / c.total}%` : '0%');
+    const box = h('div', { class: 'wf-map-progress', id: 'instance-map-progress' },
+      h('p', { class: 'muted' }, `⇉ ${node.items} · ${t('wf.parallelism')} ${node.parallelism ?? 10}`),
+      h('div', { class: 'progress', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': c.total, 'aria-valuenow': c.succeeded + c.failed },
+        h('span', { class: 'progress-done', style: `width: ${pct(c.succeeded)}` }),
+        h('span', { class: 'progress-failed', style: `width: ${pct(c.failed)}` })),
+      h('p', { id: 'instance-map-counts' }, t('wf.itemsProgress', { done: c.succeeded, failed: c.failed, running: c.running, total: c.total })));
+    if (run && c.failed > 0) {
+      const list = h('div', { id: 'instance-failed-items' }, h('p', { class: 'muted' }, '…'));
+      box.append(h('h4', {}, t('wf.failedItems')), list);
+      get(`/workflow-instances/${id}/nodes/${encodeURIComponent(node.name)}/items?status=FAILED&run=${run.id}&limit=20`).then((page) => {
+        replace(list, table([t('wf.itemIndex'), t('wf.item'), t('jobs.logs'), t('logs.handleMsg')], page.rows.map((item) => h('tr', {},
+          h('td', {}, String(item.index)),
+          h('td', {}, h('code', {}, JSON.stringify(item.item))),
+          h('td', {}, item.logId ? h('a', { href: `#/logs/${item.logId}` }, `#${item.logId}`) : ''),
+          h('td', {}, item.message || ''))), { id: 'instance-failed-items-table' }));
+      }).catch(() => replace(list, ''));
+    }
+    return box;
   }
 
   /** An approval's decision: approve or reject, with an optional comment (both audited). */

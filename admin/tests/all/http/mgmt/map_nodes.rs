@@ -43,7 +43,8 @@ async fn executor(
         let (flaky, doubled) = (Arc::clone(&flaky), Arc::clone(&doubled));
         async move {
             doubled.fetch_add(1, Ordering::SeqCst);
-            let item = ctx.workflow_item().and_then(Value::as_i64).ok_or_else(|| anyhow::anyhow!("no item"))?;
+            let item =
+                ctx.workflow_item().and_then(Value::as_i64).ok_or_else(|| anyhow::anyhow!("no item"))?;
             anyhow::ensure!(ctx.param() == item.to_string(), "the item is the parameter too");
             anyhow::ensure!(ctx.workflow_context().is_none(), "an item's run gets no context");
             anyhow::ensure!(!(item == 3 && flaky.load(Ordering::SeqCst)), "item 3 is flaky");
@@ -69,7 +70,8 @@ fn msg(reply: &Value) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn map_nodes_are_checked_held_to_their_groups_run_counted_and_rerun_item_by_item() -> anyhow::Result<()> {
+async fn map_nodes_are_checked_held_to_their_groups_run_counted_and_rerun_item_by_item() -> anyhow::Result<()>
+{
     let env = Env::start().await?;
     env.admin_user("root").await;
     let store = env.store();
@@ -95,10 +97,12 @@ async fn map_nodes_are_checked_held_to_their_groups_run_counted_and_rerun_item_b
     };
 
     // Refused when saved, naming what is wrong.
-    let (status, refused) = create(root.clone(), group.0, graph(json!({"name": "each", "kind": "MAP", "jobId": double}))).await;
+    let (status, refused) =
+        create(root.clone(), group.0, graph(json!({"name": "each", "kind": "MAP", "jobId": double}))).await;
     assert_eq!(status, 400, "{refused}");
     assert!(msg(&refused).contains("a map node needs items"), "{refused}");
-    let too_wide = json!({"name": "each", "kind": "MAP", "jobId": double, "items": "/load/ids", "parallelism": 5000});
+    let too_wide =
+        json!({"name": "each", "kind": "MAP", "jobId": double, "items": "/load/ids", "parallelism": 5000});
     let (status, refused) = create(root.clone(), group.0, graph(too_wide)).await;
     assert_eq!(status, 400, "{refused}");
     assert!(msg(&refused).contains("parallelism is 1 to 1000"), "{refused}");
@@ -116,14 +120,16 @@ async fn map_nodes_are_checked_held_to_their_groups_run_counted_and_rerun_item_b
     let (status, refused) = create(alice.clone(), other.0, foreign).await;
     assert_eq!(status, 403, "{refused}");
 
-    let each = json!({"name": "each", "kind": "MAP", "jobId": double, "items": "/load/ids", "parallelism": 2});
+    let each =
+        json!({"name": "each", "kind": "MAP", "jobId": double, "items": "/load/ids", "parallelism": 2});
     let (status, saved) = create(root.clone(), group.0, graph(each)).await;
     assert_eq!(status, 201, "{saved}");
     let workflow = saved["id"].as_i64().expect("id");
 
     let dir = tempfile::tempdir()?;
     let (flaky, doubled) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicUsize::new(0)));
-    let (stop, task) = executor(&env.admin.base, dir.path(), Arc::clone(&flaky), Arc::clone(&doubled)).await?;
+    let (stop, task) =
+        executor(&env.admin.base, dir.path(), Arc::clone(&flaky), Arc::clone(&doubled)).await?;
     eventually("the executor registered", || async {
         let row = store.load_group(group).await.expect("group").expect("exists");
         row.group.address_list.filter(|l| !l.is_empty()).map(|_| ())
@@ -136,15 +142,29 @@ async fn map_nodes_are_checked_held_to_their_groups_run_counted_and_rerun_item_b
     let instance = started["instanceId"].as_i64().expect("instance");
     let view = ended(&root, instance).await;
     assert_eq!(view["status"], "FAILED", "{view}");
-    let run = view["runs"].as_array().expect("runs").iter().find(|r| r["node"] == "each").cloned().expect("each");
-    assert_eq!(run["items"], json!({"total": 6, "succeeded": 5, "failed": 1, "running": 0, "due": 0, "stopped": 0}));
-    assert!(run["message"].as_str().unwrap_or_default().starts_with("1 of 6 items failed; the first, item 3"), "{run}");
+    let run =
+        view["runs"].as_array().expect("runs").iter().find(|r| r["node"] == "each").cloned().expect("each");
+    assert_eq!(
+        run["items"],
+        json!({"total": 6, "succeeded": 5, "failed": 1, "running": 0, "due": 0, "stopped": 0})
+    );
+    assert!(
+        run["message"].as_str().unwrap_or_default().starts_with("1 of 6 items failed; the first, item 3"),
+        "{run}"
+    );
     let path = format!("/api/v1/workflow-instances/{instance}/nodes/each/items");
     let (status, failed) = root.get(&format!("{path}?status=FAILED")).await;
     assert_eq!(status, 200, "{failed}");
-    assert_eq!((failed["total"].as_i64(), failed["rows"][0]["index"].as_i64()), (Some(1), Some(3)), "{failed}");
+    assert_eq!(
+        (failed["total"].as_i64(), failed["rows"][0]["index"].as_i64()),
+        (Some(1), Some(3)),
+        "{failed}"
+    );
     assert_eq!(failed["rows"][0]["item"], json!(3));
-    assert!(failed["rows"][0]["message"].as_str().unwrap_or_default().contains("item 3 is flaky"), "{failed}");
+    assert!(
+        failed["rows"][0]["message"].as_str().unwrap_or_default().contains("item 3 is flaky"),
+        "{failed}"
+    );
     let (status, refused) = alice.get(&path).await;
     assert_eq!(status, 403, "another group's items: {refused}");
     let (status, refused) = root.get(&format!("{path}?status=LOST")).await;
@@ -153,14 +173,16 @@ async fn map_nodes_are_checked_held_to_their_groups_run_counted_and_rerun_item_b
     // Rerun from failure runs item 3 only; the reduce step sums the outputs in item order.
     flaky.store(false, Ordering::SeqCst);
     assert_eq!(doubled.load(Ordering::SeqCst), 6);
-    let (status, reply) = root.post(&format!("/api/v1/workflow-instances/{instance}/rerun-failed"), json!({})).await;
+    let (status, reply) =
+        root.post(&format!("/api/v1/workflow-instances/{instance}/rerun-failed"), json!({})).await;
     assert_eq!(status, 200, "{reply}");
     let view = ended(&root, instance).await;
     assert_eq!(view["status"], "SUCCEEDED", "{view}");
     assert_eq!(doubled.load(Ordering::SeqCst), 7, "only the failed item ran again");
     assert_eq!(view["context"]["sum"], json!({"sum": 30, "each": [0, 2, 4, 6, 8, 10]}), "{view}");
     let (_, all) = root.get(&path).await;
-    let states: Vec<&str> = all["rows"].as_array().expect("rows").iter().filter_map(|r| r["status"].as_str()).collect();
+    let states: Vec<&str> =
+        all["rows"].as_array().expect("rows").iter().filter_map(|r| r["status"].as_str()).collect();
     assert_eq!(states, vec!["SUCCEEDED"; 6], "{all}");
 
     let _ = stop.send(());
