@@ -1,13 +1,20 @@
 // workflow-step in JavaScript (componentize-js): a workflow node that counts the rows the node
 // named in the parameter (default "extract") output, and outputs {"count": ..., "of": <node>,
-// "fire": <its fire key>} for the nodes after it. Uses the JavaScript guest SDK (guest-sdk/js/jobwheel-job.js).
+// "fire": <its fire key>} for the nodes after it; as one item of a map node, {"item": <item>,
+// "by": "js", "fire": <its fire key>}. Uses the JavaScript guest SDK (guest-sdk/js/jobwheel-job.js).
 //
 // Build (from the repository's root, so the SDK's file is below it):
 //   npx componentize-js --wit wit --world-name jobwheel:job/job -o workflow-step.wasm sample-jobs/components/js/workflow-step.js
-import { fireKey, param, report, setOutput, workflowContext } from "../../../guest-sdk/js/jobwheel-job.js";
+import { fireKey, param, report, setOutput, workflowContext, workflowItem } from "../../../guest-sdk/js/jobwheel-job.js";
 
 export const run = {
   async run() {
+    const item = workflowItem();
+    if (item !== undefined) {
+      setOutput({ item, by: "js", fire: fireKey() });
+      report(`item ${JSON.stringify(item)}`);
+      return;
+    }
     const context = workflowContext();
     if (context === null) {
       console.error("not a workflow node: no workflow context");

@@ -9,7 +9,10 @@
 //! which ended, ran `x` once, and ended the node as it ended itself (issue 61: a child started
 //! in the parent's transaction, its end told to the parent once). A node whose executor died is
 //! failed by the lost-job monitor like any run, and its children are skipped: that is an
-//! outcome, not a loss.
+//! outcome, not a loss. After `d`, the map node `m` runs `demoJobHandler` once per item of `d`'s
+//! output's `inputs` (the three node names before it), two at a time: each item exactly once
+//! (one attempt, one log row, started at most once at an executor, over), and the map ended as
+//! its items did (issue 61: items taken with their log rows under the instance's lock).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -28,6 +31,8 @@ const NODES: [&str; 4] = ["a", "b", "c", "d"];
 const SUB: &str = "c";
 /// The child workflow's one node.
 const CHILD_NODE: &str = "x";
+/// The map node after the diamond.
+const MAP: &str = "m";
 
 /// What became of the workflow's instances.
 #[derive(Debug, Default)]
@@ -40,14 +45,22 @@ pub(crate) struct WorkflowCounts {
     node_runs: usize,
     /// Child instances the sub-workflow node started.
     children: usize,
+    /// Items the map node ran.
+    items: usize,
 }
 
 impl fmt::Display for WorkflowCounts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "workflow: {} instances ({} succeeded, {} failed: a node lost with its executor, {} missed starts), {} node runs, none twice, {} child instances, one per sub-workflow run",
-            self.instances, self.succeeded, self.failed, self.missed, self.node_runs, self.children
+            "workflow: {} instances ({} succeeded, {} failed: a node lost with its executor, {} missed starts), {} node runs, none twice, {} child instances, one per sub-workflow run, {} map items, each once",
+            self.instances,
+            self.succeeded,
+            self.failed,
+            self.missed,
+            self.node_runs,
+            self.children,
+            self.items
         )
     }
 }
@@ -74,7 +87,10 @@ pub(crate) async fn add(store: &dyn Store, group: GroupId, first_fire_ms: i64) -
             json!({"name": name, "jobId": node_job(store, group, name).await?})
         });
     }
-    let edges = json!([{"from": "a", "to": "b"}, {"from": "a", "to": "c"}, {"from": "b", "to": "d"}, {"from": "c", "to": "d"}]);
+    nodes.push(json!({"name": MAP, "kind": "MAP", "jobId": node_job(store, group, MAP).await?,
+                      "items": "/d/inputs", "parallelism": 2}));
+    let edges = json!([{"from": "a", "to": "b"}, {"from": "a", "to": "c"}, {"from": "b", "to": "d"},
+                       {"from": "c", "to": "d"}, {"from": "d", "to": MAP}]);
     let graph = json!({"nodes": nodes, "edges": edges});
     Ok(store.add_workflow(&workflow(group, "chaos diamond", &graph, Some(first_fire_ms))).await?)
 }
@@ -166,7 +182,7 @@ pub(crate) async fn account(
             other => anyhow::bail!("instance {} ended {other:?}, not by its nodes", instance.id.0),
         }
         let runs: Vec<RunRow> = store.instance_runs(instance.id).await?;
-        for node in NODES {
+        for node in NODES.iter().copied().chain([MAP]) {
             let mine: Vec<&RunRow> = runs.iter().filter(|r| r.node == node).collect();
             ensure!(
                 mine.len() == 1,
@@ -179,6 +195,10 @@ pub(crate) async fn account(
             if node == SUB {
                 counts.children +=
                     child(store, instance, run, started_at_executor, &mut counts.node_runs).await?;
+            }
+            if node == MAP {
+                counts.items += items(store, instance, run, started_at_executor).await?;
+                continue;
             }
             count_start(run, started_at_executor, &mut counts.node_runs)
                 .map_err(|e| anyhow::anyhow!("instance {}: node {node}: {e}", instance.id.0))?;
@@ -199,6 +219,43 @@ fn count_start(
         ensure!(starts <= 1, "its run (log {}) started {starts} times", log.0);
     }
     Ok(())
+}
+
+/// The map node's items of `instance`: none if it was skipped, else `d`'s three inputs, each
+/// run once (one attempt, one log row, started at most once at an executor) and over, the map
+/// failed exactly when an item did. How many.
+async fn items(
+    store: &dyn Store,
+    instance: &InstanceRow,
+    run: &RunRow,
+    started_at_executor: &HashMap<i64, usize>,
+) -> anyhow::Result<usize> {
+    let id = instance.id.0;
+    let page = store.page_items(run.id, None, Page { offset: 0, limit: 100 }).await?;
+    if run.status == RunStatus::Skipped {
+        ensure!(page.rows.is_empty(), "instance {id}: a skipped map has items: {:?}", page.rows);
+        return Ok(0);
+    }
+    let names: Vec<String> = page.rows.iter().map(|r| r.item.clone()).collect();
+    ensure!(names == ["\"a\"", "\"b\"", "\"c\""], "instance {id}: the map's items: {names:?}");
+    let mut failed = false;
+    for item in &page.rows {
+        ensure!(
+            item.attempt == 1 && item.status.is_over() && item.status != RunStatus::Stopped,
+            "instance {id}: map item {} is {:?} at attempt {}",
+            item.idx,
+            item.status,
+            item.attempt
+        );
+        failed |= item.status == RunStatus::Failed;
+        let log =
+            item.log_id.ok_or_else(|| anyhow::anyhow!("instance {id}: map item {} never fired", item.idx))?;
+        let starts = started_at_executor.get(&log.0).copied().unwrap_or(0);
+        ensure!(starts <= 1, "instance {id}: map item {} (log {}) started {starts} times", item.idx, log.0);
+    }
+    let ended = if failed { RunStatus::Failed } else { RunStatus::Succeeded };
+    ensure!(run.status == ended, "instance {id}: the map ended {:?}, its items say {ended:?}", run.status);
+    Ok(page.rows.len())
 }
 
 /// The sub-workflow node's child of `instance`: none if the node was skipped, else exactly one,

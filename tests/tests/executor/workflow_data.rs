@@ -130,3 +130,67 @@ async fn python_and_javascript_components_read_the_context_and_set_an_output() -
     }
     Ok(())
 }
+
+/// Runs `body` as one item of a map node (`workflowItem`, no context, the item as the
+/// parameter); its callback's code, message and output.
+async fn run_item(
+    rig: &Rig,
+    mut body: Value,
+    log_id: i64,
+    item: Value,
+    timeout: Duration,
+) -> (i32, String, Option<Value>) {
+    body["executorParams"] = json!(item.as_str().map_or_else(|| item.to_string(), str::to_owned));
+    body["workflowItem"] = item;
+    // As the admin keys an item's attempt: `node:<instance>/<node>/<run>/item/<index>.<attempt>`.
+    body["fireKey"] = json!(format!("node:9/each/{log_id}/item/0.1"));
+    assert_eq!(rig.executor.run(body).await, json!({"code": 200}));
+    let result = rig.admin.callback_for(log_id, timeout).await;
+    let output = result.output.map(|o| serde_json::from_str(&o).expect("the output is JSON"));
+    (result.handle_code, result.handle_msg, output)
+}
+
+/// A map item reaches every kind of job the way the context does, without the context: a BEAN
+/// handler (`workflow_item`), a shell script (the item file), the Rust guest SDK, and the Python
+/// and JavaScript SDKs; each hands its output back.
+#[tokio::test]
+async fn a_map_item_reaches_bean_script_rust_python_and_javascript_jobs() -> anyhow::Result<()> {
+    let mut handlers = Handlers::new();
+    handlers.register("itemize", |ctx: JobContext| async move {
+        anyhow::ensure!(ctx.workflow_context().is_none(), "an item's run gets no context");
+        ctx.set_output(&json!({ "item": ctx.workflow_item().cloned(), "param": ctx.param() }));
+        Ok(())
+    });
+    let rig = rig(handlers, |c| c.script_glue = true).await;
+    let (code, msg, output) =
+        run_item(&rig, trigger(1, 40, "BEAN", "itemize", ""), 40, json!({"id": 7}), SETTLE).await;
+    assert_eq!((code, output), (200, Some(json!({"item": {"id": 7}, "param": "{\"id\":7}"}))), "{msg}");
+
+    let mut body = trigger(2, 41, "GLUE_SHELL", "", "");
+    body["glueSource"] = json!(
+        "test -z \"$JOBWHEEL_WORKFLOW_CONTEXT_FILE\" || exit 3\nprintf '{\"file\": %s, \"arg\": \"%s\"}' \"$(cat \"$JOBWHEEL_WORKFLOW_ITEM_FILE\")\" \"$1\" > \"$JOBWHEEL_WORKFLOW_OUTPUT_FILE\"\n"
+    );
+    body["glueUpdatetime"] = json!(1);
+    let (code, msg, output) = run_item(&rig, body, 41, json!("s3://a.csv"), SETTLE).await;
+    assert_eq!((code, output), (200, Some(json!({"file": "s3://a.csv", "arg": "s3://a.csv"}))), "{msg}");
+
+    let digest = rig.admin.add_module(sample_job("workflow-step"));
+    let (code, msg, output) = run_item(&rig, wasm_trigger(3, 42, &digest, ""), 42, json!(21), SETTLE).await;
+    assert_eq!(
+        (code, output),
+        (200, Some(json!({"item": 21, "double": 42, "fire": "node:9/each/42/item/0.1"}))),
+        "{msg}"
+    );
+
+    for (n, (language, bytes)) in guest_components("workflow-step")?.into_iter().enumerate() {
+        let digest = rig.admin.add_module(bytes);
+        let log_id = 50 + i64::try_from(n)?;
+        let body = wasm_trigger(4, log_id, &digest, "");
+        let (code, msg, output) =
+            run_item(&rig, body, log_id, json!([1, "two"]), FIRST_COMPONENT_COMPILE).await;
+        let expected =
+            json!({"item": [1, "two"], "by": language, "fire": format!("node:9/each/{log_id}/item/0.1")});
+        assert_eq!((code, output), (200, Some(expected)), "{language}: {msg}");
+    }
+    Ok(())
+}

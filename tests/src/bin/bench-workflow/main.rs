@@ -18,8 +18,12 @@
 //! and the admin's own hand-off histogram (stored → `/run` answered), read from `/metrics`.
 //! Each node runs a job of its own (an executor runs one job's runs one after another).
 
+mod map;
+#[allow(dead_code, reason = "shared with bench-admin; only the process sample is used here")]
+#[path = "../bench-admin/measure.rs"]
+mod measure;
 #[allow(dead_code, reason = "shared with bench-admin; only the executor and admin helpers are used here")]
-#[path = "bench-admin/setup.rs"]
+#[path = "../bench-admin/setup.rs"]
 mod setup;
 
 use std::collections::{BTreeMap, HashMap};
@@ -48,6 +52,13 @@ struct Args {
     /// Concurrent instances of the 10-node workflow.
     #[arg(long, default_value_t = 100)]
     instances: usize,
+    /// Instead of the scenarios above: a map node over each of these numbers of items, each on
+    /// a fresh admin and database (docs/benchmarks.md, "Map nodes").
+    #[arg(long, value_delimiter = ',')]
+    map_items: Vec<usize>,
+    /// The map node's parallelism.
+    #[arg(long, default_value_t = 200)]
+    map_parallelism: u32,
 }
 
 /// What one workflow's instances measured.
@@ -88,6 +99,9 @@ impl Histogram {
 #[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if !args.map_items.is_empty() {
+        return map::run(args.database_url.as_deref(), &args.map_items, args.map_parallelism).await;
+    }
     let dir = tempfile::tempdir()?;
     let url = args
         .database_url
@@ -286,16 +300,22 @@ impl Api {
 
     /// The admin's `jobwheel_workflow_handoff_seconds` buckets now.
     async fn handoffs(&self) -> anyhow::Result<Histogram> {
+        self.histogram("jobwheel_workflow_handoff_seconds").await
+    }
+
+    /// The buckets of the admin's histogram `name` now.
+    async fn histogram(&self, name: &str) -> anyhow::Result<Histogram> {
         let url = self.base.replace("/api/v1", "/metrics");
         let text = self.http.get(url).bearer_auth(API_TOKEN).send().await?.text().await?;
         let mut buckets = Vec::new();
-        for line in text.lines().filter(|l| l.starts_with("jobwheel_workflow_handoff_seconds_bucket{")) {
+        let prefix = format!("{name}_bucket{{");
+        for line in text.lines().filter(|l| l.starts_with(&prefix)) {
             let le = line.split("le=\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or("+Inf");
             let le = if le == "+Inf" { f64::INFINITY } else { le.parse()? };
             let count = line.rsplit(' ').next().unwrap_or("0").parse()?;
             buckets.push((le, count));
         }
-        ensure!(!buckets.is_empty(), "no jobwheel_workflow_handoff_seconds in /metrics");
+        ensure!(!buckets.is_empty(), "no {name} in /metrics");
         Ok(Histogram(buckets))
     }
 
