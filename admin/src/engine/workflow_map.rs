@@ -25,15 +25,7 @@ use crate::store::{
 };
 use crate::workflow::map::{collected_output, collects, counted_output, item_param, items_at, parallelism};
 use crate::workflow::schema::mismatch;
-use crate::workflow::{Graph, MAX_CONTEXT, Node, NodeKind, join_output, settle};
-
-/// The context an advance works on, and whether it changed.
-pub(super) struct Context<'a> {
-    /// The instance's context.
-    pub(super) map: &'a mut serde_json::Map<String, Value>,
-    /// Set when an output joined it.
-    pub(super) changed: bool,
-}
+use crate::workflow::{Graph, LazyContext, MAX_CONTEXT, Node, NodeKind, settle};
 
 /// What the map runs of one advance did.
 #[derive(Default)]
@@ -50,7 +42,7 @@ pub(super) async fn step_maps(
     tx: &mut dyn InstanceTx,
     graph: &Graph,
     runs: &mut [RunRow],
-    context: &mut Context<'_>,
+    context: &mut LazyContext,
     now_ms: i64,
 ) -> Result<Vec<(RunId, TriggerRequest)>, EngineError> {
     let instance = tx.instance().id;
@@ -74,14 +66,14 @@ pub(super) async fn start_maps(
     tx: &mut dyn InstanceTx,
     graph: &Graph,
     new: &[(&NewRun, RunId)],
-    context: &mut Context<'_>,
+    context: &mut LazyContext,
     now_ms: i64,
 ) -> Result<MapsStep, EngineError> {
     let instance = tx.instance().id;
     let mut out = MapsStep::default();
     for (run, id) in new.iter().filter(|(r, _)| r.status == RunStatus::Waiting) {
         let Some(node) = graph.node(&run.node).filter(|n| n.kind == NodeKind::Map) else { continue };
-        if let Err(why) = start_map(tx, node, *id, context.map, now_ms).await? {
+        if let Err(why) = start_map(tx, node, *id, context.map(), now_ms).await? {
             let end = failed(format!("the map did not start: {why}"), now_ms);
             tx.end_run(*id, RunStatus::Waiting, &end).await?;
             out.again = true;
@@ -105,13 +97,11 @@ async fn finish(
     run: RunId,
     mut end: RunEnd,
     node: &str,
-    context: &mut Context<'_>,
+    context: &mut LazyContext,
 ) -> Result<Option<RunStatus>, EngineError> {
     if end.status == RunStatus::Succeeded {
         let value = serde_json::from_str(end.output.as_deref().unwrap_or("null")).unwrap_or(Value::Null);
-        if join_output(context.map, node, value) {
-            context.changed = true;
-        } else {
+        if !context.join(node, value) {
             end = failed(format!("the instance context would exceed {MAX_CONTEXT} bytes"), end.end_ms);
         }
     }

@@ -29,7 +29,7 @@ use super::EngineError;
 use super::fire::{NodeFire, TriggerRequest, to_datetime};
 use super::trigger::{TriggerOutcome, TriggerPath};
 use super::workflow_children::{finish_parent, start_child};
-use super::workflow_map::{Context as MapContext, start_maps, step_maps};
+use super::workflow_map::{start_maps, step_maps};
 use crate::clock::Clock;
 use crate::domain::TriggerType;
 use crate::store::{
@@ -38,7 +38,7 @@ use crate::store::{
 };
 use crate::workflow::schema::mismatch;
 use crate::workflow::{
-    Decision, Graph, MAX_CONTEXT, NodeKind, PlanInput, branch_output, branches, join_output, node_states,
+    Decision, Graph, LazyContext, MAX_CONTEXT, NodeKind, PlanInput, branch_output, branches, node_states,
     plan, settle,
 };
 
@@ -69,6 +69,9 @@ pub(super) struct InstanceRunner {
     triggers: Arc<TriggerPath>,
     clock: Arc<dyn Clock>,
     tracker: TaskTracker,
+    /// Instances this admin is advancing for stored results, each with the earliest store time
+    /// of results that arrived meanwhile (`Some`: one more pass is owed).
+    advancing: std::sync::Mutex<HashMap<InstanceId, Option<Instant>>>,
 }
 
 impl InstanceRunner {
@@ -78,6 +81,7 @@ impl InstanceRunner {
             clock: Arc::clone(&triggers.clock),
             triggers,
             tracker,
+            advancing: std::sync::Mutex::default(),
         })
     }
 
@@ -135,11 +139,44 @@ impl InstanceRunner {
             instances.sort_unstable();
             instances.dedup();
             for instance in instances {
-                if let Err(error) = this.advance_and_fire_since(instance, Some(stored)).await {
-                    tracing::error!(instance = instance.0, %error, "cannot advance workflow instance");
-                }
+                let runner = Arc::clone(&this);
+                this.tracker.spawn(async move { runner.advance_for_results(instance, stored).await });
             }
         });
+    }
+
+    /// Advances `instance` for results stored at `stored`, one pass at a time on this admin: a
+    /// result arriving while a pass runs asks for one more instead of a task of its own queueing
+    /// on the instance's row lock. A map's results arrive by the thousand; each pass settles
+    /// all that are in, so the passes stay few and a freed slot is refilled within one.
+    async fn advance_for_results(self: &Arc<Self>, instance: InstanceId, stored: Instant) {
+        {
+            let mut advancing = self.advancing.lock().unwrap_or_else(|e| e.into_inner());
+            match advancing.entry(instance) {
+                Entry::Occupied(mut owed) => {
+                    let earliest = owed.get().map_or(stored, |t| t.min(stored));
+                    owed.insert(Some(earliest));
+                    return;
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(None);
+                }
+            }
+        }
+        let mut since = Some(stored);
+        loop {
+            if let Err(error) = self.advance_and_fire_since(instance, since).await {
+                tracing::error!(instance = instance.0, %error, "cannot advance workflow instance");
+            }
+            let mut advancing = self.advancing.lock().unwrap_or_else(|e| e.into_inner());
+            match advancing.get_mut(&instance).and_then(Option::take) {
+                Some(owed) => since = Some(owed),
+                None => {
+                    advancing.remove(&instance);
+                    return;
+                }
+            }
+        }
     }
 
     /// Advances `instance` and fires what became due. Boxed: firing a run may advance its
@@ -224,13 +261,12 @@ impl InstanceRunner {
         // A graph this admin cannot read (written by a newer one: a node kind or field it does
         // not know) is left alone rather than planned as if it had no nodes.
         let Some(graph) = readable(id, &tx.instance().graph) else { return Ok(Step::default()) };
-        let mut context = crate::workflow::context_map(&tx.instance().context);
+        let mut context = LazyContext::new(tx.instance().context.clone());
         let mut runs = tx.runs().await?;
         let fired: Vec<_> =
             runs.iter().filter(|r| r.status == RunStatus::Fired && r.shards > 0).map(|r| r.id).collect();
         let logs = tx.run_logs(&fired).await?;
         let mut new_runs = Vec::new();
-        let mut context_changed = false;
         for run in runs.iter_mut().filter(|r| fired.contains(&r.id)) {
             let own: Vec<&RunLog> = logs.iter().filter(|l| l.run_id == run.id).collect();
             if own.len() < usize::try_from(run.shards).unwrap_or(usize::MAX)
@@ -247,9 +283,7 @@ impl InstanceRunner {
                 if let Some(why) = declared.and_then(|schema| mismatch(schema, &value)) {
                     end.status = RunStatus::Failed;
                     end.message = Some(format!("the output does not match the node's outputSchema {why}"));
-                } else if join_output(&mut context, &run.node, value) {
-                    context_changed = true;
-                } else {
+                } else if !context.join(&run.node, value) {
                     end.status = RunStatus::Failed;
                     end.message = Some(format!("the instance context would exceed {MAX_CONTEXT} bytes"));
                 }
@@ -273,13 +307,14 @@ impl InstanceRunner {
                 });
             }
         }
-        let mut ctx = MapContext { map: &mut context, changed: false };
-        let mut items = step_maps(&mut *tx, &graph, &mut runs, &mut ctx, now_ms).await?;
-        context_changed |= ctx.changed;
+        let mut items = step_maps(&mut *tx, &graph, &mut runs, &mut context, now_ms).await?;
         let retrying: Vec<String> = new_runs.iter().map(|r| r.node.clone()).collect();
         let states = node_states(&runs, &retrying);
         let branches = branches(&graph, &runs);
-        let planned = plan(&graph, &PlanInput { states: &states, branches: &branches, context: &context });
+        // The planner reads the context only for conditions on data.
+        let empty = serde_json::Map::new();
+        let data = if graph.reads_data() { &*context.map() } else { &empty };
+        let planned = plan(&graph, &PlanInput { states: &states, branches: &branches, context: data });
         for (node, decision) in planned.decisions.iter().cloned() {
             let (status, output, message) = match decision {
                 Decision::Run => (RunStatus::Due, None, None),
@@ -296,7 +331,7 @@ impl InstanceRunner {
                 Decision::Branch(branch) => {
                     // The branch goes into the context too, for the conditions after it.
                     let output = branch_output(branch.as_deref());
-                    context_changed |= join_output(&mut context, &node, output.clone());
+                    context.join(&node, output.clone());
                     let output = output.to_string();
                     let message = match &branch {
                         Some(to) => format!("took the branch to {to}"),
@@ -319,7 +354,7 @@ impl InstanceRunner {
         let (mut again, mut children) = (false, Vec::new());
         for (run, id) in new_runs.iter().zip(&ids).filter(|(r, _)| r.status == RunStatus::Waiting) {
             let Some(node) = graph.node(&run.node).filter(|n| n.kind == NodeKind::Workflow) else { continue };
-            match start_child(&mut *tx, node, *id, &context, now_ms).await? {
+            match start_child(&mut *tx, node, *id, context.map(), now_ms).await? {
                 Ok(child) => children.push(child),
                 Err(why) => {
                     let end = RunEnd {
@@ -334,13 +369,12 @@ impl InstanceRunner {
             }
         }
         let inserted: Vec<(&NewRun, RunId)> = new_runs.iter().zip(ids.iter().copied()).collect();
-        let mut ctx = MapContext { map: &mut context, changed: false };
-        let maps = start_maps(&mut *tx, &graph, &inserted, &mut ctx, now_ms).await?;
-        context_changed |= ctx.changed;
+        let maps = start_maps(&mut *tx, &graph, &inserted, &mut context, now_ms).await?;
         again |= maps.again;
         items.extend(maps.triggers);
         let instance = tx.instance().clone();
-        let context_text = Value::Object(context).to_string();
+        let context_changed = context.changed();
+        let context_text = context.text();
         let ended = planned.outcome.filter(|_| retrying.is_empty() && !again);
         match ended {
             Some(ok) => {

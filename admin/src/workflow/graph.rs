@@ -284,6 +284,11 @@ impl Graph {
         Ok(())
     }
 
+    /// Whether planning reads the context: an edge has an `if`, or a node is a switch.
+    pub fn reads_data(&self) -> bool {
+        self.edges.iter().any(|e| e.guard.is_some()) || self.nodes.iter().any(|n| n.kind == NodeKind::Switch)
+    }
+
     /// The workflows the sub-workflow nodes start, each once.
     pub fn child_workflows(&self) -> BTreeSet<i64> {
         self.nodes.iter().filter(|n| n.kind == NodeKind::Workflow).filter_map(|n| n.workflow_id).collect()

@@ -121,7 +121,11 @@ pub(super) fn update_from_values<'a, R>(
 
 /// Inserts `logs` as new `xxl_job_log` rows in one statement (`trigger_code` and
 /// `handle_code` 0: upstream's first insert of a trigger); their ids in input order.
-async fn insert_logs(tx: &mut Tx, id_step: i64, logs: &[&NewLog]) -> Result<Vec<LogId>, StoreError> {
+pub(super) async fn insert_logs(
+    tx: &mut Tx,
+    id_step: i64,
+    logs: &[&NewLog],
+) -> Result<Vec<LogId>, StoreError> {
     let mut q = QueryBuf::new(
         "INSERT INTO xxl_job_log (job_group, job_id, trigger_time, trigger_code, handle_code) VALUES ",
     );

@@ -28,11 +28,13 @@ static RELINK: Sql = Sql::new(
 pub(super) struct SqlInstanceTx {
     tx: Tx,
     instance: InstanceRow,
+    /// How the database numbers a multi-row insert's rows (`batch.rs`).
+    id_step: i64,
 }
 
 impl SqlInstanceTx {
-    pub(super) fn new(tx: Tx, instance: InstanceRow) -> Self {
-        Self { tx, instance }
+    pub(super) fn new(tx: Tx, instance: InstanceRow, id_step: i64) -> Self {
+        Self { tx, instance, id_step }
     }
 }
 
@@ -165,7 +167,7 @@ impl InstanceTx for SqlInstanceTx {
         log: &NewLog,
         now_ms: i64,
     ) -> Result<Vec<TakenItem>, StoreError> {
-        workflow_items::take(&mut self.tx, run, limit, log, now_ms).await
+        workflow_items::take(&mut self.tx, self.id_step, run, limit, log, now_ms).await
     }
 
     async fn items_left(&mut self, run: RunId) -> Result<bool, StoreError> {

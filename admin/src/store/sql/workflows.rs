@@ -323,7 +323,7 @@ impl WorkflowStore for SqlStore {
         let Some(instance) = tx.ex().fetch_optional::<InstanceRow>(&LOCK_INSTANCE, &args![id]).await? else {
             return Ok(None);
         };
-        Ok(Some(Box::new(SqlInstanceTx::new(tx, instance))))
+        Ok(Some(Box::new(SqlInstanceTx::new(tx, instance, self.db.id_step()))))
     }
 
     async fn load_instance(&self, id: InstanceId) -> Result<Option<InstanceRow>, StoreError> {
