@@ -25,6 +25,8 @@ struct Figures {
     wall: Duration,
     dispatch: Histogram,
     peak_rss_kib: u64,
+    /// The admin's RSS sampled every 100 ms while the items ran: the median, KiB.
+    running_rss_kib: u64,
 }
 
 #[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
@@ -36,16 +38,22 @@ pub(crate) async fn run(database_url: Option<&str>, sizes: &[usize], parallelism
         let ((p50, count), (p99, _)) = (figures.dispatch.bound(50.0), figures.dispatch.bound(99.0));
         println!(
             "map of {items} items, parallelism {parallelism}: {:.1} s ({:.0} items/s); dispatch p50 ≤ {p50} ms, \
-             p99 ≤ {p99} ms ({count} dispatches); admin peak RSS {:.1} MiB; every item ran exactly once",
+             p99 ≤ {p99} ms ({count} dispatches); admin RSS while the items ran {:.1} MiB (median), peak {:.1} MiB; \
+             every item ran exactly once",
             figures.wall.as_secs_f64(),
             items as f64 / figures.wall.as_secs_f64(),
+            figures.running_rss_kib as f64 / 1024.0,
             figures.peak_rss_kib as f64 / 1024.0
         );
         all.push(figures);
     }
     if let (Some(small), Some(large)) = (all.first(), all.last()) {
-        let ratio = large.peak_rss_kib as f64 / small.peak_rss_kib.max(1) as f64;
-        println!("peak RSS at {} items is {:.2} × that at {} items", large.items, ratio, small.items);
+        let running = large.running_rss_kib as f64 / small.running_rss_kib.max(1) as f64;
+        let peak = large.peak_rss_kib as f64 / small.peak_rss_kib.max(1) as f64;
+        println!(
+            "RSS while the items ran at {} items is {running:.2} × that at {} items (peak: {peak:.2} ×)",
+            large.items, small.items
+        );
     }
     Ok(())
 }
@@ -95,8 +103,25 @@ async fn one(
     let reply =
         api.post(&format!("/workflows/{workflow}/instances"), &json!({"context": {"ids": ids}})).await?;
     let instance = reply["instanceId"].as_i64().context("an instance id")?;
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let sampler = tokio::spawn(async move {
+        let mut samples = Vec::new();
+        loop {
+            if let Ok(sample) = crate::measure::sample(pid) {
+                samples.push(sample.rss_kib);
+            }
+            tokio::select! {
+                _ = &mut stopped => return samples,
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+    });
     api.wait_over(&[instance], Duration::from_secs(1800)).await?;
     let wall = started.elapsed();
+    let _ = stop.send(());
+    let mut samples = sampler.await?;
+    samples.sort_unstable();
+    let running_rss_kib = samples.get(samples.len() / 2).copied().unwrap_or(0);
     let peak_rss_kib = crate::measure::sample(pid)?.peak_rss_kib;
     let dispatch = api.histogram("jobwheel_workflow_item_dispatch_seconds").await?.since(&before);
 
@@ -113,7 +138,7 @@ async fn one(
     drop(arrived);
     drop(admin);
     drop(executors);
-    Ok(Figures { items, wall, dispatch, peak_rss_kib })
+    Ok(Figures { items, wall, dispatch, peak_rss_kib, running_rss_kib })
 }
 
 /// A new database on the server of `url` (`…/bench_map_<n>`, dropped first if it exists).
