@@ -241,7 +241,7 @@ impl Jobwheel {
     }
 
     #[tool(
-        description = "One workflow with its graph (nodes: jobs, switches, approvals and sub-workflows that start another workflow; edges: when and an optional CEL if) and schedule."
+        description = "One workflow with its graph (nodes: jobs, switches, approvals, sub-workflows that start another workflow, and maps that run a job once per item of a context array; edges: when and an optional CEL if) and schedule."
     )]
     async fn get_workflow(
         &self,
@@ -318,7 +318,7 @@ impl Jobwheel {
     }
 
     #[tool(
-        description = "A workflow instance's state: each node's runs, outputs and messages (a sub-workflow's run names its childInstanceId, a child its parentInstanceId), and the context."
+        description = "A workflow instance's state: each node's runs, outputs and messages (a sub-workflow's run names its childInstanceId, a child its parentInstanceId; a map's run counts its items: total, succeeded, failed, running), and the context."
     )]
     async fn get_workflow_instance(
         &self,

@@ -18,6 +18,7 @@
 //! and the admin's own hand-off histogram (stored → `/run` answered), read from `/metrics`.
 //! Each node runs a job of its own (an executor runs one job's runs one after another).
 
+mod cel;
 mod map;
 #[allow(dead_code, reason = "shared with bench-admin; only the process sample is used here")]
 #[path = "../bench-admin/measure.rs"]
@@ -59,6 +60,9 @@ struct Args {
     /// The map node's parallelism.
     #[arg(long, default_value_t = 200)]
     map_parallelism: u32,
+    /// Instead: what a condition on data costs at the context size limit.
+    #[arg(long)]
+    cel: bool,
 }
 
 /// What one workflow's instances measured.
@@ -99,6 +103,9 @@ impl Histogram {
 #[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.cel {
+        return cel::run();
+    }
     if !args.map_items.is_empty() {
         return map::run(args.database_url.as_deref(), &args.map_items, args.map_parallelism).await;
     }

@@ -80,10 +80,12 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
     let graph = json!({"nodes": [{"name": "prepare", "jobId": first, "outputSchema": {"type": "object"}},
                                  {"name": "route", "kind": "SWITCH"},
                                  {"name": "gate", "kind": "APPROVAL", "timeoutSecs": 60, "onDeadline": "APPROVE"},
-                                 {"name": "fetch", "jobId": wasm_id}],
+                                 {"name": "fetch", "jobId": wasm_id},
+                                 {"name": "each", "kind": "MAP", "jobId": wasm_id, "items": "/prepare/files", "parallelism": 5}],
                        "edges": [{"from": "prepare", "to": "route"},
                                  {"from": "route", "to": "gate", "if": "output.ok == true"},
-                                 {"from": "route", "to": "fetch"}]});
+                                 {"from": "route", "to": "fetch"},
+                                 {"from": "fetch", "to": "each"}]});
     // Its calendar (one no job uses), window and alarm address travel too.
     let (status, rest) =
         root.post("/api/v1/calendars", json!({"name": "flow rest days", "weekdays": ["SUN"]})).await;
@@ -212,6 +214,16 @@ async fn jobs_move_from_sqlite_to_another_database_with_a_dry_run_first() -> any
         (json!("APPROVAL"), json!("APPROVE"))
     );
     assert_eq!(nodes[0]["outputSchema"], json!({"type": "object"}), "{flows}");
+    assert_eq!(
+        (
+            nodes[4]["kind"].clone(),
+            nodes[4]["jobId"].clone(),
+            nodes[4]["items"].clone(),
+            nodes[4]["parallelism"].clone()
+        ),
+        (json!("MAP"), json!(new_wasm), json!("/prepare/files"), json!(5)),
+        "the map node runs the job created here: {flows}"
+    );
     assert_eq!(flows[0]["graph"]["edges"][1]["if"], "output.ok == true", "{flows}");
     assert_eq!(flows[0]["triggerStatus"], 0, "imported with its schedule off");
     let (_, calendars) = there.get("/api/v1/calendars").await;
