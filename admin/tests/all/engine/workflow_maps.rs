@@ -6,10 +6,6 @@
 //! the rest; an empty array passes, a missing one fails with the reason; two admins sweeping a map
 //! whose results nobody settled fire every item once.
 
-use std::sync::Arc;
-
-use jobwheel_admin::alarm::UpstreamAlarms;
-use jobwheel_admin::clock::ManualClock;
 use jobwheel_admin::domain::TriggerType;
 use jobwheel_admin::store::{
     InstanceId, InstanceStatus, JobId, LogId, RunId, RunStatus, StartOutcome, WorkflowId,
@@ -18,8 +14,8 @@ use jobwheel_admin::workflow::{Condition, Graph, Node, NodeKind};
 use serde_json::{Value, json};
 
 use crate::engine::completion::callback;
-use crate::engine::support::{Db, FakeExecutor, T0, engine_with, wait_for};
-use crate::engine::workflows::{Setup, WAIT, edge, ended, node, runs_of, setup, workflow};
+use crate::engine::support::{Db, T0, wait_for};
+use crate::engine::workflows::{Setup, WAIT, edge, ended, node, runs_of, second_admin, setup, workflow};
 
 fn map(name: &str, job: JobId, items: &str, parallelism: u32) -> Node {
     Node {
@@ -206,13 +202,7 @@ async fn maps(db: &Db) -> anyhow::Result<()> {
 async fn recovery(db: &Db) -> anyhow::Result<()> {
     let s = setup(db, 3).await?;
     let [load, work, reduce] = s.jobs[..] else { unreachable!() };
-    let other_fake = Arc::new(FakeExecutor::default());
-    let other = engine_with(
-        db.connect().await?,
-        other_fake.clone(),
-        Arc::new(ManualClock::new(T0)),
-        UpstreamAlarms::default(),
-    );
+    let (other, other_fake) = second_admin(db).await?;
     let g = graph(Node { collect: Some(false), ..map("each", work, "/load/ids", 4) }, load, reduce);
     let w = s.store.add_workflow(&workflow(s.group, &g, 10, "SKIP")).await?;
     let id = start(&s, w).await?;

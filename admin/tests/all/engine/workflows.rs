@@ -113,6 +113,18 @@ pub(crate) async fn answer(s: &Setup, job: JobId, n: usize, code: i32, msg: &str
     Ok(())
 }
 
+/// A second admin on `db`, with its own executor client and clock at [`T0`].
+pub(crate) async fn second_admin(db: &Db) -> anyhow::Result<(Arc<Engine>, Arc<FakeExecutor>)> {
+    let fake = Arc::new(FakeExecutor::default());
+    let engine = engine_with(
+        db.connect().await?,
+        fake.clone(),
+        Arc::new(ManualClock::new(T0)),
+        UpstreamAlarms::default(),
+    );
+    Ok((engine, fake))
+}
+
 pub(crate) async fn ended(store: &dyn Store, id: InstanceId) -> anyhow::Result<InstanceStatus> {
     wait_for(WAIT, "the instance to end", || async {
         let row = store.load_instance(id).await?.expect("instance");
@@ -273,14 +285,7 @@ async fn max_instances_skip_or_queue_and_stop_kills_the_running_node() -> anyhow
 async fn the_sweep_recovers_what_a_dead_admin_left_and_two_admins_fire_each_run_once() -> anyhow::Result<()> {
     let db = Db::sqlite().await?;
     let s = setup(&db, 2).await?;
-    // A second admin on the same database, with its own executor client.
-    let other_fake = Arc::new(FakeExecutor::default());
-    let other = engine_with(
-        db.connect().await?,
-        other_fake.clone(),
-        Arc::new(ManualClock::new(T0)),
-        UpstreamAlarms::default(),
-    );
+    let (other, other_fake) = second_admin(&db).await?;
     let graph = Graph {
         input_schema: None,
         nodes: vec![node("first", s.jobs[0]), node("second", s.jobs[1])],

@@ -97,6 +97,22 @@ pub(crate) fn dial_address(n: usize) -> String {
 /// Fills an empty database: one group on `addresses`, `jobs` stopped jobs of `mode` running
 /// `handler`, an administrator and its API token; the jobs' ids, contiguous and in order (job
 /// `i` has id `ids[0] + i`, which [`start_jobs`] relies on).
+/// The benchmark's executor group `bench` on `addresses` (a manual list), and the API
+/// administrator whose token the benchmark calls with.
+pub(crate) async fn bench_group(store: &dyn Store, addresses: &[String]) -> anyhow::Result<GroupId> {
+    let group = store
+        .add_group(&Group {
+            app_name: "bench".to_owned(),
+            title: "bench".to_owned(),
+            address_type: 1,
+            address_list: Some(addresses.join(",")),
+            update_time: None,
+        })
+        .await?;
+    jobwheel_tests::fixtures::api_administrator(store, "bench", API_TOKEN).await?;
+    Ok(group)
+}
+
 pub(crate) async fn database(
     store: &dyn Store,
     addresses: &[String],
@@ -108,16 +124,7 @@ pub(crate) async fn database(
     if store.list_groups().await?.iter().any(|g| g.group.app_name == "bench") {
         bail!("the database already holds a benchmark; point --database-url at an empty one");
     }
-    let group = store
-        .add_group(&Group {
-            app_name: "bench".to_owned(),
-            title: "bench".to_owned(),
-            address_type: 1,
-            address_list: Some(addresses.join(",")),
-            update_time: None,
-        })
-        .await?;
-    jobwheel_tests::fixtures::api_administrator(store, "bench", API_TOKEN).await?;
+    let group = bench_group(store, addresses).await?;
     let mut ids = Vec::with_capacity(jobs);
     for i in 0..jobs {
         ids.push(store.add_job(&job(group, handler, i, mode, cron_period)).await?);

@@ -32,7 +32,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
 use clap::Parser;
-use jobwheel_admin::store::Group;
 use serde_json::{Value, json};
 use setup::{API_TOKEN, Arrivals, HANDLER};
 
@@ -119,16 +118,7 @@ async fn main() -> anyhow::Result<()> {
     let (executors, arrivals) =
         setup::executors(1, dir.path(), std::slice::from_ref(&admin_url), false).await;
     let store = jobwheel_admin::store::connect(&url).await.context("connecting to the database")?;
-    let group = store
-        .add_group(&Group {
-            app_name: "bench".to_owned(),
-            title: "bench".to_owned(),
-            address_type: 1,
-            address_list: Some(format!("http://{}/", executors[0].addr)),
-            update_time: None,
-        })
-        .await?;
-    jobwheel_tests::fixtures::api_administrator(&*store, "bench", API_TOKEN).await?;
+    let group = setup::bench_group(&*store, &[format!("http://{}/", executors[0].addr)]).await?;
     // One job per node position, as a real workflow's nodes run different jobs (an executor
     // runs one job's runs one after another, so nodes sharing a job would queue there).
     let mut jobs = Vec::new();

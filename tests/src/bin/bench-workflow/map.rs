@@ -13,10 +13,10 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
-use jobwheel_admin::store::{Group, Job};
+use jobwheel_admin::store::Job;
 use serde_json::json;
 
-use crate::setup::{self, API_TOKEN, HANDLER};
+use crate::setup::{self, HANDLER};
 use crate::{Api, Histogram};
 
 /// One size's figures.
@@ -75,16 +75,7 @@ async fn one(
         setup::executors(2, dir.path(), std::slice::from_ref(&admin_url), false).await;
     let store = jobwheel_admin::store::connect(&url).await.context("connecting to the database")?;
     let addresses: Vec<String> = executors.iter().map(|e| format!("http://{}/", e.addr)).collect();
-    let group = store
-        .add_group(&Group {
-            app_name: "bench".to_owned(),
-            title: "bench".to_owned(),
-            address_type: 1,
-            address_list: Some(addresses.join(",")),
-            update_time: None,
-        })
-        .await?;
-    jobwheel_tests::fixtures::api_administrator(&*store, "bench", API_TOKEN).await?;
+    let group = setup::bench_group(&*store, &addresses).await?;
     let job = Job {
         executor_route_strategy: Some("ROUND".into()),
         ..jobwheel_tests::fixtures::bean_job(group, "map item", HANDLER)
