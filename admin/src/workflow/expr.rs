@@ -9,12 +9,18 @@
 //!   (`all`, `exists`, `exists_one`, `map`, `filter`) sits inside another — so evaluating it is
 //!   linear in the data, which the context limit (1 MiB) bounds. A refusal says where: line and
 //!   column.
-//! - **When it is evaluated** ([`Expr::holds`]): over the instance's context as it is then; an
+//! - **When it is evaluated** ([`Expr::holds`]): over the instance's context as it is then, read
+//!   in place (`expr_data.rs`: only what the expression reaches becomes a CEL value); an
 //!   answer that is not a boolean, or an error (a missing key, a type mismatch), is an error the
 //!   caller turns into the node's failure, with the expression's text in the message.
 
-use cel::common::ast::{EntryExpr, Expr as Ast, IdedExpr};
+use std::sync::{Arc, LazyLock};
+
+use cel::common::ast::{EntryExpr, Expr as Ast, IdedExpr, operators};
+use cel::common::types::CelBool;
 use serde_json::{Map, Value};
+
+use super::expr_data::{JsonMap, val};
 
 /// The longest expression, in bytes.
 pub const MAX_EXPR_BYTES: usize = 1024;
@@ -71,7 +77,7 @@ impl std::fmt::Debug for Expr {
 /// switch's branches, the node the switch follows).
 pub struct Inputs<'a> {
     /// The instance's context as it is now (start input and outputs by node name).
-    pub context: &'a cel::Value,
+    pub context: &'a Map<String, Value>,
     /// The parent's name.
     pub parent: &'a str,
     /// The parent's state: `SUCCEEDED`, `FAILED`, `SKIPPED` or `PASSED`.
@@ -151,6 +157,24 @@ impl Walk<'_> {
                 }
             }
             Ast::Call(call) => {
+                let data_left = match (call.func_name.as_str(), call.args.as_slice()) {
+                    (operators::EQUALS | operators::NOT_EQUALS, [left, right]) => {
+                        builds_container(left) && !builds_container(right)
+                    }
+                    (operators::IN, [_, right]) => match &right.expr {
+                        Ast::List(list) => list.elements.iter().any(builds_container),
+                        _ => false,
+                    },
+                    _ => false,
+                };
+                if data_left {
+                    return Err(self.fail(
+                        node,
+                        "compare a list or map with the data on the left, as in output.kinds == ['a', 'b']: \
+                         a list or map the expression builds equals only another it builds"
+                            .to_owned(),
+                    ));
+                }
                 let operator = call.func_name.starts_with(['_', '!', '-', '@']);
                 if !operator && !FUNCTIONS.contains(&call.func_name.as_str()) {
                     return Err(self.fail(node, format!("unknown function {:?}", call.func_name)));
@@ -201,6 +225,19 @@ impl Walk<'_> {
     }
 }
 
+/// Whether `node` makes a list or map of cel's own — a literal, or a `map`/`filter`
+/// comprehension (whose accumulator starts as a list) — which compares equal only to its kind.
+fn builds_container(node: &IdedExpr) -> bool {
+    match &node.expr {
+        Ast::List(_) | Ast::Map(_) => true,
+        Ast::Comprehension(c) => matches!(c.accu_init.expr, Ast::List(_)),
+        _ => false,
+    }
+}
+
+/// CEL's standard environment, made once (`Context::default` would build it per evaluation).
+static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| Arc::new(cel::Env::stdlib()));
+
 impl Expr {
     /// The expression as written.
     pub fn text(&self) -> &str {
@@ -208,57 +245,31 @@ impl Expr {
     }
 
     /// Evaluates it over `inputs`: `Ok(true)` or `Ok(false)`, or why it has no boolean answer.
-    pub fn holds(&self, inputs: &Inputs<'_>, output: &cel::Value) -> Result<bool, String> {
-        let mut scope = cel::Context::default();
-        scope.add_variable_from_value("context", inputs.context.clone());
-        scope.add_variable_from_value("output", output.clone());
-        let mut parent = std::collections::HashMap::new();
-        parent.insert("name".to_owned(), cel::Value::from(inputs.parent.to_owned()));
-        parent.insert("state".to_owned(), cel::Value::from(inputs.state.to_owned()));
-        scope.add_variable_from_value("parent", parent);
-        match self.program.execute(&scope) {
-            Ok(cel::Value::Bool(answer)) => Ok(answer),
-            Ok(other) => Err(format!("{:?} is not true or false", other.type_of())),
-            Err(error) => Err(error.to_string()),
+    pub fn holds(&self, inputs: &Inputs<'_>, output: &Value) -> Result<bool, String> {
+        let parent = serde_json::json!({"name": inputs.parent, "state": inputs.state});
+        let mut scope = cel::Context::with_env(Arc::clone(&ENV));
+        scope.add_variable_as_val("context", Box::new(JsonMap::new(inputs.context)));
+        scope.add_variable_as_val("output", val(output));
+        scope.add_variable_as_val("parent", val(&parent));
+        let answer = cel::Value::resolve_val(self.program.expression(), &scope).map_err(|e| e.to_string())?;
+        match answer.as_ref().downcast_ref::<CelBool>() {
+            Some(answer) => Ok(*answer.inner()),
+            None => Err(format!("{} is not true or false", answer.as_ref().get_type().name())),
         }
     }
-}
-
-/// A JSON value as CEL sees it: objects as maps, whole numbers as `int` (past `i64`, `uint`),
-/// other numbers as `double` — so `type(output.rows) == int` holds for `{"rows": 3}`.
-pub fn value_of(json: &Value) -> cel::Value {
-    match json {
-        Value::Null => cel::Value::Null,
-        Value::Bool(b) => cel::Value::Bool(*b),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => cel::Value::Int(i),
-            (None, Some(u)) => cel::Value::UInt(u),
-            (None, None) => cel::Value::Float(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        Value::String(s) => cel::Value::from(s.clone()),
-        Value::Array(items) => cel::Value::List(std::sync::Arc::new(items.iter().map(value_of).collect())),
-        Value::Object(map) => context_value(map),
-    }
-}
-
-/// An object (the context) as CEL sees it.
-pub fn context_value(map: &Map<String, Value>) -> cel::Value {
-    let entries: std::collections::HashMap<String, cel::Value> =
-        map.iter().map(|(k, v)| (k.clone(), value_of(v))).collect();
-    cel::Value::from(entries)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn eval(text: &str, context: Value) -> Result<bool, String> {
         let Value::Object(map) = context else { panic!("an object") };
         let output = map.get("a").cloned().unwrap_or(Value::Null);
-        let ctx = context_value(&map);
         check(text)
             .map_err(|e| e.to_string())?
-            .holds(&Inputs { context: &ctx, parent: "a", state: "SUCCEEDED" }, &value_of(&output))
+            .holds(&Inputs { context: &map, parent: "a", state: "SUCCEEDED" }, &output)
     }
 
     #[test]
@@ -318,5 +329,56 @@ mod tests {
         assert!(check(&"a".repeat(2000)).unwrap_err().message.contains("1024 bytes"));
         assert!(check("  ").is_err());
         assert!(check("output.a.map(x, x * 2).filter(y, y > 2).size() > 0").is_ok(), "chained, not nested");
+    }
+
+    fn eval_data(text: &str) -> Result<bool, String> {
+        let context = json!({
+            "a": {"rows": 3, "kinds": ["x", "y"], "ratio": 0.5, "big": 18446744073709551615u64,
+                  "pairs": [[1, 2], [3]], "recs": [{"id": 1, "r": "eu"}, {"id": 2, "r": "us"}], "none": null},
+            "b": {"kinds": ["x", "y"], "recs": [{"r": "eu", "id": 1.0}, {"id": 2, "r": "us"}]},
+        });
+        let serde_json::Value::Object(map) = context else { unreachable!() };
+        let inputs = Inputs { context: &map, parent: "a", state: "SUCCEEDED" };
+        check(text).map_err(|e| e.to_string())?.holds(&inputs, &map["a"])
+    }
+
+    #[test]
+    fn data_read_in_place_behaves_as_cel_values() {
+        for text in [
+            "output.kinds == ['x', 'y'] && output.kinds != ['y', 'x']",
+            "output.kinds == context.b.kinds && output.recs == context.b.recs",
+            "output.recs[0] == {'id': 1, 'r': 'eu'} && output.recs[1.0].r == 'us'",
+            "'x' in output.kinds && !('z' in output.kinds) && [1, 2] in output.pairs",
+            "'rows' in output && !('nope' in output) && !(1 in output)",
+            "size(output) == 7 && size(output.kinds) == 2 && output.kinds.size() == 2",
+            "output.all(k, k.size() > 0) && output.exists_one(k, k == 'rows')",
+            "output.recs.filter(r, r.r == 'eu').map(r, r.id) == [1]",
+            "output.kinds + ['z'] == ['x', 'y', 'z'] && size(['w'] + output.kinds) == 3",
+            "type(output) == map && type(output.kinds) == list && type(output.big) == uint",
+            "type(output.rows) == int && type(output.ratio) == double && output.none == null",
+            "has(output.rows) && !has(output.missing) && has(context.b.recs)",
+            "output.rows == 3.0 && output.pairs[0][1] == 2 && dyn(output.rows) == 3",
+            "context.a.recs.exists(r, r.id == 2 && r.r.startsWith('u'))",
+        ] {
+            assert_eq!(eval_data(text), Ok(true), "{text}");
+        }
+        assert!(eval_data("output.kinds[2] == 'z'").unwrap_err().contains("ndex"), "out of bounds");
+        assert!(eval_data("output.missing == 1").unwrap_err().contains("missing"));
+        assert!(eval_data("output.kinds['x'] == 1").is_err(), "a list indexed with a string");
+    }
+
+    #[test]
+    fn a_built_list_or_map_on_the_left_of_a_comparison_is_refused_when_saved() {
+        for text in [
+            "['x', 'y'] == output.kinds",
+            "{'id': 1} != output.recs[0]",
+            "output.recs.map(r, r.id) == output.ids",
+        ] {
+            let e = check(text).unwrap_err();
+            assert!(e.message.contains("data on the left"), "{text}: {e}");
+        }
+        let e = check("output.pair in [[1, 2]]").unwrap_err();
+        assert!(e.message.contains("data on the left"), "{e}");
+        assert!(check("[1] == [1] && output.a.exists(x, x > 1) == true && 1 in [1, 2]").is_ok());
     }
 }

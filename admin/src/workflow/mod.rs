@@ -8,6 +8,7 @@
 
 mod days;
 pub mod expr;
+mod expr_data;
 mod graph;
 pub mod map;
 mod node;

@@ -23,7 +23,6 @@
 //! - The instance is over when every node is; it failed if a node failed without "continue on
 //!   failure", else it succeeded.
 
-use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
@@ -179,7 +178,7 @@ pub fn plan(graph: &Graph, input: &PlanInput<'_>) -> Planned {
     let mut states: BTreeMap<&str, NodeState> = input.states.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     let mut branches: BTreeMap<&str, Option<&str>> =
         input.branches.iter().map(|(k, v)| (k.as_str(), v.as_deref())).collect();
-    let data = Data { context: input.context, converted: OnceCell::new() };
+    let data = Data { context: input.context };
     let mut decisions = Vec::new();
     loop {
         let mut changed = false;
@@ -253,10 +252,9 @@ pub fn plan(graph: &Graph, input: &PlanInput<'_>) -> Planned {
     Planned { decisions, outcome }
 }
 
-/// The context, converted for CEL once per plan and only if an expression needs it.
+/// The context the expressions read (in place: `expr_data.rs`).
 struct Data<'a> {
     context: &'a Map<String, Value>,
-    converted: OnceCell<cel::Value>,
 }
 
 impl Data<'_> {
@@ -270,9 +268,8 @@ impl Data<'_> {
 
     fn evaluate(&self, text: &str, parent: &str, state: NodeState) -> Result<bool, String> {
         let checked = expr::check(text).map_err(|e| e.to_string())?;
-        let context = self.converted.get_or_init(|| expr::context_value(self.context));
-        let output = expr::value_of(self.context.get(parent).unwrap_or(&Value::Null));
-        checked.holds(&Inputs { context, parent, state: state.name() }, &output)
+        let output = self.context.get(parent).unwrap_or(&Value::Null);
+        checked.holds(&Inputs { context: self.context, parent, state: state.name() }, output)
     }
 
     /// A ready switch's branch. Its branches see the node the switch follows as `parent` and
