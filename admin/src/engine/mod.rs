@@ -45,6 +45,7 @@ mod fix_delay;
 mod grant;
 mod group_cap;
 mod i18n;
+mod instance_context;
 mod missed;
 mod next_times;
 mod pool;

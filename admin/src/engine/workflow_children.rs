@@ -15,14 +15,13 @@
 use serde_json::{Map, Value};
 
 use super::EngineError;
+use super::instance_context::InstanceContext;
 use crate::domain::TriggerType;
 use crate::store::{
     InstanceId, InstanceRow, InstanceStatus, InstanceTx, NewInstance, RunEnd, RunId, RunRow, RunStatus, Store,
 };
 use crate::workflow::schema::mismatch;
-use crate::workflow::{
-    Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, Node, NodeState, join_output, newest_runs, node_states,
-};
+use crate::workflow::{Graph, MAX_CONTEXT, MAX_NODE_OUTPUT, Node, NodeState, newest_runs, node_states};
 
 /// The deepest sub-workflows nest at run time. A cycle is refused when a workflow is saved;
 /// this bounds one that two edits racing each other could still make.
@@ -86,7 +85,7 @@ pub(super) async fn finish_parent(
     let node = tx.runs().await?.into_iter().find(|r| r.id == run).map(|r| r.node);
     let graph = Graph::from_json(&parent_row.graph).unwrap_or_default();
     let declared = node.as_deref().and_then(|n| graph.node(n)).and_then(|n| n.output_schema.clone());
-    let mut context = crate::workflow::context_map(&parent_row.context);
+    let mut context = InstanceContext::new();
     let mut end = child_end(&row, &runs, now_ms);
     if end.status == RunStatus::Succeeded
         && let (Some(node), Some(output)) = (node.as_deref(), end.output.as_deref())
@@ -95,7 +94,7 @@ pub(super) async fn finish_parent(
         if let Some(why) = declared.as_ref().and_then(|schema| mismatch(schema, &value)) {
             end.status = RunStatus::Failed;
             end.message = Some(format!("the output does not match the node's outputSchema {why}"));
-        } else if !join_output(&mut context, node, value) {
+        } else if !context.join(&mut *tx, node, value).await? {
             end.status = RunStatus::Failed;
             end.message = Some(format!("the instance context would exceed {MAX_CONTEXT} bytes"));
         }
@@ -104,8 +103,7 @@ pub(super) async fn finish_parent(
         return Ok(None);
     }
     if end.status == RunStatus::Succeeded && parent_row.status == InstanceStatus::Running {
-        let text = Value::Object(context).to_string();
-        tx.set_instance(parent_row.status, &text, parent_row.start_ms, parent_row.end_ms).await?;
+        context.write(&mut *tx).await?;
     }
     tx.commit().await?;
     tracing::info!(parent = parent.0, child = child.0, status = ?end.status, "child workflow told its parent");

@@ -19,13 +19,14 @@ use serde_json::Value;
 
 use super::EngineError;
 use super::fire::{NodeFire, TriggerRequest, to_datetime};
+use super::instance_context::InstanceContext;
 use crate::domain::TriggerType;
 use crate::store::{
     InstanceId, InstanceTx, JobId, NewLog, NewRun, RunEnd, RunId, RunRow, RunStatus, TakenItem,
 };
 use crate::workflow::map::{collected_output, collects, counted_output, item_param, items_at, parallelism};
 use crate::workflow::schema::mismatch;
-use crate::workflow::{Graph, LazyContext, MAX_CONTEXT, Node, NodeKind, settle};
+use crate::workflow::{Graph, MAX_CONTEXT, Node, NodeKind, settle};
 
 /// What the map runs of one advance did.
 #[derive(Default)]
@@ -42,7 +43,7 @@ pub(super) async fn step_maps(
     tx: &mut dyn InstanceTx,
     graph: &Graph,
     runs: &mut [RunRow],
-    context: &mut LazyContext,
+    context: &mut InstanceContext,
     now_ms: i64,
 ) -> Result<Vec<(RunId, TriggerRequest)>, EngineError> {
     let instance = tx.instance().id;
@@ -66,14 +67,15 @@ pub(super) async fn start_maps(
     tx: &mut dyn InstanceTx,
     graph: &Graph,
     new: &[(&NewRun, RunId)],
-    context: &mut LazyContext,
+    context: &mut InstanceContext,
     now_ms: i64,
 ) -> Result<MapsStep, EngineError> {
     let instance = tx.instance().id;
     let mut out = MapsStep::default();
     for (run, id) in new.iter().filter(|(r, _)| r.status == RunStatus::Waiting) {
         let Some(node) = graph.node(&run.node).filter(|n| n.kind == NodeKind::Map) else { continue };
-        if let Err(why) = start_map(tx, node, *id, context.map(), now_ms).await? {
+        let input = context.map(tx).await?;
+        if let Err(why) = start_map(tx, node, *id, input, now_ms).await? {
             let end = failed(format!("the map did not start: {why}"), now_ms);
             tx.end_run(*id, RunStatus::Waiting, &end).await?;
             out.again = true;
@@ -97,11 +99,11 @@ async fn finish(
     run: RunId,
     mut end: RunEnd,
     node: &str,
-    context: &mut LazyContext,
+    context: &mut InstanceContext,
 ) -> Result<Option<RunStatus>, EngineError> {
     if end.status == RunStatus::Succeeded {
         let value = serde_json::from_str(end.output.as_deref().unwrap_or("null")).unwrap_or(Value::Null);
-        if !context.join(node, value) {
+        if !context.join(tx, node, value).await? {
             end = failed(format!("the instance context would exceed {MAX_CONTEXT} bytes"), end.end_ms);
         }
     }
@@ -156,6 +158,7 @@ async fn step_map(
     now_ms: i64,
 ) -> Result<MapStep, EngineError> {
     let mut running = 0u32;
+    let (mut ends, mut retries) = (Vec::new(), Vec::new());
     for item in tx.fired_items(run).await? {
         let log = item.as_run_log(run);
         if !log.is_over() {
@@ -174,10 +177,16 @@ async fn step_map(
         }
         if end.status == RunStatus::Failed && u32::try_from(item.attempt).unwrap_or(u32::MAX) <= node.retries
         {
-            tx.retry_item(item.id, now_ms + i64::from(node.retry_delay_secs) * 1000).await?;
+            retries.push(item.id);
         } else {
-            tx.end_item(item.id, &end).await?;
+            ends.push((item.id, end));
         }
+    }
+    if !retries.is_empty() {
+        tx.retry_items(&retries, now_ms + i64::from(node.retry_delay_secs) * 1000).await?;
+    }
+    if !ends.is_empty() {
+        tx.end_items(&ends).await?;
     }
     let free = parallelism(node).saturating_sub(running);
     let mut step = MapStep::default();

@@ -162,7 +162,7 @@ impl InstanceOps {
             }
         }
         let instance = tx.instance().clone();
-        tx.set_instance(InstanceStatus::Running, &instance.context, instance.start_ms, 0).await?;
+        tx.set_instance(InstanceStatus::Running, instance.start_ms, 0).await?;
         tx.commit().await?;
         tracing::info!(instance = id.0, nodes = ?roots, "workflow instance rerun from its failed nodes");
         let due = new_runs
@@ -250,14 +250,19 @@ impl InstanceOps {
                 "node {node:?} has not failed: only a failed node can be marked done"
             )));
         }
-        let mut context = crate::workflow::context_map(&instance.context);
-        if let Some(value) = &output {
-            context.insert(node.to_owned(), value.clone());
-        }
-        let context_text = Value::Object(context).to_string();
-        if context_text.len() > MAX_CONTEXT {
-            return Err(OpError::BadOutput(format!("the instance context would exceed {MAX_CONTEXT} bytes")));
-        }
+        let context_text = match &output {
+            Some(value) => {
+                let mut context = crate::workflow::context_map(&tx.context().await?);
+                context.insert(node.to_owned(), value.clone());
+                let text = Value::Object(context).to_string();
+                if text.len() > MAX_CONTEXT {
+                    let why = format!("the instance context would exceed {MAX_CONTEXT} bytes");
+                    return Err(OpError::BadOutput(why));
+                }
+                Some(text)
+            }
+            None => None,
+        };
         let attempt = runs.iter().filter(|r| r.node == node).map(|r| r.attempt).max().unwrap_or(0) + 1;
         let done = NewRun {
             node: node.to_owned(),
@@ -270,7 +275,10 @@ impl InstanceOps {
         };
         revoke_below(&mut *tx, &graph, &[node], &runs).await?;
         tx.insert_runs(std::slice::from_ref(&done)).await?;
-        tx.set_instance(InstanceStatus::Running, &context_text, instance.start_ms, 0).await?;
+        if let Some(text) = &context_text {
+            tx.set_context(text).await?;
+        }
+        tx.set_instance(InstanceStatus::Running, instance.start_ms, 0).await?;
         tx.commit().await?;
         tracing::info!(instance = id.0, node, "workflow node marked done");
         self.runner.advance_and_fire(id).await?;
@@ -317,11 +325,11 @@ impl InstanceOps {
             return Err(OpError::Conflict(format!("node {node:?} was decided meanwhile")));
         }
         if approve {
-            let mut context = crate::workflow::context_map(&instance.context);
+            let mut context = crate::workflow::context_map(&tx.context().await?);
             context.insert(node.to_owned(), decision);
             let text = Value::Object(context).to_string();
             if text.len() <= MAX_CONTEXT {
-                tx.set_instance(instance.status, &text, instance.start_ms, instance.end_ms).await?;
+                tx.set_context(&text).await?;
             }
         }
         tx.commit().await?;

@@ -27,6 +27,7 @@ use tokio_util::task::TaskTracker;
 
 use super::EngineError;
 use super::fire::{NodeFire, TriggerRequest, to_datetime};
+use super::instance_context::InstanceContext;
 use super::trigger::{TriggerOutcome, TriggerPath};
 use super::workflow_children::{finish_parent, start_child};
 use super::workflow_map::{start_maps, step_maps};
@@ -38,8 +39,7 @@ use crate::store::{
 };
 use crate::workflow::schema::mismatch;
 use crate::workflow::{
-    Decision, Graph, LazyContext, MAX_CONTEXT, NodeKind, PlanInput, branch_output, branches, node_states,
-    plan, settle,
+    Decision, Graph, MAX_CONTEXT, NodeKind, PlanInput, branch_output, branches, node_states, plan, settle,
 };
 
 /// How long a kill waits for a trigger in flight to record where it went: above any executor
@@ -261,7 +261,7 @@ impl InstanceRunner {
         // A graph this admin cannot read (written by a newer one: a node kind or field it does
         // not know) is left alone rather than planned as if it had no nodes.
         let Some(graph) = readable(id, &tx.instance().graph) else { return Ok(Step::default()) };
-        let mut context = LazyContext::new(tx.instance().context.clone());
+        let mut context = InstanceContext::new();
         let mut runs = tx.runs().await?;
         let fired: Vec<_> =
             runs.iter().filter(|r| r.status == RunStatus::Fired && r.shards > 0).map(|r| r.id).collect();
@@ -283,7 +283,7 @@ impl InstanceRunner {
                 if let Some(why) = declared.and_then(|schema| mismatch(schema, &value)) {
                     end.status = RunStatus::Failed;
                     end.message = Some(format!("the output does not match the node's outputSchema {why}"));
-                } else if !context.join(&run.node, value) {
+                } else if !context.join(&mut *tx, &run.node, value).await? {
                     end.status = RunStatus::Failed;
                     end.message = Some(format!("the instance context would exceed {MAX_CONTEXT} bytes"));
                 }
@@ -313,7 +313,7 @@ impl InstanceRunner {
         let branches = branches(&graph, &runs);
         // The planner reads the context only for conditions on data.
         let empty = serde_json::Map::new();
-        let data = if graph.reads_data() { &*context.map() } else { &empty };
+        let data = if graph.reads_data() { &*context.map(&mut *tx).await? } else { &empty };
         let planned = plan(&graph, &PlanInput { states: &states, branches: &branches, context: data });
         for (node, decision) in planned.decisions.iter().cloned() {
             let (status, output, message) = match decision {
@@ -331,7 +331,7 @@ impl InstanceRunner {
                 Decision::Branch(branch) => {
                     // The branch goes into the context too, for the conditions after it.
                     let output = branch_output(branch.as_deref());
-                    context.join(&node, output.clone());
+                    context.join(&mut *tx, &node, output.clone()).await?;
                     let output = output.to_string();
                     let message = match &branch {
                         Some(to) => format!("took the branch to {to}"),
@@ -354,7 +354,8 @@ impl InstanceRunner {
         let (mut again, mut children) = (false, Vec::new());
         for (run, id) in new_runs.iter().zip(&ids).filter(|(r, _)| r.status == RunStatus::Waiting) {
             let Some(node) = graph.node(&run.node).filter(|n| n.kind == NodeKind::Workflow) else { continue };
-            match start_child(&mut *tx, node, *id, context.map(), now_ms).await? {
+            let input = context.map(&mut *tx).await?;
+            match start_child(&mut *tx, node, *id, input, now_ms).await? {
                 Ok(child) => children.push(child),
                 Err(why) => {
                     let end = RunEnd {
@@ -373,18 +374,11 @@ impl InstanceRunner {
         again |= maps.again;
         items.extend(maps.triggers);
         let instance = tx.instance().clone();
-        let context_changed = context.changed();
-        let context_text = context.text();
+        context.write(&mut *tx).await?;
         let ended = planned.outcome.filter(|_| retrying.is_empty() && !again);
-        match ended {
-            Some(ok) => {
-                let status = if ok { InstanceStatus::Succeeded } else { InstanceStatus::Failed };
-                tx.set_instance(status, &context_text, instance.start_ms, now_ms).await?;
-            }
-            None if context_changed => {
-                tx.set_instance(InstanceStatus::Running, &context_text, instance.start_ms, 0).await?
-            }
-            None => {}
+        if let Some(ok) = ended {
+            let status = if ok { InstanceStatus::Succeeded } else { InstanceStatus::Failed };
+            tx.set_instance(status, instance.start_ms, now_ms).await?;
         }
         tx.commit().await?;
         if let Some(ok) = ended {

@@ -254,7 +254,7 @@ impl Workflows {
             }
         }
         let logs = tx.run_logs(&fired).await?;
-        tx.set_instance(InstanceStatus::Stopped, &instance.context, instance.start_ms, now_ms).await?;
+        tx.set_instance(InstanceStatus::Stopped, instance.start_ms, now_ms).await?;
         tx.commit().await?;
         self.runner.triggers().metrics.workflow_instance_ended("stopped");
         for log in logs.iter().filter(|l| !l.is_over()).map(|l| l.log_id).chain(item_logs) {

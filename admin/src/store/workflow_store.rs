@@ -6,9 +6,9 @@
 use async_trait::async_trait;
 
 use super::{
-    GroupId, InstanceId, InstanceRow, InstanceStatus, ItemCounts, ItemLog, ItemRow, JobId, LogId,
-    NewInstance, NewLog, NewRun, NewWorkflow, Page, Paged, RunId, RunLog, RunRow, RunStatus, StartOutcome,
-    StoreError, TakenItem, WorkflowId, WorkflowRow,
+    GroupId, InstanceId, InstanceRow, InstanceStatus, ItemCounts, ItemLog, ItemRow, JobId, LockedInstance,
+    LogId, NewInstance, NewLog, NewRun, NewWorkflow, Page, Paged, RunId, RunLog, RunRow, RunStatus,
+    StartOutcome, StoreError, TakenItem, WorkflowId, WorkflowRow,
 };
 
 /// Map nodes' items, read outside an instance's transaction (the sweep, the API).
@@ -141,8 +141,10 @@ pub trait WorkflowStore: Send + Sync {
 /// One instance under its row lock. Dropping it without `commit` rolls back.
 #[async_trait]
 pub trait InstanceTx: Send {
-    /// The instance as locked.
-    fn instance(&self) -> &InstanceRow;
+    /// The instance as locked, without its context.
+    fn instance(&self) -> &LockedInstance;
+    /// Its context as stored (read now; the row is locked, so it is what this step changes).
+    async fn context(&mut self) -> Result<String, StoreError>;
     /// Its runs, by id.
     async fn runs(&mut self) -> Result<Vec<RunRow>, StoreError>;
     /// The log rows of `runs`.
@@ -151,14 +153,15 @@ pub trait InstanceTx: Send {
     async fn end_run(&mut self, run: RunId, from: RunStatus, end: &RunEnd) -> Result<bool, StoreError>;
     /// Inserts runs of this instance; their ids in input order.
     async fn insert_runs(&mut self, runs: &[NewRun]) -> Result<Vec<RunId>, StoreError>;
-    /// Writes the instance's status, context and times.
+    /// Writes the instance's status and times.
     async fn set_instance(
         &mut self,
         status: InstanceStatus,
-        context: &str,
         start_ms: i64,
         end_ms: i64,
     ) -> Result<(), StoreError>;
+    /// Writes the instance's context (a JSON object's text).
+    async fn set_context(&mut self, context: &str) -> Result<(), StoreError>;
     /// A workflow, read in this transaction (without its calendars).
     async fn load_workflow(&mut self, id: WorkflowId) -> Result<Option<WorkflowRow>, StoreError>;
     /// Inserts a running child instance of this one, started by its run `parent_run`.
@@ -179,10 +182,10 @@ pub trait InstanceTx: Send {
     async fn insert_items(&mut self, run: RunId, items: &[String], now_ms: i64) -> Result<(), StoreError>;
     /// `run`'s fired items with their current log rows, by index.
     async fn fired_items(&mut self, run: RunId) -> Result<Vec<ItemLog>, StoreError>;
-    /// Ends a fired item (guarded); false if it was not fired.
-    async fn end_item(&mut self, item: i64, end: &RunEnd) -> Result<bool, StoreError>;
-    /// Makes a fired item due at `due_ms` as its next attempt (guarded).
-    async fn retry_item(&mut self, item: i64, due_ms: i64) -> Result<bool, StoreError>;
+    /// Ends fired items (by id, each as its end says; guarded: one no longer fired is left).
+    async fn end_items(&mut self, ends: &[(i64, RunEnd)]) -> Result<(), StoreError>;
+    /// Makes fired items due at `due_ms` as their next attempts (guarded).
+    async fn retry_items(&mut self, items: &[i64], due_ms: i64) -> Result<(), StoreError>;
     /// Takes up to `limit` of `run`'s items due by `now_ms`, in index order: each FIRED with a
     /// new log row like `log`.
     async fn take_items(

@@ -44,46 +44,6 @@ pub fn join_output(
     true
 }
 
-/// An instance's context as an advance works on it: parsed only when something reads or joins
-/// it — a map's many items make it large, and most steps (a map item ending) need none of it.
-pub struct LazyContext {
-    raw: String,
-    map: Option<serde_json::Map<String, serde_json::Value>>,
-    changed: bool,
-}
-
-impl LazyContext {
-    /// The stored context (JSON text).
-    pub fn new(raw: String) -> Self {
-        Self { raw, map: None, changed: false }
-    }
-
-    /// The context, parsed on first use ([`context_map`]).
-    pub fn map(&mut self) -> &mut serde_json::Map<String, serde_json::Value> {
-        self.map.get_or_insert_with(|| context_map(&self.raw))
-    }
-
-    /// [`join_output`] into it; whether the output joined.
-    pub fn join(&mut self, node: &str, value: serde_json::Value) -> bool {
-        let joined = join_output(self.map(), node, value);
-        self.changed |= joined;
-        joined
-    }
-
-    /// Whether an output joined it.
-    pub fn changed(&self) -> bool {
-        self.changed
-    }
-
-    /// Its JSON text as it is now.
-    pub fn text(self) -> String {
-        match self.map {
-            Some(map) if self.changed => serde_json::Value::Object(map).to_string(),
-            _ => self.raw,
-        }
-    }
-}
-
 /// An instance's stored context as a JSON object; anything else (never written by the engine,
 /// but a hand-edited row could hold it) reads as an empty one, so a bad row cannot stop an
 /// instance from advancing.

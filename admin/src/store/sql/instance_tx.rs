@@ -6,13 +6,15 @@
 use async_trait::async_trait;
 
 use super::workflow_items;
-use super::workflows::{END_RUN, INSERT_INSTANCE, INSERT_RUN, LOAD, RUNS, SET_INSTANCE};
+use super::workflows::{
+    CONTEXT, END_RUN, INSERT_INSTANCE, INSERT_RUN, LOAD, RUNS, SET_CONTEXT, SET_INSTANCE,
+};
 use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
 use crate::store::pool::Tx;
 use crate::store::workflow_store::{InstanceTx, ItemTally, RunEnd};
 use crate::store::{
-    GroupId, InstanceId, InstanceRow, InstanceStatus, ItemLog, JobId, LogId, NewInstance, NewLog, NewRun,
+    GroupId, InstanceId, InstanceStatus, ItemLog, JobId, LockedInstance, LogId, NewInstance, NewLog, NewRun,
     RunId, RunLog, RunRow, RunStatus, StoreError, TakenItem, WorkflowId, WorkflowRow,
 };
 
@@ -27,21 +29,25 @@ static RELINK: Sql = Sql::new(
 /// One instance under its row lock.
 pub(super) struct SqlInstanceTx {
     tx: Tx,
-    instance: InstanceRow,
+    instance: LockedInstance,
     /// How the database numbers a multi-row insert's rows (`batch.rs`).
     id_step: i64,
 }
 
 impl SqlInstanceTx {
-    pub(super) fn new(tx: Tx, instance: InstanceRow, id_step: i64) -> Self {
+    pub(super) fn new(tx: Tx, instance: LockedInstance, id_step: i64) -> Self {
         Self { tx, instance, id_step }
     }
 }
 
 #[async_trait]
 impl InstanceTx for SqlInstanceTx {
-    fn instance(&self) -> &InstanceRow {
+    fn instance(&self) -> &LockedInstance {
         &self.instance
+    }
+
+    async fn context(&mut self) -> Result<String, StoreError> {
+        Ok(self.tx.ex().fetch_one::<(String,)>(&CONTEXT, &args![self.instance.id]).await?.0)
     }
 
     async fn runs(&mut self) -> Result<Vec<RunRow>, StoreError> {
@@ -89,14 +95,17 @@ impl InstanceTx for SqlInstanceTx {
     async fn set_instance(
         &mut self,
         status: InstanceStatus,
-        context: &str,
         start_ms: i64,
         end_ms: i64,
     ) -> Result<(), StoreError> {
-        let args = args![status, context, start_ms, end_ms, self.instance.id];
+        let args = args![status, start_ms, end_ms, self.instance.id];
         self.tx.ex().execute(&SET_INSTANCE, &args).await?;
         self.instance.status = status;
-        self.instance.context = context.to_owned();
+        Ok(())
+    }
+
+    async fn set_context(&mut self, context: &str) -> Result<(), StoreError> {
+        self.tx.ex().execute(&SET_CONTEXT, &args![context, self.instance.id]).await?;
         Ok(())
     }
 
@@ -152,12 +161,12 @@ impl InstanceTx for SqlInstanceTx {
         workflow_items::fired(&mut self.tx, run).await
     }
 
-    async fn end_item(&mut self, item: i64, end: &RunEnd) -> Result<bool, StoreError> {
-        workflow_items::end(&mut self.tx, item, end).await
+    async fn end_items(&mut self, ends: &[(i64, RunEnd)]) -> Result<(), StoreError> {
+        workflow_items::end(&mut self.tx, ends).await
     }
 
-    async fn retry_item(&mut self, item: i64, due_ms: i64) -> Result<bool, StoreError> {
-        workflow_items::retry(&mut self.tx, item, due_ms).await
+    async fn retry_items(&mut self, items: &[i64], due_ms: i64) -> Result<(), StoreError> {
+        workflow_items::retry(&mut self.tx, items, due_ms).await
     }
 
     async fn take_items(

@@ -18,6 +18,8 @@ use crate::store::{
 
 /// Rows per multi-row insert (4 binds each).
 const INSERT_CHUNK: usize = 250;
+/// Items per batched end (9 binds each) or retry.
+const END_CHUNK: usize = 200;
 
 /// A fired item's attempt as its log row says; a log row deleted meanwhile (a log clean-up)
 /// reads as a failed attempt, so the item cannot wait for ever.
@@ -28,13 +30,6 @@ static FIRED: Sql = Sql::new(
     FROM jobwheel_workflow_item i LEFT JOIN xxl_job_log x ON x.id = i.log_id \
     LEFT JOIN jobwheel_workflow_output o ON o.log_id = i.log_id \
     WHERE i.run_id = ? AND i.status = 1 ORDER BY i.idx",
-);
-static END: Sql = Sql::new(
-    "UPDATE jobwheel_workflow_item SET status = ?, output = ?, message = ?, end_ms = ? WHERE id = ? AND status = 1",
-);
-static RETRY: Sql = Sql::new(
-    "UPDATE jobwheel_workflow_item SET status = 0, attempt = attempt + 1, due_ms = ?, log_id = NULL \
-    WHERE id = ? AND status = 1",
 );
 static DUE: Sql = Sql::new(
     "SELECT id, idx, attempt, item FROM jobwheel_workflow_item \
@@ -103,13 +98,42 @@ pub(super) async fn fired(tx: &mut Tx, run: RunId) -> Result<Vec<ItemLog>, Store
     tx.ex().fetch_all(&FIRED, &args![run]).await
 }
 
-pub(super) async fn end(tx: &mut Tx, item: i64, end: &RunEnd) -> Result<bool, StoreError> {
-    let args = args![end.status, &end.output, &end.message, end.end_ms, item];
-    Ok(tx.ex().execute(&END, &args).await? > 0)
+/// Ends fired items, up to [`END_CHUNK`] in one statement: a step that settles a hundred
+/// results costs one round trip, not a hundred.
+pub(super) async fn end(tx: &mut Tx, ends: &[(i64, RunEnd)]) -> Result<(), StoreError> {
+    for chunk in ends.chunks(END_CHUNK) {
+        let mut q = QueryBuf::new("UPDATE jobwheel_workflow_item SET status = CASE id");
+        for (id, end) in chunk {
+            q.push(" WHEN ").bind(*id).push(" THEN ").bind(end.status);
+        }
+        q.push(" END, output = CASE id");
+        for (id, end) in chunk {
+            q.push(" WHEN ").bind(*id).push(" THEN ").bind(end.output.as_deref());
+        }
+        q.push(" END, message = CASE id");
+        for (id, end) in chunk {
+            q.push(" WHEN ").bind(*id).push(" THEN ").bind(end.message.as_deref());
+        }
+        q.push(" END, end_ms = CASE id");
+        for (id, end) in chunk {
+            q.push(" WHEN ").bind(*id).push(" THEN ").bind(end.end_ms);
+        }
+        q.push(" END WHERE status = 1 AND id IN (").bind_list(chunk.iter().map(|(id, _)| *id)).push(")");
+        tx.ex().execute(&q, q.args()).await?;
+    }
+    Ok(())
 }
 
-pub(super) async fn retry(tx: &mut Tx, item: i64, due_ms: i64) -> Result<bool, StoreError> {
-    Ok(tx.ex().execute(&RETRY, &args![due_ms, item]).await? > 0)
+/// Makes fired items due again at `due_ms`, each as its next attempt.
+pub(super) async fn retry(tx: &mut Tx, items: &[i64], due_ms: i64) -> Result<(), StoreError> {
+    for chunk in items.chunks(END_CHUNK) {
+        let mut q = QueryBuf::new(
+            "UPDATE jobwheel_workflow_item SET status = 0, attempt = attempt + 1, log_id = NULL, due_ms = ",
+        );
+        q.bind(due_ms).push(" WHERE status = 1 AND id IN (").bind_list(chunk.iter().copied()).push(")");
+        tx.ex().execute(&q, q.args()).await?;
+    }
+    Ok(())
 }
 
 /// Takes due items: their log rows in one statement, then the items `DUE → FIRED` each with

@@ -15,8 +15,9 @@ use crate::store::pool::Tx;
 use crate::store::time::secs;
 use crate::store::workflow_store::{Admission, InstanceTx, RunTake, WorkflowStore};
 use crate::store::{
-    DayRefs, GroupId, InstanceId, InstanceRow, InstanceStatus, LogId, NewInstance, NewWorkflow, Page, Paged,
-    RunId, RunRow, ScheduleStatus, StartOutcome, StoreError, WorkflowId, WorkflowRow,
+    DayRefs, GroupId, InstanceId, InstanceRow, InstanceStatus, LockedInstance, LogId, NewInstance,
+    NewWorkflow, Page, Paged, RunId, RunRow, ScheduleStatus, StartOutcome, StoreError, WorkflowId,
+    WorkflowRow,
 };
 
 macro_rules! workflow_columns {
@@ -73,14 +74,19 @@ pub(super) static INSERT_INSTANCE: Sql = Sql::new(
     graph, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
 );
 static LOAD_INSTANCE: Sql = Sql::new(concat!(instance_columns!(), " WHERE id = ?"));
-static LOCK_INSTANCE: Sql = Sql::new(concat!(instance_columns!(), " WHERE id = ? FOR UPDATE"));
+static LOCK_INSTANCE: Sql = Sql::new(
+    "SELECT id, status, parent_instance, parent_run, start_ms, end_ms, graph FROM jobwheel_workflow_instance \
+    WHERE id = ? FOR UPDATE",
+);
 static COUNT_INSTANCES: Sql =
     Sql::new("SELECT COUNT(*) FROM jobwheel_workflow_instance WHERE workflow_id = ?");
 static PAGE_INSTANCES: Sql =
     Sql::new(concat!(instance_columns!(), " WHERE workflow_id = ? ORDER BY id DESC LIMIT ? OFFSET ?"));
-pub(super) static SET_INSTANCE: Sql = Sql::new(
-    "UPDATE jobwheel_workflow_instance SET status = ?, context = ?, start_ms = ?, end_ms = ? WHERE id = ?",
-);
+pub(super) static SET_INSTANCE: Sql =
+    Sql::new("UPDATE jobwheel_workflow_instance SET status = ?, start_ms = ?, end_ms = ? WHERE id = ?");
+pub(super) static SET_CONTEXT: Sql =
+    Sql::new("UPDATE jobwheel_workflow_instance SET context = ? WHERE id = ?");
+pub(super) static CONTEXT: Sql = Sql::new("SELECT context FROM jobwheel_workflow_instance WHERE id = ?");
 /// A scheduled start that did not happen, kept as an instance (its alarm is raised by the sweep
 /// that finds it ended: `engine/workflow_sweep.rs`).
 static INSERT_MISSED: Sql = Sql::new(
@@ -320,7 +326,8 @@ impl WorkflowStore for SqlStore {
 
     async fn begin_instance(&self, id: InstanceId) -> Result<Option<Box<dyn InstanceTx>>, StoreError> {
         let mut tx = self.db.begin().await?;
-        let Some(instance) = tx.ex().fetch_optional::<InstanceRow>(&LOCK_INSTANCE, &args![id]).await? else {
+        let Some(instance) = tx.ex().fetch_optional::<LockedInstance>(&LOCK_INSTANCE, &args![id]).await?
+        else {
             return Ok(None);
         };
         Ok(Some(Box::new(SqlInstanceTx::new(tx, instance, self.db.id_step()))))

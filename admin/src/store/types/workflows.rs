@@ -203,6 +203,27 @@ impl InstanceRow {
     }
 }
 
+/// An instance as a step under its row lock reads it: all but the context, which the step
+/// reads only if it needs it ([`InstanceTx::context`](crate::store::InstanceTx::context)) — a
+/// map's items can make it large, and most steps (an item ending) need none of it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct LockedInstance {
+    /// Its id.
+    pub id: InstanceId,
+    /// Its state.
+    pub status: InstanceStatus,
+    /// The instance whose sub-workflow node started it.
+    pub parent_instance: Option<InstanceId>,
+    /// That node's run, which waits for this instance to end.
+    pub parent_run: Option<RunId>,
+    /// When it began running (0 while queued).
+    pub start_ms: i64,
+    /// When it ended (0 while not over).
+    pub end_ms: i64,
+    /// The graph it runs.
+    pub graph: String,
+}
+
 /// A new instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewInstance {

@@ -193,7 +193,7 @@ async fn recovery(db: &Db) -> anyhow::Result<()> {
     let kid = tx.start_child(&new(child, &graph(vec![node("x", after)], &[])), run, T0).await?;
     tx.commit().await?;
     let mut tx = s.store.begin_instance(kid).await?.expect("child");
-    tx.set_instance(InstanceStatus::Succeeded, "{}", T0, T0).await?;
+    tx.set_instance(InstanceStatus::Succeeded, T0, T0).await?;
     tx.commit().await?;
     assert_eq!(s.store.ended_children(10).await?, vec![kid]);
     let report = s.engine.workflows().sweep(T0 + 2_000).await?;

@@ -96,7 +96,7 @@ impl World {
         };
         let run_id = tx.insert_runs(&[run]).await.expect("run")[0];
         if failed {
-            tx.set_instance(InstanceStatus::Failed, "{}", now_ms, now_ms).await.expect("failed");
+            tx.set_instance(InstanceStatus::Failed, now_ms, now_ms).await.expect("failed");
         }
         tx.commit().await.expect("commit");
         if state == RunStatus::Due {
