@@ -291,7 +291,7 @@ impl Indexer for JsonList<'_> {
             // A whole double indexes like an int (CEL's rule); any other is out of bounds.
             Kind::Double => idx.downcast_ref::<CelDouble>().map(|d| {
                 let d = *d.inner();
-                (d.fract() == 0.0 && d >= 0.0 && d < 9.0e15).then_some(d as usize)
+                (d.fract() == 0.0 && (0.0..9.0e15).contains(&d)).then_some(d as usize)
             }),
             _ => None,
         };

@@ -27,6 +27,8 @@ struct Figures {
     peak_rss_kib: u64,
     /// The admin's RSS sampled every 100 ms while the items ran: the median, KiB.
     running_rss_kib: u64,
+    /// The RSS at a tenth, half and nine tenths of the run, KiB: flat, or growing with the items.
+    course_kib: [u64; 3],
 }
 
 #[allow(clippy::print_stdout, reason = "the benchmark's result is its output")]
@@ -39,11 +41,14 @@ pub(crate) async fn run(database_url: Option<&str>, sizes: &[usize], parallelism
         println!(
             "map of {items} items, parallelism {parallelism}: {:.1} s ({:.0} items/s); dispatch p50 ≤ {p50} ms, \
              p99 ≤ {p99} ms ({count} dispatches); admin RSS while the items ran {:.1} MiB (median), peak {:.1} MiB; \
-             every item ran exactly once",
+             over the run {:.1} → {:.1} → {:.1} MiB; every item ran exactly once",
             figures.wall.as_secs_f64(),
             items as f64 / figures.wall.as_secs_f64(),
             figures.running_rss_kib as f64 / 1024.0,
-            figures.peak_rss_kib as f64 / 1024.0
+            figures.peak_rss_kib as f64 / 1024.0,
+            figures.course_kib[0] as f64 / 1024.0,
+            figures.course_kib[1] as f64 / 1024.0,
+            figures.course_kib[2] as f64 / 1024.0,
         );
         all.push(figures);
     }
@@ -111,6 +116,8 @@ async fn one(
     let wall = started.elapsed();
     let _ = stop.send(());
     let mut samples = sampler.await?;
+    let at = |tenths: usize| samples.get(samples.len() * tenths / 10).copied().unwrap_or(0);
+    let course_kib = [at(1), at(5), at(9)];
     samples.sort_unstable();
     let running_rss_kib = samples.get(samples.len() / 2).copied().unwrap_or(0);
     let peak_rss_kib = crate::measure::sample(pid)?.peak_rss_kib;
@@ -129,7 +136,7 @@ async fn one(
     drop(arrived);
     drop(admin);
     drop(executors);
-    Ok(Figures { items, wall, dispatch, peak_rss_kib, running_rss_kib })
+    Ok(Figures { items, wall, dispatch, peak_rss_kib, running_rss_kib, course_kib })
 }
 
 /// A new database on the server of `url` (`…/bench_map_<n>`, dropped first if it exists).

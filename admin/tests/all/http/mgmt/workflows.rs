@@ -52,6 +52,11 @@ async fn workflows_are_checked_owned_by_their_group_and_run_to_an_end() -> anyho
             "line 1, column 1: unknown name \"env\"",
         ),
         (
+            json!({"nodes": [{"name": "a", "jobId": jobs[0]}, {"name": "b", "jobId": jobs[1]}],
+                   "edges": [{"from": "a", "to": "b", "if": "output.rows > 0 && ['x'] == output.kinds"}]}),
+            "column 26: compare a list or map with the data on the left",
+        ),
+        (
             json!({"nodes": [{"name": "s", "kind": "SWITCH", "jobId": jobs[0]}, {"name": "b", "jobId": jobs[1]}],
                    "edges": [{"from": "s", "to": "b"}]}),
             "switch node \"s\": a switch runs no job",
