@@ -51,6 +51,10 @@ pub struct TriggerRequest {
     pub node: Option<NodeFire>,
     /// The delivery mode when it is not the job's (a workflow node that sets its own).
     pub delivery: Option<DeliveryMode>,
+    /// A map item's: when the result that freed its slot was stored. Its dispatch
+    /// (`jobwheel_workflow_item_dispatch_seconds`) is measured to the executor's answer to
+    /// `/run`, not to the log row's outcome write after it.
+    pub dispatch_from: Option<std::time::Instant>,
 }
 
 impl TriggerRequest {
@@ -73,6 +77,7 @@ impl TriggerRequest {
             executor_timeout: None,
             node: None,
             delivery: None,
+            dispatch_from: None,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! exists; build the `TriggerParam` (with a Wasm job's module and grant), route, POST `/run`,
 //! and write the outcome and upstream's `trigger_msg` back to the row.
 
-use jobwheel_protocol::envelope::FAIL_CODE;
+use jobwheel_protocol::envelope::{FAIL_CODE, SUCCESS_CODE};
 use jobwheel_protocol::{GlueType, TriggerParam, WasmModuleRef};
 
 use super::EngineError;
@@ -109,6 +109,9 @@ impl TriggerPath {
                 }
                 let reply = targets.client.run(address, &param).await;
                 crate::fault::pass(crate::fault::FaultPoint::Dispatch);
+                if let Some(from) = request.dispatch_from.filter(|_| reply.code == SUCCESS_CODE) {
+                    self.metrics.workflow_item_dispatch(from.elapsed().as_secs_f64());
+                }
                 // A backfill's time is in the past on purpose: it is no late fire.
                 if let Some(scheduled_ms) =
                     request.scheduled_ms.filter(|_| request.trigger_type != TriggerType::Backfill)

@@ -526,16 +526,14 @@ impl InstanceRunner {
         items: Vec<(RunId, TriggerRequest)>,
         stored: Option<Instant>,
     ) {
-        for (run, request) in items {
+        for (run, mut request) in items {
+            request.dispatch_from = stored;
             let this = Arc::clone(self);
             self.tracker.spawn(async move {
                 let log = request.staged_log;
                 let outcome = match this.triggers.trigger(request).await {
                     Ok(TriggerOutcome::Fired(fired)) => {
                         let ok = fired.first().is_some_and(|(_, code)| *code == 200);
-                        if let Some(stored) = stored.filter(|_| ok) {
-                            this.triggers.metrics.workflow_item_dispatch(stored.elapsed().as_secs_f64());
-                        }
                         if ok { Ok(()) } else { this.advance_and_fire(instance).await }
                     }
                     Ok(TriggerOutcome::ClaimGone | TriggerOutcome::JobMissing) => {

@@ -174,6 +174,11 @@ printf '{"sq": %d, "arg": "%s"}' $((n * n)) "$1" > "$JOBWHEEL_WORKFLOW_OUTPUT_FI
         let logs = api.logs(job).await?;
         ensure!(logs.len() == 5 && logs.iter().all(|l| l["handleCode"] == 200), "{name}: {logs:#?}");
     }
+    // Dispatches after a freed slot were measured (to `/run` answered): at most the 3 × 3 items
+    // that waited for a slot, none of the 3 × 2 fired when the maps started.
+    let text = scrape(&format!("{}/metrics", stack.admin_base()), Some(crate::API_TOKEN)).await?;
+    let dispatches = parse(&text).await?.sum("jobwheel_workflow_item_dispatch_seconds_count", &[]);
+    ensure!((1.0..=9.0).contains(&dispatches), "item dispatches measured: {dispatches}");
     Ok(())
 }
 
