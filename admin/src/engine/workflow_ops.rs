@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::EngineError;
+use super::instance_context::InstanceContext;
 use super::workflow_runner::InstanceRunner;
 use crate::clock::Clock;
 use crate::store::{InstanceId, InstanceStatus, InstanceTx, NewRun, RunEnd, RunId, RunRow, RunStatus, Store};
@@ -250,19 +251,12 @@ impl InstanceOps {
                 "node {node:?} has not failed: only a failed node can be marked done"
             )));
         }
-        let context_text = match &output {
-            Some(value) => {
-                let mut context = crate::workflow::context_map(&tx.context().await?);
-                context.insert(node.to_owned(), value.clone());
-                let text = Value::Object(context).to_string();
-                if text.len() > MAX_CONTEXT {
-                    let why = format!("the instance context would exceed {MAX_CONTEXT} bytes");
-                    return Err(OpError::BadOutput(why));
-                }
-                Some(text)
-            }
-            None => None,
-        };
+        let mut context = InstanceContext::new();
+        if let Some(value) = &output
+            && !context.join(&mut *tx, node, value.clone()).await?
+        {
+            return Err(OpError::BadOutput(format!("the instance context would exceed {MAX_CONTEXT} bytes")));
+        }
         let attempt = runs.iter().filter(|r| r.node == node).map(|r| r.attempt).max().unwrap_or(0) + 1;
         let done = NewRun {
             node: node.to_owned(),
@@ -275,9 +269,7 @@ impl InstanceOps {
         };
         revoke_below(&mut *tx, &graph, &[node], &runs).await?;
         tx.insert_runs(std::slice::from_ref(&done)).await?;
-        if let Some(text) = &context_text {
-            tx.set_context(text).await?;
-        }
+        context.write(&mut *tx).await?;
         tx.set_instance(InstanceStatus::Running, instance.start_ms, 0).await?;
         tx.commit().await?;
         tracing::info!(instance = id.0, node, "workflow node marked done");
@@ -325,12 +317,10 @@ impl InstanceOps {
             return Err(OpError::Conflict(format!("node {node:?} was decided meanwhile")));
         }
         if approve {
-            let mut context = crate::workflow::context_map(&tx.context().await?);
-            context.insert(node.to_owned(), decision);
-            let text = Value::Object(context).to_string();
-            if text.len() <= MAX_CONTEXT {
-                tx.set_context(&text).await?;
-            }
+            // Past the context limit the decision stays in the run's output only.
+            let mut context = InstanceContext::new();
+            context.join(&mut *tx, node, decision).await?;
+            context.write(&mut *tx).await?;
         }
         tx.commit().await?;
         tracing::info!(instance = id.0, node, approve, by, "workflow approval decided");

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 
 use super::SqlStore;
-use super::batch::insert_logs;
+use super::batch::{CHUNK, insert_logs, update_from_values};
 use crate::store::db::{QueryBuf, args};
 use crate::store::dialect::Sql;
 use crate::store::pool::Tx;
@@ -18,8 +18,6 @@ use crate::store::{
 
 /// Rows per multi-row insert (4 binds each).
 const INSERT_CHUNK: usize = 250;
-/// Items per batched end (9 binds each) or retry.
-const END_CHUNK: usize = 200;
 
 /// A fired item's attempt as its log row says; a log row deleted meanwhile (a log clean-up)
 /// reads as a failed attempt, so the item cannot wait for ever.
@@ -98,27 +96,27 @@ pub(super) async fn fired(tx: &mut Tx, run: RunId) -> Result<Vec<ItemLog>, Store
     tx.ex().fetch_all(&FIRED, &args![run]).await
 }
 
-/// Ends fired items, up to [`END_CHUNK`] in one statement: a step that settles a hundred
-/// results costs one round trip, not a hundred.
+/// Ends fired items, a chunk in one statement ([`update_from_values`]): a step that settles a
+/// hundred results costs one round trip, not a hundred.
 pub(super) async fn end(tx: &mut Tx, ends: &[(i64, RunEnd)]) -> Result<(), StoreError> {
-    for chunk in ends.chunks(END_CHUNK) {
-        let mut q = QueryBuf::new("UPDATE jobwheel_workflow_item SET status = CASE id");
-        for (id, end) in chunk {
-            q.push(" WHEN ").bind(*id).push(" THEN ").bind(end.status);
-        }
-        q.push(" END, output = CASE id");
-        for (id, end) in chunk {
-            q.push(" WHEN ").bind(*id).push(" THEN ").bind(end.output.as_deref());
-        }
-        q.push(" END, message = CASE id");
-        for (id, end) in chunk {
-            q.push(" WHEN ").bind(*id).push(" THEN ").bind(end.message.as_deref());
-        }
-        q.push(" END, end_ms = CASE id");
-        for (id, end) in chunk {
-            q.push(" WHEN ").bind(*id).push(" THEN ").bind(end.end_ms);
-        }
-        q.push(" END WHERE status = 1 AND id IN (").bind_list(chunk.iter().map(|(id, _)| *id)).push(")");
+    for chunk in ends.chunks(CHUNK) {
+        let mut q = update_from_values(
+            tx.ex().backend(),
+            "jobwheel_workflow_item",
+            &["v_id", "v_status", "v_output", "v_message", "v_end"],
+            chunk,
+            |(id, end)| {
+                vec![
+                    (*id).into(),
+                    end.status.into(),
+                    end.output.as_deref().into(),
+                    end.message.as_deref().into(),
+                    end.end_ms.into(),
+                ]
+            },
+            "status = v.v_status, output = v.v_output, message = v.v_message, end_ms = v.v_end",
+        );
+        q.push(" AND jobwheel_workflow_item.status = 1");
         tx.ex().execute(&q, q.args()).await?;
     }
     Ok(())
@@ -126,11 +124,15 @@ pub(super) async fn end(tx: &mut Tx, ends: &[(i64, RunEnd)]) -> Result<(), Store
 
 /// Makes fired items due again at `due_ms`, each as its next attempt.
 pub(super) async fn retry(tx: &mut Tx, items: &[i64], due_ms: i64) -> Result<(), StoreError> {
-    for chunk in items.chunks(END_CHUNK) {
+    for chunk in items.chunks(CHUNK) {
         let mut q = QueryBuf::new(
             "UPDATE jobwheel_workflow_item SET status = 0, attempt = attempt + 1, log_id = NULL, due_ms = ",
         );
-        q.bind(due_ms).push(" WHERE status = 1 AND id IN (").bind_list(chunk.iter().copied()).push(")");
+        q.bind(due_ms)
+            .push(" WHERE status = 1 AND id IN (")
+            .bind_shaped(chunk.iter().copied())
+            .push(")")
+            .keep();
         tx.ex().execute(&q, q.args()).await?;
     }
     Ok(())
