@@ -174,10 +174,23 @@ awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += 
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
 if [ "$status" -ne 0 ]; then
   # The failures' own output again, last, where a reader of the run's tail sees it: each
-  # failed test's block, cut to its first 80 lines.
+  # failed test's block cut to its first 40 lines, then every line that says why it failed
+  # (a panic, an error and its causes) wherever it is in the block, then its last 20 lines —
+  # a test that prints a process's log before its error must not hide the error.
   echo "== failures"
-  awk '/^---- .* stdout ----$/ { on = 1; n = 0 } /^(failures:|test result:)/ { on = 0 }
-       on && n < 80 { print; n++ }' "$log"
+  awk 'function flush(   i, from) {
+         if (!n) return
+         for (i = 1; i <= n && i <= 40; i++) print block[i]
+         if (n > 40) print "  [...]"
+         for (i = 41; i <= n - 20; i++)
+           if (block[i] ~ /panicked at|^Error|Caused by|^    [0-9]+: |assertion|left:|right:/) print block[i]
+         from = (n - 20 > 40) ? n - 19 : 41
+         for (i = from; i <= n; i++) print block[i]
+         n = 0 }
+       /^---- .* stdout ----$/ { flush(); on = 1 }
+       /^(failures:|test result:)/ { flush(); on = 0 }
+       on { block[++n] = $0 }
+       END { flush() }' "$log"
   echo "cargo test failed (exit $status); see the failures above" >&2
   exit "$status"
 fi

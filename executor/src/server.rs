@@ -153,6 +153,10 @@ async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) ->
         Err(ExecutorRequestError::InvalidBody(message)) => return reply(&Envelope::<()>::fail(message)),
     };
     match request {
+        // A closing executor takes no run: FAILOVER's beat and BUSYOVER's idle beat move on.
+        ExecutorRequest::Beat | ExecutorRequest::IdleBeat(_) if state.jobs.is_closing() => {
+            reply(&Envelope::<()>::fail(crate::jobs::CLOSING_REASON))
+        }
         ExecutorRequest::Beat => reply(&Envelope::<()>::success()),
         ExecutorRequest::IdleBeat(p) if state.jobs.is_busy(p.job_id) => {
             reply(&Envelope::<()>::fail("job thread is running or has trigger queue."))

@@ -263,10 +263,22 @@ impl Daemon {
 
     /// SIGTERM and wait for a graceful exit (bounded).
     pub async fn stop(&mut self) -> anyhow::Result<()> {
-        let Some(mut child) = self.child.take() else { return Ok(()) };
-        if let Some(pid) = child.id() {
+        self.terminate()?;
+        self.stopped().await
+    }
+
+    /// Sends SIGTERM without waiting: the process drains while the test goes on; then
+    /// [`stopped`](Self::stopped).
+    pub fn terminate(&self) -> anyhow::Result<()> {
+        if let Some(pid) = self.child.as_ref().and_then(Child::id) {
             kill(Pid::from_raw(i32::try_from(pid)?), Signal::SIGTERM)?;
         }
+        Ok(())
+    }
+
+    /// Waits (bounded) for the process to exit after a SIGTERM, and checks it exited cleanly.
+    pub async fn stopped(&mut self) -> anyhow::Result<()> {
+        let Some(mut child) = self.child.take() else { return Ok(()) };
         match tokio::time::timeout(Duration::from_secs(30), child.wait()).await {
             Ok(status) => {
                 let status = status?;

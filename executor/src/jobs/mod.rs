@@ -29,6 +29,10 @@ pub(crate) use slots::RunSlots;
 pub(crate) const KILL_REASON: &str = "scheduling center kill job.";
 /// Reason given to job threads still running when the grace period of a shutdown ends.
 pub(crate) const SHUTDOWN_REASON: &str = "web container destroy and kill the job.";
+/// Why a trigger is refused once a shutdown began: a dial-out executor keeps its sockets (and
+/// so its `/run`) open while its runs finish, and a run taken then would die with the process.
+pub(crate) const CLOSING_REASON: &str =
+    "executor is shutting down: it takes no new runs (its running ones finish); trigger another executor";
 const IDLE_REASON: &str = "excutor idle times over limit.";
 const COVER_EARLY_REASON: &str = "block strategy effect：Cover Early";
 /// The result of an exactly-once fire that an earlier process of this executor took and died
@@ -69,6 +73,8 @@ pub(crate) struct JobThreads {
     settings: WorkerSettings,
     tasks: TaskTracker,
     generations: AtomicU64,
+    /// Set (under the map lock) when a shutdown begins; `/run` is refused from then on.
+    closing: AtomicBool,
 }
 
 /// The map's view of one running job thread.
@@ -114,6 +120,7 @@ impl JobThreads {
             settings,
             tasks: TaskTracker::new(),
             generations: AtomicU64::new(0),
+            closing: AtomicBool::new(false),
         })
     }
 
@@ -124,6 +131,10 @@ impl JobThreads {
     }
 
     pub(crate) fn run(self: &Arc<Self>, param: TriggerParam) -> Result<(), String> {
+        // Before the fire journal: a refused exactly-once fire is not recorded as taken.
+        if self.is_closing() {
+            return Err(CLOSING_REASON.to_owned());
+        }
         let Some(key) = exactly_once_key(&param).map(str::to_owned) else { return self.run_admitted(param) };
         let now_ms = crate::fire_journal::now_ms();
         let admission = self
@@ -168,6 +179,10 @@ impl JobThreads {
         let job_id = param.job_id;
 
         let mut map = lock(&self.map);
+        // Checked again under the lock: a shutdown that began since may have drained the map.
+        if self.is_closing() {
+            return Err(CLOSING_REASON.to_owned());
+        }
         let mut replace_reason = None;
         match map.get(&job_id) {
             Some(thread) if thread.key == key => {
@@ -268,9 +283,14 @@ impl JobThreads {
         self.settings.slots.as_ref().is_some_and(|s| s.is_full())
     }
 
-    /// Graceful stop: lets running and queued triggers finish for up to `grace`, then stops
-    /// every thread with upstream's shutdown reason and waits for the workers to report.
+    /// Graceful stop: refuses new triggers from now on, lets running and queued ones finish for
+    /// up to `grace`, then stops every thread with upstream's shutdown reason and waits for the
+    /// workers to report.
     pub(crate) async fn shutdown(&self, grace: Duration) {
+        {
+            let _map = lock(&self.map);
+            self.closing.store(true, Ordering::SeqCst);
+        }
         let deadline = tokio::time::Instant::now() + grace;
         while tokio::time::Instant::now() < deadline && self.any_busy() {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -281,6 +301,11 @@ impl JobThreads {
         }
         self.tasks.close();
         self.tasks.wait().await;
+    }
+
+    /// Whether a shutdown began (`/beat` and `/idleBeat` then fail, so routes move on).
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
     }
 
     fn any_busy(&self) -> bool {

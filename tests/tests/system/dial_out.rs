@@ -191,8 +191,50 @@ pub(crate) async fn run(url: &str, admin_count: usize) -> anyhow::Result<()> {
     let last = logs.last().context("a run")?;
     ensure!(last["handleCode"] == 200 && last["executorAddress"] == again.as_str(), "{last:#}");
 
-    // SIGTERM drains it and it exits cleanly (Daemon::stop checks the status).
-    dial.stop().await?;
+    // SIGTERMed with a run in flight, it drains: that run finishes, while a trigger sent down
+    // its still-open socket is refused with the reason (not taken to die with the process) and
+    // a FAILOVER trigger moves past it. It then exits cleanly (`stopped` checks the status).
+    let draining =
+        json!({"glueType": "GLUE_SHELL", "glueSource": "sleep 3; echo drained", "executorHandler": ""});
+    let draining = apis[0].job(group, "finishes while its pod drains", draining).await?;
+    apis[0].trigger(draining, Some(&again)).await?;
+    apis[0]
+        .wait_logs(draining, Duration::from_secs(20), "the run accepted", |l| {
+            l.len() == 1 && l[0]["triggerCode"] == 200
+        })
+        .await?;
+    let before = dial.log_count("deregistered from admin");
+    dial.terminate()?;
+    logged(&dial, "deregistered from admin", before).await?;
+    // Registered again, as an admin that has not refreshed its list since still holds it.
+    jobwheel_tests::api::registry_call(&bases[0], "registry", DIAL_APP, &again).await?;
+    let pinned = format!("{again},{listening_address}");
+    let refused = apis[0].job(group, "sent to a draining pod", json!({})).await?;
+    let moved = apis[0]
+        .job(group, "failed over from a draining pod", json!({"executorRouteStrategy": "FAILOVER"}))
+        .await?;
+    for api in &apis {
+        api.trigger(refused, Some(&again)).await?;
+        api.trigger(moved, Some(&pinned)).await?;
+    }
+    let logs = apis[0]
+        .wait_logs(refused, Duration::from_secs(20), "the refused runs", |l| {
+            l.len() == admin_count && l.iter().all(|l| l["triggerCode"] != 0)
+        })
+        .await?;
+    for log in &logs {
+        let msg = log["triggerMsg"].as_str().unwrap_or_default();
+        ensure!(log["triggerCode"] == 500 && msg.contains("executor is shutting down"), "{log:#}");
+    }
+    let logs = apis[0]
+        .wait_logs(moved, Duration::from_secs(20), "the failed-over runs", |l| all_done(l, admin_count))
+        .await?;
+    for log in &logs {
+        ensure!(log["handleCode"] == 200 && log["executorAddress"] == listening_address.as_str(), "{log:#}");
+    }
+    dial.stopped().await?;
+    let done = apis[0].logs(draining).await?;
+    ensure!(done.len() == 1 && done[0]["handleCode"] == 200, "the drained run: {done:#?}");
     listening.stop().await?;
     for admin in &mut admins {
         admin.stop().await?;

@@ -102,7 +102,8 @@ pub(crate) async fn run(url: &str, admin_count: usize) -> anyhow::Result<()> {
     let drained = drained_addresses(&logs.join("\n"));
     if let Err(e) = every_trigger_ended(&api, quick, slow, &drained).await {
         let logs: Vec<String> = pods.iter().map(Daemon::log_text).collect();
-        return Err(e.context(format!("the pods' logs:\n{}", logs.join("\n=====\n"))));
+        // The error first: a failure block shows its head, and the logs are long.
+        anyhow::bail!("{e:#}\n\nthe pods' logs:\n{}", logs.join("\n=====\n"));
     }
     for pod in &mut pods {
         pod.stop().await?;
