@@ -19,6 +19,7 @@ mod component;
 mod config;
 mod disk_cache;
 mod error;
+mod journal;
 mod limiter;
 mod loader;
 mod memory_cache;
@@ -32,6 +33,7 @@ mod ticker;
 
 pub use config::{Allocation, Metering, RuntimeConfig};
 pub use error::WasmError;
+pub use journal::{EnvEntry, Flight, FlightReport, JOURNAL_VERSION, Journal, JournalInputs, secret_digest};
 pub use loader::{LoadSource, LoadedModule, ModuleLoad};
 pub use net::{NetGrant, NetLimits, NetPolicy, PolicyError};
 pub use outcome::{FailureKind, Outcome, RunReport, RunStats};

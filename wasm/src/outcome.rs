@@ -85,6 +85,8 @@ pub struct RunReport {
     /// any; longer than [`crate::abi::MAX_OUTPUT_BYTES`] means the guest printed more than the
     /// limit (the rest was dropped).
     pub workflow_output: Option<String>,
+    /// The run's journal when it was recorded, what a replay could not answer when replayed.
+    pub flight: Option<crate::journal::FlightReport>,
 }
 
 impl fmt::Display for RunStats {

@@ -13,6 +13,7 @@ use wasmtime_wasi::p1::WasiP1Ctx;
 use crate::abi;
 use crate::component::{self, COMPONENT_INSTANCES, COMPONENT_TABLES, ComponentState};
 use crate::config::{Metering, RuntimeConfig};
+use crate::journal::{Flight, FlightReport, JournalInputs, Player, Tape, fresh_seed};
 use crate::limiter::RunLimiter;
 use crate::loader::{LoadedModule, Prepared};
 use crate::net::NetGrant;
@@ -59,6 +60,8 @@ pub struct RunInput {
     pub fire_key: String,
     /// When the fire was scheduled for, epoch ms: `JOBWHEEL_SCHEDULED_TIME`.
     pub scheduled_time: i64,
+    /// Whether the run is journaled or replayed (`journal.rs`, docs/replay.md).
+    pub flight: Flight,
 }
 
 /// Per-store data of a module run: the WASI context and the resource limiter.
@@ -110,7 +113,7 @@ impl Runtime {
             let summary = capture.finish();
             let outcome = outcome::failed(FailureKind::BadInput, message, &summary);
             let stats = RunStats { wall_time: started.elapsed(), ..RunStats::default() };
-            return RunReport { outcome, stats, workflow_output: None };
+            return RunReport { outcome, stats, workflow_output: None, flight: None };
         }
 
         let mut wasi = WasiCtxBuilder::new();
@@ -135,6 +138,19 @@ impl Runtime {
                 wasi.env(key, value);
             }
         }
+        let (tape, player) = match &input.flight {
+            Flight::Off => (None, None),
+            Flight::Record { secret_key } => {
+                let tape = Tape::new(JournalInputs::of(&input, secret_key), fresh_seed());
+                tape.install(&mut wasi);
+                (Some(tape), None)
+            }
+            Flight::Replay(journal) => {
+                let player = Player::new(Arc::clone(journal));
+                player.install(&mut wasi);
+                (None, Some(player))
+            }
+        };
         let max_memory_bytes =
             input.max_memory_bytes.map_or(config.max_memory_bytes, |m| m.min(config.max_memory_bytes));
         let fuel_budget = match config.metering {
@@ -186,9 +202,11 @@ impl Runtime {
                     COMPONENT_INSTANCES,
                     COMPONENT_TABLES,
                 );
-                let grant = input.network.as_ref().map(|NetGrant { policy, limits }| {
-                    (Arc::clone(policy), limits.capped_by(config.http_limits))
-                });
+                // A replay reaches no network: every request is refused.
+                let grant =
+                    input.network.as_ref().filter(|_| player.is_none()).map(|NetGrant { policy, limits }| {
+                        (Arc::clone(policy), limits.capped_by(config.http_limits))
+                    });
                 let hooks = PolicyHooks::new(grant, Arc::clone(&config.http_allow), capture.clone());
                 let state = ComponentState::new(wasi.build(), hooks, limiter);
                 let mut store = Store::new(&self.inner.engine, state);
@@ -242,7 +260,19 @@ impl Runtime {
             http_denied: summary.http_denied,
         };
         capture.final_note(&stats.to_string());
-        RunReport { outcome, stats, workflow_output: summary.workflow_output }
+        let flight = match (tape, player) {
+            (Some(tape), _) => {
+                if stats.http_allowed + stats.http_denied > 0 {
+                    tape.not_replayable(
+                        "the run made outbound HTTP requests, which journals do not hold yet",
+                    );
+                }
+                Some(FlightReport::Recorded(Box::new(tape.journal())))
+            }
+            (None, Some(player)) => Some(FlightReport::Replayed { unanswered: player.unanswered() }),
+            (None, None) => None,
+        };
+        RunReport { outcome, stats, workflow_output: summary.workflow_output, flight }
     }
 }
 

@@ -47,6 +47,12 @@ impl Runtime {
             .consume_fuel(matches!(config.metering, Metering::Fuel { .. }))
             .epoch_interruption(config.epoch_tick.is_some())
             .max_wasm_stack(config.max_wasm_stack)
+            // Every run can be replayed (journal.rs): the same inputs must give the same bits.
+            // NaNs come out canonical whatever the CPU and relaxed SIMD takes its deterministic
+            // form. Threads are not compiled in (wasmtime's `threads` feature is off), so no
+            // guest can race itself; a test checks a shared memory is refused.
+            .cranelift_nan_canonicalization(true)
+            .relaxed_simd_deterministic(true)
             // The wasm stack lives on the async fiber stack, which must be larger (engine
             // creation fails otherwise); keep room for host frames on top.
             .async_stack_size(config.max_wasm_stack.max(1 << 20) + (1 << 20));

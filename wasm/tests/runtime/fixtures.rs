@@ -170,3 +170,44 @@ pub(crate) fn preopen_probe() -> Fixture {
       (then (call $proc_exit (i32.const 2))))))"#
     ))
 }
+
+/// Each of `rounds` times: reads the wall and monotonic clocks and 16 random bytes, and prints
+/// the 32 bytes as one hex line — a run whose output only a journal can reproduce.
+pub(crate) fn clock_and_random(rounds: u32) -> Fixture {
+    Fixture::wat(&format!(
+        r#"(module {FD_WRITE}
+  (import "wasi_snapshot_preview1" "clock_time_get" (func $clock (param i32 i64 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "random_get" (func $random (param i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 2000) "0123456789abcdef")
+  {WRITE_FN}
+  (func $round
+    (local $i i32) (local $b i32)
+    (drop (call $clock (i32.const 0) (i64.const 1) (i32.const 104)))
+    (drop (call $clock (i32.const 1) (i64.const 1) (i32.const 112)))
+    (drop (call $random (i32.const 120) (i32.const 16)))
+    (block $done (loop $next
+      (br_if $done (i32.ge_u (local.get $i) (i32.const 32)))
+      (local.set $b (i32.load8_u (i32.add (i32.const 104) (local.get $i))))
+      (i32.store8 (i32.add (i32.const 3000) (i32.shl (local.get $i) (i32.const 1)))
+        (i32.load8_u (i32.add (i32.const 2000) (i32.shr_u (local.get $b) (i32.const 4)))))
+      (i32.store8 (i32.add (i32.const 3001) (i32.shl (local.get $i) (i32.const 1)))
+        (i32.load8_u (i32.add (i32.const 2000) (i32.and (local.get $b) (i32.const 15)))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $next)))
+    (i32.store8 (i32.const 3064) (i32.const 10))
+    (call $write (i32.const 1) (i32.const 3000) (i32.const 65)))
+  (func (export "_start")
+    (local $n i32)
+    (block $done (loop $next
+      (br_if $done (i32.ge_u (local.get $n) (i32.const {rounds})))
+      (call $round)
+      (local.set $n (i32.add (local.get $n) (i32.const 1)))
+      (br $next)))))"#
+    ))
+}
+
+/// A module whose memory is shared (the threads proposal), which the runtime must refuse.
+pub(crate) fn shared_memory() -> Fixture {
+    Fixture::wat(r#"(module (memory (export "memory") 1 1 shared) (func (export "_start")))"#)
+}

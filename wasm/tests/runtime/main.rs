@@ -9,6 +9,7 @@ mod http_server;
 mod limits;
 mod loading;
 mod pooling;
+mod replay;
 mod runs;
 mod sample_jobs;
 mod support;

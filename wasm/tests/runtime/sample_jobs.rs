@@ -51,7 +51,7 @@ fn read(built: &Result<PathBuf, String>, name: &str) -> Fixture {
 }
 
 /// Preview1 sample job `name`, built once per test process.
-fn sample(name: &str) -> Fixture {
+pub(crate) fn sample(name: &str) -> Fixture {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     read(BUILT.get_or_init(|| build("wasm32-wasip1", &[])), name)
 }

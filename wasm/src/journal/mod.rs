@@ -1,0 +1,229 @@
+//! The flight recorder (docs/replay.md): a run's journal holds its inputs and the answer of
+//! every nondeterministic host call it made — wall and monotonic clock reads, secure and
+//! insecure random bytes, the insecure seed — so the same module can be run again with every
+//! such call answered from the journal and come out the same, byte for byte.
+//!
+//! Recording wraps the clocks and generators a run's WASI context is built with; each answer is
+//! appended to one shared tape as the guest asks. Replaying hands the guest the tape's answers
+//! in the same order; a call past the tape (a changed module asking for more) gets a fixed
+//! answer — the last clock reading, zero bytes — and is listed in the replay's report as a call
+//! the journal could not answer. Secrets are recorded by name and a keyed digest, never by value.
+
+mod tape;
+
+use std::sync::Arc;
+
+use hmac::{Hmac, Mac as _};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+use crate::run::RunInput;
+pub(crate) use tape::{Player, Tape, fresh_seed};
+
+/// The journal format this runtime writes and reads.
+pub const JOURNAL_VERSION: u32 = 1;
+
+/// One run's recorded inputs and host-call answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Journal {
+    /// [`JOURNAL_VERSION`] of the runtime that wrote it.
+    pub version: u32,
+    /// What the guest was given.
+    pub inputs: JournalInputs,
+    /// Wall-clock reads, nanoseconds since the epoch, in order.
+    pub wall: Vec<u64>,
+    /// Monotonic-clock reads, nanoseconds, in order.
+    pub monotonic: Vec<u64>,
+    /// Bytes handed out by the secure generator, in order.
+    #[serde(with = "hex_bytes")]
+    pub random: Vec<u8>,
+    /// Bytes handed out by the insecure generator, in order.
+    #[serde(with = "hex_bytes")]
+    pub insecure: Vec<u8>,
+    /// `wasi:random/insecure-seed`'s answer, hex.
+    pub insecure_seed: String,
+    /// Why the run cannot be replayed exactly, when it cannot (a host call that is not
+    /// recorded yet, a journal past its cap); `None` when it can.
+    pub not_replayable: Option<String>,
+}
+
+/// The inputs of a recorded run, as the guest saw them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JournalInputs {
+    /// The job id.
+    pub job_id: i32,
+    /// The original run's log id.
+    pub log_id: i64,
+    /// The job parameter.
+    pub param: String,
+    /// Shard index and total.
+    pub shard: (i32, i32),
+    /// The original fire's key.
+    pub fire_key: String,
+    /// The original fire's scheduled time, epoch ms.
+    pub scheduled_time: i64,
+    /// The workflow context, when the run was a workflow node.
+    pub workflow_context: Option<String>,
+    /// The map item, when the run was one.
+    pub workflow_item: Option<String>,
+    /// The job's variables and secrets, in the order they were set.
+    pub env: Vec<EnvEntry>,
+}
+
+/// One variable of a recorded run: a plain value, or a secret by its keyed digest only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EnvEntry {
+    /// A variable and its value.
+    Plain {
+        /// Its name.
+        name: String,
+        /// Its value.
+        value: String,
+    },
+    /// A secret: HMAC-SHA256 of its value under the recorder's key, hex.
+    Secret {
+        /// Its name.
+        name: String,
+        /// The keyed digest of its value.
+        digest: String,
+    },
+}
+
+/// The keyed digest a journal holds for a secret's `value`.
+pub fn secret_digest(key: &[u8], value: &str) -> String {
+    // HMAC takes a key of any length; this cannot fail.
+    let mut mac = <Hmac<Sha256>>::new_from_slice(key).unwrap_or_else(|_| unreachable!("hmac takes any key"));
+    mac.update(value.as_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
+
+/// Whether and how a run is journaled ([`crate::RunInput::flight`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Flight {
+    /// Not journaled.
+    #[default]
+    Off,
+    /// Recorded; secrets' digests are keyed with `secret_key`.
+    Record {
+        /// The digest key (the executor's own, never stored in a journal).
+        secret_key: Vec<u8>,
+    },
+    /// Replayed: every nondeterministic call is answered from the journal, and the network is
+    /// off.
+    Replay(Arc<Journal>),
+}
+
+/// What the flight recorder made of a run ([`crate::RunReport::flight`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlightReport {
+    /// The run's journal.
+    Recorded(Box<Journal>),
+    /// A replay: the calls the journal could not answer (empty when it answered all).
+    Replayed {
+        /// One line per kind of call past the journal, e.g. "wall clock: 2 reads past the 3 recorded".
+        unanswered: Vec<String>,
+    },
+}
+
+impl JournalInputs {
+    /// The inputs of `input` as a journal holds them: the variables whose value is masked (the
+    /// secrets) by their digest under `key`.
+    pub(crate) fn of(input: &RunInput, key: &[u8]) -> JournalInputs {
+        let env = input
+            .env
+            .iter()
+            .map(|(name, value)| match input.masked.contains(value) {
+                true => EnvEntry::Secret { name: name.clone(), digest: secret_digest(key, value) },
+                false => EnvEntry::Plain { name: name.clone(), value: value.clone() },
+            })
+            .collect();
+        JournalInputs {
+            job_id: input.job_id,
+            log_id: input.log_id,
+            param: input.param.clone(),
+            shard: (input.shard_index, input.shard_total),
+            fire_key: input.fire_key.clone(),
+            scheduled_time: input.scheduled_time,
+            workflow_context: input.workflow_context.clone(),
+            workflow_item: input.workflow_item.clone(),
+            env,
+        }
+    }
+}
+
+impl Journal {
+    /// The input that replays this journal: the original's inputs, each secret's value taken
+    /// from `secrets` (name, value) only when its digest under `key` is still the recorded one.
+    /// Refused with the reason when the journal is not replayable, was written by another
+    /// format, or a secret is missing or changed; the refusal names the secret, never a value.
+    pub fn replay_input(
+        self: &Arc<Self>,
+        key: &[u8],
+        secrets: &[(String, String)],
+    ) -> Result<RunInput, String> {
+        if self.version != JOURNAL_VERSION {
+            return Err(format!("journal format {} is not this runtime's ({JOURNAL_VERSION})", self.version));
+        }
+        if let Some(why) = &self.not_replayable {
+            return Err(format!("the run is not replayable: {why}"));
+        }
+        u128::from_str_radix(&self.insecure_seed, 16)
+            .map_err(|e| format!("the journal's seed is not hex: {e}"))?;
+        let inputs = &self.inputs;
+        let mut env = Vec::with_capacity(inputs.env.len());
+        let mut masked = Vec::new();
+        for entry in &inputs.env {
+            match entry {
+                EnvEntry::Plain { name, value } => env.push((name.clone(), value.clone())),
+                EnvEntry::Secret { name, digest } => {
+                    let value = secrets
+                        .iter()
+                        .find(|(given, _)| given == name)
+                        .map(|(_, value)| value)
+                        .ok_or_else(|| format!("the secret {name} the run used is gone"))?;
+                    if secret_digest(key, value) != *digest {
+                        return Err(format!(
+                            "the secret {name} changed since the run (its digest differs); not opened"
+                        ));
+                    }
+                    env.push((name.clone(), value.clone()));
+                    masked.push(value.clone());
+                }
+            }
+        }
+        Ok(RunInput {
+            job_id: inputs.job_id,
+            log_id: inputs.log_id,
+            param: inputs.param.clone(),
+            shard_index: inputs.shard.0,
+            shard_total: inputs.shard.1,
+            timeout: None,
+            env,
+            masked,
+            network: None,
+            fuel: None,
+            max_memory_bytes: None,
+            workflow_context: inputs.workflow_context.clone(),
+            workflow_item: inputs.workflow_item.clone(),
+            fire_key: inputs.fire_key.clone(),
+            scheduled_time: inputs.scheduled_time,
+            flight: Flight::Replay(Arc::clone(self)),
+        })
+    }
+}
+
+/// Byte strings as hex in the journal's JSON.
+mod hex_bytes {
+    use serde::{Deserialize as _, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&hex::encode(bytes))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        hex::decode(String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
