@@ -33,7 +33,10 @@ mod ticker;
 
 pub use config::{Allocation, Metering, RuntimeConfig};
 pub use error::WasmError;
-pub use journal::{EnvEntry, Flight, FlightReport, JOURNAL_VERSION, Journal, JournalInputs, secret_digest};
+pub use journal::{
+    EnvEntry, Flight, FlightReport, HttpAnswer, HttpExchange, JOURNAL_VERSION, Journal, JournalInputs,
+    WireError, secret_digest,
+};
 pub use loader::{LoadSource, LoadedModule, ModuleLoad};
 pub use net::{NetGrant, NetLimits, NetPolicy, PolicyError};
 pub use outcome::{FailureKind, Outcome, RunReport, RunStats};

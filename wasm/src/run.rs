@@ -17,7 +17,7 @@ use crate::journal::{Flight, FlightReport, JournalInputs, Player, Tape, fresh_se
 use crate::limiter::RunLimiter;
 use crate::loader::{LoadedModule, Prepared};
 use crate::net::NetGrant;
-use crate::net::hooks::PolicyHooks;
+use crate::net::hooks::{HttpFlight, PolicyHooks};
 use crate::outcome::{self, FailureKind, Outcome, RunFacts, RunReport, RunStats};
 use crate::output::{CaptureSummary, LogSink, OutputCapture, OutputLimits, Stream};
 use crate::pool::{MODULE_TABLES, NoSlot};
@@ -140,8 +140,8 @@ impl Runtime {
         }
         let (tape, player) = match &input.flight {
             Flight::Off => (None, None),
-            Flight::Record { secret_key } => {
-                let tape = Tape::new(JournalInputs::of(&input, secret_key), fresh_seed());
+            Flight::Record { secret_key, max_body_bytes } => {
+                let tape = Tape::new(JournalInputs::of(&input, secret_key), fresh_seed(), *max_body_bytes);
                 tape.install(&mut wasi);
                 (Some(tape), None)
             }
@@ -207,7 +207,12 @@ impl Runtime {
                     input.network.as_ref().filter(|_| player.is_none()).map(|NetGrant { policy, limits }| {
                         (Arc::clone(policy), limits.capped_by(config.http_limits))
                     });
-                let hooks = PolicyHooks::new(grant, Arc::clone(&config.http_allow), capture.clone());
+                let flight = match (&tape, &player) {
+                    (Some(tape), _) => HttpFlight::Record(tape.clone()),
+                    (None, Some(player)) => HttpFlight::Replay(player.clone()),
+                    (None, None) => HttpFlight::Off,
+                };
+                let hooks = PolicyHooks::new(grant, Arc::clone(&config.http_allow), capture.clone(), flight);
                 let state = ComponentState::new(wasi.build(), hooks, limiter);
                 let mut store = Store::new(&self.inner.engine, state);
                 store.limiter(|state| &mut state.limiter);
@@ -261,14 +266,7 @@ impl Runtime {
         };
         capture.final_note(&stats.to_string());
         let flight = match (tape, player) {
-            (Some(tape), _) => {
-                if stats.http_allowed + stats.http_denied > 0 {
-                    tape.not_replayable(
-                        "the run made outbound HTTP requests, which journals do not hold yet",
-                    );
-                }
-                Some(FlightReport::Recorded(Box::new(tape.journal())))
-            }
+            (Some(tape), _) => Some(FlightReport::Recorded(Box::new(tape.journal()))),
             (None, Some(player)) => Some(FlightReport::Replayed { unanswered: player.unanswered() }),
             (None, None) => None,
         };

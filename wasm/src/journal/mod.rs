@@ -9,6 +9,7 @@
 //! answer — the last clock reading, zero bytes — and is listed in the replay's report as a call
 //! the journal could not answer. Secrets are recorded by name and a keyed digest, never by value.
 
+mod http;
 mod tape;
 
 use std::sync::Arc;
@@ -18,6 +19,8 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use crate::run::RunInput;
+pub use http::{HttpAnswer, HttpExchange, WireError};
+pub(crate) use http::{RecordingBody, ReplayBody};
 pub(crate) use tape::{Player, Tape, fresh_seed};
 
 /// The journal format this runtime writes and reads.
@@ -43,6 +46,8 @@ pub struct Journal {
     pub insecure: Vec<u8>,
     /// `wasi:random/insecure-seed`'s answer, hex.
     pub insecure_seed: String,
+    /// Every outbound HTTP request, in order, with its answer.
+    pub http: Vec<HttpExchange>,
     /// Why the run cannot be replayed exactly, when it cannot (a host call that is not
     /// recorded yet, a journal past its cap); `None` when it can.
     pub not_replayable: Option<String>,
@@ -110,6 +115,9 @@ pub enum Flight {
     Record {
         /// The digest key (the executor's own, never stored in a journal).
         secret_key: Vec<u8>,
+        /// The most response-body bytes the journal keeps; a run whose responses bring more
+        /// is marked not replayable, with the reason.
+        max_body_bytes: u64,
     },
     /// Replayed: every nondeterministic call is answered from the journal, and the network is
     /// off.

@@ -8,7 +8,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtxBuilder};
 
-use super::{JOURNAL_VERSION, Journal, JournalInputs};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+
+use super::{HttpAnswer, HttpExchange, JOURNAL_VERSION, Journal, JournalInputs, WireError};
 
 /// A fresh seed for `wasi:random/insecure-seed`.
 pub(crate) fn fresh_seed() -> u128 {
@@ -19,11 +22,35 @@ pub(crate) fn fresh_seed() -> u128 {
 
 /// The tape a recording run appends to.
 #[derive(Clone)]
-pub(crate) struct Tape(Arc<Mutex<Journal>>, u128);
+pub(crate) struct Tape(Arc<Mutex<Recording>>, u128);
+
+/// The journal inside a locked recording.
+struct JournalGuard<'a>(MutexGuard<'a, Recording>);
+
+impl std::ops::Deref for JournalGuard<'_> {
+    type Target = Journal;
+
+    fn deref(&self) -> &Journal {
+        &self.0.journal
+    }
+}
+
+impl std::ops::DerefMut for JournalGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Journal {
+        &mut self.0.journal
+    }
+}
+
+/// A journal being written, and the body bytes it may still take.
+struct Recording {
+    journal: Journal,
+    body_bytes_left: u64,
+    max_body_bytes: u64,
+}
 
 impl Tape {
     /// A tape for a run given `inputs`, whose insecure seed is `insecure_seed`.
-    pub(crate) fn new(inputs: JournalInputs, insecure_seed: u128) -> Tape {
+    pub(crate) fn new(inputs: JournalInputs, insecure_seed: u128, max_body_bytes: u64) -> Tape {
         let journal = Journal {
             version: JOURNAL_VERSION,
             inputs,
@@ -32,18 +59,78 @@ impl Tape {
             random: Vec::new(),
             insecure: Vec::new(),
             insecure_seed: format!("{insecure_seed:032x}"),
+            http: Vec::new(),
             not_replayable: None,
         };
-        Tape(Arc::new(Mutex::new(journal)), insecure_seed)
+        let recording = Recording { journal, body_bytes_left: max_body_bytes, max_body_bytes };
+        Tape(Arc::new(Mutex::new(recording)), insecure_seed)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Journal> {
+    fn recording(&self) -> MutexGuard<'_, Recording> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Marks the run as not replayable (the first reason stays).
-    pub(crate) fn not_replayable(&self, why: &str) {
-        self.lock().not_replayable.get_or_insert_with(|| why.to_owned());
+    fn lock(&self) -> JournalGuard<'_> {
+        JournalGuard(self.recording())
+    }
+
+    /// Starts the entry of a request the guest sent; its index.
+    pub(crate) fn http_request(&self, method: &str, url: &str) -> usize {
+        let mut journal = self.lock();
+        let exchange =
+            HttpExchange { method: method.to_owned(), url: url.to_owned(), answer: HttpAnswer::Pending };
+        journal.http.push(exchange);
+        journal.http.len() - 1
+    }
+
+    /// What request `index` got, when it got no body (a refusal, a failure).
+    pub(crate) fn http_answer(&self, index: usize, answer: HttpAnswer) {
+        if let Some(exchange) = self.lock().http.get_mut(index) {
+            exchange.answer = answer;
+        }
+    }
+
+    /// Request `index` got a response with `status` and `headers`.
+    pub(crate) fn http_response(&self, index: usize, status: u16, headers: &http::HeaderMap) {
+        let headers = headers
+            .iter()
+            .map(|(name, value)| (name.as_str().to_owned(), STANDARD.encode(value.as_bytes())))
+            .collect();
+        let answer =
+            HttpAnswer::Response { status, headers, frames: Vec::new(), error: None, complete: false };
+        self.http_answer(index, answer);
+    }
+
+    /// A frame of request `index`'s body reached the guest. Past the journal's cap the run is
+    /// marked not replayable and no more bytes are kept.
+    pub(crate) fn http_frame(&self, index: usize, data: &[u8]) {
+        let mut recording = self.recording();
+        let len = data.len() as u64;
+        if recording.body_bytes_left < len {
+            recording.body_bytes_left = 0;
+            let why = format!(
+                "its responses brought more than the journal's cap of {} body bytes",
+                recording.max_body_bytes
+            );
+            recording.journal.not_replayable.get_or_insert(why);
+            return;
+        }
+        recording.body_bytes_left -= len;
+        if let Some(HttpAnswer::Response { frames, .. }) =
+            recording.journal.http.get_mut(index).map(|e| &mut e.answer)
+        {
+            frames.push(STANDARD.encode(data));
+        }
+    }
+
+    /// Request `index`'s body ended: read to its end, or cut by `error`.
+    pub(crate) fn http_body_end(&self, index: usize, end: Option<WireError>) {
+        if let Some(HttpAnswer::Response { error, complete, .. }) =
+            self.lock().http.get_mut(index).map(|e| &mut e.answer)
+        {
+            *complete = end.is_none();
+            *error = end;
+        }
     }
 
     /// The journal as recorded so far.
@@ -141,12 +228,18 @@ struct Playing {
     monotonic: usize,
     random: usize,
     insecure: usize,
+    http: usize,
     /// Calls past the journal, by kind.
-    past: [u64; 4],
+    past: [u64; 5],
 }
 
-const KINDS: [&str; 4] =
-    ["wall clock reads", "monotonic clock reads", "secure random bytes", "insecure random bytes"];
+const KINDS: [&str; 5] = [
+    "wall clock reads",
+    "monotonic clock reads",
+    "secure random bytes",
+    "insecure random bytes",
+    "http requests",
+];
 
 impl Player {
     pub(crate) fn new(journal: Arc<Journal>) -> Player {
@@ -156,7 +249,8 @@ impl Player {
             monotonic: 0,
             random: 0,
             insecure: 0,
-            past: [0; 4],
+            http: 0,
+            past: [0; 5],
         })))
     }
 
@@ -168,7 +262,7 @@ impl Player {
     pub(crate) fn unanswered(&self) -> Vec<String> {
         let playing = self.lock();
         let j = &playing.journal;
-        let recorded = [j.wall.len(), j.monotonic.len(), j.random.len(), j.insecure.len()];
+        let recorded = [j.wall.len(), j.monotonic.len(), j.random.len(), j.insecure.len(), j.http.len()];
         KINDS
             .iter()
             .zip(playing.past)
@@ -203,6 +297,23 @@ impl Player {
             None => {
                 past[kind] += 1;
                 reads.last().copied().unwrap_or(0)
+            }
+        }
+    }
+
+    /// The recorded answer of the guest's next request, when it is the recorded one (same
+    /// method and URL); else `None`, counted, and the journal's place kept.
+    pub(crate) fn next_http(&self, method: &str, url: &str) -> Option<HttpAnswer> {
+        let mut playing = self.lock();
+        let Playing { journal, http, past, .. } = &mut *playing;
+        match journal.http.get(*http) {
+            Some(exchange) if exchange.method == method && exchange.url == url => {
+                *http += 1;
+                Some(exchange.answer.clone())
+            }
+            _ => {
+                past[4] += 1;
+                None
             }
         }
     }

@@ -40,6 +40,12 @@ impl RequestLog {
         self.capture.note(&format!("http {} failed after {ms} ms: {reason}", self.what));
     }
 
+    /// A replayed request's line: its answer came from the journal.
+    pub(crate) fn replayed(self, status: u16) {
+        self.capture.count_http(true);
+        self.capture.note(&format!("http {} -> {status} (replayed from the journal)", self.what));
+    }
+
     fn finished(self, status: u16, bytes: u64, cut: Option<&str>) {
         self.capture.count_http(true);
         let ms = self.started.elapsed().as_millis();

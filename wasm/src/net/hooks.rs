@@ -14,6 +14,7 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 use super::body::RequestLog;
 use super::send::{self, Target};
 use super::{NetLimits, NetPolicy};
+use crate::journal::{HttpAnswer, Player, RecordingBody, ReplayBody, Tape, WireError};
 use crate::output::OutputCapture;
 
 type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
@@ -28,6 +29,14 @@ pub(crate) struct PolicyHooks {
     /// Response bytes the run may still read; shared with the bodies in flight.
     bytes_left: Arc<AtomicU64>,
     log: OutputCapture,
+    flight: HttpFlight,
+}
+
+/// Whether a run's requests are journaled, or answered from a journal without the network.
+pub(crate) enum HttpFlight {
+    Off,
+    Record(Tape),
+    Replay(Player),
 }
 
 impl PolicyHooks {
@@ -36,6 +45,7 @@ impl PolicyHooks {
         job: Option<(Arc<NetPolicy>, NetLimits)>,
         executor: Arc<NetPolicy>,
         log: OutputCapture,
+        flight: HttpFlight,
     ) -> PolicyHooks {
         let (job, limits) = job.unwrap_or_else(|| (Arc::new(NetPolicy::default()), NetLimits::default()));
         PolicyHooks {
@@ -45,6 +55,7 @@ impl PolicyHooks {
             requests: 0,
             bytes_left: Arc::new(AtomicU64::new(limits.max_response_bytes)),
             log,
+            flight,
         }
     }
 
@@ -89,6 +100,12 @@ const TOTAL_WAITS: u32 = 4;
 /// would make the guest's body write fail first, and clients (wstd) then report that instead of
 /// the denial. Bounded: after 1 MiB the body is dropped anyway.
 async fn refuse(request: http::Request<WasiBody>) -> Result<(http::Response<WasiBody>, IoFuture), Error> {
+    drain(request).await;
+    Err(Error::HttpRequestDenied)
+}
+
+/// Reads the guest's request body (at most 1 MiB of it) and drops it.
+async fn drain(request: http::Request<WasiBody>) {
     let mut body = request.into_body();
     let mut drained = 0usize;
     while drained < 1 << 20 {
@@ -97,7 +114,45 @@ async fn refuse(request: http::Request<WasiBody>) -> Result<(http::Response<Wasi
             Some(Err(_)) | None => break,
         }
     }
-    Err(Error::HttpRequestDenied)
+}
+
+/// Answers a replayed request from its journal entry (`None`: the journal has none for it),
+/// after reading the guest's body as a sent request's would be read.
+async fn replay(
+    request: http::Request<WasiBody>,
+    answer: Option<HttpAnswer>,
+    log: RequestLog,
+) -> Result<(http::Response<WasiBody>, IoFuture), Error> {
+    use base64::Engine as _;
+    let decode = |text: &str| base64::engine::general_purpose::STANDARD.decode(text).unwrap_or_default();
+    drain(request).await;
+    match answer {
+        None | Some(HttpAnswer::Pending) => {
+            log.denied("replay: the journal holds no answer for this request");
+            Err(Error::HttpRequestDenied)
+        }
+        Some(HttpAnswer::Denied { reason }) => {
+            log.denied(&reason);
+            Err(Error::HttpRequestDenied)
+        }
+        Some(HttpAnswer::Failed { error }) => {
+            log.failed(&format!("{error:?} (from the journal)"));
+            Err(error.to_error())
+        }
+        Some(HttpAnswer::Response { status, headers, frames, error, .. }) => {
+            let mut response = http::Response::builder().status(status);
+            for (name, value) in &headers {
+                response = response.header(name.as_str(), decode(value));
+            }
+            let frames = frames.iter().map(|frame| bytes::Bytes::from(decode(frame))).collect();
+            let response = response
+                .body(ReplayBody::body(frames, error))
+                .map_err(|e| Error::InternalError(Some(format!("replay: the journal's response: {e}"))))?;
+            log.replayed(status);
+            let io: IoFuture = Box::new(async { Ok(()) });
+            Ok((response, io))
+        }
+    }
 }
 
 impl WasiHttpHooks for PolicyHooks {
@@ -132,7 +187,18 @@ impl WasiHttpHooks for PolicyHooks {
             format!("{} {scheme}://{host}{}", request.method(), uri.path()),
             started,
         );
+        let (method, url) = (request.method().to_string(), uri.to_string());
+        let recording = match &self.flight {
+            HttpFlight::Off => None,
+            HttpFlight::Record(tape) => Some((tape.clone(), tape.http_request(&method, &url))),
+            HttpFlight::Replay(player) => {
+                return Box::new(replay(request, player.next_http(&method, &url), log));
+            }
+        };
         if let Some(reason) = self.refusal(&target, userinfo) {
+            if let Some((tape, index)) = &recording {
+                tape.http_answer(*index, HttpAnswer::Denied { reason: reason.clone() });
+            }
             log.denied(&reason);
             return Box::new(refuse(request));
         }
@@ -142,7 +208,18 @@ impl WasiHttpHooks for PolicyHooks {
         let bytes_left = Arc::clone(&self.bytes_left);
         Box::new(async move {
             let grants = move |ip| job.grants_address(ip) && executor.grants_address(ip);
-            send::send(request, target, timeouts, grants, bytes_left, log).await
+            let sent = send::send(request, target, timeouts, grants, bytes_left, log).await;
+            let Some((tape, index)) = recording else { return sent };
+            match sent {
+                Ok((response, io)) => {
+                    tape.http_response(index, response.status().as_u16(), response.headers());
+                    Ok((response.map(|body| RecordingBody::wrap(body, tape, index)), io))
+                }
+                Err(error) => {
+                    tape.http_answer(index, HttpAnswer::Failed { error: WireError::of(&error) });
+                    Err(error)
+                }
+            }
         })
     }
 }

@@ -15,20 +15,20 @@ use crate::http_server::TestServer;
 use crate::sample_jobs::sample_component;
 use crate::support::{Fixture, Log, config, input, load, load_with_source};
 
-fn runtime_allowing(entries: &[&str]) -> Runtime {
+pub(crate) fn runtime_allowing(entries: &[&str]) -> Runtime {
     let mut config = config();
     config.max_memory_bytes = 64 << 20;
     config.http_allow = Arc::new(NetPolicy::parse(entries).expect("executor allow-list"));
     Runtime::new(config).expect("runtime")
 }
 
-fn grant(entries: &[&str]) -> NetGrant {
+pub(crate) fn grant(entries: &[&str]) -> NetGrant {
     NetGrant { policy: Arc::new(NetPolicy::parse(entries).expect("policy")), limits: NetLimits::default() }
 }
 
 /// `http-check` in every language available: Rust always; Python and JavaScript from
 /// `JOBWHEEL_GUEST_COMPONENTS` (required under `CI`, where the suites must run).
-fn http_checks() -> Vec<(&'static str, Fixture)> {
+pub(crate) fn http_checks() -> Vec<(&'static str, Fixture)> {
     let mut all = vec![("rust", sample_component("http-check"))];
     match std::env::var_os("JOBWHEEL_GUEST_COMPONENTS") {
         Some(dir) => {

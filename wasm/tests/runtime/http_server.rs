@@ -133,3 +133,9 @@ fn respond(path: &str) -> Vec<u8> {
     response.extend_from_slice(&body);
     response
 }
+
+/// A port on 127.0.0.1 that nothing listens on (bound, then closed).
+pub(crate) fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
+}

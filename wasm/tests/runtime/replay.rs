@@ -2,14 +2,21 @@
 //! same — guest output, outcome and fuel — for WAT modules that read clocks and random bytes
 //! and for the Rust sample jobs (preview1 modules and a component); a changed module replayed
 //! shows the calls the journal could not answer; secrets are journaled by digest only and a
-//! changed one is never opened; a run that made HTTP requests says it is not replayable.
+//! changed one is never opened; a component's HTTP exchanges, in every guest language, are
+//! answered from the journal with no request leaving, and a journal past its cap refuses replay.
 
 use std::sync::Arc;
 
-use jobwheel_wasm::{EnvEntry, Flight, FlightReport, Journal, LoadedModule, RunInput, RunReport, Runtime};
+use std::time::Duration;
+
+use jobwheel_wasm::{
+    EnvEntry, Flight, FlightReport, HttpAnswer, Journal, LoadedModule, Outcome, RunInput, RunReport, Runtime,
+};
 use tokio_util::sync::CancellationToken;
 
+use crate::components::{grant, http_checks, runtime_allowing};
 use crate::fixtures;
+use crate::http_server::TestServer;
 use crate::sample_jobs::{sample, sample_component};
 use crate::support::{Fixture, Log, input, load, runtime};
 
@@ -22,7 +29,7 @@ async fn run(runtime: &Runtime, module: &LoadedModule, input: RunInput) -> (RunR
 }
 
 fn recording(input: RunInput) -> RunInput {
-    RunInput { flight: Flight::Record { secret_key: KEY.to_vec() }, ..input }
+    RunInput { flight: Flight::Record { secret_key: KEY.to_vec(), max_body_bytes: 1 << 20 }, ..input }
 }
 
 fn journal_of(report: &RunReport) -> Arc<Journal> {
@@ -86,6 +93,30 @@ async fn the_rust_sample_jobs_replay_byte_for_byte() {
 }
 
 #[tokio::test]
+async fn the_workflow_steps_replay_byte_for_byte_with_their_context_and_item() {
+    let runtime = runtime();
+    let mut steps = vec![("rust", sample("workflow-step"))];
+    if let Some(dir) = std::env::var_os("JOBWHEEL_GUEST_COMPONENTS") {
+        for language in ["python", "js"] {
+            let path = std::path::Path::new(&dir).join(language).join("workflow-step.wasm");
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            steps.push((language, Fixture::from_bytes(bytes)));
+        }
+    }
+    for (language, step) in steps {
+        let node = RunInput { workflow_context: Some(r#"{"day":"2026-12-07"}"#.to_owned()), ..input("4") };
+        let lines = record_and_replay(&runtime, &step, node).await;
+        assert!(!lines.is_empty(), "{language}");
+        let item = RunInput {
+            workflow_context: Some("{}".to_owned()),
+            workflow_item: Some("21".to_owned()),
+            ..input("")
+        };
+        record_and_replay(&runtime, &step, item).await;
+    }
+}
+
+#[tokio::test]
 async fn a_changed_module_replayed_shows_the_calls_the_journal_cannot_answer() {
     let runtime = runtime();
     let original = load(&runtime, &fixtures::clock_and_random(1)).await;
@@ -140,18 +171,101 @@ async fn a_secret_is_journaled_by_digest_and_a_changed_one_is_never_opened() {
     assert!(replayed_log.lines().iter().all(|l| !l.contains(secret)), "still masked");
 }
 
+/// `http-check`'s input: the URL it calls and its secret token.
+fn http_input(url: &str, network: Option<jobwheel_wasm::NetGrant>) -> RunInput {
+    RunInput {
+        env: vec![("CHECK_URL".to_owned(), url.to_owned()), ("CHECK_TOKEN".to_owned(), "tok-123".to_owned())],
+        masked: vec!["tok-123".to_owned()],
+        network,
+        timeout: Some(Duration::from_secs(60)),
+        ..input("")
+    }
+}
+
+fn secrets() -> Vec<(String, String)> {
+    vec![("CHECK_TOKEN".to_owned(), "tok-123".to_owned())]
+}
+
 #[tokio::test]
-async fn a_run_that_made_http_requests_is_not_replayable_yet() {
-    let runtime = runtime();
+async fn every_languages_http_exchange_replays_without_the_network() {
+    let server = TestServer::start().await;
+    let origin = format!("http://127.0.0.1:{}", server.port);
+    let runtime = runtime_allowing(&[&origin]);
+    for (language, component) in http_checks() {
+        let module = load(&runtime, &component).await;
+        let before = server.seen().len();
+        let given = recording(http_input(&server.url("/ok"), Some(grant(&[&origin]))));
+        let (recorded, recorded_log) = run(&runtime, &module, given).await;
+        assert!(
+            matches!(recorded.outcome, Outcome::Succeeded { .. }),
+            "{language}: {:?}",
+            recorded_log.lines()
+        );
+        assert_eq!(server.seen().len(), before + 1, "{language}: the recorded run called the server once");
+        let journal = journal_of(&recorded);
+        assert_eq!(journal.not_replayable, None, "{language}");
+        assert_eq!(journal.http.len(), 1, "{language}: {:?}", journal.http);
+        assert!(matches!(&journal.http[0].answer, HttpAnswer::Response { status: 200, complete: true, .. }));
+        let text = serde_json::to_string(&*journal).unwrap();
+        assert!(!text.contains("tok-123"), "{language}: the secret is not in the journal");
+
+        // The replay reaches nothing: the server hears no request, and the guest sees the same.
+        let (replayed, replayed_log) =
+            run(&runtime, &module, journal.replay_input(KEY, &secrets()).unwrap()).await;
+        assert_eq!(server.seen().len(), before + 1, "{language}: the replay sent a request");
+        assert_eq!(replayed.outcome, recorded.outcome, "{language}");
+        assert_eq!(replayed_log.guest_lines(), recorded_log.guest_lines(), "{language}");
+        assert_eq!(replayed.stats.fuel_used, recorded.stats.fuel_used, "{language}");
+        assert_eq!(unanswered(&replayed), Vec::<String>::new(), "{language}");
+        assert_eq!(
+            replayed_log.count("replayed from the journal"),
+            1,
+            "{language}: {:?}",
+            replayed_log.lines()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_refused_request_and_a_failed_one_replay_as_they_happened() {
+    let server = TestServer::start().await;
+    let runtime = runtime_allowing(&["http://127.0.0.1:*"]);
     let module = load(&runtime, &sample_component("http-check")).await;
-    let given =
-        RunInput { env: vec![("CHECK_URL".to_owned(), "http://127.0.0.1:9/never".to_owned())], ..input("") };
-    let (recorded, _) = run(&runtime, &module, recording(given)).await;
+    // No policy: refused. A closed port: failed.
+    let closed = format!("http://127.0.0.1:{}/gone", crate::http_server::closed_port());
+    for (url, network) in [(server.url("/ok"), None), (closed, Some(grant(&["http://127.0.0.1:*"])))] {
+        let (recorded, recorded_log) = run(&runtime, &module, recording(http_input(&url, network))).await;
+        let journal = journal_of(&recorded);
+        assert!(
+            matches!(journal.http[0].answer, HttpAnswer::Denied { .. } | HttpAnswer::Failed { .. }),
+            "{:?}",
+            journal.http
+        );
+        let (replayed, replayed_log) =
+            run(&runtime, &module, journal.replay_input(KEY, &secrets()).unwrap()).await;
+        assert_eq!(replayed.outcome, recorded.outcome, "{url}");
+        assert_eq!(replayed_log.guest_lines(), recorded_log.guest_lines(), "{url}");
+        assert_eq!(replayed.stats.fuel_used, recorded.stats.fuel_used, "{url}");
+    }
+    assert!(server.seen().is_empty());
+}
+
+#[tokio::test]
+async fn a_journal_past_its_cap_refuses_replay_with_the_reason() {
+    let server = TestServer::start().await;
+    let origin = format!("http://127.0.0.1:{}", server.port);
+    let runtime = runtime_allowing(&[&origin]);
+    let module = load(&runtime, &sample_component("http-check")).await;
+    let given = RunInput {
+        flight: Flight::Record { secret_key: KEY.to_vec(), max_body_bytes: 1 },
+        ..http_input(&server.url("/ok"), Some(grant(&[&origin])))
+    };
+    let (recorded, _) = run(&runtime, &module, given).await;
     let journal = journal_of(&recorded);
     let why = journal.not_replayable.clone().expect("marked not replayable");
-    assert!(why.contains("HTTP"), "{why}");
-    let refused = journal.replay_input(KEY, &[]).unwrap_err();
-    assert!(refused.contains("not replayable") && refused.contains("HTTP"), "{refused}");
+    assert!(why.contains("cap of 1 body bytes"), "{why}");
+    let refused = journal.replay_input(KEY, &secrets()).unwrap_err();
+    assert!(refused.contains("not replayable") && refused.contains("cap"), "{refused}");
 }
 
 #[tokio::test]
