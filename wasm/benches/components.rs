@@ -1,6 +1,7 @@
 //! Component benchmark (no harness): size and compile time of the `http-check` component in
 //! Rust, Python and JavaScript, warm runs of a component next to a preview1 module, and what one
-//! outbound HTTP request through the policy check costs a run. Run with
+//! outbound HTTP request through the policy check costs a run, each also recorded by the flight
+//! recorder (docs/replay.md) to show what journaling costs. Run with
 //! `cargo bench -p jobwheel-wasm --bench components`; the Python and JavaScript components come
 //! from `JOBWHEEL_GUEST_COMPONENTS` (built by `scripts/test.sh`) and are skipped without it.
 #![allow(clippy::print_stdout, reason = "a benchmark reports its figures on stdout")]
@@ -11,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jobwheel_wasm::{
-    Allocation, LoadedModule, LogSink, NetGrant, NetLimits, NetPolicy, Outcome, RunInput, Runtime,
-    RuntimeConfig,
+    Allocation, Flight, FlightReport, LoadedModule, LogSink, NetGrant, NetLimits, NetPolicy, Outcome,
+    RunInput, Runtime, RuntimeConfig,
 };
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -59,18 +60,14 @@ async fn run() -> anyhow::Result<()> {
             if *language == "Rust" {
                 let module = load(&runtime, &hello).await?;
                 let plain = RunInput { shard_total: 1, ..RunInput::default() };
-                report("warm run, preview1 module (hello)", runs(&runtime, &module, plain, samples).await?);
+                compare("warm run, preview1 module (hello)", &runtime, &module, plain, samples).await?;
                 let no_request = input(&grant, &origin, "0");
-                report(
-                    "warm run, Rust component, no request",
-                    runs(&runtime, &component, no_request, samples).await?,
-                );
+                compare("warm run, Rust component, no request", &runtime, &component, no_request, samples)
+                    .await?;
             }
             let one_request = input(&grant, &origin, "1");
-            report(
-                &format!("warm run, {language} component, one GET through the policy"),
-                runs(&runtime, &component, one_request, samples).await?,
-            );
+            let label = format!("warm run, {language} component, one GET through the policy");
+            compare(&label, &runtime, &component, one_request, samples).await?;
         }
     }
     server.1.abort();
@@ -113,6 +110,33 @@ async fn runs(
         }
     }
     Ok(samples)
+}
+
+/// Runs `input` plain and recorded, `n` of each in turn (so drift hits both alike), and reports
+/// both and the journal's size.
+async fn compare(
+    label: &str,
+    runtime: &Runtime,
+    module: &LoadedModule,
+    input: RunInput,
+    n: usize,
+) -> anyhow::Result<()> {
+    let recorded = RunInput {
+        flight: Flight::Record { secret_key: b"bench".to_vec(), max_body_bytes: 1 << 20 },
+        ..input.clone()
+    };
+    let (mut plain_samples, mut recorded_samples) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        plain_samples.extend(runs(runtime, module, input.clone(), n / 10).await?);
+        recorded_samples.extend(runs(runtime, module, recorded.clone(), n / 10).await?);
+    }
+    report(label, plain_samples);
+    report(&format!("{label}, recorded"), recorded_samples);
+    let report = runtime.run(module, recorded, Arc::new(|_: &str| {}), CancellationToken::new()).await;
+    if let Some(FlightReport::Recorded(journal)) = report.flight {
+        println!("  journal: {} bytes as JSON", serde_json::to_vec(&*journal)?.len());
+    }
+    Ok(())
 }
 
 fn report(label: &str, mut samples: Vec<Duration>) {
