@@ -13,11 +13,11 @@ use wasmtime_wasi::p1::WasiP1Ctx;
 use crate::abi;
 use crate::component::{self, COMPONENT_INSTANCES, COMPONENT_TABLES, ComponentState};
 use crate::config::{Metering, RuntimeConfig};
-use crate::journal::{Flight, FlightReport, JournalInputs, Player, Tape, fresh_seed};
+use crate::journal::{Flight, Recorder};
 use crate::limiter::RunLimiter;
 use crate::loader::{LoadedModule, Prepared};
 use crate::net::NetGrant;
-use crate::net::hooks::{HttpFlight, PolicyHooks};
+use crate::net::hooks::PolicyHooks;
 use crate::outcome::{self, FailureKind, Outcome, RunFacts, RunReport, RunStats};
 use crate::output::{CaptureSummary, LogSink, OutputCapture, OutputLimits, Stream};
 use crate::pool::{MODULE_TABLES, NoSlot};
@@ -138,19 +138,7 @@ impl Runtime {
                 wasi.env(key, value);
             }
         }
-        let (tape, player) = match &input.flight {
-            Flight::Off => (None, None),
-            Flight::Record { secret_key, max_body_bytes } => {
-                let tape = Tape::new(JournalInputs::of(&input, secret_key), fresh_seed(), *max_body_bytes);
-                tape.install(&mut wasi);
-                (Some(tape), None)
-            }
-            Flight::Replay(journal) => {
-                let player = Player::new(Arc::clone(journal));
-                player.install(&mut wasi);
-                (None, Some(player))
-            }
-        };
+        let recorder = Recorder::start(&input, &mut wasi);
         let max_memory_bytes =
             input.max_memory_bytes.map_or(config.max_memory_bytes, |m| m.min(config.max_memory_bytes));
         let fuel_budget = match config.metering {
@@ -203,16 +191,15 @@ impl Runtime {
                     COMPONENT_TABLES,
                 );
                 // A replay reaches no network: every request is refused.
-                let grant =
-                    input.network.as_ref().filter(|_| player.is_none()).map(|NetGrant { policy, limits }| {
-                        (Arc::clone(policy), limits.capped_by(config.http_limits))
-                    });
-                let flight = match (&tape, &player) {
-                    (Some(tape), _) => HttpFlight::Record(tape.clone()),
-                    (None, Some(player)) => HttpFlight::Replay(player.clone()),
-                    (None, None) => HttpFlight::Off,
-                };
-                let hooks = PolicyHooks::new(grant, Arc::clone(&config.http_allow), capture.clone(), flight);
+                let grant = input.network.as_ref().filter(|_| !recorder.is_replay()).map(
+                    |NetGrant { policy, limits }| (Arc::clone(policy), limits.capped_by(config.http_limits)),
+                );
+                let hooks = PolicyHooks::new(
+                    grant,
+                    Arc::clone(&config.http_allow),
+                    capture.clone(),
+                    recorder.clone(),
+                );
                 let state = ComponentState::new(wasi.build(), hooks, limiter);
                 let mut store = Store::new(&self.inner.engine, state);
                 store.limiter(|state| &mut state.limiter);
@@ -265,12 +252,7 @@ impl Runtime {
             http_denied: summary.http_denied,
         };
         capture.final_note(&stats.to_string());
-        let flight = match (tape, player) {
-            (Some(tape), _) => Some(FlightReport::Recorded(Box::new(tape.journal()))),
-            (None, Some(player)) => Some(FlightReport::Replayed { unanswered: player.unanswered() }),
-            (None, None) => None,
-        };
-        RunReport { outcome, stats, workflow_output: summary.workflow_output, flight }
+        RunReport { outcome, stats, workflow_output: summary.workflow_output, flight: recorder.report() }
     }
 }
 

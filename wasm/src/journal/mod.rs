@@ -21,7 +21,7 @@ use sha2::Sha256;
 use crate::run::RunInput;
 pub use http::{HttpAnswer, HttpExchange, WireError};
 pub(crate) use http::{RecordingBody, ReplayBody};
-pub(crate) use tape::{Player, Tape, fresh_seed};
+use tape::{Player, Tape, fresh_seed};
 
 /// The journal format this runtime writes and reads.
 pub const JOURNAL_VERSION: u32 = 1;
@@ -95,6 +95,48 @@ pub enum EnvEntry {
         /// The keyed digest of its value.
         digest: String,
     },
+}
+
+/// A run's recorder in action, from its [`Flight`]: the tape it writes, the journal it plays,
+/// or neither. The WASI context's clocks and generators and the HTTP hooks share it.
+#[derive(Clone)]
+pub(crate) enum Recorder {
+    Off,
+    Record(Tape),
+    Replay(Player),
+}
+
+impl Recorder {
+    /// The recorder `input.flight` asks for, its clocks and generators installed in `wasi`.
+    pub(crate) fn start(input: &RunInput, wasi: &mut wasmtime_wasi::WasiCtxBuilder) -> Recorder {
+        match &input.flight {
+            Flight::Off => Recorder::Off,
+            Flight::Record { secret_key, max_body_bytes } => {
+                let tape = Tape::new(JournalInputs::of(input, secret_key), fresh_seed(), *max_body_bytes);
+                tape.install(wasi);
+                Recorder::Record(tape)
+            }
+            Flight::Replay(journal) => {
+                let player = Player::new(Arc::clone(journal));
+                player.install(wasi);
+                Recorder::Replay(player)
+            }
+        }
+    }
+
+    /// Whether the run is a replay (which reaches no network).
+    pub(crate) fn is_replay(&self) -> bool {
+        matches!(self, Recorder::Replay(_))
+    }
+
+    /// What the run's report says of it, once the run is over.
+    pub(crate) fn report(&self) -> Option<FlightReport> {
+        match self {
+            Recorder::Off => None,
+            Recorder::Record(tape) => Some(FlightReport::Recorded(Box::new(tape.journal()))),
+            Recorder::Replay(player) => Some(FlightReport::Replayed { unanswered: player.unanswered() }),
+        }
+    }
 }
 
 /// The keyed digest a journal holds for a secret's `value`.

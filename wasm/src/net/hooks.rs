@@ -14,7 +14,7 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 use super::body::RequestLog;
 use super::send::{self, Target};
 use super::{NetLimits, NetPolicy};
-use crate::journal::{HttpAnswer, Player, RecordingBody, ReplayBody, Tape, WireError};
+use crate::journal::{HttpAnswer, Recorder, RecordingBody, ReplayBody, WireError};
 use crate::output::OutputCapture;
 
 type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
@@ -29,14 +29,7 @@ pub(crate) struct PolicyHooks {
     /// Response bytes the run may still read; shared with the bodies in flight.
     bytes_left: Arc<AtomicU64>,
     log: OutputCapture,
-    flight: HttpFlight,
-}
-
-/// Whether a run's requests are journaled, or answered from a journal without the network.
-pub(crate) enum HttpFlight {
-    Off,
-    Record(Tape),
-    Replay(Player),
+    flight: Recorder,
 }
 
 impl PolicyHooks {
@@ -45,7 +38,7 @@ impl PolicyHooks {
         job: Option<(Arc<NetPolicy>, NetLimits)>,
         executor: Arc<NetPolicy>,
         log: OutputCapture,
-        flight: HttpFlight,
+        flight: Recorder,
     ) -> PolicyHooks {
         let (job, limits) = job.unwrap_or_else(|| (Arc::new(NetPolicy::default()), NetLimits::default()));
         PolicyHooks {
@@ -189,9 +182,9 @@ impl WasiHttpHooks for PolicyHooks {
         );
         let (method, url) = (request.method().to_string(), uri.to_string());
         let recording = match &self.flight {
-            HttpFlight::Off => None,
-            HttpFlight::Record(tape) => Some((tape.clone(), tape.http_request(&method, &url))),
-            HttpFlight::Replay(player) => {
+            Recorder::Off => None,
+            Recorder::Record(tape) => Some((tape.clone(), tape.http_request(&method, &url))),
+            Recorder::Replay(player) => {
                 return Box::new(replay(request, player.next_http(&method, &url), log));
             }
         };

@@ -30,17 +30,25 @@ pub(crate) fn grant(entries: &[&str]) -> NetGrant {
 /// `JOBWHEEL_GUEST_COMPONENTS` (required under `CI`, where the suites must run).
 pub(crate) fn http_checks() -> Vec<(&'static str, Fixture)> {
     let mut all = vec![("rust", sample_component("http-check"))];
-    match std::env::var_os("JOBWHEEL_GUEST_COMPONENTS") {
-        Some(dir) => {
-            for language in ["python", "js"] {
-                let path = std::path::Path::new(&dir).join(language).join("http-check.wasm");
-                let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                all.push((language, Fixture::from_bytes(bytes)));
-            }
-        }
-        None => assert!(std::env::var_os("CI").is_none(), "JOBWHEEL_GUEST_COMPONENTS must be set in CI"),
-    }
+    all.extend(guest_components("http-check.wasm"));
     all
+}
+
+/// The Python and JavaScript builds of sample component `file` from `JOBWHEEL_GUEST_COMPONENTS`
+/// (required under `CI`, where the suites must run; none without it elsewhere).
+pub(crate) fn guest_components(file: &str) -> Vec<(&'static str, Fixture)> {
+    let Some(dir) = std::env::var_os("JOBWHEEL_GUEST_COMPONENTS") else {
+        assert!(std::env::var_os("CI").is_none(), "JOBWHEEL_GUEST_COMPONENTS must be set in CI");
+        return Vec::new();
+    };
+    ["python", "js"]
+        .into_iter()
+        .map(|language| {
+            let path = std::path::Path::new(&dir).join(language).join(file);
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            (language, Fixture::from_bytes(bytes))
+        })
+        .collect()
 }
 
 /// Runs `http-check` against `url` with `network`, the secret token `tok-123` and `vars`.

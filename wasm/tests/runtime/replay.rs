@@ -14,7 +14,7 @@ use jobwheel_wasm::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::components::{grant, http_checks, runtime_allowing};
+use crate::components::{grant, guest_components, http_checks, runtime_allowing};
 use crate::fixtures;
 use crate::http_server::TestServer;
 use crate::sample_jobs::{sample, sample_component};
@@ -96,13 +96,7 @@ async fn the_rust_sample_jobs_replay_byte_for_byte() {
 async fn the_workflow_steps_replay_byte_for_byte_with_their_context_and_item() {
     let runtime = runtime();
     let mut steps = vec![("rust", sample("workflow-step"))];
-    if let Some(dir) = std::env::var_os("JOBWHEEL_GUEST_COMPONENTS") {
-        for language in ["python", "js"] {
-            let path = std::path::Path::new(&dir).join(language).join("workflow-step.wasm");
-            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            steps.push((language, Fixture::from_bytes(bytes)));
-        }
-    }
+    steps.extend(guest_components("workflow-step.wasm"));
     for (language, step) in steps {
         let node = RunInput { workflow_context: Some(r#"{"day":"2026-12-07"}"#.to_owned()), ..input("4") };
         let lines = record_and_replay(&runtime, &step, node).await;
