@@ -178,6 +178,14 @@ impl AdminCore for EngineCore {
         self.engine.read_log(log_id, from_line).await
     }
 
+    async fn replay(
+        &self,
+        log_id: LogId,
+        version: Option<i64>,
+    ) -> Result<crate::engine::ReplayOutcome, EngineError> {
+        self.engine.replay(log_id, version).await
+    }
+
     async fn kill(&self, log_id: LogId) -> Result<Option<String>, EngineError> {
         self.engine.completion().kill(log_id).await
     }

@@ -26,6 +26,7 @@ pub mod http;
 pub mod job_logs;
 pub mod lang;
 pub mod metrics;
+pub mod replay;
 pub mod routing;
 pub mod sealing;
 pub mod secret_key;

@@ -118,6 +118,8 @@ pub struct AdminMetrics {
     workflow_handoff: Histogram,
     workflow_item_dispatch: Histogram,
     log_pieces: Counter,
+    flights: Counter,
+    flight_bytes: Counter,
 }
 
 impl Default for AdminMetrics {
@@ -150,6 +152,8 @@ impl AdminMetrics {
             workflow_handoff: Histogram::new(LATENESS_BUCKETS),
             workflow_item_dispatch: Histogram::new(LATENESS_BUCKETS),
             log_pieces: Counter::default(),
+            flights: Counter::default(),
+            flight_bytes: Counter::default(),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -200,6 +204,17 @@ impl AdminMetrics {
             "log_pieces_stored",
             "Pieces of job logs executors shipped (--job-logs both|admin) and this admin stored",
             metrics.log_pieces.clone(),
+        );
+        r.register(
+            "flight_records_stored",
+            "Flight records of recorded Wasm runs stored for replay (docs/replay.md)",
+            metrics.flights.clone(),
+        );
+        r.register_with_unit(
+            "flight_records_stored",
+            "Bytes of flight records stored, deflated and sealed",
+            Unit::Bytes,
+            metrics.flight_bytes.clone(),
         );
         r.register(
             "lost_jobs",
@@ -323,6 +338,14 @@ impl AdminMetrics {
     /// `pieces` pieces of shipped job logs were stored.
     pub(crate) fn log_pieces_stored(&self, pieces: u64) {
         self.log_pieces.inc_by(pieces);
+    }
+
+    /// Flight records of these sealed sizes were stored.
+    pub(crate) fn flights_stored(&self, sizes: impl Iterator<Item = usize>) {
+        for size in sizes {
+            self.flights.inc();
+            self.flight_bytes.inc_by(size as u64);
+        }
     }
 
     /// A run result was stored with `handle_code`.

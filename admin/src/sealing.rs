@@ -13,7 +13,7 @@ use std::fmt;
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
-use crate::store::VariableOwner;
+use crate::store::{JobId, VariableOwner};
 
 /// File name of the generated key inside the data directory.
 pub const KEY_FILE: &str = "secret-key";
@@ -35,6 +35,9 @@ pub enum SealError {
 /// Seals and opens secret values. Cheap to share behind an `Arc`.
 pub struct SecretBox {
     cipher: XChaCha20Poly1305,
+    /// The root of the keys flight records digest secrets with (`journal_digest_key`), derived
+    /// from the secret key so no key of its own needs keeping.
+    digest_root: [u8; 32],
 }
 
 // Never print the key.
@@ -49,7 +52,8 @@ impl SecretBox {
     pub fn from_hex(key: &str) -> Result<SecretBox, SealError> {
         let bytes = hex::decode(key.trim()).map_err(|_| SealError::BadKey)?;
         let cipher = XChaCha20Poly1305::new_from_slice(&bytes).map_err(|_| SealError::BadKey)?;
-        Ok(SecretBox { cipher })
+        let digest_root = hmac_sha256(&bytes, b"jobwheel-journal-digest:v1");
+        Ok(SecretBox { cipher, digest_root })
     }
 
     /// A new random key as hex, for a first start.
@@ -88,6 +92,38 @@ impl SecretBox {
         self.open_bound("jobwheel-sso-login:v1", sealed)
     }
 
+    /// The key a recorded run of `job` digests its secrets with (docs/replay.md): a job's own,
+    /// so a record cannot be checked against another job's secrets.
+    pub fn journal_digest_key(&self, job: JobId) -> [u8; 32] {
+        hmac_sha256(&self.digest_root, format!("job:{}", job.0).as_bytes())
+    }
+
+    /// Seals the stored flight record of the log `log_id` (docs/replay.md): bytes in, bytes out
+    /// (`nonce ‖ ciphertext ‖ tag`), the log id authenticated beside them.
+    pub fn seal_flight(&self, log_id: i64, plain: &[u8]) -> Vec<u8> {
+        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
+        let aad = format!("jobwheel-flight:v1:{log_id}");
+        let sealed = self
+            .cipher
+            .encrypt(&nonce, Payload { msg: plain, aad: aad.as_bytes() })
+            .expect("a flight record fits XChaCha20-Poly1305's limits");
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        out
+    }
+
+    /// Opens what [`SecretBox::seal_flight`] produced for the same log.
+    pub fn open_flight(&self, log_id: i64, sealed: &[u8]) -> Result<Vec<u8>, SealError> {
+        if sealed.len() < NONCE_BYTES {
+            return Err(SealError::WrongKey);
+        }
+        let (nonce, sealed) = sealed.split_at(NONCE_BYTES);
+        let aad = format!("jobwheel-flight:v1:{log_id}");
+        self.cipher
+            .decrypt(XNonce::from_slice(nonce), Payload { msg: sealed, aad: aad.as_bytes() })
+            .map_err(|_| SealError::WrongKey)
+    }
+
     /// Seals `plaintext` with `aad` authenticated beside it.
     fn seal_bound(&self, aad: &str, plaintext: &str) -> String {
         let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
@@ -114,6 +150,15 @@ impl SecretBox {
             .map_err(|_| SealError::WrongKey)?;
         String::from_utf8(plain).map_err(|_| SealError::WrongKey)
     }
+}
+
+/// HMAC-SHA256 of `data` under `key`.
+fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; 32] {
+    use hmac::{Hmac, Mac};
+    // HMAC takes a key of any length.
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(key).expect("hmac takes any key length");
+    mac.update(data);
+    mac.finalize().into_bytes().into()
 }
 
 fn associated_data(owner: VariableOwner, name: &str) -> String {
@@ -143,5 +188,18 @@ mod tests {
         let other = SecretBox::from_hex(&SecretBox::generate_key()).unwrap();
         assert_eq!(other.open(job, "TOKEN", &sealed), Err(SealError::WrongKey));
         assert_eq!(SecretBox::from_hex("abcd").unwrap_err(), SealError::BadKey);
+    }
+
+    #[test]
+    fn flight_records_open_only_for_their_log_and_digest_keys_differ_per_job() {
+        let secrets = SecretBox::from_hex(&SecretBox::generate_key()).unwrap();
+        let sealed = secrets.seal_flight(41, b"{\"journal\":1}");
+        assert!(!sealed.windows(7).any(|w| w == b"journal"));
+        assert_eq!(secrets.open_flight(41, &sealed).unwrap(), b"{\"journal\":1}");
+        assert_eq!(secrets.open_flight(42, &sealed), Err(SealError::WrongKey), "moved to another log");
+        let other = SecretBox::from_hex(&SecretBox::generate_key()).unwrap();
+        assert_eq!(other.open_flight(41, &sealed), Err(SealError::WrongKey));
+        assert_ne!(secrets.journal_digest_key(JobId(1)), secrets.journal_digest_key(JobId(2)));
+        assert_ne!(secrets.journal_digest_key(JobId(1)), other.journal_digest_key(JobId(1)));
     }
 }

@@ -32,7 +32,22 @@ use crate::spool;
 
 /// Largest batch sent in one POST (upstream 3.4.1+ sends at most 50; larger batches keep the
 /// admin's per-request overhead low at high trigger rates, and admins accept any size).
+/// Counted in results, a result with a flight record counting one more per
+/// [`FLIGHT_BYTES_PER_RESULT`] bytes of it: records go up to 2 MiB, and a thousand of those
+/// would pass the admin's 64 MiB request limit.
 const MAX_BATCH: usize = 1000;
+/// See [`MAX_BATCH`].
+const FLIGHT_BYTES_PER_RESULT: usize = 32 * 1024;
+
+/// What `item` counts for against [`MAX_BATCH`].
+fn cost(item: &HandleCallbackParam) -> usize {
+    1 + item.flight.as_ref().map_or(0, |record| record.len() / FLIGHT_BYTES_PER_RESULT)
+}
+
+/// What `items` count for against [`MAX_BATCH`].
+fn batch_cost(items: &[HandleCallbackParam]) -> usize {
+    items.iter().map(cost).sum()
+}
 
 /// A finished run's result, and whether its job log gets the `execute end(finish)` line.
 #[derive(Debug)]
@@ -149,31 +164,49 @@ async fn journal_loop(
     journaled: mpsc::UnboundedSender<Journaled>,
     stop: CancellationToken,
 ) {
+    // A result that did not fit the last batch starts the next one.
+    let mut carried: Option<Finished> = None;
     loop {
-        let first = tokio::select! {
-            biased;
-            param = rx.recv() => match param {
-                Some(p) => p,
-                None => break,
+        let first = match carried.take() {
+            Some(first) => first,
+            None => tokio::select! {
+                biased;
+                param = rx.recv() => match param {
+                    Some(p) => p,
+                    None => break,
+                },
+                () = stop.cancelled() => break,
             },
-            () = stop.cancelled() => break,
         };
+        let mut spent = cost(&first.result);
         let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
+        while spent < MAX_BATCH {
             match rx.try_recv() {
-                Ok(p) => batch.push(p),
+                Ok(p) if spent + cost(&p.result) > MAX_BATCH => {
+                    carried = Some(p);
+                    break;
+                }
+                Ok(p) => {
+                    spent += cost(&p.result);
+                    batch.push(p);
+                }
                 Err(_) => break,
             }
         }
         let _ = journaled.send(delivery.journal_and_end(batch).await);
     }
     rx.close();
-    let mut rest = Vec::new();
+    let mut rest: Vec<Finished> = carried.into_iter().collect();
     while let Ok(p) = rx.try_recv() {
         rest.push(p);
     }
     while !rest.is_empty() {
-        let chunk: Vec<Finished> = rest.drain(..rest.len().min(MAX_BATCH)).collect();
+        let (mut take, mut spent) = (0, 0);
+        while take < rest.len() && (take == 0 || spent + cost(&rest[take].result) <= MAX_BATCH) {
+            spent += cost(&rest[take].result);
+            take += 1;
+        }
+        let chunk: Vec<Finished> = rest.drain(..take).collect();
         let _ = journaled.send(delivery.journal_and_end(chunk).await);
     }
 }
@@ -191,14 +224,15 @@ async fn send_loop(delivery: Delivery, mut journaled: mpsc::UnboundedReceiver<Jo
                 None => break,
             },
         };
-        let mut items = first.1.len();
+        let mut items = batch_cost(&first.1);
         let mut parts = vec![first];
         while let Ok(next) = journaled.try_recv() {
-            if items + next.1.len() > MAX_BATCH {
+            let more = batch_cost(&next.1);
+            if items + more > MAX_BATCH {
                 carried = Some(next);
                 break;
             }
-            items += next.1.len();
+            items += more;
             parts.push(next);
         }
         delivery.deliver_or_spool(parts).await;
@@ -359,7 +393,7 @@ impl Delivery {
                     }
                 };
                 // A file is never split; one larger than a POST goes alone.
-                if !merged.is_empty() && merged.len() + batch.len() > MAX_BATCH {
+                if !merged.is_empty() && batch_cost(&merged) + batch_cost(&batch) > MAX_BATCH {
                     break;
                 }
                 merged.extend(batch);

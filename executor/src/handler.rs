@@ -114,6 +114,8 @@ struct ContextInner {
     result: Mutex<Option<(HandleCode, Option<String>)>>,
     /// The workflow output set by `set_output`, as JSON text.
     output: Mutex<Option<String>>,
+    /// The run's flight record (JSON), when a Wasm run was recorded.
+    flight: Mutex<Option<String>>,
     /// Cancelled when the run must stop: timeout, `/kill`, `COVER_EARLY`, or shutdown.
     stop: CancellationToken,
 }
@@ -126,6 +128,7 @@ impl JobContext {
                 log,
                 result: Mutex::new(None),
                 output: Mutex::new(None),
+                flight: Mutex::new(None),
                 stop,
             }),
         }
@@ -202,6 +205,16 @@ impl JobContext {
     /// The workflow output set so far, as JSON text.
     pub(crate) fn output(&self) -> Option<String> {
         self.inner.output.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Sets the run's flight record (JSON), sent to the admin with the result.
+    pub(crate) fn set_flight(&self, record: String) {
+        *self.inner.flight.lock().unwrap_or_else(|e| e.into_inner()) = Some(record);
+    }
+
+    /// The flight record set, taken.
+    pub(crate) fn take_flight(&self) -> Option<String> {
+        self.inner.flight.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     /// Appends a timestamped line to this run's job log (upstream `XxlJobHelper.log`).

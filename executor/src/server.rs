@@ -181,6 +181,10 @@ async fn dispatch(State(state): State<Arc<ApiState>>, request: Request<Body>) ->
         }
         ExecutorRequest::Kill(p) if state.jobs.kill(p.job_id) => reply(&Envelope::<()>::success()),
         ExecutorRequest::Kill(_) => reply(&Envelope::<()>::success_msg("job thread already killed.")),
+        ExecutorRequest::Replay(request) => match state.jobs.replay(*request).await {
+            Ok(replayed) => reply(&Envelope::success_with(replayed)),
+            Err(msg) => reply(&Envelope::<()>::fail(msg)),
+        },
         ExecutorRequest::WasmPrepare(module) => match state.jobs.prepare_wasm(module) {
             Ok(()) => reply(&Envelope::<()>::success()),
             Err(msg) => reply(&Envelope::<()>::fail(msg)),

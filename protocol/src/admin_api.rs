@@ -31,6 +31,10 @@ pub struct HandleCallbackParam {
     /// context. Absent from upstream executors' callbacks, whose handle message is the output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// jobwheel extension: the run's flight record (JSON of `jobwheel_wasm::FlightRecord`,
+    /// docs/replay.md), sent only for runs whose trigger asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flight: Option<String>,
 }
 
 /// The largest output one workflow node's run may produce, in bytes of JSON.

@@ -32,6 +32,10 @@ pub mod paths {
     /// envelopes, one per trigger in order, each what `/run` would have answered. Offered by
     /// an executor through [`RUN_BATCH_HEADER`](crate::RUN_BATCH_HEADER) on its `/run` replies.
     pub const RUN_BATCH: &str = "/runBatch";
+    /// jobwheel extension: run a recorded Wasm run again from its journal. Body: a
+    /// [`ReplayRequest`](crate::flight::ReplayRequest); the payload a
+    /// [`ReplayReply`](crate::flight::ReplayReply). No job thread, log file or callback.
+    pub const REPLAY: &str = "/replay";
 }
 
 /// Body of `/outstanding` (jobwheel only): log ids an admin has as running on this executor.
@@ -188,6 +192,9 @@ pub struct WasmGrant {
     /// Memory limit of a run in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
+    /// Record the run's journal (docs/replay.md); absent: not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flight: Option<crate::flight::FlightGrant>,
 }
 
 impl fmt::Debug for WasmGrant {
@@ -203,6 +210,7 @@ impl fmt::Debug for WasmGrant {
             .field("secrets (names only)", &secrets)
             .field("fuel", &self.fuel)
             .field("memory_bytes", &self.memory_bytes)
+            .field("flight", &self.flight)
             .finish()
     }
 }

@@ -6,8 +6,9 @@
 //! can talk to us; serialization emits exactly the shapes upstream peers read.
 //!
 //! This crate deliberately depends on nothing but serde, `ip_network` (the address classes of
-//! network policies) and flate2 (shipped log batches), so the admin can use it without pulling in the executor's runtime
-//! (wasmtime, process control).
+//! network policies), flate2 (shipped log batches) and hmac/sha2/hex (flight records' secret
+//! digests), so the admin can use it without pulling in the executor's runtime (wasmtime,
+//! process control).
 #![forbid(unsafe_code)]
 
 pub mod admin_api;
@@ -15,6 +16,7 @@ pub mod dial;
 pub mod enums;
 pub mod envelope;
 pub mod executor_api;
+pub mod flight;
 mod lenient;
 pub mod log_ship;
 pub mod net_policy;
@@ -27,6 +29,7 @@ pub use executor_api::{
     EXACTLY_ONCE, ExecutorStatus, IdleBeatParam, KillParam, LogParam, LogResult, OutstandingQuery,
     OutstandingRuns, TriggerParam, WasmGrant, WasmModuleRef,
 };
+pub use flight::{FlightGrant, ReplayReply, ReplayRequest};
 pub use request::{AdminRequest, AdminRequestError, ExecutorRequest, ExecutorRequestError};
 
 /// Header carrying the shared access token on every admin↔executor request.

@@ -42,6 +42,8 @@ pub enum ExecutorRequest {
     Outstanding(OutstandingQuery),
     /// `/runBatch` (jobwheel only): several `/run`s in one request.
     RunBatch(Vec<TriggerParam>),
+    /// `/replay` (jobwheel only): a recorded Wasm run again.
+    Replay(Box<crate::flight::ReplayRequest>),
 }
 
 /// Why an executor request was not decoded. The messages are upstream's.
@@ -66,6 +68,7 @@ impl ExecutorRequest {
             paths::STATUS => Ok(Self::Status),
             paths::OUTSTANDING => executor_json(path, body).map(Self::Outstanding),
             paths::RUN_BATCH => executor_json(path, body).map(Self::RunBatch),
+            paths::REPLAY => executor_json(path, body).map(|r| Self::Replay(Box::new(r))),
             _ => Err(ExecutorRequestError::UnknownPath),
         }
     }

@@ -155,7 +155,14 @@ fn bean_trigger() -> TriggerParam {
 }
 
 fn callback(log_id: i64, log_date_tim: i64, handle_code: i32, handle_msg: &str) -> HandleCallbackParam {
-    HandleCallbackParam { log_id, log_date_tim, handle_code, handle_msg: handle_msg.into(), output: None }
+    HandleCallbackParam {
+        log_id,
+        log_date_tim,
+        handle_code,
+        handle_msg: handle_msg.into(),
+        output: None,
+        flight: None,
+    }
 }
 
 fn gen_a_callbacks() -> Vec<HandleCallbackParam> {

@@ -12,8 +12,8 @@ pub use jobwheel_guest_sdk::abi::{
 pub const ENTRY_EXPORT: &str = "_start";
 
 /// Prefix of lines the runtime itself writes into the job log (truncation notes and the like),
-/// so readers can tell them from guest output.
-pub const HOST_NOTE_PREFIX: &str = "[jobwheel]";
+/// so readers can tell them from guest output (defined with the flight records that skip them).
+pub use jobwheel_protocol::flight::HOST_NOTE_PREFIX;
 
 /// Whether `name` is one of the variables the runtime itself sets (the job's own variables
 /// cannot replace them, so a guest can trust `JOBWHEEL_*`).

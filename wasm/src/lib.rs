@@ -33,9 +33,10 @@ mod ticker;
 
 pub use config::{Allocation, Metering, RuntimeConfig};
 pub use error::WasmError;
+pub use jobwheel_protocol::flight::{RunSummary, is_host_note};
 pub use journal::{
-    EnvEntry, Flight, FlightReport, HttpAnswer, HttpExchange, JOURNAL_VERSION, Journal, JournalInputs,
-    WireError, secret_digest,
+    EnvEntry, Flight, FlightRecord, FlightReport, GuestLines, HttpAnswer, HttpExchange, JOURNAL_VERSION,
+    Journal, JournalInputs, WireError, secret_digest, summarize,
 };
 pub use loader::{LoadSource, LoadedModule, ModuleLoad};
 pub use net::{NetGrant, NetLimits, NetPolicy, PolicyError};

@@ -88,6 +88,7 @@ impl Completion {
         let outputs: Vec<(LogId, &str)> =
             items.iter().filter_map(|i| Some((LogId(i.log_id), i.output.as_deref()?))).collect();
         self.store.store_outputs(&outputs).await?;
+        self.store_flights(&items).await?;
         let results: Vec<HandleResult> = items
             .into_iter()
             .map(|item| HandleResult {
@@ -113,6 +114,22 @@ impl Completion {
             }
         }
         self.complete_all(applied).await;
+        Ok(())
+    }
+
+    /// Seals and stores the flight records of recorded Wasm runs (docs/replay.md) beside their
+    /// logs, before the results: a resent batch stores a record again, never loses it. Without
+    /// a secret key there is nothing to seal them with; the engine asks for none then.
+    async fn store_flights(&self, items: &[HandleCallbackParam]) -> Result<(), EngineError> {
+        let Some(seal) = self.triggers.secrets.as_deref() else { return Ok(()) };
+        let logs: Vec<LogId> = items.iter().filter(|i| i.flight.is_some()).map(|i| LogId(i.log_id)).collect();
+        if logs.is_empty() {
+            return Ok(());
+        }
+        let owners = self.store.log_owners(&logs).await?;
+        let rows = crate::replay::flight_rows(items, &owners, seal);
+        self.metrics.flights_stored(rows.iter().map(|r| r.body.len()));
+        self.store.put_flights(&rows).await?;
         Ok(())
     }
 

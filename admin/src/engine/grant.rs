@@ -1,15 +1,18 @@
 //! The `wasmGrant` of a GLUE_WASM job's trigger: its network policy and limits, its own
 //! variables and those of its executor group it names in `uses` (the job's win), and its
-//! secrets (same rule) opened with the admin's key. Built per trigger, so a change applies to the next run without touching the job's
-//! GLUE version.
+//! secrets (same rule) opened with the admin's key; and whether to record the run for replay
+//! (docs/replay.md: on unless the job switched it off, when the admin has a secret key to seal
+//! records with). Built per trigger, so a change applies to the next run without touching the
+//! job's GLUE version.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use jobwheel_protocol::WasmGrant;
+use jobwheel_protocol::flight::{DEFAULT_JOURNAL_BYTES, FlightGrant, MAX_JOURNAL_BYTES, MIN_JOURNAL_BYTES};
 
 use super::EngineError;
 use crate::sealing::SecretBox;
-use crate::store::{JobRow, Store, VariableOwner};
+use crate::store::{JobGrantRow, JobRow, Store, VariableOwner};
 
 /// The job's grant; `Ok(Err(reason))` when it cannot be built (a secret that does not
 /// open), which fails the trigger with `reason`.
@@ -26,10 +29,18 @@ pub(super) async fn wasm_grant(
         row.as_ref().map(|r| r.used_names().into_iter().map(str::to_owned).collect()).unwrap_or_default();
     let variables: Vec<_> =
         variables.into_iter().filter(|v| v.job_id != 0 || uses.contains(&v.name)).collect();
-    if row.is_none() && variables.is_empty() {
+    let flight =
+        secret_box.filter(|_| row.as_ref().is_none_or(JobGrantRow::records_runs)).map(|secret_box| {
+            let cap = row.as_ref().and_then(|r| r.journal_max_bytes).and_then(|n| u64::try_from(n).ok());
+            FlightGrant {
+                digest_key: hex::encode(secret_box.journal_digest_key(job.id)),
+                max_bytes: cap.unwrap_or(DEFAULT_JOURNAL_BYTES).clamp(MIN_JOURNAL_BYTES, MAX_JOURNAL_BYTES),
+            }
+        });
+    if row.is_none() && variables.is_empty() && flight.is_none() {
         return Ok(Ok(None));
     }
-    let mut grant = WasmGrant::default();
+    let mut grant = WasmGrant { flight, ..WasmGrant::default() };
     if let Some(row) = row {
         grant.http_allow =
             row.http_allow.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect();

@@ -229,3 +229,18 @@ pub(super) async fn wasm_module_ref(
         size: u64::try_from(module.size).unwrap_or(0),
     }))
 }
+
+/// `wasmModule` for the stored module `digest`, if it is stored.
+pub(super) async fn module_ref(
+    store: &dyn Store,
+    digest: &str,
+) -> Result<Option<WasmModuleRef>, EngineError> {
+    let Some(module) = store.get_wasm_module(digest).await? else {
+        return Ok(None);
+    };
+    Ok(Some(WasmModuleRef {
+        url: format!("api/wasm/{digest}"),
+        digest: digest.to_owned(),
+        size: u64::try_from(module.size).unwrap_or(0),
+    }))
+}

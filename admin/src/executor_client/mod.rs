@@ -20,6 +20,7 @@ use jobwheel_protocol::executor_api::{
     ExecutorStatus, IdleBeatParam, KillParam, LogParam, LogResult, OutstandingQuery, OutstandingRuns,
     TriggerParam, WasmModuleRef,
 };
+use jobwheel_protocol::flight::{ReplayReply, ReplayRequest};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -88,11 +89,32 @@ pub trait ExecutorApi: Probe + Send + Sync {
         let _ = (address, log_ids);
         Err("not supported by this client".to_owned())
     }
+    /// Replays a recorded Wasm run on the executor at `address` (`/replay`, jobwheel executors),
+    /// waiting up to `within` for it to load the module and run.
+    async fn replay(
+        &self,
+        address: &str,
+        request: &ReplayRequest,
+        within: Duration,
+    ) -> Result<ReplayReply, String> {
+        let _ = (address, request, within);
+        Err("not supported by this client".to_owned())
+    }
     /// The client for the executors of a group with its own access token, or `None` when this
     /// client serves them as it is (test doubles).
     fn for_group(&self, credential: &Arc<GroupCredential>) -> Option<Arc<dyn ExecutorApi>> {
         let _ = credential;
         None
+    }
+}
+
+/// The payload of a jobwheel extension's reply; `Err` with the executor's message when it
+/// refused, or with `missing` when it answered success without one (an upstream executor).
+fn payload<T>(envelope: Envelope<T>, missing: &str) -> Result<T, String> {
+    match (envelope.code, envelope.msg.clone(), envelope.into_payload()) {
+        (200, _, Some(payload)) => Ok(payload),
+        (200, _, None) => Err(missing.to_owned()),
+        (_, msg, _) => Err(msg.unwrap_or_else(|| "the executor refused".to_owned())),
     }
 }
 
@@ -179,7 +201,18 @@ impl HttpExecutorClient {
         limit: usize,
     ) -> Result<Exchanged, String> {
         // The call's timeout covers the wait for a lane as well as the exchange.
-        let deadline = tokio::time::Instant::now() + self.timeout;
+        self.exchange_by(address, url, body, limit, tokio::time::Instant::now() + self.timeout).await
+    }
+
+    /// [`Self::exchange`] that may take until `deadline` (a replay runs a job).
+    async fn exchange_by(
+        &self,
+        address: &str,
+        url: &str,
+        body: Option<Vec<u8>>,
+        limit: usize,
+        deadline: tokio::time::Instant,
+    ) -> Result<Exchanged, String> {
         let lane = self.lanes.for_address(address_key(address));
         let Ok(Ok(_permit)) = tokio::time::timeout_at(deadline, lane.acquire_owned()).await else {
             let why =
@@ -303,24 +336,28 @@ impl ExecutorApi for HttpExecutorClient {
     async fn status(&self, address: &str) -> Result<ExecutorStatus, String> {
         let envelope: Envelope<ExecutorStatus> =
             self.call::<(), _>(address, "status", None, STATUS_LIMIT).await;
-        match (envelope.code, envelope.msg.clone(), envelope.into_payload()) {
-            (200, _, Some(status)) => Ok(status),
-            (200, _, None) => {
-                Err("the executor does not report its status (not a jobwheel executor?)".to_owned())
-            }
-            (_, msg, _) => Err(msg.unwrap_or_else(|| "the executor refused".to_owned())),
-        }
+        payload(envelope, "the executor does not report its status (not a jobwheel executor?)")
     }
 
     async fn outstanding(&self, address: &str, log_ids: &[i64]) -> Result<OutstandingRuns, String> {
         let query = OutstandingQuery { log_ids: log_ids.to_vec() };
         let envelope: Envelope<OutstandingRuns> =
             self.call(address, "outstanding", Some(&query), OUTSTANDING_LIMIT).await;
-        match (envelope.code, envelope.msg.clone(), envelope.into_payload()) {
-            (200, _, Some(runs)) => Ok(runs),
-            (200, _, None) => Err("the executor does not report outstanding runs".to_owned()),
-            (_, msg, _) => Err(msg.unwrap_or_else(|| "the executor refused".to_owned())),
-        }
+        payload(envelope, "the executor does not report outstanding runs")
+    }
+
+    async fn replay(
+        &self,
+        address: &str,
+        request: &ReplayRequest,
+        within: Duration,
+    ) -> Result<ReplayReply, String> {
+        let url = endpoint(address, "replay");
+        let body = serde_json::to_vec(request).map_err(|e| remoting_error(e, &url))?;
+        let deadline = tokio::time::Instant::now() + within;
+        let reply = self.exchange_by(address, &url, Some(body), LOG_LIMIT, deadline).await?;
+        let envelope: Envelope<ReplayReply> = decode(&reply.bytes, &url);
+        payload(envelope, "the executor does not replay runs (not a jobwheel executor?)")
     }
 
     fn for_group(&self, credential: &Arc<GroupCredential>) -> Option<Arc<dyn ExecutorApi>> {

@@ -89,6 +89,17 @@ pub trait AdminCore: Send + Sync + 'static {
         Err(no_engine())
     }
 
+    /// Replays the recorded Wasm run `log_id` on an executor of its group, with its own module
+    /// or the job's module version `version` (docs/replay.md).
+    async fn replay(
+        &self,
+        log_id: LogId,
+        version: Option<i64>,
+    ) -> Result<crate::engine::ReplayOutcome, EngineError> {
+        let _ = (log_id, version);
+        Err(no_engine())
+    }
+
     /// Starts an instance of `workflow` now with `context` (a JSON object's text).
     async fn start_workflow(
         &self,

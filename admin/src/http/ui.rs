@@ -56,6 +56,7 @@ pub(crate) static ASSETS: &[(&str, &[u8])] = assets![
     "js/pages/job_form.js",
     "js/pages/jobs.js",
     "js/pages/log_detail.js",
+    "js/pages/log_replay.js",
     "js/pages/log_search.js",
     "js/pages/login.js",
     "js/pages/logs.js",

@@ -21,6 +21,7 @@ mod db;
 mod dialect;
 mod error;
 mod fire_send_store;
+mod flight_store;
 mod group_store;
 mod lease_store;
 mod log_piece_store;
@@ -44,6 +45,7 @@ pub use calendar_store::CalendarStore;
 pub use db::statement_seconds;
 pub use error::StoreError;
 pub use fire_send_store::{DueSend, FireSend, FireSendStore};
+pub use flight_store::{FlightRow, FlightStore};
 pub use group_store::GroupStore;
 pub(crate) use lease_store::PARTITION_COUNT;
 pub use lease_store::{LeaseRequest, LeaseRow, LeaseStore, SCHEDULE_PARTITIONS, SharedSchedule};
@@ -60,9 +62,10 @@ pub use workflow_store::{
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
-        AlarmStore, AuditStore, BackfillStore, CalendarStore, CredentialStore, FireSendStore, GrantStore,
-        GroupStore, JobStore, LeaseStore, LogPieceStore, LogReportStore, LogStore, ScheduleStore, ScheduleTx,
-        Store, TagStore, UserStore, WasmStore, WorkflowAlarmStore, WorkflowChildStore, WorkflowStore,
+        AlarmStore, AuditStore, BackfillStore, CalendarStore, CredentialStore, FireSendStore, FlightStore,
+        GrantStore, GroupStore, JobStore, LeaseStore, LogPieceStore, LogReportStore, LogStore, ScheduleStore,
+        ScheduleTx, Store, TagStore, UserStore, WasmStore, WorkflowAlarmStore, WorkflowChildStore,
+        WorkflowStore,
     };
 }
 
@@ -108,6 +111,7 @@ pub trait Store:
     + LogStore
     + LogReportStore
     + LogPieceStore
+    + FlightStore
     + FireSendStore
     + UserStore
     + CredentialStore

@@ -5,6 +5,7 @@
 //! source without changing the update time does not reload, exactly like upstream).
 
 pub(crate) mod process;
+mod replay;
 pub(crate) mod script;
 pub(crate) mod tree;
 pub(crate) mod wasm;
@@ -107,6 +108,17 @@ impl GlueFactory {
         }
         self.wasm.prepare(module);
         Ok(())
+    }
+
+    /// Replays a recorded Wasm run (`replay.rs`).
+    pub(crate) async fn replay(
+        &self,
+        request: jobwheel_protocol::ReplayRequest,
+    ) -> Result<jobwheel_protocol::ReplayReply, String> {
+        if !self.glue_enabled {
+            return Err("fail, current glue type [GLUE(WASM)] not supported.".to_owned());
+        }
+        self.wasm.replay(request).await
     }
 
     /// Creates the handler for `key`; fails with upstream's message for an unknown BEAN name.

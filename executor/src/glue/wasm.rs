@@ -10,7 +10,10 @@
 
 use anyhow::{Context as _, bail};
 use jobwheel_protocol::{WasmGrant, WasmModuleRef};
-use jobwheel_wasm::{LoadSource, LogSink, NetGrant, NetLimits, NetPolicy, Outcome, RunInput, Runtime};
+use jobwheel_wasm::{
+    Flight, FlightRecord, FlightReport, GuestLines, LoadSource, LogSink, NetGrant, NetLimits, NetPolicy,
+    Outcome, RunInput, Runtime, summarize,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,10 +24,12 @@ use crate::metrics::ExecutorMetrics;
 /// Everything GLUE_WASM handlers share: the runtime (engine + caches) and the admin client
 /// that downloads modules.
 pub(crate) struct WasmGlue {
-    runtime: Runtime,
+    pub(super) runtime: Runtime,
     admins: AdminClient,
     max_module_bytes: u64,
     metrics: Arc<ExecutorMetrics>,
+    /// One replay at a time (`replay.rs`).
+    pub(super) replays: tokio::sync::Semaphore,
 }
 
 impl WasmGlue {
@@ -34,10 +39,10 @@ impl WasmGlue {
         max_module_bytes: u64,
         metrics: Arc<ExecutorMetrics>,
     ) -> Self {
-        Self { runtime, admins, max_module_bytes, metrics }
+        Self { runtime, admins, max_module_bytes, metrics, replays: tokio::sync::Semaphore::new(1) }
     }
 
-    async fn fetch(&self, reference: &WasmModuleRef) -> anyhow::Result<Vec<u8>> {
+    pub(super) async fn fetch(&self, reference: &WasmModuleRef) -> anyhow::Result<Vec<u8>> {
         self.admins.download_module(reference, self.max_module_bytes).await
     }
 
@@ -125,11 +130,32 @@ async fn run_module(glue: Arc<WasmGlue>, reference: WasmModuleRef, ctx: JobConte
             ctx.log("the job's network policy does not apply: a preview1 module has no wasi:http; build the job as a WASI 0.2 component (e.g. --target wasm32-wasip2) to make requests");
         }
     }
+    let cap = ctx.wasm_grant().and_then(|grant| grant.flight.as_ref()).map(|flight| {
+        // A digest key that is not hex still keys the digests (as its text): recording goes on.
+        let key = hex::decode(&flight.digest_key).unwrap_or_else(|_| flight.digest_key.as_bytes().to_vec());
+        input.flight = Flight::Record { secret_key: key, max_body_bytes: flight.max_bytes };
+        usize::try_from(flight.max_bytes).unwrap_or(usize::MAX)
+    });
     let sink_ctx = ctx.clone();
     let sink: Arc<dyn LogSink> = Arc::new(move |line: &str| sink_ctx.log_raw(line));
+    let lines = GuestLines::new(sink, 0);
     // The runtime ends every run's log with a `[jobwheel] fuel used …, peak memory …` line.
-    let report = glue.runtime.run(&load.module, input, sink, ctx.stop_token()).await;
+    let report = glue.runtime.run(&load.module, input, lines.clone(), ctx.stop_token()).await;
     glue.metrics.wasm_run(&report.stats);
+    if let (Some(cap), Some(FlightReport::Recorded(journal))) = (cap, &report.flight) {
+        let mut journal = (**journal).clone();
+        if matches!(report.outcome, Outcome::Cancelled | Outcome::TimedOut { .. })
+            && journal.not_replayable.is_none()
+        {
+            journal.not_replayable = Some(
+                "the run was stopped before it ended (a timeout or a kill): where it stopped depends on wall time"
+                    .to_owned(),
+            );
+        }
+        let record =
+            FlightRecord { module: reference.digest.clone(), summary: summarize(&report, &lines), journal };
+        ctx.set_flight(record.to_json_capped(cap));
+    }
     if let Some(output) = report.workflow_output.as_deref().map(str::trim).filter(|o| !o.is_empty()) {
         // JSON when it parses, else the text; over the limit the worker refuses it.
         let value =

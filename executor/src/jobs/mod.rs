@@ -130,6 +130,17 @@ impl JobThreads {
         self.glue.prepare_wasm(module)
     }
 
+    /// Replays a recorded Wasm run; refused while the executor shuts down.
+    pub(crate) async fn replay(
+        &self,
+        request: jobwheel_protocol::ReplayRequest,
+    ) -> Result<jobwheel_protocol::ReplayReply, String> {
+        if self.is_closing() {
+            return Err(CLOSING_REASON.to_owned());
+        }
+        self.glue.replay(request).await
+    }
+
     pub(crate) fn run(self: &Arc<Self>, param: TriggerParam) -> Result<(), String> {
         // Before the fire journal: a refused exactly-once fire is not recorded as taken.
         if self.is_closing() {
@@ -166,6 +177,7 @@ impl JobThreads {
             handle_code: code,
             handle_msg: msg,
             output: None,
+            flight: None,
         };
         self.settings.callbacks.push(result, false);
         Ok(())

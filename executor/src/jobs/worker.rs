@@ -85,10 +85,10 @@ impl Worker {
             lock(&self.shared.queued).remove(&param.log_id);
             let span = tracing::info_span!("run", log_id = param.log_id);
             let started = std::time::Instant::now();
-            let (code, msg, finished, output) = self.execute(&param).instrument(span).await;
+            let end = self.execute(&param).instrument(span).await;
             let seconds = started.elapsed().as_secs_f64();
-            self.threads.settings.metrics.run_ended(&param.glue_type, code, seconds);
-            self.report(&param, code, msg, finished, output);
+            self.threads.settings.metrics.run_ended(&param.glue_type, end.code, seconds);
+            self.report(&param, end);
             self.shared.running.store(false, Ordering::SeqCst);
             if self.shared.stop.is_cancelled() {
                 return;
@@ -96,22 +96,18 @@ impl Worker {
         }
     }
 
-    /// Runs one trigger to completion, timeout or stop; returns the callback's code and
-    /// message, whether the run ended normally (its log then gets upstream's
-    /// `execute end(finish)` line, written once the result is journaled: `callback.rs`), and
-    /// the workflow output a node's run set.
-    async fn execute(&self, param: &TriggerParam) -> (i32, String, bool, Option<String>) {
-        let (code, msg, finished, output) = self.execute_handler(param).await;
-        match output {
-            Some(output) if output.len() > MAX_WORKFLOW_OUTPUT => {
-                let msg = format!("the workflow output is over the limit of {MAX_WORKFLOW_OUTPUT} bytes");
-                (HandleCode::Fail.code(), msg, finished, None)
-            }
-            output => (code, msg, finished, output),
+    /// Runs one trigger to completion, timeout or stop.
+    async fn execute(&self, param: &TriggerParam) -> RunEnd {
+        let mut end = self.execute_handler(param).await;
+        if end.output.as_ref().is_some_and(|output| output.len() > MAX_WORKFLOW_OUTPUT) {
+            end.code = HandleCode::Fail.code();
+            end.msg = format!("the workflow output is over the limit of {MAX_WORKFLOW_OUTPUT} bytes");
+            end.output = None;
         }
+        end
     }
 
-    async fn execute_handler(&self, param: &TriggerParam) -> (i32, String, bool, Option<String>) {
+    async fn execute_handler(&self, param: &TriggerParam) -> RunEnd {
         let settings = &self.threads.settings;
         let log = settings.logs.open(
             param.log_date_time,
@@ -155,6 +151,15 @@ impl Worker {
         if matches!(ending, Ending::TimedOut | Ending::Stopped) {
             wind_down(task, &run_stop, settings.stop_grace).await;
         }
+        // A recorded Wasm run's record goes with whatever result it gets.
+        let flight = ctx.take_flight();
+        let failed = |msg: String| RunEnd {
+            code: HandleCode::Fail.code(),
+            msg,
+            finished: false,
+            output: None,
+            flight: flight.clone(),
+        };
 
         let (code, msg) = match ending {
             Ending::Finished(Ok(())) => match ctx.result() {
@@ -166,14 +171,14 @@ impl Worker {
                 log.line(&format!(
                     "<br>----------- JobThread Exception:{msg}<br>----------- xxl-job job execute end(error) -----------"
                 ));
-                return (HandleCode::Fail.code(), msg, false, None);
+                return failed(msg);
             }
             Ending::Panicked(msg) => {
                 let msg = format!("job handler panicked: {msg}");
                 log.line(&format!(
                     "<br>----------- JobThread Exception:{msg}<br>----------- xxl-job job execute end(error) -----------"
                 ));
-                return (HandleCode::Fail.code(), msg, false, None);
+                return failed(msg);
             }
             Ending::TimedOut => {
                 log.line("<br>----------- xxl-job job execute timeout");
@@ -186,7 +191,7 @@ impl Worker {
                 log.line(&format!(
                     "<br>----------- JobThread Exception:{msg}<br>----------- xxl-job job execute end(error) -----------"
                 ));
-                return (HandleCode::Fail.code(), msg, false, None);
+                return failed(msg);
             }
         };
         let (code, msg) = if code <= 0 {
@@ -198,21 +203,22 @@ impl Worker {
         // ended on its own.
         let node = param.workflow_context.is_some() || param.workflow_item.is_some();
         let output = if node { ctx.output() } else { None };
-        (code, truncate_chars(msg, MAX_HANDLE_MSG_CHARS), true, output)
+        RunEnd { code, msg: truncate_chars(msg, MAX_HANDLE_MSG_CHARS), finished: true, output, flight }
     }
 
-    fn report(&self, param: &TriggerParam, code: i32, msg: String, end_line: bool, output: Option<String>) {
+    fn report(&self, param: &TriggerParam, end: RunEnd) {
         if let Some(key) = super::exactly_once_key(param) {
-            self.threads.settings.fires.ended(key, code, &msg);
+            self.threads.settings.fires.ended(key, end.code, &end.msg);
         }
         let result = HandleCallbackParam {
             log_id: param.log_id,
             log_date_tim: param.log_date_time,
-            handle_code: code,
-            handle_msg: msg,
-            output,
+            handle_code: end.code,
+            handle_msg: end.msg,
+            output: end.output,
+            flight: end.flight,
         };
-        self.threads.settings.callbacks.push(result, end_line);
+        self.threads.settings.callbacks.push(result, end.finished);
     }
 
     /// Fails every trigger still queued when the thread stops (upstream wording).
@@ -235,8 +241,26 @@ impl Worker {
             self.threads.settings.max_log_bytes,
         );
         log.line(&format!("<br>----------- {msg}"));
-        self.report(param, HandleCode::Fail.code(), msg, false, None);
+        self.report(
+            param,
+            RunEnd { code: HandleCode::Fail.code(), msg, finished: false, output: None, flight: None },
+        );
     }
+}
+
+/// How a run ended, as its callback reports it.
+struct RunEnd {
+    /// The handle code.
+    code: i32,
+    /// The handle message.
+    msg: String,
+    /// Whether the run ended normally: its log then gets upstream's `execute end(finish)` line,
+    /// written once the result is journaled (`callback.rs`).
+    finished: bool,
+    /// The workflow output a node's run set.
+    output: Option<String>,
+    /// A recorded Wasm run's flight record.
+    flight: Option<String>,
 }
 
 /// Asks the handler to stop, gives it `grace` to finish (a script handler terminates its

@@ -166,6 +166,7 @@ async fn watch_run(browser: &Browser, job: i64) -> anyhow::Result<()> {
         "line breaks from <br>: {console:?}"
     );
     browser.screenshot("rolling-log").await?;
+    replay(browser).await.context("replaying the run")?;
     browser.route(&list).await?;
     browser.refresh_until("#log-search", "#log-table .handle-result", "Success").await?;
     browser.wait_contains("#log-table .trigger-result", "Success").await?;
@@ -174,6 +175,22 @@ async fn watch_run(browser: &Browser, job: i64) -> anyhow::Result<()> {
     browser.route(&format!("{list}&text=HELLO,%20{PARAM}")).await?;
     browser.refresh_until("#log-search", "#log-matches", &format!("hello, {PARAM}!")).await?;
     browser.screenshot("log-search").await
+}
+
+/// The run was recorded (every Wasm run is, by default): from its page, replayed from its
+/// journal, it is identical to the original, and the job's history gains no run.
+async fn replay(browser: &Browser) -> anyhow::Result<()> {
+    let hash = browser.wait_hash_containing("/logs/").await?;
+    // Loaded again after the run ended, so the page knows its record: away and back.
+    browser.route("#/logs").await?;
+    browser.find("#log-table").await?;
+    browser.route(&format!("#{hash}")).await?;
+    browser.click("#log-replay").await?;
+    let verdict = browser.wait_contains("#replay-verdict", "Identical to the original").await?;
+    ensure!(verdict.contains("on http://127.0.0.1:"), "the executor that replayed it: {verdict}");
+    let table = browser.wait_contains("#replay-table", "succeeded").await?;
+    ensure!(table.contains("Output lines"), "{table}");
+    browser.screenshot("replay").await
 }
 
 async fn glue_editor(browser: &Browser) -> anyhow::Result<()> {

@@ -4,7 +4,7 @@
 //! ten routing strategies observed live (`routing`), child jobs, retries, kill, Wasm and script
 //! GLUE together (`flows`), Wasm components calling an HTTP server under their network policy
 //! with a variable and a secret (`wasm_http`), a job's own fuel and memory grants
-//! (`grant_limits`), an executor restarted on its own address with a run
+//! (`grant_limits`), a recorded run replayed from its journal (`replays`), an executor restarted on its own address with a run
 //! in flight (`restarts`), and lost-job marking after an executor is killed (last, as it
 //! takes an executor away); on SQLite, alone, the Python and JavaScript components and a
 //! workflow whose nodes pass data across Rust, Python, shell and BEAN (`workflows`). `metrics`
@@ -24,6 +24,7 @@ mod login_flood;
 mod metrics;
 mod packages;
 mod pods;
+mod replays;
 mod restarts;
 mod routing;
 mod schedules;
@@ -192,6 +193,7 @@ async fn scenarios(url: &str) -> anyhow::Result<()> {
         flows.context("flows")?;
         wasm_http.context("wasm http")?;
         grant_limits::run(&stack).await.context("a job's own fuel and memory grants")?;
+        replays::run(&stack).await.context("recorded runs replayed")?;
         workflows::nested(&stack).await.context("a sub-workflow across Rust Wasm, shell and BEAN")?;
         workflows::mapped(&stack).await.context("map nodes across Rust Wasm, shell and BEAN")?;
         if url.starts_with("sqlite") {

@@ -25,14 +25,14 @@ const SECRET: &str = "sys-secret-token-42";
 
 /// An HTTP server on loopback answering `GET /check` and keeping each request's
 /// `Authorization` header; the accept loop ends when the value is dropped.
-struct CheckServer {
-    origin: String,
+pub(crate) struct CheckServer {
+    pub(crate) origin: String,
     seen: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl CheckServer {
-    async fn start() -> anyhow::Result<CheckServer> {
+    pub(crate) async fn start() -> anyhow::Result<CheckServer> {
         let seen: Arc<Mutex<Vec<String>>> = Arc::default();
         let record = Arc::clone(&seen);
         let app = Router::new().route(
@@ -50,8 +50,13 @@ impl CheckServer {
         Ok(CheckServer { origin, seen, task })
     }
 
-    fn saw(&self, authorization: &str) -> bool {
+    pub(crate) fn saw(&self, authorization: &str) -> bool {
         self.seen.lock().expect("lock").iter().any(|auth| auth == authorization)
+    }
+
+    /// How many requests it has answered.
+    pub(crate) fn hits(&self) -> usize {
+        self.seen.lock().expect("lock").len()
     }
 }
 

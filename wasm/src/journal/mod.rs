@@ -10,17 +10,18 @@
 //! the journal could not answer. Secrets are recorded by name and a keyed digest, never by value.
 
 mod http;
+mod summary;
 mod tape;
 
 use std::sync::Arc;
 
-use hmac::{Hmac, Mac as _};
+pub use jobwheel_protocol::flight::{EnvEntry, secret_digest};
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
 
 use crate::run::RunInput;
 pub use http::{HttpAnswer, HttpExchange, WireError};
 pub(crate) use http::{RecordingBody, ReplayBody};
+pub use summary::{FlightRecord, GuestLines, summarize};
 use tape::{Player, Tape, fresh_seed};
 
 /// The journal format this runtime writes and reads.
@@ -75,26 +76,12 @@ pub struct JournalInputs {
     pub workflow_item: Option<String>,
     /// The job's variables and secrets, in the order they were set.
     pub env: Vec<EnvEntry>,
-}
-
-/// One variable of a recorded run: a plain value, or a secret by its keyed digest only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum EnvEntry {
-    /// A variable and its value.
-    Plain {
-        /// Its name.
-        name: String,
-        /// Its value.
-        value: String,
-    },
-    /// A secret: HMAC-SHA256 of its value under the recorder's key, hex.
-    Secret {
-        /// Its name.
-        name: String,
-        /// The keyed digest of its value.
-        digest: String,
-    },
+    /// The job's fuel budget, when it set one (a replay runs under the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuel: Option<u64>,
+    /// The job's memory limit in bytes, when it set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory_bytes: Option<u64>,
 }
 
 /// A run's recorder in action, from its [`Flight`]: the tape it writes, the journal it plays,
@@ -137,14 +124,6 @@ impl Recorder {
             Recorder::Replay(player) => Some(FlightReport::Replayed { unanswered: player.unanswered() }),
         }
     }
-}
-
-/// The keyed digest a journal holds for a secret's `value`.
-pub fn secret_digest(key: &[u8], value: &str) -> String {
-    // HMAC takes a key of any length; this cannot fail.
-    let mut mac = <Hmac<Sha256>>::new_from_slice(key).unwrap_or_else(|_| unreachable!("hmac takes any key"));
-    mac.update(value.as_bytes());
-    hex::encode(mac.finalize().into_bytes())
 }
 
 /// Whether and how a run is journaled ([`crate::RunInput::flight`]).
@@ -200,11 +179,53 @@ impl JournalInputs {
             workflow_context: input.workflow_context.clone(),
             workflow_item: input.workflow_item.clone(),
             env,
+            fuel: input.fuel,
+            max_memory_bytes: input.max_memory_bytes.map(|m| u64::try_from(m).unwrap_or(u64::MAX)),
         }
     }
 }
 
 impl Journal {
+    /// A journal of the run `log_id` of `job_id` that holds nothing else (what is kept of a
+    /// journal past its cap).
+    pub fn empty(job_id: i32, log_id: i64) -> Journal {
+        Journal {
+            version: JOURNAL_VERSION,
+            inputs: JournalInputs {
+                job_id,
+                log_id,
+                param: String::new(),
+                shard: (0, 1),
+                fire_key: String::new(),
+                scheduled_time: 0,
+                workflow_context: None,
+                workflow_item: None,
+                env: Vec::new(),
+                fuel: None,
+                max_memory_bytes: None,
+            },
+            wall: Vec::new(),
+            monotonic: Vec::new(),
+            random: Vec::new(),
+            insecure: Vec::new(),
+            insecure_seed: "0".to_owned(),
+            http: Vec::new(),
+            not_replayable: None,
+        }
+    }
+
+    /// The names of the secrets the run used (a replay must be given each again).
+    pub fn secret_names(&self) -> Vec<&str> {
+        self.inputs
+            .env
+            .iter()
+            .filter_map(|entry| match entry {
+                EnvEntry::Secret { name, .. } => Some(name.as_str()),
+                EnvEntry::Plain { .. } => None,
+            })
+            .collect()
+    }
+
     /// The input that replays this journal: the original's inputs, each secret's value taken
     /// from `secrets` (name, value) only when its digest under `key` is still the recorded one.
     /// Refused with the reason when the journal is not replayable, was written by another
@@ -254,8 +275,8 @@ impl Journal {
             env,
             masked,
             network: None,
-            fuel: None,
-            max_memory_bytes: None,
+            fuel: inputs.fuel,
+            max_memory_bytes: inputs.max_memory_bytes.map(|m| usize::try_from(m).unwrap_or(usize::MAX)),
             workflow_context: inputs.workflow_context.clone(),
             workflow_item: inputs.workflow_item.clone(),
             fire_key: inputs.fire_key.clone(),

@@ -163,6 +163,10 @@ fn action(method: &Method, route: &str) -> Option<Action> {
         "/api/v1/alarm-channels/{id}/test" if post => act("alarm_channel.test", Subject::None),
         "/api/v1/logs/clear" if post => Action { body_detail: true, ..act("log.clear", Subject::None) },
         "/api/v1/logs/{id}/kill" if post => act("log.kill", Subject::None),
+        // The version asked for is the replay's meaning; it carries no secret.
+        "/api/v1/logs/{id}/replay" if post => {
+            Action { body_detail: true, ..act("log.replay", Subject::None) }
+        }
         _ => return None,
     })
 }

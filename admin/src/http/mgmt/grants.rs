@@ -58,6 +58,10 @@ pub(crate) struct JobGrantView {
     memory_bytes: Option<i64>,
     /// The executor group's variables and secrets the job uses (the others are not sent).
     uses: Vec<String>,
+    /// Whether the job's runs are recorded for replay (docs/replay.md).
+    record_runs: bool,
+    /// The cap of a run's flight record, bytes; `None` = the default.
+    journal_max_bytes: Option<i64>,
     #[serde(flatten)]
     variables: VariablesView,
 }
@@ -78,6 +82,15 @@ pub(crate) struct JobGrantInput {
     /// The executor group's variables and secrets the job uses, by name.
     #[serde(default)]
     uses: Vec<String>,
+    /// Record the job's runs for replay; on when left out.
+    #[serde(default = "recording_on")]
+    record_runs: bool,
+    /// The cap of a run's flight record, bytes.
+    journal_max_bytes: Option<i64>,
+}
+
+fn recording_on() -> bool {
+    true
 }
 
 #[derive(Deserialize)]
@@ -124,6 +137,15 @@ pub(crate) async fn put_job(
             )));
         }
     }
+    if let Some(cap) = input.journal_max_bytes {
+        use jobwheel_protocol::flight::{MAX_JOURNAL_BYTES, MIN_JOURNAL_BYTES};
+        if !(MIN_JOURNAL_BYTES..=MAX_JOURNAL_BYTES).contains(&u64::try_from(cap).unwrap_or(0)) {
+            return Err(ApiError::BadRequest(format!(
+                "journalMaxBytes must be between {MIN_JOURNAL_BYTES} and {MAX_JOURNAL_BYTES}, or left out for the default ({})",
+                jobwheel_protocol::flight::DEFAULT_JOURNAL_BYTES
+            )));
+        }
+    }
     let mut uses: Vec<String> =
         input.uses.iter().map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()).collect();
     uses.sort();
@@ -148,6 +170,8 @@ pub(crate) async fn put_job(
         fuel: input.fuel,
         memory_bytes: input.memory_bytes,
         uses: (!uses.is_empty()).then(|| uses.join("\n")),
+        record_runs: Some(i16::from(input.record_runs)),
+        journal_max_bytes: input.journal_max_bytes,
     };
     let mut changes = Vec::new();
     if before.uses != row.uses {
@@ -185,6 +209,13 @@ pub(crate) async fn put_job(
             row.http_timeout_ms,
             row.fuel,
             row.memory_bytes
+        ));
+    }
+    if (before.records_runs(), before.journal_max_bytes) != (row.records_runs(), row.journal_max_bytes) {
+        changes.push(format!(
+            "recording for replay: {}, journal cap {}",
+            if row.records_runs() { "on" } else { "off" },
+            row.journal_max_bytes.map_or("default".to_owned(), |cap| format!("{cap} bytes"))
         ));
     }
     let now = state.clock.now_ms();
@@ -302,6 +333,8 @@ pub(crate) async fn job_view(state: &MgmtState, job: JobId) -> Result<JobGrantVi
         fuel: row.fuel,
         memory_bytes: row.memory_bytes,
         uses: row.used_names().into_iter().map(str::to_owned).collect(),
+        record_runs: row.records_runs(),
+        journal_max_bytes: row.journal_max_bytes,
         variables: variables_view(state, VariableOwner::Job(job)).await?,
     })
 }

@@ -312,7 +312,8 @@ async fn apply(
             "httpAllow": grant.http_allow, "httpMaxRequests": grant.http_max_requests,
             "httpMaxResponseBytes": grant.http_max_response_bytes, "httpTimeoutMs": grant.http_timeout_ms,
             "fuel": grant.fuel, "memoryBytes": grant.memory_bytes, "variables": grant.variables,
-            "uses": grant.uses,
+            "uses": grant.uses, "recordRuns": grant.record_runs.unwrap_or(true),
+            "journalMaxBytes": grant.journal_max_bytes,
         });
         let input = serde_json::from_value(body).map_err(ApiError::internal)?;
         drop(grants::put_job(shared(), principal.clone(), Path(id.0), ApiJson(input)).await?);

@@ -170,7 +170,11 @@ pub(crate) async fn list(
 }
 
 /// The log `id`, if the caller may see its group (403 otherwise, 404 if absent).
-async fn permitted_log(state: &MgmtState, principal: &Principal, id: i64) -> Result<LogRow, ApiError> {
+pub(super) async fn permitted_log(
+    state: &MgmtState,
+    principal: &Principal,
+    id: i64,
+) -> Result<LogRow, ApiError> {
     let log = state
         .store
         .load_log(LogId(id))
@@ -185,9 +189,19 @@ pub(crate) async fn get(
     State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i64>,
-) -> Result<Json<LogView>, ApiError> {
+) -> Result<Json<LogDetail>, ApiError> {
     let log = permitted_log(&state, &principal, id).await?;
-    Ok(Json(JobDescs::default().view(&state, log).await?))
+    let flight = super::log_replay::flight_view(&state, log.id).await?;
+    Ok(Json(LogDetail { log: JobDescs::default().view(&state, log).await?, flight }))
+}
+
+/// One log with what the log page needs beyond the row.
+#[derive(Serialize)]
+pub(crate) struct LogDetail {
+    #[serde(flatten)]
+    log: LogView,
+    /// The run's flight record, when it was recorded (docs/replay.md).
+    flight: Option<super::log_replay::FlightView>,
 }
 
 #[derive(Deserialize)]

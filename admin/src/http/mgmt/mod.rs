@@ -49,6 +49,7 @@ pub(crate) mod job_settings;
 mod job_tags;
 pub(crate) mod job_view;
 pub(crate) mod jobs;
+mod log_replay;
 mod log_search;
 pub(crate) mod login_limit;
 mod logs;
@@ -204,6 +205,7 @@ pub(crate) fn router() -> Router<HttpState> {
         .route("/api/v1/logs/{id}", get(logs::get))
         .route("/api/v1/logs/{id}/content", get(logs::content))
         .route("/api/v1/logs/{id}/kill", post(logs::kill))
+        .route("/api/v1/logs/{id}/replay", post(log_replay::replay))
         .route("/api/v1/audit", get(audit_list::list))
         .route("/api/v1/dashboard", get(dashboard::counters))
         .route("/api/v1/dashboard/chart", get(dashboard::chart))

@@ -1,5 +1,6 @@
 //! What an API token may do (docs/security.md, "API token scopes"): `read` only reads; `run`
-//! also triggers, starts and stops jobs and workflows, reruns and stops instances, kills runs,
+//! also triggers, starts and stops jobs and workflows, reruns and stops instances, kills and
+//! replays runs,
 //! and requests and cancels backfills;
 //! `write` does everything its user may. The scope narrows the user's rights, never widens them:
 //! every handler still checks the user's role and groups. The MCP server (docs/mcp.md) calls the
@@ -21,7 +22,7 @@ pub(crate) enum TokenScope {
 }
 
 /// The writes a `run` token may make: running things, not changing them.
-const RUN_ROUTES: [&str; 12] = [
+const RUN_ROUTES: [&str; 13] = [
     "/api/v1/jobs/{id}/trigger",
     "/api/v1/jobs/{id}/start",
     "/api/v1/jobs/{id}/stop",
@@ -32,6 +33,7 @@ const RUN_ROUTES: [&str; 12] = [
     "/api/v1/workflow-instances/{id}/rerun-failed",
     "/api/v1/workflow-instances/{id}/rerun",
     "/api/v1/logs/{id}/kill",
+    "/api/v1/logs/{id}/replay",
     "/api/v1/backfills",
     "/api/v1/backfills/{id}/cancel",
 ];

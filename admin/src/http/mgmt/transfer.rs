@@ -131,6 +131,12 @@ pub(crate) struct GrantEntry {
     /// Names of the executor group's variables and secrets the job uses.
     #[serde(default)]
     pub(crate) uses: Vec<String>,
+    /// Whether runs are recorded for replay (on when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) record_runs: Option<bool>,
+    /// The cap of a run's flight record, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) journal_max_bytes: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -310,6 +316,9 @@ async fn grant(state: &MgmtState, job: JobId) -> Result<GrantEntry, ApiError> {
         fuel: row.fuel,
         memory_bytes: row.memory_bytes,
         uses: row.used_names().into_iter().map(str::to_owned).collect(),
+        // Only a switched-off recorder is written: an export from before stays the same.
+        record_runs: (!row.records_runs()).then_some(false),
+        journal_max_bytes: row.journal_max_bytes,
         ..GrantEntry::default()
     };
     for variable in state.store.list_variables(VariableOwner::Job(job)).await? {

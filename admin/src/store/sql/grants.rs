@@ -15,16 +15,18 @@ use crate::store::{
 const GRANT_HISTORY_KEPT: i64 = 50;
 
 static LOAD_GRANT: Sql = Sql::new(
-    "SELECT http_allow, http_max_requests, http_max_response_bytes, http_timeout_ms, fuel, memory_bytes, uses \
-    FROM jobwheel_job_grant WHERE job_id = ?",
+    "SELECT http_allow, http_max_requests, http_max_response_bytes, http_timeout_ms, fuel, memory_bytes, uses, \
+    record_runs, journal_max_bytes FROM jobwheel_job_grant WHERE job_id = ?",
 );
 static SAVE_GRANT: Sql = Sql::new(
     "INSERT INTO jobwheel_job_grant (job_id, http_allow, http_max_requests, http_max_response_bytes, \
-    http_timeout_ms, fuel, memory_bytes, uses, update_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \
+    http_timeout_ms, fuel, memory_bytes, uses, record_runs, journal_max_bytes, update_ms) \
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
     ON CONFLICT (job_id) DO UPDATE SET http_allow = excluded.http_allow, \
     http_max_requests = excluded.http_max_requests, http_max_response_bytes = excluded.http_max_response_bytes, \
     http_timeout_ms = excluded.http_timeout_ms, fuel = excluded.fuel, memory_bytes = excluded.memory_bytes, \
-    uses = excluded.uses, update_ms = excluded.update_ms",
+    uses = excluded.uses, record_runs = excluded.record_runs, journal_max_bytes = excluded.journal_max_bytes, \
+    update_ms = excluded.update_ms",
 );
 macro_rules! variable_select {
     () => {
@@ -91,6 +93,8 @@ impl GrantStore for SqlStore {
             grant.fuel,
             grant.memory_bytes,
             &grant.uses,
+            grant.record_runs,
+            grant.journal_max_bytes,
             now_ms
         ];
         self.ex().execute(&SAVE_GRANT, &args).await?;

@@ -42,6 +42,7 @@ mod batch;
 mod calendars;
 mod credentials;
 mod fire_sends;
+mod flights;
 mod grants;
 mod groups;
 mod instance_tx;

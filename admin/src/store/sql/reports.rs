@@ -90,6 +90,9 @@ impl LogReportStore for SqlStore {
             let mut pieces = QueryBuf::new("DELETE FROM jobwheel_log_piece WHERE log_id IN (");
             pieces.bind_list(ids.iter().copied()).push(")");
             self.ex().execute(&pieces, pieces.args()).await?;
+            let mut flights = QueryBuf::new("DELETE FROM jobwheel_log_flight WHERE log_id IN (");
+            flights.bind_list(ids.iter().copied()).push(")");
+            self.ex().execute(&flights, flights.args()).await?;
             let mut delete = QueryBuf::new("DELETE FROM xxl_job_log WHERE id IN (");
             delete.bind_list(ids).push(")");
             let gone = self.ex().execute(&delete, delete.args()).await?;

@@ -21,9 +21,18 @@ pub struct JobGrantRow {
     /// The executor-group variables and secrets the job uses, one name per line; the others
     /// are not sent with its triggers.
     pub uses: Option<String>,
+    /// 0: the job's runs are not recorded (docs/replay.md); `None` or 1: they are.
+    pub record_runs: Option<i16>,
+    /// The cap of a run's flight record, bytes; `None` = the default.
+    pub journal_max_bytes: Option<i64>,
 }
 
 impl JobGrantRow {
+    /// Whether the job's runs are recorded (on unless switched off).
+    pub fn records_runs(&self) -> bool {
+        self.record_runs != Some(0)
+    }
+
     /// The names in [`Self::uses`].
     pub fn used_names(&self) -> std::collections::BTreeSet<&str> {
         self.uses.as_deref().unwrap_or_default().lines().map(str::trim).filter(|n| !n.is_empty()).collect()

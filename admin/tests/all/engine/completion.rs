@@ -22,6 +22,7 @@ pub(crate) fn callback(log_id: LogId, code: i32, msg: &str) -> HandleCallbackPar
         handle_code: code,
         handle_msg: msg.to_owned(),
         output: None,
+        flight: None,
     }
 }
 

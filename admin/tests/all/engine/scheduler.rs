@@ -227,6 +227,7 @@ async fn fix_delay_parks_until_completion() -> anyhow::Result<()> {
         handle_code: 200,
         handle_msg: "done".to_owned(),
         output: None,
+        flight: None,
     };
     engine.completion().on_callbacks(vec![callback]).await?;
     let stored = load(&*store, id).await?;

@@ -58,6 +58,7 @@ async fn an_outcome_and_a_callback_wait_for_a_trigger_still_sending() -> anyhow:
             handle_code: 200,
             handle_msg: "ok".into(),
             output: None,
+            flight: None,
         };
         tokio::spawn(async move { engine.completion().on_callbacks(vec![result]).await })
     };

@@ -135,6 +135,7 @@ async fn a_late_fire_is_not_closed_as_stalled_while_its_run_is_on_its_way() -> a
         handle_code: 200,
         handle_msg: "ok".into(),
         output: None,
+        flight: None,
     };
     engine.completion().on_callbacks(vec![result]).await?;
     let row = &logs(&*store, id).await?[0];

@@ -35,6 +35,7 @@ async fn answer_with_output(s: &Setup, job: JobId, n: usize, msg: &str, output: 
         handle_code: 200,
         handle_msg: msg.to_owned(),
         output: Some(output.to_owned()),
+        flight: None,
     };
     s.engine.completion().on_callbacks(vec![result]).await?;
     Ok(())

@@ -18,6 +18,7 @@ mod batches;
 mod calendars;
 mod catalog;
 mod credentials;
+mod flights;
 mod instance_alarm_by_end;
 mod leases;
 mod log_pieces;

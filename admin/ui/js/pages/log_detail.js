@@ -7,6 +7,7 @@ import { get, post } from '../api.js';
 import { brText, formatTime, h } from '../dom.js';
 import { t } from '../i18n.js';
 import { confirmDialog, guarded, notify, pageHeader } from '../ui.js';
+import { replayPanel } from './log_replay.js';
 import { resultBadge } from './logs.js';
 
 const INTERVAL_MS = 3000;
@@ -30,10 +31,12 @@ export async function render({ main, params }) {
     const answer = await post(`/logs/${id}/kill`);
     notify(answer && answer.msg ? answer.msg : t('logs.killed'));
   }));
+  const replay = replayPanel(log);
   main.append(
-    pageHeader(t('logs.rollingTitle', { id }), kill, h('a', { class: 'btn', href: `#/logs?jobGroup=${log.jobGroup}&jobId=${log.jobId}` }, t('common.back'))),
+    pageHeader(t('logs.rollingTitle', { id }), kill, replay.button, h('a', { class: 'btn', href: `#/logs?jobGroup=${log.jobGroup}&jobId=${log.jobId}` }, t('common.back'))),
     h('div', { class: 'card' }, facts),
-    h('div', { class: 'card' }, consoleBox, status));
+    h('div', { class: 'card' }, consoleBox, status),
+    replay.result);
 
   if (log.triggerCode !== 200) {
     status.replaceChildren(h('div', { class: 'alert alert-error' }, t('logs.triggerFailed')), h('div', { class: 'message' }, brText(log.triggerMsg)));

@@ -1,0 +1,57 @@
+//! `jobwheel_log_flight` (migration 0040): flight records of recorded Wasm runs
+//! (`store/flight_store.rs`).
+
+use async_trait::async_trait;
+
+use super::SqlStore;
+use crate::store::db::args;
+use crate::store::dialect::Sql;
+use crate::store::{FlightRow, FlightStore, JobId, LogId, StoreError};
+
+static PUT_FLIGHT: Sql = Sql::new(
+    "INSERT INTO jobwheel_log_flight (log_id, job_id, log_time, module, replayable, reason, record_bytes, body) \
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (log_id) DO UPDATE SET module = excluded.module, \
+    replayable = excluded.replayable, reason = excluded.reason, record_bytes = excluded.record_bytes, \
+    body = excluded.body",
+);
+static FLIGHT_OF_LOG: Sql = Sql::new(
+    "SELECT log_id, job_id, log_time, module, replayable, reason, record_bytes, body \
+    FROM jobwheel_log_flight WHERE log_id = ?",
+);
+static FLIGHTS_OF_JOB: Sql = Sql::new(
+    "SELECT log_id, job_id, log_time, module, replayable, reason, record_bytes, body \
+    FROM jobwheel_log_flight WHERE job_id = ? ORDER BY log_time DESC, log_id DESC LIMIT ?",
+);
+
+#[async_trait]
+impl FlightStore for SqlStore {
+    async fn put_flights(&self, rows: &[FlightRow]) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.db.begin().await?;
+        for row in rows {
+            let args = args![
+                row.log_id,
+                row.job_id,
+                row.log_time,
+                row.module.as_str(),
+                row.replayable,
+                row.reason.as_deref(),
+                row.record_bytes,
+                row.body.as_slice()
+            ];
+            tx.ex().execute(&PUT_FLIGHT, &args).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn flight(&self, log: LogId) -> Result<Option<FlightRow>, StoreError> {
+        Ok(self.ex().fetch_optional(&FLIGHT_OF_LOG, &args![log]).await?)
+    }
+
+    async fn job_flights(&self, job: JobId, limit: u32) -> Result<Vec<FlightRow>, StoreError> {
+        Ok(self.ex().fetch_all(&FLIGHTS_OF_JOB, &args![job, i64::from(limit)]).await?)
+    }
+}
