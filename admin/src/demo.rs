@@ -71,6 +71,7 @@ pub async fn seed(store: &dyn Store, module: &Path) -> anyhow::Result<bool> {
             uploader: Some("jobwheel".to_owned()),
             remark: Some("sample job (sample-jobs/hello)".to_owned()),
             created_at_ms: now.timestamp_millis(),
+            candidate: false,
         })
         .await?;
     Ok(true)

@@ -186,6 +186,15 @@ impl AdminCore for EngineCore {
         self.engine.replay(log_id, version).await
     }
 
+    async fn what_if(
+        &self,
+        job: JobId,
+        version: i64,
+        runs: u32,
+    ) -> Result<Vec<crate::engine::WhatIfRow>, EngineError> {
+        self.engine.what_if(job, version, runs).await
+    }
+
     async fn kill(&self, log_id: LogId) -> Result<Option<String>, EngineError> {
         self.engine.completion().kill(log_id).await
     }

@@ -116,6 +116,7 @@ pub struct RunSummary {
     /// SHA-256 of those lines, each followed by a newline, hex.
     pub lines_sha256: String,
     /// SHA-256 of the workflow output the guest printed, hex; `None` when it printed none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_sha256: Option<String>,
 }
 

@@ -71,3 +71,17 @@ pub fn guest_components(name: &str) -> anyhow::Result<Vec<(&'static str, Vec<u8>
     }
     Ok(all)
 }
+
+/// `bytes` with a custom section `jobwheel-bench` holding `version` appended: the same code
+/// under a new digest (custom sections may follow the last section of a module or component).
+pub fn with_marker(bytes: &[u8], version: u32) -> Vec<u8> {
+    let name = b"jobwheel-bench";
+    let mut payload = vec![u8::try_from(name.len()).unwrap_or(u8::MAX)];
+    payload.extend_from_slice(name);
+    payload.extend_from_slice(&version.to_le_bytes());
+    let mut out = bytes.to_vec();
+    out.push(0); // custom section id
+    out.push(u8::try_from(payload.len()).unwrap_or(u8::MAX)); // < 128: a one-byte LEB128
+    out.extend_from_slice(&payload);
+    out
+}

@@ -93,7 +93,7 @@ pub use next_times::{FIX_DELAY_PARKED, PRE_READ_MS};
 pub use pool::{SLOW_COUNT_LIMIT, SLOW_TRIGGER};
 pub use recover::{ClaimRecovery, RECOVERY_GRACE_MS, Recovery};
 pub use registry::{DEAD_TIMEOUT_MS, RegistryMonitor};
-pub use replays::ReplayOutcome;
+pub use replays::{MAX_WHAT_IF_RUNS, ReplayOutcome, WhatIfRow};
 pub(crate) use report::local_midnight;
 pub use report::{CLAIM_KEEP_MS, ReportMonitor};
 pub use resend::{RESEND_AFTER_MS, Resend, Resends};

@@ -52,7 +52,48 @@ pub struct ReplayOutcome {
     pub original_log: Option<String>,
 }
 
+/// The most recorded runs one what-if replays.
+pub const MAX_WHAT_IF_RUNS: u32 = 50;
+
+/// One row of a what-if: a recorded run replayed against the version, or why it was not.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WhatIfRow {
+    /// The recorded run.
+    pub log_id: i64,
+    /// When it was triggered, epoch ms.
+    pub trigger_time: i64,
+    /// The replay against the version, when there was one.
+    pub replay: Option<ReplayOutcome>,
+    /// Why the run was not replayed (not replayable, a changed secret, no executor).
+    pub error: Option<String>,
+}
+
 impl Engine {
+    /// Replays the job's last `runs` recorded runs, newest first, against its module version
+    /// `version` (docs/replay.md, "What-if"), one after another.
+    pub async fn what_if(
+        &self,
+        job: crate::store::JobId,
+        version: i64,
+        runs: u32,
+    ) -> Result<Vec<WhatIfRow>, EngineError> {
+        let versions = self.store.list_wasm_versions(job).await?;
+        if !versions.iter().any(|v| v.id == version) {
+            return Err(EngineError::Refused(format!("job {} has no module version {version}", job.0)));
+        }
+        let mut rows = Vec::new();
+        for (log_id, trigger_time) in self.store.job_flights(job, runs.clamp(1, MAX_WHAT_IF_RUNS)).await? {
+            let (replay, error) = match self.replay(log_id, Some(version)).await {
+                Ok(outcome) => (Some(outcome), None),
+                Err(EngineError::Store(e)) => return Err(EngineError::Store(e)),
+                Err(e) => (None, Some(e.to_string())),
+            };
+            rows.push(WhatIfRow { log_id: log_id.0, trigger_time, replay, error });
+        }
+        Ok(rows)
+    }
+
     /// Replays the recorded run `log_id` with its own module, or with the job's module version
     /// `version` (a what-if replay).
     pub async fn replay(&self, log_id: LogId, version: Option<i64>) -> Result<ReplayOutcome, EngineError> {
@@ -69,12 +110,12 @@ impl Engine {
                  and that ended are recorded"
             ))
         })?;
-        if row.replayable == 0 {
+        if !row.replayable {
             let why = row.reason.as_deref().unwrap_or("no reason recorded");
             return Err(EngineError::Refused(format!("log {log_id} cannot be replayed: {why}")));
         }
         let (record, json) = open_record(&row, seal).map_err(EngineError::Refused)?;
-        let job = self.store.load_job(row.job_id).await?.ok_or(EngineError::JobNotFound(row.job_id))?;
+        let job = self.store.load_job(log.job_id).await?.ok_or(EngineError::JobNotFound(log.job_id))?;
         let digest = match version {
             None => record.module.clone(),
             Some(version) => {

@@ -100,6 +100,17 @@ pub trait AdminCore: Send + Sync + 'static {
         Err(no_engine())
     }
 
+    /// Replays job `job`'s last `runs` recorded runs against its module version `version`.
+    async fn what_if(
+        &self,
+        job: JobId,
+        version: i64,
+        runs: u32,
+    ) -> Result<Vec<crate::engine::WhatIfRow>, EngineError> {
+        let _ = (job, version, runs);
+        Err(no_engine())
+    }
+
     /// Starts an instance of `workflow` now with `context` (a JSON object's text).
     async fn start_workflow(
         &self,

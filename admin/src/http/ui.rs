@@ -65,6 +65,7 @@ pub(crate) static ASSETS: &[(&str, &[u8])] = assets![
     "js/pages/transfer.js",
     "js/pages/users.js",
     "js/pages/wasm.js",
+    "js/pages/wasm_what_if.js",
     "js/pages/workflow_form.js",
     "js/pages/workflow_instance.js",
     "js/pages/workflow_instances.js",

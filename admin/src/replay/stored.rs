@@ -37,16 +37,16 @@ fn row(owner: &LogOwner, record: &str, seal: &SecretBox) -> FlightRow {
     let (module, replayable, reason) = if record.len() as u64 > MAX_JOURNAL_BYTES {
         (
             String::new(),
-            0,
+            false,
             Some(format!("the record is {} bytes, over the limit of {MAX_JOURNAL_BYTES}", record.len())),
         )
     } else {
         match serde_json::from_str::<RecordView>(record) {
             Ok(parsed) => {
                 let why = parsed.journal.not_replayable;
-                (parsed.module.chars().take(64).collect(), i16::from(why.is_none()), why)
+                (parsed.module.chars().take(64).collect(), why.is_none(), why)
             }
-            Err(e) => (String::new(), 0, Some(format!("the executor's record cannot be read: {e}"))),
+            Err(e) => (String::new(), false, Some(format!("the executor's record cannot be read: {e}"))),
         }
     };
     let mut encoder = DeflateEncoder::new(Vec::with_capacity(record.len() / 3), Compression::default());
@@ -55,8 +55,6 @@ fn row(owner: &LogOwner, record: &str, seal: &SecretBox) -> FlightRow {
     let deflated = encoder.finish().unwrap_or_default();
     FlightRow {
         log_id: owner.log_id,
-        job_id: owner.job_id,
-        log_time: owner.trigger_ms,
         module,
         replayable,
         reason,

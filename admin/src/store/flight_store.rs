@@ -7,17 +7,14 @@ use async_trait::async_trait;
 use super::{JobId, LogId, StoreError};
 
 /// A stored flight record.
-#[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct FlightRow {
     pub log_id: LogId,
-    pub job_id: JobId,
-    /// The log's trigger time, epoch ms.
-    pub log_time: i64,
-    /// The digest of the module the run ran.
+    /// The SHA-256 of the module the run ran, lower-case hex.
     pub module: String,
-    /// 1 when the run can be replayed.
-    pub replayable: i16,
-    /// Why it cannot, when it cannot.
+    /// Whether the run can be replayed.
+    pub replayable: bool,
+    /// Why not, when it cannot.
     pub reason: Option<String>,
     /// Bytes of the record's JSON.
     pub record_bytes: i32,
@@ -30,12 +27,35 @@ impl std::fmt::Debug for FlightRow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FlightRow")
             .field("log_id", &self.log_id)
-            .field("job_id", &self.job_id)
             .field("module", &self.module)
             .field("replayable", &self.replayable)
             .field("reason", &self.reason)
             .field("record_bytes", &self.record_bytes)
             .finish_non_exhaustive()
+    }
+}
+
+/// A row as the table holds it: the digest as its 32 bytes.
+#[derive(sqlx::FromRow)]
+pub(crate) struct RawFlight {
+    pub(crate) log_id: LogId,
+    pub(crate) module: Vec<u8>,
+    pub(crate) replayable: i16,
+    pub(crate) reason: Option<String>,
+    pub(crate) record_bytes: i32,
+    pub(crate) body: Vec<u8>,
+}
+
+impl From<RawFlight> for FlightRow {
+    fn from(raw: RawFlight) -> Self {
+        FlightRow {
+            log_id: raw.log_id,
+            module: hex::encode(raw.module),
+            replayable: raw.replayable != 0,
+            reason: raw.reason,
+            record_bytes: raw.record_bytes,
+            body: raw.body,
+        }
     }
 }
 
@@ -47,6 +67,7 @@ pub trait FlightStore: Send + Sync {
     async fn put_flights(&self, rows: &[FlightRow]) -> Result<(), StoreError>;
     /// The record of `log`, if it has one.
     async fn flight(&self, log: LogId) -> Result<Option<FlightRow>, StoreError>;
-    /// The newest records of `job`, up to `limit`, newest first (a what-if replay's runs).
-    async fn job_flights(&self, job: JobId, limit: u32) -> Result<Vec<FlightRow>, StoreError>;
+    /// The newest runs of `job` that have a record, up to `limit`, newest first: each log and
+    /// its trigger time (epoch ms). Read through `xxl_job_log`'s job index.
+    async fn job_flights(&self, job: JobId, limit: u32) -> Result<Vec<(LogId, i64)>, StoreError>;
 }

@@ -57,6 +57,8 @@ async def main():
         out["explain"] = await call(s, "explain_schedule", {"id": job_id, "count": 3})
         out["readDecide"] = await call(s, "decide_workflow_approval", gate)
         out["readBackfill"] = await call(s, "start_backfill", backfill)
+        out["readReplay"] = await call(s, "replay_run", {"runId": 1})
+        out["readWhatIf"] = await call(s, "what_if_version", {"jobId": job_id, "version": 1})
 
     async def as_writer(s):
         out["dryRun"] = await call(s, "create_job", {"job": new_job, "dryRun": True})
@@ -86,6 +88,10 @@ async def main():
         if not first["isError"]:
             next_line = json.loads(first["text"])["nextLine"]
             out["logAgain"] = await call(s, "read_run_log", {"runId": log_id, "fromLine": next_line})
+        # A BEAN run has no flight record to replay; the refusal says so.
+        out["replayBean"] = await call(s, "replay_run", {"runId": log_id})
+        # A BEAN job has no module versions to try.
+        out["whatIfBean"] = await call(s, "what_if_version", {"jobId": job_id, "version": 1, "runs": 2})
         # The executor ships its lines (--job-logs both): the admin's copy is searched.
         for _ in range(100):
             found = await call(s, "search_job_logs", {"jobId": job_id, "text": "ECHO"})

@@ -100,7 +100,7 @@ async fn main() -> anyhow::Result<()> {
         let (mut samples, mut again) = (Vec::new(), Vec::new());
         for _ in 0..args.rounds {
             version += 1;
-            let module = with_marker(&bytes, version);
+            let module = jobwheel_tests::sample_jobs::with_marker(&bytes, version);
             let digest = hex::encode(Sha256::digest(&module));
             point_at(if announced { executor.address() } else { nowhere.clone() }).await?;
             let on = (!announced).then(|| executor.address());
@@ -167,20 +167,6 @@ async fn first_run(api: &Api, job: i64, on: Option<&str>) -> anyhow::Result<(Dur
         ensure!(Instant::now() < deadline, "no result within 600 s: {logs:#?}");
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-}
-
-/// `bytes` with a custom section `jobwheel-bench` holding `version` appended: the same code
-/// under a new digest (custom sections may follow the last section of a module or component).
-fn with_marker(bytes: &[u8], version: u32) -> Vec<u8> {
-    let name = b"jobwheel-bench";
-    let mut payload = vec![u8::try_from(name.len()).unwrap_or(u8::MAX)];
-    payload.extend_from_slice(name);
-    payload.extend_from_slice(&version.to_le_bytes());
-    let mut out = bytes.to_vec();
-    out.push(0); // custom section id
-    out.push(u8::try_from(payload.len()).unwrap_or(u8::MAX)); // < 128: a one-byte LEB128
-    out.extend_from_slice(&payload);
-    out
 }
 
 async fn upload(admin: &str, job: i64, bytes: Vec<u8>) -> anyhow::Result<()> {

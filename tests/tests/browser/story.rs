@@ -25,6 +25,7 @@ pub(crate) async fn run(browser: &Browser, stack: &Stack, dir: &Path) -> anyhow:
     upload_module(browser, dir).await.context("uploading the module")?;
     trigger(browser, job).await.context("triggering the job once")?;
     watch_run(browser, job).await.context("following the run")?;
+    what_if(browser, job, dir).await.context("a candidate tried on the recorded run")?;
     glue_editor(browser).await.context("the GLUE editor")?;
     glue_java(browser).await.context("a GLUE(Java) job")?;
     job_search(browser).await.context("tags and the fuzzy job search")?;
@@ -191,6 +192,28 @@ async fn replay(browser: &Browser) -> anyhow::Result<()> {
     let table = browser.wait_contains("#replay-table", "succeeded").await?;
     ensure!(table.contains("Output lines"), "{table}");
     browser.screenshot("replay").await
+}
+
+/// The same module uploaded again as a candidate: it does not become current, and its what-if
+/// over the job's recorded run says it would have done the same.
+async fn what_if(browser: &Browser, job: i64, dir: &Path) -> anyhow::Result<()> {
+    browser.route(&format!("#/jobs/{job}/wasm")).await?;
+    let path = dir.join("hello.wasm");
+    browser.find("#wasm-file").await?.send_keys(&path.display().to_string()).await?;
+    browser.wait_contains("#wasm-info", "_start").await?;
+    browser.fill("#wasm-remark", "the same, as a candidate").await?;
+    browser.click("#wasm-candidate").await?;
+    browser.click("#wasm-upload").await?;
+    let versions = browser.wait_contains("#wasm-version-table", "Candidate").await?;
+    ensure!(versions.contains("Current"), "the first version stays current: {versions}");
+    // The newest row is the candidate.
+    browser.click("#wasm-version-table tbody tr:first-child [data-what-if]").await?;
+    let summary = browser.wait_contains("#what-if-summary", "1 the same").await?;
+    ensure!(summary.contains("0 different"), "{summary}");
+    browser.wait_contains("#what-if-table", "Same").await?;
+    browser.screenshot("what-if").await?;
+    browser.click("#what-if-modal .modal-x").await?;
+    Ok(())
 }
 
 async fn glue_editor(browser: &Browser) -> anyhow::Result<()> {

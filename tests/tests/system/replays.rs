@@ -2,16 +2,17 @@
 //! `http-check` component, given a URL variable and a bearer-token secret, calls an HTTP server
 //! on loopback; its run is recorded by default and replayed through
 //! `POST /api/v1/logs/{id}/replay` — identical, while the server hears nothing and no run is
-//! added to the job's history. A changed secret is not opened for a replay; replaying the run
-//! against another module version shows where they part; a record past the job's cap, and a
-//! run of a job that switched recording off, are refused with the reason; a `read` API token
-//! may not replay.
+//! added to the job's history. A changed secret is not opened for a replay; module versions
+//! uploaded as candidates are never run by triggers, and replaying the run against one shows
+//! where they part (one run, or the job's recorded runs as a what-if table); a record past the
+//! job's cap, and a run of a job that switched recording off, are refused with the reason; a
+//! `read` API token may not replay.
 
 use std::time::Duration;
 
 use anyhow::{Context as _, ensure};
 use jobwheel_tests::api::all_done;
-use jobwheel_tests::sample_jobs::{sample_component, sample_job};
+use jobwheel_tests::sample_jobs::{sample_component, sample_job, with_marker};
 use serde_json::{Value, json};
 
 use crate::Stack;
@@ -82,18 +83,15 @@ pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
     let again = api.post(&format!("/logs/{log}/replay"), json!({})).await?;
     ensure!(again["comparison"]["identical"] == true, "the same value opens again: {again:#}");
 
-    // Against another version of the job's module: where it first differs.
-    let upload = reqwest::Client::new()
-        .post(format!("{}/api/v1/jobs/{job}/wasm?remark=hello", stack.admin_base()))
-        .bearer_auth(crate::API_TOKEN)
-        .header("content-type", "application/wasm")
-        .body(sample_job("hello"))
-        .send()
-        .await?;
-    ensure!(upload.status().is_success(), "upload: {}", upload.text().await?);
+    // Candidates: uploaded for what-if replays, never run by triggers. Against the hello module
+    // the run differs from its first line; the same code under a new digest does not.
+    let current = api.get(&format!("/jobs/{job}/wasm")).await?["current"]["digest"].clone();
+    let hello = candidate(stack, job, sample_job("hello")).await?;
+    let same = candidate(stack, job, with_marker(&sample_component("http-check"), 1)).await?;
     let versions = api.get(&format!("/jobs/{job}/wasm")).await?;
-    let newest = versions["current"]["id"].as_i64().context("version id")?;
-    let what_if = api.post(&format!("/logs/{log}/replay"), json!({"version": newest})).await?;
+    ensure!(versions["current"]["digest"] == current, "a candidate is not the current version: {versions:#}");
+    ensure!(versions["versions"][0]["candidate"] == true, "{versions:#}");
+    let what_if = api.post(&format!("/logs/{log}/replay"), json!({"version": hello})).await?;
     let comparison = &what_if["comparison"];
     ensure!(what_if["sameModule"] == false && comparison["identical"] == false, "{what_if:#}");
     ensure!(comparison["differs"].as_array().is_some_and(|d| d.contains(&json!("lines"))), "{what_if:#}");
@@ -104,18 +102,27 @@ pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
         first["original"].as_str().is_some_and(|l| l.starts_with(&format!("GET {origin}/check"))),
         "{what_if:#}"
     );
-    ensure!(server.hits() == heard, "the what-if replay reached the server");
-    let missing = api.post(&format!("/logs/{log}/replay"), json!({"version": newest + 1000})).await;
+    let missing = api.post(&format!("/logs/{log}/replay"), json!({"version": hello + 1000})).await;
     ensure!(missing.is_err_and(|e| e.to_string().contains("has no module version")), "an unknown version");
-    api.post(&format!("/jobs/{job}/wasm/rollback"), json!({"versionId": versions["versions"][1]["id"]}))
-        .await
-        .context("roll back to http-check")?;
+    for (version, identical) in [(same, 1), (hello, 0)] {
+        let table =
+            api.post(&format!("/jobs/{job}/wasm/what-if"), json!({"version": version, "runs": 5})).await?;
+        ensure!(table["runs"].as_array().map(Vec::len) == Some(1), "the one recorded run: {table:#}");
+        ensure!(table["identical"] == identical && table["different"] == 1 - identical, "{table:#}");
+        ensure!(table["runs"][0]["logId"] == log && table["notReplayed"] == 0, "{table:#}");
+    }
+    ensure!(server.hits() == heard, "the what-if replays reached the server");
+    ensure!(api.logs(job).await?.len() == 1, "what-ifs add no run");
 
     // A record past the job's cap is kept as a reason, and the replay refused with it.
     api.put(&format!("/jobs/{job}/grant"), grant(json!({"journalMaxBytes": 256}))).await?;
     api.trigger(job, None).await?;
     let logs = api.wait_logs(job, WAIT, "the run past its cap", |l| all_done(l, 2)).await?;
     let capped = logs[1]["id"].as_i64().context("log id")?;
+    ensure!(
+        logs[1]["handleMsg"].as_str().is_some_and(|m| m.contains("status=200")),
+        "triggers run the current version, not a candidate: {logs:#?}"
+    );
     let refused = api.post(&format!("/logs/{capped}/replay"), json!({})).await.expect_err("past the cap");
     let text = refused.to_string();
     ensure!(
@@ -138,4 +145,19 @@ pub(crate) async fn run(stack: &Stack) -> anyhow::Result<()> {
     let refused = api.post(&format!("/logs/{plain}/replay"), json!({})).await.expect_err("no record");
     ensure!(refused.to_string().contains("has no flight record"), "{refused}");
     Ok(())
+}
+
+/// Uploads `module` to `job` as a candidate; its version id.
+async fn candidate(stack: &Stack, job: i64, module: Vec<u8>) -> anyhow::Result<i64> {
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/jobs/{job}/wasm?remark=candidate&candidate=true", stack.admin_base()))
+        .bearer_auth(crate::API_TOKEN)
+        .header("content-type", "application/wasm")
+        .body(module)
+        .send()
+        .await?;
+    ensure!(response.status().is_success(), "upload: {}", response.text().await?);
+    let version: Value = response.json().await?;
+    ensure!(version["candidate"] == true, "{version}");
+    version["id"].as_i64().context("version id")
 }

@@ -35,22 +35,27 @@ pub struct Journal {
     pub version: u32,
     /// What the guest was given.
     pub inputs: JournalInputs,
+    // Empty parts are left out of the JSON: a record is kept for every run.
     /// Wall-clock reads, nanoseconds since the epoch, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wall: Vec<u64>,
     /// Monotonic-clock reads, nanoseconds, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub monotonic: Vec<u64>,
     /// Bytes handed out by the secure generator, in order.
-    #[serde(with = "hex_bytes")]
+    #[serde(default, with = "hex_bytes", skip_serializing_if = "Vec::is_empty")]
     pub random: Vec<u8>,
     /// Bytes handed out by the insecure generator, in order.
-    #[serde(with = "hex_bytes")]
+    #[serde(default, with = "hex_bytes", skip_serializing_if = "Vec::is_empty")]
     pub insecure: Vec<u8>,
     /// `wasi:random/insecure-seed`'s answer, hex.
     pub insecure_seed: String,
     /// Every outbound HTTP request, in order, with its answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub http: Vec<HttpExchange>,
     /// Why the run cannot be replayed exactly, when it cannot (a host call that is not
     /// recorded yet, a journal past its cap); `None` when it can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_replayable: Option<String>,
 }
 
@@ -63,6 +68,7 @@ pub struct JournalInputs {
     /// The original run's log id.
     pub log_id: i64,
     /// The job parameter.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub param: String,
     /// Shard index and total.
     pub shard: (i32, i32),
@@ -71,10 +77,13 @@ pub struct JournalInputs {
     /// The original fire's scheduled time, epoch ms.
     pub scheduled_time: i64,
     /// The workflow context, when the run was a workflow node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_context: Option<String>,
     /// The map item, when the run was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_item: Option<String>,
     /// The job's variables and secrets, in the order they were set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvEntry>,
     /// The job's fuel budget, when it set one (a replay runs under the same).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -67,6 +67,32 @@ pub(crate) struct UpdateJob {
 #[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
 #[serde(rename_all = "camelCase")]
+pub(crate) struct Replay {
+    /// The run (its log id), a recorded Wasm run.
+    pub(crate) run_id: i64,
+    /// A module version of the job (`get_job`'s module versions) to replay instead of the run's
+    /// own module: what that version would have done with the same inputs and answers.
+    #[serde(default)]
+    pub(crate) version: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WhatIf {
+    /// The job.
+    pub(crate) job_id: i64,
+    /// The module version to try, typically a candidate uploaded with
+    /// `POST /api/v1/jobs/{id}/wasm?candidate=true` (not run by triggers until activated).
+    pub(crate) version: i64,
+    /// How many of the job's newest recorded runs (default 10, at most 50).
+    #[serde(default)]
+    pub(crate) runs: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct Trigger {
     /// The job.
     pub(crate) id: i64,

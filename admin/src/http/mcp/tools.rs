@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 
 use super::api::Api;
 use super::params::{
-    ByGroup, ById, CreateJob, DecideApproval, Explain, ListRuns, ReadLog, SearchJobs, SearchLogs,
-    StartBackfill, StartWorkflow, Trigger, UpdateJob,
+    ByGroup, ById, CreateJob, DecideApproval, Explain, ListRuns, ReadLog, Replay, SearchJobs, SearchLogs,
+    StartBackfill, StartWorkflow, Trigger, UpdateJob, WhatIf,
 };
 use crate::http::McpState;
 use crate::http::mgmt::auth::AgentToken;
@@ -179,6 +179,33 @@ impl Jobwheel {
     ) -> Reply {
         let body = json!({"executorParam": p.param});
         reply(self.send(&parts, Method::POST, &format!("/api/v1/jobs/{}/trigger", p.id), &body).await?)
+    }
+
+    #[tool(
+        description = "Replay a recorded Wasm run from its journal (same clock, random numbers and HTTP answers; no network, no new run), optionally against another module version of its job. Answers whether it is identical to the original and, if not, what differs and the first differing output line. Needs a run token."
+    )]
+    async fn replay_run(
+        &self,
+        Parameters(p): Parameters<Replay>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let body = json!({"version": p.version});
+        reply(self.send(&parts, Method::POST, &format!("/api/v1/logs/{}/replay", p.run_id), &body).await?)
+    }
+
+    #[tool(
+        description = "What-if: replay a job's newest recorded runs against one of its module versions (e.g. a candidate not yet active), with the network off and no new runs. Answers per run whether it would have come out the same, and if not what differs. Needs a run token."
+    )]
+    async fn what_if_version(
+        &self,
+        Parameters(p): Parameters<WhatIf>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let body = json!({"version": p.version, "runs": p.runs});
+        reply(
+            self.send(&parts, Method::POST, &format!("/api/v1/jobs/{}/wasm/what-if", p.job_id), &body)
+                .await?,
+        )
     }
 
     #[tool(description = "List runs (trigger and result of each), newest first, by job, group or status.")]

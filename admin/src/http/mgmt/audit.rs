@@ -167,6 +167,9 @@ fn action(method: &Method, route: &str) -> Option<Action> {
         "/api/v1/logs/{id}/replay" if post => {
             Action { body_detail: true, ..act("log.replay", Subject::None) }
         }
+        "/api/v1/jobs/{id}/wasm/what-if" if post => {
+            Action { body_detail: true, ..act("wasm.what_if", Subject::None) }
+        }
         _ => return None,
     })
 }

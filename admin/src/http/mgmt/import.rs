@@ -330,6 +330,7 @@ async fn apply(
             uploader: Some(principal.user.user.username.clone()),
             remark: Some("imported".to_owned()),
             created_at_ms: now_ms,
+            candidate: false,
         };
         state.store.add_wasm_version(&version).await?;
         state.core.wasm_version_changed(id).await;

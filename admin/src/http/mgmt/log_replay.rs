@@ -33,7 +33,7 @@ pub(crate) struct FlightView {
 pub(crate) async fn flight_view(state: &MgmtState, log: LogId) -> Result<Option<FlightView>, ApiError> {
     Ok(state.store.flight(log).await?.map(|row| FlightView {
         module: row.module,
-        replayable: row.replayable != 0,
+        replayable: row.replayable,
         reason: row.reason,
         record_bytes: row.record_bytes,
     }))

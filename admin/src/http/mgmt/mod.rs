@@ -62,6 +62,7 @@ mod transfer;
 mod transfer_workflows;
 mod users;
 mod wasm_versions;
+mod wasm_what_if;
 mod workflow_instances;
 mod workflow_items;
 mod workflow_reach;
@@ -156,6 +157,7 @@ pub(crate) fn router() -> Router<HttpState> {
         )
         .route("/api/v1/jobs/{id}/wasm", get(wasm_versions::versions).post(wasm_versions::upload))
         .route("/api/v1/jobs/{id}/wasm/rollback", post(wasm_versions::rollback))
+        .route("/api/v1/jobs/{id}/wasm/what-if", post(wasm_what_if::what_if))
         .route("/api/v1/wasm/validate", post(wasm_versions::validate))
         .route("/api/v1/schedule/next", get(jobs::next_times))
         .route("/api/v1/workflows", get(workflows::list).post(workflows::create))

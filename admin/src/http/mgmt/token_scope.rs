@@ -1,6 +1,6 @@
 //! What an API token may do (docs/security.md, "API token scopes"): `read` only reads; `run`
 //! also triggers, starts and stops jobs and workflows, reruns and stops instances, kills and
-//! replays runs,
+//! replays runs (and what-ifs of module versions over them),
 //! and requests and cancels backfills;
 //! `write` does everything its user may. The scope narrows the user's rights, never widens them:
 //! every handler still checks the user's role and groups. The MCP server (docs/mcp.md) calls the
@@ -22,7 +22,7 @@ pub(crate) enum TokenScope {
 }
 
 /// The writes a `run` token may make: running things, not changing them.
-const RUN_ROUTES: [&str; 13] = [
+const RUN_ROUTES: [&str; 14] = [
     "/api/v1/jobs/{id}/trigger",
     "/api/v1/jobs/{id}/start",
     "/api/v1/jobs/{id}/stop",
@@ -34,6 +34,7 @@ const RUN_ROUTES: [&str; 13] = [
     "/api/v1/workflow-instances/{id}/rerun",
     "/api/v1/logs/{id}/kill",
     "/api/v1/logs/{id}/replay",
+    "/api/v1/jobs/{id}/wasm/what-if",
     "/api/v1/backfills",
     "/api/v1/backfills/{id}/cancel",
 ];

@@ -55,6 +55,8 @@ pub(crate) struct VersionView {
     remark: Option<String>,
     uploader: Option<String>,
     created_at: i64,
+    /// A candidate: replayable, not run by triggers (docs/replay.md).
+    candidate: bool,
 }
 
 #[derive(Serialize)]
@@ -97,10 +99,12 @@ async fn version_view(state: &MgmtState, row: WasmVersionRow) -> Result<VersionV
         remark: row.remark,
         uploader: row.uploader,
         created_at: row.created_at_ms,
+        candidate: row.candidate != 0,
     })
 }
 
-/// `GET /api/v1/jobs/{id}/wasm`: newest first; the newest is what the next trigger runs.
+/// `GET /api/v1/jobs/{id}/wasm`: newest first; the newest that is not a candidate is what the
+/// next trigger runs.
 pub(crate) async fn versions(
     State(state): State<Arc<MgmtState>>,
     principal: Principal,
@@ -111,7 +115,8 @@ pub(crate) async fn versions(
     for row in state.store.list_wasm_versions(job.id).await? {
         versions.push(version_view(&state, row).await?);
     }
-    Ok(Json(VersionsView { current: versions.first().cloned(), versions }))
+    let current = versions.iter().find(|v| !v.candidate).cloned();
+    Ok(Json(VersionsView { current, versions }))
 }
 
 /// Reads an upload, refusing more than [`MAX_MODULE_BYTES`] with a 413 that says so.
@@ -147,6 +152,10 @@ pub(super) async fn off_the_workers<T: Send + 'static>(
 pub(crate) struct UploadQuery {
     #[serde(default)]
     remark: Option<String>,
+    /// Store it as a candidate: replayable against the job's recorded runs (a what-if), not run
+    /// by triggers until activated (docs/replay.md).
+    #[serde(default)]
+    candidate: bool,
 }
 
 fn check_remark(remark: Option<String>) -> Result<Option<String>, ApiError> {
@@ -157,7 +166,7 @@ fn check_remark(remark: Option<String>) -> Result<Option<String>, ApiError> {
     Ok(remark)
 }
 
-/// `POST /api/v1/jobs/{id}/wasm?remark=`: the body is the `.wasm` file.
+/// `POST /api/v1/jobs/{id}/wasm?remark=&candidate=`: the body is the `.wasm` file.
 pub(crate) async fn upload(
     State(state): State<Arc<MgmtState>>,
     principal: Principal,
@@ -177,10 +186,13 @@ pub(crate) async fn upload(
         uploader: Some(principal.user.user.username.clone()),
         remark,
         created_at_ms: now_ms,
+        candidate: query.candidate,
     };
     let version_id = state.store.add_wasm_version(&version).await?;
     // Executors compile the new version now rather than at its first trigger.
-    state.core.wasm_version_changed(JobId(id)).await;
+    if !query.candidate {
+        state.core.wasm_version_changed(JobId(id)).await;
+    }
     state.module_info.put(info.clone());
     Ok((
         StatusCode::CREATED,
@@ -190,6 +202,7 @@ pub(crate) async fn upload(
             remark: version.remark,
             uploader: version.uploader,
             created_at: now_ms,
+            candidate: version.candidate,
         }),
     ))
 }
@@ -228,6 +241,7 @@ pub(crate) async fn rollback(
         uploader: Some(principal.user.user.username.clone()),
         remark: Some(remark),
         created_at_ms: now_ms,
+        candidate: false,
     };
     let version_id = state.store.add_wasm_version(&version).await?;
     // Executors compile the new version now rather than at its first trigger.
@@ -241,6 +255,7 @@ pub(crate) async fn rollback(
             remark: version.remark,
             uploader: version.uploader,
             created_at: now_ms,
+            candidate: version.candidate,
         }),
     ))
 }

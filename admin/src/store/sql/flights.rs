@@ -6,21 +6,21 @@ use async_trait::async_trait;
 use super::SqlStore;
 use crate::store::db::args;
 use crate::store::dialect::Sql;
+use crate::store::flight_store::RawFlight;
 use crate::store::{FlightRow, FlightStore, JobId, LogId, StoreError};
 
 static PUT_FLIGHT: Sql = Sql::new(
-    "INSERT INTO jobwheel_log_flight (log_id, job_id, log_time, module, replayable, reason, record_bytes, body) \
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (log_id) DO UPDATE SET module = excluded.module, \
+    "INSERT INTO jobwheel_log_flight (log_id, module, replayable, reason, record_bytes, body) \
+    VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (log_id) DO UPDATE SET module = excluded.module, \
     replayable = excluded.replayable, reason = excluded.reason, record_bytes = excluded.record_bytes, \
     body = excluded.body",
 );
 static FLIGHT_OF_LOG: Sql = Sql::new(
-    "SELECT log_id, job_id, log_time, module, replayable, reason, record_bytes, body \
-    FROM jobwheel_log_flight WHERE log_id = ?",
+    "SELECT log_id, module, replayable, reason, record_bytes, body FROM jobwheel_log_flight WHERE log_id = ?",
 );
 static FLIGHTS_OF_JOB: Sql = Sql::new(
-    "SELECT log_id, job_id, log_time, module, replayable, reason, record_bytes, body \
-    FROM jobwheel_log_flight WHERE job_id = ? ORDER BY log_time DESC, log_id DESC LIMIT ?",
+    "SELECT l.id, I64(COALESCE(EPOCH(l.trigger_time), 0) * 1000) FROM xxl_job_log l \
+    JOIN jobwheel_log_flight f ON f.log_id = l.id WHERE l.job_id = ? ORDER BY l.id DESC LIMIT ?",
 );
 
 #[async_trait]
@@ -31,12 +31,12 @@ impl FlightStore for SqlStore {
         }
         let mut tx = self.db.begin().await?;
         for row in rows {
+            // A digest that is not hex (a record that could not be read) is kept empty.
+            let module = hex::decode(&row.module).unwrap_or_default();
             let args = args![
                 row.log_id,
-                row.job_id,
-                row.log_time,
-                row.module.as_str(),
-                row.replayable,
+                module.as_slice(),
+                i16::from(row.replayable),
                 row.reason.as_deref(),
                 row.record_bytes,
                 row.body.as_slice()
@@ -48,10 +48,11 @@ impl FlightStore for SqlStore {
     }
 
     async fn flight(&self, log: LogId) -> Result<Option<FlightRow>, StoreError> {
-        Ok(self.ex().fetch_optional(&FLIGHT_OF_LOG, &args![log]).await?)
+        let raw: Option<RawFlight> = self.ex().fetch_optional(&FLIGHT_OF_LOG, &args![log]).await?;
+        Ok(raw.map(FlightRow::from))
     }
 
-    async fn job_flights(&self, job: JobId, limit: u32) -> Result<Vec<FlightRow>, StoreError> {
+    async fn job_flights(&self, job: JobId, limit: u32) -> Result<Vec<(LogId, i64)>, StoreError> {
         Ok(self.ex().fetch_all(&FLIGHTS_OF_JOB, &args![job, i64::from(limit)]).await?)
     }
 }

@@ -21,11 +21,12 @@ static GET_MODULE: Sql =
     Sql::new("SELECT id, digest, bytes, size, created_at_ms FROM jobwheel_wasm_module WHERE digest = ?");
 static CURRENT_MODULE: Sql = Sql::new(
     "SELECT v.digest, m.size FROM jobwheel_wasm_version v \
-    JOIN jobwheel_wasm_module m ON m.digest = v.digest WHERE v.job_id = ? ORDER BY v.id DESC LIMIT 1",
+    JOIN jobwheel_wasm_module m ON m.digest = v.digest WHERE v.job_id = ? AND v.candidate = 0 \
+    ORDER BY v.id DESC LIMIT 1",
 );
 static INSERT_VERSION: Sql = Sql::new(
-    "INSERT INTO jobwheel_wasm_version (job_id, digest, uploader, remark, created_at_ms) \
-    VALUES (?, ?, ?, ?, ?) RETURNING id",
+    "INSERT INTO jobwheel_wasm_version (job_id, digest, uploader, remark, created_at_ms, candidate) \
+    VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
 );
 /// MySQL refuses `LIMIT` directly inside `IN (…)`; a derived table is accepted everywhere.
 static TRIM_VERSIONS: Sql = Sql::new(
@@ -42,7 +43,7 @@ static MODULE_GROUPS: Sql = Sql::new(
     JOIN xxl_job_group g ON g.id = j.job_group WHERE v.digest = ? ORDER BY g.id",
 );
 static LIST_VERSIONS: Sql = Sql::new(
-    "SELECT id, job_id, digest, uploader, remark, created_at_ms \
+    "SELECT id, job_id, digest, uploader, remark, created_at_ms, candidate \
     FROM jobwheel_wasm_version WHERE job_id = ? ORDER BY id DESC",
 );
 
@@ -68,8 +69,14 @@ impl WasmStore for SqlStore {
 
     async fn add_wasm_version(&self, version: &NewWasmVersion) -> Result<i64, StoreError> {
         let mut tx = self.db.begin().await?;
-        let insert =
-            args![version.job_id, &version.digest, &version.uploader, &version.remark, version.created_at_ms];
+        let insert = args![
+            version.job_id,
+            &version.digest,
+            &version.uploader,
+            &version.remark,
+            version.created_at_ms,
+            i16::from(version.candidate)
+        ];
         let id = tx.ex().insert_id(&INSERT_VERSION, &insert).await?;
         let trim = args![version.job_id, version.job_id, i64::from(HISTORY_KEPT_PER_JOB)];
         tx.ex().execute(&TRIM_VERSIONS, &trim).await?;

@@ -289,9 +289,10 @@ pub struct NewWasmVersion {
     pub remark: Option<String>,
     /// Epoch ms.
     pub created_at_ms: i64,
+    /// A candidate (docs/replay.md, "What-if"): stored and replayable, never what a trigger runs.
+    pub candidate: bool,
 }
 
-/// A stored `jobwheel_wasm_version` row.
 /// A job's current Wasm module without its bytes (`jobwheel_wasm_version` ⋈ `jobwheel_wasm_module`).
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct CurrentWasmModule {
@@ -301,6 +302,7 @@ pub struct CurrentWasmModule {
     pub size: i64,
 }
 
+/// A stored `jobwheel_wasm_version` row.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct WasmVersionRow {
     /// Primary key.
@@ -315,4 +317,6 @@ pub struct WasmVersionRow {
     pub remark: Option<String>,
     /// Epoch ms.
     pub created_at_ms: i64,
+    /// 1 for a candidate (not what a trigger runs).
+    pub candidate: i16,
 }

@@ -158,6 +158,7 @@ async fn manual_trigger_overrides_param_and_addresses_and_wasm_jobs_carry_their_
             uploader: None,
             remark: None,
             created_at_ms: T0,
+            candidate: false,
         })
         .await?;
     engine.triggers().trigger(TriggerRequest::new(wasm, TriggerType::Manual)).await?;

@@ -101,6 +101,7 @@ async fn group_tokens(Admins { a, b }: &Admins) -> anyhow::Result<()> {
         uploader: None,
         remark: None,
         created_at_ms: 5,
+        candidate: false,
     };
     a.add_wasm_version(&version).await?;
     ensure!(b.wasm_module_in_group(&module, own).await?);
@@ -438,6 +439,7 @@ async fn wasm(Admins { a, b }: &Admins) -> anyhow::Result<()> {
             uploader: Some("alice".to_owned()),
             remark: Some(format!("r{i}")),
             created_at_ms: 10_000 + i,
+            candidate: false,
         };
         a.add_wasm_version(&version).await?;
     }
@@ -453,6 +455,7 @@ async fn wasm(Admins { a, b }: &Admins) -> anyhow::Result<()> {
         uploader: None,
         remark: None,
         created_at_ms: 20_000,
+        candidate: false,
     };
     a.add_wasm_version(&newer).await?;
     let current = b.current_wasm_module(job_id).await?.expect("a current module");

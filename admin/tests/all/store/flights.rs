@@ -1,6 +1,7 @@
 //! Contract checks for flight records (`jobwheel_log_flight`, docs/replay.md): stored by one
-//! admin and read by the other as stored, a resent record written over its row, a job's newest
-//! first, and deleted with their logs (a clear, the job's deletion).
+//! admin and read by the other as stored (the module's digest round-trips through its 32
+//! bytes), a resent record written over its row, a job's recorded runs newest first with their
+//! trigger times, and deleted with their logs (a clear, the job's deletion).
 
 use anyhow::ensure;
 
@@ -16,10 +17,8 @@ pub(crate) async fn check(Admins { a, b }: &Admins, g: GroupId) -> anyhow::Resul
         let log_id = a.insert_log(&NewLog { job_group: g, job_id, trigger_time }).await?;
         rows.push(FlightRow {
             log_id,
-            job_id,
-            log_time: trigger_time.timestamp_millis(),
-            module: "ab".repeat(32),
-            replayable: i16::from(second != 1),
+            module: format!("{second:02x}").repeat(32),
+            replayable: second != 1,
             reason: (second == 1).then(|| "over the cap".to_owned()),
             record_bytes: 100 + second,
             // Not valid UTF-8 on purpose: the body is bytes.
@@ -36,8 +35,16 @@ pub(crate) async fn check(Admins { a, b }: &Admins, g: GroupId) -> anyhow::Resul
     let resent = FlightRow { record_bytes: 7, body: vec![1, 2, 3], ..rows[0].clone() };
     b.put_flights(std::slice::from_ref(&resent)).await?;
     ensure!(a.flight(rows[0].log_id).await?.as_ref() == Some(&resent));
-    let newest: Vec<_> = a.job_flights(job_id, 2).await?.into_iter().map(|r| r.log_id).collect();
-    ensure!(newest == [rows[2].log_id, rows[1].log_id], "{newest:?}");
+    let unrecorded =
+        a.insert_log(&NewLog { job_group: g, job_id, trigger_time: at("2030-03-01T00:00:09Z") }).await?;
+    let newest = a.job_flights(job_id, 2).await?;
+    let expected = [rows[2].log_id, rows[1].log_id].map(|id| (id, 0));
+    ensure!(
+        newest.iter().map(|(id, _)| (*id, 0)).collect::<Vec<_>>() == expected,
+        "a run without a record is not among them: {newest:?}"
+    );
+    ensure!(newest[0].1 == at("2030-03-01T00:00:02Z").timestamp_millis(), "{newest:?}");
+    ensure!(unrecorded.0 > rows[2].log_id.0);
 
     // Deleted with their logs: a clear by time, then the job.
     let clear = LogClear {

@@ -1,8 +1,9 @@
 // Wasm module of a GLUE_WASM job: pick or drop a .wasm file (a preview1 module or a WASI 0.2
 // component), see it validated by the admin (digest, size, exports, imports — or what is
-// wrong), upload it with a remark, browse or roll back the version history (newest first, up
-// to 30), and edit what the job is granted (grant.js: network policy, limits, variables,
-// secrets).
+// wrong), upload it with a remark — or as a candidate, tried on the job's recorded runs
+// (wasm_what_if.js) before a rollback to it activates it —, browse or roll back the version
+// history (newest first, up to 30), and edit what the job is granted (grant.js: network
+// policy, limits, variables, secrets).
 
 import { api, get, post } from '../api.js';
 import { formatSize, formatTime, h, replace } from '../dom.js';
@@ -10,6 +11,7 @@ import { t } from '../i18n.js';
 import { badge, confirmDialog, field, guarded, notify, pageHeader, table } from '../ui.js';
 import { grantCard } from './grant.js';
 import { triggerModal } from './jobs.js';
+import { whatIfDialog } from './wasm_what_if.js';
 
 const MAX_BYTES = 32 * 1024 * 1024;
 
@@ -26,6 +28,7 @@ export async function render({ main, params }) {
   const info = h('div', { class: 'module-info', id: 'wasm-info' });
   const error = h('div', { class: 'alert alert-error', hidden: true, role: 'alert', id: 'wasm-error' });
   const remark = h('input', { id: 'wasm-remark', maxlength: 100, placeholder: t('wasm.remarkHint') });
+  const asCandidate = h('input', { type: 'checkbox', id: 'wasm-candidate' });
   const upload = h('button', { type: 'button', class: 'btn btn-primary', id: 'wasm-upload', disabled: true }, t('wasm.upload'));
   const drop = h('div', { class: 'drop-zone', id: 'wasm-drop' },
     h('p', {}, t('wasm.drop')), fileInput);
@@ -77,7 +80,8 @@ export async function render({ main, params }) {
     if (!bytes) return;
     upload.disabled = true;
     try {
-      await api('POST', `/jobs/${id}/wasm`, { raw: bytes, contentType: 'application/wasm', query: { remark: remark.value.trim() } });
+      const query = { remark: remark.value.trim(), candidate: asCandidate.checked ? 'true' : 'false' };
+      await api('POST', `/jobs/${id}/wasm`, { raw: bytes, contentType: 'application/wasm', query });
     } catch (e) {
       upload.disabled = false;
       showError(e.message);
@@ -101,6 +105,7 @@ export async function render({ main, params }) {
       h('p', { class: 'muted' }, t('wasm.rules')),
       error, drop, info,
       field(t('wasm.remark'), remark),
+      h('label', { class: 'check' }, asCandidate, ' ', t('wasm.asCandidate')),
       h('div', { class: 'form-actions' }, upload)),
     h('div', { class: 'card' }, h('h3', {}, t('wasm.versions')), versionsBox));
   await loadVersions();
@@ -129,15 +134,21 @@ function versionsTable(answer, jobId, reload) {
     formatTime(v.createdAt),
     v.id === currentId
       ? badge(t('wasm.current'), 'green')
-      : h('button', {
-        type: 'button', class: 'btn btn-sm', dataset: { rollback: v.id },
-        onclick: () => guarded(async () => {
-          if (!(await confirmDialog(t('wasm.confirmRollback', { id: v.id })))) return;
-          await post(`/jobs/${jobId}/wasm/rollback`, { versionId: v.id, remark: t('wasm.rollbackRemark', { id: v.id }) });
-          notify(t('wasm.rolledBack'));
-          await reload();
-        }),
-      }, t('wasm.rollback')),
+      : h('span', { class: 'row-actions' },
+        v.candidate ? badge(t('wasm.candidate'), 'amber') : null,
+        h('button', {
+          type: 'button', class: 'btn btn-sm', dataset: { whatIf: v.id },
+          onclick: () => guarded(() => whatIfDialog(jobId, v.id)),
+        }, t('wasm.whatIf')),
+        h('button', {
+          type: 'button', class: 'btn btn-sm', dataset: { rollback: v.id },
+          onclick: () => guarded(async () => {
+            if (!(await confirmDialog(t('wasm.confirmRollback', { id: v.id })))) return;
+            await post(`/jobs/${jobId}/wasm/rollback`, { versionId: v.id, remark: t('wasm.rollbackRemark', { id: v.id }) });
+            notify(t('wasm.rolledBack'));
+            await reload();
+          }),
+        }, v.candidate ? t('wasm.activate') : t('wasm.rollback'))),
   ]);
   return table([t('wasm.version'), t('wasm.digest'), t('wasm.size'), t('wasm.exports'), t('wasm.remark'), t('wasm.uploader'), t('wasm.createdAt'), ''],
     rows, { id: 'wasm-version-table', empty: t('wasm.noVersions') });

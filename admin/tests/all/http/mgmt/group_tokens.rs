@@ -120,6 +120,7 @@ async fn the_executor_api_takes_a_group_token_with_its_appname_for_that_group_on
             uploader: None,
             remark: None,
             created_at_ms: 0,
+            candidate: false,
         })
         .await?;
     let download = |token: &'static str, app: Option<&'static str>, digest: String| {

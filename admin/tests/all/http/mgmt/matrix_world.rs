@@ -206,6 +206,7 @@ impl World {
             uploader: Some("root".to_owned()),
             remark: None,
             created_at_ms: now_ms,
+            candidate: false,
         };
         (job_id, store.add_wasm_version(&version).await.expect("version"))
     }
@@ -344,6 +345,10 @@ impl World {
             "/api/v1/jobs/{id}/wasm/rollback" => {
                 let (id, version) = self.wasm_job(group).await;
                 (id.0.into(), Body::Json(json!({"versionId": version})))
+            }
+            "/api/v1/jobs/{id}/wasm/what-if" => {
+                let (id, version) = self.wasm_job(group).await;
+                (id.0.into(), Body::Json(json!({"version": version, "runs": 3})))
             }
             "/api/v1/jobs/{id}/secrets/{name}" => {
                 let id = self.job(group, "BEAN").await;

@@ -137,6 +137,8 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
         "start_backfill",
         "get_backfill",
         "cancel_backfill",
+        "replay_run",
+        "what_if_version",
         "lateness_report",
         "dashboard",
     ] {
@@ -155,6 +157,10 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
     refused("runDecide", "needs a write token");
     refused("decideBadNode", "is not a node name");
     refused("readBackfill", "scope is read");
+    refused("readReplay", "scope is read");
+    refused("replayBean", "has no flight record");
+    refused("readWhatIf", "scope is read");
+    refused("whatIfBean", "has no module version 1");
     assert_eq!(seen["backfill"]["isError"], false, "{}", seen["backfill"]);
     let done: Value = serde_json::from_str(seen["backfillDone"]["text"].as_str().unwrap_or("{}"))?;
     assert_eq!(
