@@ -49,9 +49,11 @@ fn row(owner: &LogOwner, record: &str, seal: &SecretBox) -> FlightRow {
             Err(e) => (String::new(), false, Some(format!("the executor's record cannot be read: {e}"))),
         }
     };
-    let mut encoder = DeflateEncoder::new(Vec::with_capacity(record.len() / 3), Compression::default());
+    // Past the limit only the reason is kept: an executor must not fill the database.
+    let kept = if record.len() as u64 > MAX_JOURNAL_BYTES { "" } else { record };
+    let mut encoder = DeflateEncoder::new(Vec::with_capacity(kept.len() / 3), Compression::default());
     // Writing into a Vec cannot fail.
-    let _ = encoder.write_all(record.as_bytes());
+    let _ = encoder.write_all(kept.as_bytes());
     let deflated = encoder.finish().unwrap_or_default();
     FlightRow {
         log_id: owner.log_id,

@@ -21,6 +21,7 @@ mod authz;
 mod backfills;
 mod calendars;
 mod dashboard;
+mod flights;
 mod glue;
 mod glue_java;
 mod grants;
