@@ -6,7 +6,7 @@ use jobwheel_protocol::executor_api::paths;
 use jobwheel_protocol::{ExecutorRequest, ExecutorRequestError};
 use libfuzzer_sys::fuzz_target;
 
-const PATHS: [&str; 11] = [
+const PATHS: [&str; 12] = [
     paths::BEAT,
     paths::IDLE_BEAT,
     paths::RUN,
@@ -17,6 +17,7 @@ const PATHS: [&str; 11] = [
     paths::STATUS,
     paths::OUTSTANDING,
     paths::RUN_BATCH,
+    paths::REPLAY,
     "/nope",
 ];
 
@@ -45,6 +46,7 @@ fuzz_target!(|data: &[u8]| {
         ExecutorRequest::WasmPrepare(p) => serde_json::to_vec(p),
         ExecutorRequest::Outstanding(p) => serde_json::to_vec(p),
         ExecutorRequest::RunBatch(p) => serde_json::to_vec(p),
+        ExecutorRequest::Replay(p) => serde_json::to_vec(p),
     }
     .expect("a decoded request serializes");
     assert_eq!(ExecutorRequest::parse(path, &json).as_ref(), Ok(&request), "round trip of {path}");
