@@ -26,6 +26,23 @@ fn over(log: &Value) -> bool {
     (code("triggerCode") != 0 && code("triggerCode") != 200) || code("handleCode") != 0
 }
 
+/// A log row in one line: id, trigger time, address, codes and why (the end of the trigger
+/// message, where its outcome is, and the handle message).
+fn brief(log: &Value) -> String {
+    let trigger = log["triggerMsg"].as_str().unwrap_or_default();
+    let tail: String = trigger.chars().rev().take(160).collect::<Vec<_>>().into_iter().rev().collect();
+    format!(
+        "log {} at {} on {}: trigger {} handle {} ({}) [{}]",
+        log["id"],
+        log["triggerTime"],
+        log["executorAddress"].as_str().unwrap_or("-"),
+        log["triggerCode"],
+        log["handleCode"],
+        log["handleMsg"].as_str().unwrap_or(""),
+        tail
+    )
+}
+
 /// Whether a log row is a staged fire that never came (no trigger, no result).
 fn unfired(log: &Value) -> bool {
     log["triggerCode"].as_i64().unwrap_or(0) == 0 && log["handleCode"].as_i64().unwrap_or(0) == 0
@@ -188,7 +205,9 @@ async fn every_trigger_ended(api: &Api, quick: i64, slow: i64, drained: &[String
         }
         // The quick job fires ~24 times, less the seconds its only admin is down on SQLite.
         let least = if job == quick { usize::try_from(CHURN.as_secs() / 3)? } else { 2 };
-        ensure!(ok >= least, "job {job}: only {ok} of {} runs succeeded: {logs:#?}", fired.len());
+        // One line per run: the whole rows would be cut by the failure block of scripts/test.sh.
+        let lines: Vec<String> = fired.iter().map(|l| brief(l)).collect();
+        ensure!(ok >= least, "job {job}: only {ok} of {} runs succeeded:\n{}", fired.len(), lines.join("\n"));
     }
     Ok(())
 }
