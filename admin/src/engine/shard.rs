@@ -220,27 +220,20 @@ pub(super) async fn wasm_module_ref(
     store: &dyn Store,
     job_id: JobId,
 ) -> Result<Option<WasmModuleRef>, EngineError> {
-    let Some(module) = store.current_wasm_module(job_id).await? else {
-        return Ok(None);
-    };
-    Ok(Some(WasmModuleRef {
-        url: format!("api/wasm/{}", module.digest),
-        digest: module.digest,
-        size: u64::try_from(module.size).unwrap_or(0),
-    }))
+    let module = store.current_wasm_module(job_id).await?;
+    Ok(module.map(|m| module_ref_of(m.digest, m.size)))
 }
 
-/// `wasmModule` for the stored module `digest`, if it is stored.
+/// `wasmModule` for the stored module `digest`, if it is stored (its bytes are not read).
 pub(super) async fn module_ref(
     store: &dyn Store,
     digest: &str,
 ) -> Result<Option<WasmModuleRef>, EngineError> {
-    let Some(module) = store.get_wasm_module(digest).await? else {
-        return Ok(None);
-    };
-    Ok(Some(WasmModuleRef {
-        url: format!("api/wasm/{digest}"),
-        digest: digest.to_owned(),
-        size: u64::try_from(module.size).unwrap_or(0),
-    }))
+    let size = store.wasm_module_size(digest).await?;
+    Ok(size.map(|size| module_ref_of(digest.to_owned(), size)))
+}
+
+/// Where executors fetch the module `digest` of `size` bytes: relative to their admin's address.
+fn module_ref_of(digest: String, size: i64) -> WasmModuleRef {
+    WasmModuleRef { url: format!("api/wasm/{digest}"), digest, size: u64::try_from(size).unwrap_or(0) }
 }

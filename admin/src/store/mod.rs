@@ -443,4 +443,7 @@ pub trait WasmStore: Send + Sync {
     /// The existing groups whose jobs have (or had, within their kept history) the module
     /// `digest`, by id: one query for the global token's download check.
     async fn wasm_module_groups(&self, digest: &str) -> Result<Vec<GroupId>, StoreError>;
+    /// The size of the stored module `digest`, without reading its bytes; `None` if it is not
+    /// stored (a replay's `wasmModule`).
+    async fn wasm_module_size(&self, digest: &str) -> Result<Option<i64>, StoreError>;
 }

@@ -42,6 +42,7 @@ static MODULE_GROUPS: Sql = Sql::new(
     "SELECT DISTINCT g.id FROM jobwheel_wasm_version v JOIN xxl_job_info j ON j.id = v.job_id \
     JOIN xxl_job_group g ON g.id = j.job_group WHERE v.digest = ? ORDER BY g.id",
 );
+static MODULE_SIZE: Sql = Sql::new("SELECT size FROM jobwheel_wasm_module WHERE digest = ?");
 static LIST_VERSIONS: Sql = Sql::new(
     "SELECT id, job_id, digest, uploader, remark, created_at_ms, candidate \
     FROM jobwheel_wasm_version WHERE job_id = ? ORDER BY id DESC",
@@ -95,5 +96,9 @@ impl WasmStore for SqlStore {
 
     async fn wasm_module_groups(&self, digest: &str) -> Result<Vec<GroupId>, StoreError> {
         self.ex().fetch_column(&MODULE_GROUPS, &args![digest]).await
+    }
+
+    async fn wasm_module_size(&self, digest: &str) -> Result<Option<i64>, StoreError> {
+        self.ex().fetch_value(&MODULE_SIZE, &args![digest]).await
     }
 }

@@ -109,6 +109,8 @@ async fn group_tokens(Admins { a, b }: &Admins) -> anyhow::Result<()> {
     ensure!(!b.wasm_module_in_group(&"0".repeat(64), own).await?);
     ensure!(b.wasm_module_groups(&module).await? == [own], "only the groups whose jobs use it");
     ensure!(b.wasm_module_groups(&"0".repeat(64)).await?.is_empty());
+    ensure!(b.wasm_module_size(&module).await?.is_some_and(|size| size > 0), "a stored module's size");
+    ensure!(b.wasm_module_size(&"0".repeat(64)).await?.is_none());
     // A job's grant, sealed secrets, variables and their history go with it, and a group's
     // with the group (review L1): a later job or group that gets the same id inherits nothing.
     let grant = jobwheel_admin::store::JobGrantRow {
