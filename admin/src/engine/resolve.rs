@@ -50,19 +50,32 @@ pub(super) fn targets(
 ) -> Targets {
     // A manual address list does not lift the group's cap: the runs are still the group's.
     let max_running = group.and_then(|g| g.max_running);
-    match override_list.filter(|list| !list.is_empty()) {
-        Some(list) => Targets { address_type: 1, addresses: list.to_vec(), max_running, client },
-        None => Targets {
-            address_type: group.map_or(0, |g| g.group.address_type),
-            max_running,
-            addresses: group
+    let (address_type, listed) = match override_list.filter(|list| !list.is_empty()) {
+        Some(list) => (1, list.to_vec()),
+        None => (
+            group.map_or(0, |g| g.group.address_type),
+            group
                 .and_then(|g| g.group.address_list.as_deref())
                 .filter(|list| !list.trim().is_empty())
                 .map(split_address_list)
                 .unwrap_or_default(),
-            client,
-        },
+        ),
+    };
+    let addresses = reachable(listed, client.as_ref());
+    Targets { address_type, addresses, max_running, client }
+}
+
+/// `listed` without the dial-out executors this admin has no link to — a pod SIGKILLed a moment
+/// ago stays registered until the dead timeout, and one registered through another admin may not
+/// have dialled this one yet; a trigger routed there could only fail. When none is reachable
+/// the list stays whole, so the trigger fails naming an address and why.
+fn reachable(listed: Vec<String>, client: &dyn ExecutorApi) -> Vec<String> {
+    if !listed.iter().any(|address| client.unreachable_here(address)) {
+        return listed;
     }
+    let kept: Vec<String> =
+        listed.iter().filter(|address| !client.unreachable_here(address)).cloned().collect();
+    if kept.is_empty() { listed } else { kept }
 }
 
 /// The job's routing strategy; `None` when the stored name is not one of the ten.

@@ -109,6 +109,15 @@ impl DialHub {
         link.pending.lock().unwrap_or_else(PoisonError::into_inner).clear();
     }
 
+    /// Whether this admin holds a live link to the dial-out executor at `address`. A registry
+    /// entry outlives its socket (a SIGKILLed pod stays listed until the dead timeout) and a pod
+    /// registered through another admin may not have dialled this one yet: routing skips such
+    /// addresses rather than sending a trigger that can only fail (`engine/resolve.rs`).
+    pub fn is_connected(&self, address: &str) -> bool {
+        let links = self.links.lock().unwrap_or_else(PoisonError::into_inner);
+        links.get(address_key(address)).is_some_and(|link| !link.closed.is_cancelled())
+    }
+
     /// Closes every link (the admin is stopping).
     pub fn close_all(&self) {
         self.closing.cancel();

@@ -106,6 +106,12 @@ pub trait ExecutorApi: Probe + Send + Sync {
         let _ = credential;
         None
     }
+    /// Whether a call to `address` can only fail from this admin: a dial-out executor with no
+    /// live link here. Routing leaves such addresses out while another remains.
+    fn unreachable_here(&self, address: &str) -> bool {
+        let _ = address;
+        false
+    }
 }
 
 /// The payload of a jobwheel extension's reply; `Err` with the executor's message when it
@@ -358,6 +364,10 @@ impl ExecutorApi for HttpExecutorClient {
         let reply = self.exchange_by(address, &url, Some(body), LOG_LIMIT, deadline).await?;
         let envelope: Envelope<ReplayReply> = decode(&reply.bytes, &url);
         payload(envelope, "the executor does not replay runs (not a jobwheel executor?)")
+    }
+
+    fn unreachable_here(&self, address: &str) -> bool {
+        jobwheel_protocol::dial::is_dial(address) && !self.dial.is_connected(address)
     }
 
     fn for_group(&self, credential: &Arc<GroupCredential>) -> Option<Arc<dyn ExecutorApi>> {

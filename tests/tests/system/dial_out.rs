@@ -151,20 +151,33 @@ pub(crate) async fn run(url: &str, admin_count: usize) -> anyhow::Result<()> {
         .await?;
     ensure!(closed[0]["handleCode"] == 500, "{closed:#?}");
 
-    // Its socket gone but its registration not: FAILOVER moves past it, through every admin.
-    // Registered again, as a process killed right after its beat leaves it.
+    // Its socket gone but its registration not (registered again, as a process killed right
+    // after its beat leaves it): no admin routes to it while another executor is there — ROUND
+    // would send every other trigger to it — and a trigger with nowhere else to go fails saying
+    // why.
     jobwheel_tests::api::registry_call(&bases[0], "registry", DIAL_APP, &address).await?;
-    let failover = apis[0].job(group, "dial failover", json!({"executorRouteStrategy": "FAILOVER"})).await?;
+    let round = apis[0].job(group, "dial round", json!({"executorRouteStrategy": "ROUND"})).await?;
+    let both = format!("{address},{listening_address}");
     for api in &apis {
-        api.trigger(failover, Some(&format!("{address},{listening_address}"))).await?;
+        for _ in 0..2 {
+            api.trigger(round, Some(&both)).await?;
+        }
     }
     let logs = apis[0]
-        .wait_logs(failover, Duration::from_secs(20), "the failed-over runs", |l| all_done(l, admin_count))
+        .wait_logs(round, Duration::from_secs(20), "the rounds", |l| all_done(l, 2 * admin_count))
         .await?;
     for log in &logs {
         ensure!(log["handleCode"] == 200 && log["executorAddress"] == listening_address.as_str(), "{log:#}");
-        ensure!(log["triggerMsg"].as_str().unwrap_or_default().contains(&address), "{log:#}");
     }
+    let nowhere = apis[0].job(group, "only a gone pod", json!({})).await?;
+    apis[admin_count - 1].trigger(nowhere, Some(&address)).await?;
+    let logs = apis[0]
+        .wait_logs(nowhere, Duration::from_secs(20), "the failed trigger", |l| {
+            l.len() == 1 && l[0]["triggerCode"] != 0
+        })
+        .await?;
+    let msg = logs[0]["triggerMsg"].as_str().unwrap_or_default();
+    ensure!(logs[0]["triggerCode"] == 500 && msg.contains("not connected to this admin"), "{:#}", logs[0]);
 
     // A new process of it registers a new address; an admin killed and started again on its
     // port is dialled again by it.
