@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use wasmparser::types::EntityType;
 use wasmparser::{Encoding, Parser, Payload, Validator, WasmFeatures};
 
+pub mod capabilities;
 pub mod wasi_p1;
 pub mod wasi_p2;
 

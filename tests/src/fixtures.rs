@@ -26,7 +26,9 @@ pub async fn api_administrator(store: &dyn Store, username: &str, token: &str) -
             name: username.to_owned(),
             token_hash,
             created_ms: now_ms(),
-            scope: "write".to_owned(),
+            // An administrator's deploy token: its module uploads and grants take effect at once,
+            // as a signed-in administrator's do (docs/replay.md, "Capabilities and approval").
+            scope: "approve".to_owned(),
             expires_ms: None,
         })
         .await?;

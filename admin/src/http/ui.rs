@@ -46,6 +46,7 @@ pub(crate) static ASSETS: &[(&str, &[u8])] = assets![
     "js/i18n/zh_CN.js",
     "js/ui.js",
     "js/pages/alarms.js",
+    "js/pages/approvals.js",
     "js/pages/audit.js",
     "js/pages/backfills.js",
     "js/pages/calendars.js",

@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 mod alarm_store;
+mod approval_store;
 mod backfill_store;
 mod calendar_store;
 mod db;
@@ -40,6 +41,7 @@ mod types;
 mod workflow_store;
 
 pub use alarm_store::AlarmStore;
+pub use approval_store::{ApprovalKind, ApprovalRow, ApprovalStatus, ApprovalStore, Decision, NewApproval};
 pub use backfill_store::{BackfillStore, BackfillTx};
 pub use calendar_store::CalendarStore;
 pub use db::statement_seconds;
@@ -62,10 +64,10 @@ pub use workflow_store::{
 /// The traits callers need in scope to call store methods on an `Arc<dyn Store>`.
 pub mod prelude {
     pub use super::{
-        AlarmStore, AuditStore, BackfillStore, CalendarStore, CredentialStore, FireSendStore, FlightStore,
-        GrantStore, GroupStore, JobStore, LeaseStore, LogPieceStore, LogReportStore, LogStore, ScheduleStore,
-        ScheduleTx, Store, TagStore, UserStore, WasmStore, WorkflowAlarmStore, WorkflowChildStore,
-        WorkflowStore,
+        AlarmStore, ApprovalStore, AuditStore, BackfillStore, CalendarStore, CredentialStore, FireSendStore,
+        FlightStore, GrantStore, GroupStore, JobStore, LeaseStore, LogPieceStore, LogReportStore, LogStore,
+        ScheduleStore, ScheduleTx, Store, TagStore, UserStore, WasmStore, WorkflowAlarmStore,
+        WorkflowChildStore, WorkflowStore,
     };
 }
 
@@ -125,6 +127,7 @@ pub trait Store:
     + WorkflowItemStore
     + AlarmStore
     + BackfillStore
+    + ApprovalStore
     + Send
     + Sync
 {

@@ -59,6 +59,8 @@ async def main():
         out["readBackfill"] = await call(s, "start_backfill", backfill)
         out["readReplay"] = await call(s, "replay_run", {"runId": 1})
         out["readWhatIf"] = await call(s, "what_if_version", {"jobId": job_id, "version": 1})
+        # A reader sees what waits for approval (the job's: nothing here).
+        out["approvals"] = await call(s, "list_approvals", {"jobId": job_id, "pending": True})
 
     async def as_writer(s):
         out["dryRun"] = await call(s, "create_job", {"job": new_job, "dryRun": True})

@@ -5,6 +5,7 @@ import { h, replace } from './dom.js';
 import { LANGUAGES, hasText, language, languageChosen, setLanguage, t } from './i18n.js';
 import { notify } from './ui.js';
 import * as alarms from './pages/alarms.js';
+import * as approvals from './pages/approvals.js';
 import * as audit from './pages/audit.js';
 import * as backfills from './pages/backfills.js';
 import * as calendars from './pages/calendars.js';
@@ -47,6 +48,7 @@ const ROUTES = [
   { path: /^\/alarms$/, page: alarms, menu: 'alarms', admin: true },
   { path: /^\/users$/, page: users, menu: 'users', admin: true },
   { path: /^\/audit$/, page: audit, menu: 'audit', admin: true },
+  { path: /^\/approvals$/, page: approvals, menu: 'approvals' },
   { path: /^\/tokens$/, page: tokens, menu: 'tokens' },
   { path: /^\/password$/, page: password, menu: 'password' },
 ];
@@ -63,6 +65,7 @@ const MENU = [
   { key: 'alarms', href: '#/alarms', admin: true },
   { key: 'users', href: '#/users', admin: true },
   { key: 'audit', href: '#/audit', admin: true },
+  { key: 'approvals', href: '#/approvals' },
   { key: 'tokens', href: '#/tokens' },
 ];
 

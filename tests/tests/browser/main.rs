@@ -1,6 +1,6 @@
 //! The admin web UI in headless Chromium, driven through chromedriver (WebDriver) against a
 //! real admin and a real executor: the main story (`story`), workflows (`workflows`), alarm
-//! channels (`alarms`), an XSS probe (`xss`) and single sign-on with a real OpenID provider
+//! channels (`alarms`), approval of a held module version (`approvals`), an XSS probe (`xss`) and single sign-on with a real OpenID provider
 //! (`sso`).
 //!
 //! One browser and one stack serve both, keeping the CI cost to a single chromedriver.
@@ -15,6 +15,7 @@
 )]
 
 mod alarms;
+mod approvals;
 mod backfills;
 mod calendars;
 mod driver;
@@ -40,6 +41,7 @@ async fn the_admin_ui_walks_the_main_story_and_shows_hostile_text_as_text() -> a
         backfills::run(&browser, echo_job).await.context("a backfill from the job's actions")?;
         alarms::run(&browser, echo_job).await.context("an alarm channel and its delivery log")?;
         xss::run(&browser, story::GROUP_TITLE, echo_job).await.context("the XSS probe")?;
+        approvals::run(&browser, &stack.base, echo_job).await.context("a held version approved")?;
         if stack.idp.is_some() {
             sso::run(&browser, story::GROUP_TITLE).await.context("single sign-on")?;
         }

@@ -14,6 +14,7 @@
 //! two dial-out executors and an admin while jobs fire, and `kubernetes` validates the
 //! manifests and runs each daemon as its image and manifest say.
 
+mod approvals;
 mod dial_out;
 mod flows;
 mod glue_switch;
@@ -194,6 +195,7 @@ async fn scenarios(url: &str) -> anyhow::Result<()> {
         wasm_http.context("wasm http")?;
         grant_limits::run(&stack).await.context("a job's own fuel and memory grants")?;
         replays::run(&stack).await.context("recorded runs replayed")?;
+        approvals::run(&stack).await.context("a new capability waits for approval")?;
         workflows::nested(&stack).await.context("a sub-workflow across Rust Wasm, shell and BEAN")?;
         workflows::mapped(&stack).await.context("map nodes across Rust Wasm, shell and BEAN")?;
         if url.starts_with("sqlite") {

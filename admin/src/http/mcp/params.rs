@@ -104,6 +104,18 @@ pub(crate) struct Trigger {
 #[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
 #[serde(rename_all = "camelCase")]
+pub(crate) struct ListApprovals {
+    /// Only this job's.
+    #[serde(default)]
+    pub(crate) job_id: Option<i64>,
+    /// Only those still waiting for an administrator.
+    #[serde(default)]
+    pub(crate) pending: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, rmcp::schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct ListRuns {
     /// Only this job's runs.
     #[serde(default)]

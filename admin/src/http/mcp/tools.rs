@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 
 use super::api::Api;
 use super::params::{
-    ByGroup, ById, CreateJob, DecideApproval, Explain, ListRuns, ReadLog, Replay, SearchJobs, SearchLogs,
-    StartBackfill, StartWorkflow, Trigger, UpdateJob, WhatIf,
+    ByGroup, ById, CreateJob, DecideApproval, Explain, ListApprovals, ListRuns, ReadLog, Replay, SearchJobs,
+    SearchLogs, StartBackfill, StartWorkflow, Trigger, UpdateJob, WhatIf,
 };
 use crate::http::McpState;
 use crate::http::mgmt::auth::AgentToken;
@@ -206,6 +206,21 @@ impl Jobwheel {
             self.send(&parts, Method::POST, &format!("/api/v1/jobs/{}/wasm/what-if", p.job_id), &body)
                 .await?,
         )
+    }
+
+    #[tool(
+        description = "Approvals: module versions and grant changes that widen what a job may reach (new kind of host call, new host, group secret, raised limit), held until an administrator approves or refuses them in the UI. A version uploaded through an API token that needs one is answered 202 with its approval; this shows whether it was decided. Each has widening (what is new), versionId (for what_if_version), status pending/approved/refused."
+    )]
+    async fn list_approvals(
+        &self,
+        Parameters(p): Parameters<ListApprovals>,
+        Extension(parts): Extension<Parts>,
+    ) -> Reply {
+        let q = query(&[
+            ("jobId", p.job_id.map(|j| j.to_string())),
+            ("pending", p.pending.map(|b| b.to_string())),
+        ]);
+        reply(self.get(&parts, &format!("/api/v1/approvals{q}")).await?)
     }
 
     #[tool(description = "List runs (trigger and result of each), newest first, by job, group or status.")]

@@ -167,6 +167,13 @@ fn action(method: &Method, route: &str) -> Option<Action> {
         "/api/v1/logs/{id}/replay" if post => {
             Action { body_detail: true, ..act("log.replay", Subject::None) }
         }
+        // The note is the decision's reason; what was decided is the approval (its id).
+        "/api/v1/approvals/{id}/approve" if post => {
+            Action { body_detail: true, ..act("approval.approve", Subject::None) }
+        }
+        "/api/v1/approvals/{id}/refuse" if post => {
+            Action { body_detail: true, ..act("approval.refuse", Subject::None) }
+        }
         "/api/v1/jobs/{id}/wasm/what-if" if post => {
             Action { body_detail: true, ..act("wasm.what_if", Subject::None) }
         }

@@ -51,6 +51,15 @@ impl Principal {
         self.user.user.role == ROLE_ADMIN
     }
 
+    /// Whether a change this caller makes may widen what a job may reach without an
+    /// administrator's approval, and whether it may approve others' (docs/replay.md,
+    /// "Capabilities and approval"): an administrator signed in, or with an `approve` token. A
+    /// `write` token — what an agent holds — waits like a member's change does.
+    pub(crate) fn may_widen(&self) -> bool {
+        self.is_admin()
+            && matches!(self.credential, Credential::Session { .. } | Credential::Token(TokenScope::Approve))
+    }
+
     /// The groups a normal user may manage (upstream's comma-separated `permission`).
     pub(crate) fn groups(&self) -> BTreeSet<GroupId> {
         parse_permission(self.user.user.permission.as_deref())

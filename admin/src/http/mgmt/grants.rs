@@ -9,11 +9,11 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use jobwheel_protocol::net_policy::NetPolicy;
 use serde::{Deserialize, Serialize};
 
 use super::ApiJson;
 use super::auth::Principal;
+pub(crate) use super::job_grant::JobGrantInput;
 use super::job_view::permitted_job;
 use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, JobGrantRow, JobId, VariableOwner, VariableRow};
@@ -68,33 +68,6 @@ pub(crate) struct JobGrantView {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct JobGrantInput {
-    #[serde(default)]
-    http_allow: Vec<String>,
-    http_max_requests: Option<i32>,
-    http_max_response_bytes: Option<i64>,
-    http_timeout_ms: Option<i64>,
-    fuel: Option<i64>,
-    memory_bytes: Option<i64>,
-    /// Replaces the plain variables (secrets are set one by one).
-    #[serde(default)]
-    variables: BTreeMap<String, String>,
-    /// The executor group's variables and secrets the job uses, by name.
-    #[serde(default)]
-    uses: Vec<String>,
-    /// Record the job's runs for replay; on when left out.
-    #[serde(default = "recording_on")]
-    record_runs: bool,
-    /// The cap of a run's flight record, bytes.
-    journal_max_bytes: Option<i64>,
-}
-
-fn recording_on() -> bool {
-    true
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct VariablesInput {
     variables: BTreeMap<String, String>,
 }
@@ -115,114 +88,47 @@ pub(crate) async fn get_job(
     Ok(Json(job_view(&state, job.id).await?))
 }
 
-/// `PUT /api/v1/jobs/{id}/grant`: policy, limits and plain variables, all at once.
+/// `PUT /api/v1/jobs/{id}/grant`: policy, limits and plain variables, all at once. A change
+/// that widens what the job may reach, made by a caller who may not widen it, is held for an
+/// administrator's approval instead (202 with the approval; `super::approvals`).
 pub(crate) async fn put_job(
     State(state): State<Arc<MgmtState>>,
     principal: Principal,
     Path(id): Path<i32>,
     ApiJson(input): ApiJson<JobGrantInput>,
-) -> Result<Json<JobGrantView>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse as _;
     let job = permitted_job(&state, &principal, id).await?;
-    NetPolicy::parse(&input.http_allow).map_err(|error| ApiError::BadRequest(error.to_string()))?;
-    for (name, value) in [
-        ("httpMaxRequests", input.http_max_requests.map(i64::from)),
-        ("httpMaxResponseBytes", input.http_max_response_bytes),
-        ("httpTimeoutMs", input.http_timeout_ms),
-        ("fuel", input.fuel),
-        ("memoryBytes", input.memory_bytes),
-    ] {
-        if value.is_some_and(|v| v < 1) {
-            return Err(ApiError::BadRequest(format!(
-                "{name} must be at least 1, or left out for the executor's default"
-            )));
-        }
-    }
-    if let Some(cap) = input.journal_max_bytes {
-        use jobwheel_protocol::flight::{MAX_JOURNAL_BYTES, MIN_JOURNAL_BYTES};
-        if !(MIN_JOURNAL_BYTES..=MAX_JOURNAL_BYTES).contains(&u64::try_from(cap).unwrap_or(0)) {
-            return Err(ApiError::BadRequest(format!(
-                "journalMaxBytes must be between {MIN_JOURNAL_BYTES} and {MAX_JOURNAL_BYTES}, or left out for the default ({})",
-                jobwheel_protocol::flight::DEFAULT_JOURNAL_BYTES
-            )));
-        }
-    }
-    let mut uses: Vec<String> =
-        input.uses.iter().map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()).collect();
-    uses.sort();
-    uses.dedup();
-    for name in &uses {
-        check_name(name)?;
-    }
-    let owner = VariableOwner::Job(job.id);
+    let row = input.checked_row()?;
     let before = state.store.load_job_grant(job.id).await?.unwrap_or_default();
-    refuse_new_uses_unless_admin(&principal, before.used_names(), &uses)?;
-    let row = JobGrantRow {
-        http_allow: input
-            .http_allow
-            .iter()
-            .map(|e| e.trim())
-            .filter(|e| !e.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        http_max_requests: input.http_max_requests,
-        http_max_response_bytes: input.http_max_response_bytes,
-        http_timeout_ms: input.http_timeout_ms,
-        fuel: input.fuel,
-        memory_bytes: input.memory_bytes,
-        uses: (!uses.is_empty()).then(|| uses.join("\n")),
-        record_runs: Some(i16::from(input.record_runs)),
-        journal_max_bytes: input.journal_max_bytes,
-    };
-    let mut changes = Vec::new();
-    if before.uses != row.uses {
-        let shown = |uses: &Option<String>| uses.as_deref().unwrap_or_default().replace('\n', ", ");
-        changes.push(format!(
-            "group variables and secrets used: [{}] → [{}]",
-            shown(&before.uses),
-            shown(&row.uses)
-        ));
+    refuse_new_uses_unless_admin(&principal, before.used_names(), &row.used_names())?;
+    if !principal.may_widen() {
+        let widening = super::approvals::grant_widening(&state, job.id, &before, &row).await?;
+        if !widening.is_empty() {
+            let held = super::approvals::hold_grant(&state, &principal, job.id, &input, widening).await?;
+            return Ok((StatusCode::ACCEPTED, Json(held)).into_response());
+        }
     }
-    if before.http_allow != row.http_allow {
-        changes.push(format!(
-            "network policy: [{}] → [{}]",
-            before.http_allow.replace('\n', ", "),
-            row.http_allow.replace('\n', ", ")
-        ));
-    }
-    if (
-        before.http_max_requests,
-        before.http_max_response_bytes,
-        before.http_timeout_ms,
-        before.fuel,
-        before.memory_bytes,
-    ) != (
-        row.http_max_requests,
-        row.http_max_response_bytes,
-        row.http_timeout_ms,
-        row.fuel,
-        row.memory_bytes,
-    ) {
-        changes.push(format!(
-            "limits: requests {:?}, response bytes {:?}, timeout ms {:?}, fuel {:?}, memory bytes {:?}",
-            row.http_max_requests,
-            row.http_max_response_bytes,
-            row.http_timeout_ms,
-            row.fuel,
-            row.memory_bytes
-        ));
-    }
-    if (before.records_runs(), before.journal_max_bytes) != (row.records_runs(), row.journal_max_bytes) {
-        changes.push(format!(
-            "recording for replay: {}, journal cap {}",
-            if row.records_runs() { "on" } else { "off" },
-            row.journal_max_bytes.map_or("default".to_owned(), |cap| format!("{cap} bytes"))
-        ));
-    }
+    apply_job_grant(&state, job.id, &input, &row, &principal.user.user.username).await?;
+    Ok(Json(job_view(&state, job.id).await?).into_response())
+}
+
+/// Makes `row` (checked from `input`) the job's grant and `input`'s variables its plain
+/// variables, recording the changes under `author`: a direct change, or an approved one.
+pub(crate) async fn apply_job_grant(
+    state: &MgmtState,
+    job: JobId,
+    input: &JobGrantInput,
+    row: &JobGrantRow,
+    author: &str,
+) -> Result<(), ApiError> {
+    let owner = VariableOwner::Job(job);
+    let before = state.store.load_job_grant(job).await?.unwrap_or_default();
+    let mut changes = super::job_grant::changes(&before, row);
     let now = state.clock.now_ms();
-    changes.extend(replace_variables(&state, owner, &input.variables, now).await?);
-    state.store.save_job_grant(job.id, &row, now).await?;
-    record(&state, owner, &principal, &changes, now).await?;
-    Ok(Json(job_view(&state, job.id).await?))
+    changes.extend(replace_variables(state, owner, &input.variables, now).await?);
+    state.store.save_job_grant(job, row, now).await?;
+    record_as(state, owner, author, &changes, now).await
 }
 
 /// Only an administrator adds a name to a job's `uses` (review M7): the group's variables and
@@ -231,12 +137,12 @@ pub(crate) async fn put_job(
 fn refuse_new_uses_unless_admin(
     principal: &Principal,
     before: std::collections::BTreeSet<&str>,
-    after: &[String],
+    after: &std::collections::BTreeSet<&str>,
 ) -> Result<(), ApiError> {
     if principal.is_admin() {
         return Ok(());
     }
-    let added: Vec<&str> = after.iter().map(String::as_str).filter(|name| !before.contains(name)).collect();
+    let added: Vec<&str> = after.iter().copied().filter(|name| !before.contains(name)).collect();
     if added.is_empty() {
         return Ok(());
     }
@@ -444,17 +350,26 @@ async fn record(
     changes: &[String],
     now: i64,
 ) -> Result<(), ApiError> {
+    record_as(state, owner, &principal.user.user.username, changes, now).await
+}
+
+async fn record_as(
+    state: &MgmtState,
+    owner: VariableOwner,
+    author: &str,
+    changes: &[String],
+    now: i64,
+) -> Result<(), ApiError> {
     if changes.is_empty() {
         return Ok(());
     }
-    let author = &principal.user.user.username;
     state.store.add_grant_history(owner, author, &changes.join("; "), now).await?;
     Ok(())
 }
 
 /// An environment variable name: letters, digits and `_`, not starting with a digit, at most
 /// 128 characters, and not in the runtime's own `JOBWHEEL_` namespace.
-fn check_name(name: &str) -> Result<(), ApiError> {
+pub(super) fn check_name(name: &str) -> Result<(), ApiError> {
     let valid = !name.is_empty()
         && name.len() <= 128
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')

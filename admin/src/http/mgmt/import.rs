@@ -26,7 +26,7 @@ use super::job_input::JobInput;
 use super::transfer::{Bundle, FORMAT, JobEntry, VERSION};
 use super::transfer_workflows::{WorkflowItem, WorkflowPlan};
 use super::wasm_versions::off_the_workers;
-use super::{ApiJson, ApiQuery, audit, glue, grants, job_view, jobs};
+use super::{ApiJson, ApiQuery, approvals, audit, glue, grants, job_view, jobs};
 use crate::domain::{DeliveryMode, GlueType, Priority};
 use crate::http::{ApiError, MgmtState};
 use crate::store::{GroupId, JobFilter, JobId, NewWasmVersion, VariableOwner};
@@ -324,16 +324,27 @@ async fn apply(
     {
         let now_ms = state.clock.now_ms();
         state.store.put_wasm_module(bytes, now_ms).await?;
+        // An imported module that reaches further waits for approval as an upload would.
+        let widening = if principal.may_widen() {
+            Vec::new()
+        } else {
+            let info = super::wasm_versions::module_info(state, digest).await?;
+            approvals::module_widening(state, id, &info).await?
+        };
         let version = NewWasmVersion {
             job_id: id,
             digest: digest.clone(),
             uploader: Some(principal.user.user.username.clone()),
             remark: Some("imported".to_owned()),
             created_at_ms: now_ms,
-            candidate: false,
+            candidate: !widening.is_empty(),
         };
-        state.store.add_wasm_version(&version).await?;
-        state.core.wasm_version_changed(id).await;
+        let version_id = state.store.add_wasm_version(&version).await?;
+        if widening.is_empty() {
+            state.core.wasm_version_changed(id).await;
+        } else {
+            approvals::hold_module(state, principal, id, version_id, digest, &widening).await?;
+        }
     }
     let action = if plan.existing.is_some() { "job.update" } else { "job.create" };
     let detail = Some(json!({ "import": true }));

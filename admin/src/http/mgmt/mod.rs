@@ -27,6 +27,7 @@ use crate::store::{Page, UserRow};
 mod alarm_channels;
 mod alarm_deliveries;
 mod alarm_routes;
+mod approvals;
 pub(crate) mod audit;
 mod audit_list;
 pub(crate) mod auth;
@@ -42,6 +43,7 @@ mod import;
 mod import_calendars;
 mod import_modules;
 mod job_days;
+mod job_grant;
 pub(crate) mod job_input;
 pub(crate) mod job_retry;
 mod job_search;
@@ -159,6 +161,10 @@ pub(crate) fn router() -> Router<HttpState> {
         .route("/api/v1/jobs/{id}/wasm/rollback", post(wasm_versions::rollback))
         .route("/api/v1/jobs/{id}/wasm/what-if", post(wasm_what_if::what_if))
         .route("/api/v1/wasm/validate", post(wasm_versions::validate))
+        .route("/api/v1/approvals", get(approvals::list))
+        .route("/api/v1/approvals/{id}", get(approvals::one))
+        .route("/api/v1/approvals/{id}/approve", post(approvals::approve))
+        .route("/api/v1/approvals/{id}/refuse", post(approvals::refuse))
         .route("/api/v1/schedule/next", get(jobs::next_times))
         .route("/api/v1/workflows", get(workflows::list).post(workflows::create))
         .route("/api/v1/workflows/{id}", get(workflows::get).put(workflows::update).delete(workflows::delete))

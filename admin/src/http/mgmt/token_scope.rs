@@ -2,7 +2,8 @@
 //! also triggers, starts and stops jobs and workflows, reruns and stops instances, kills and
 //! replays runs (and what-ifs of module versions over them),
 //! and requests and cancels backfills;
-//! `write` does everything its user may. The scope narrows the user's rights, never widens them:
+//! `write` does everything its user may, though a change that widens what a job may reach waits
+//! for an administrator's approval; `approve` (administrators only) makes and approves such changes. The scope narrows the user's rights, never widens them:
 //! every handler still checks the user's role and groups. The MCP server (docs/mcp.md) calls the
 //! same routes, so a tool is refused exactly as its route would be.
 
@@ -19,6 +20,10 @@ pub(crate) enum TokenScope {
     Run,
     /// Everything.
     Write,
+    /// Everything, and an administrator's token may make changes that widen what a job may reach
+    /// without waiting for approval, and approve others' (docs/replay.md, "Capabilities and
+    /// approval"): for an administrator's own deploy pipeline, never for an agent.
+    Approve,
 }
 
 /// The writes a `run` token may make: running things, not changing them.
@@ -46,6 +51,7 @@ impl TokenScope {
             TokenScope::Read => "read",
             TokenScope::Run => "run",
             TokenScope::Write => "write",
+            TokenScope::Approve => "approve",
         }
     }
 
@@ -55,6 +61,7 @@ impl TokenScope {
             "read" => Some(TokenScope::Read),
             "run" => Some(TokenScope::Run),
             "write" => Some(TokenScope::Write),
+            "approve" => Some(TokenScope::Approve),
             _ => None,
         }
     }
@@ -97,6 +104,8 @@ mod tests {
         assert!(TokenScope::Run.check(&trigger.0, trigger.1).is_ok());
         assert!(TokenScope::Run.check(&edit.0, edit.1).is_err());
         assert!(TokenScope::Write.check(&edit.0, edit.1).is_ok());
+        assert!(TokenScope::Approve.check(&edit.0, edit.1).is_ok());
+        assert_eq!(TokenScope::parse("approve"), Some(TokenScope::Approve));
         assert_eq!(TokenScope::parse("RUN"), Some(TokenScope::Run));
         assert_eq!(TokenScope::parse("admin"), None);
     }

@@ -92,8 +92,16 @@ pub(crate) async fn create(
     let scope = match body.scope.as_deref() {
         None => TokenScope::Write,
         Some(name) => TokenScope::parse(name)
-            .ok_or_else(|| ApiError::BadRequest("scope: must be read, run or write".to_owned()))?,
+            .ok_or_else(|| ApiError::BadRequest("scope: must be read, run, write or approve".to_owned()))?,
     };
+    // An `approve` token skips the approval of new capabilities: only an administrator who could
+    // approve them may mint one — not a `write` token, which an agent may hold.
+    if scope == TokenScope::Approve && !principal.may_widen() {
+        return Err(ApiError::Forbidden(
+            "scope approve: only an administrator, signed in or with an approve token, may create one"
+                .to_owned(),
+        ));
+    }
     let token = new_secret();
     let created_at = state.clock.now_ms();
     let expires_at = match body.expires_in_days {

@@ -12,11 +12,13 @@ use axum::http::StatusCode;
 use jobwheel_protocol::GlueType;
 use serde::{Deserialize, Serialize};
 
+use super::approvals::{self, ApprovalView};
 use super::auth::Principal;
 use super::job_view::permitted_job;
 use super::{ApiJson, ApiQuery};
 use crate::http::{ApiError, MgmtState};
-use crate::store::{JobId, JobRow, NewWasmVersion, WasmVersionRow};
+use crate::store::{JobGrantRow, JobId, JobRow, NewWasmVersion, WasmVersionRow};
+use crate::wasm_check::capabilities::{Capabilities, import_kinds};
 use crate::wasm_check::{MAX_MODULE_BYTES, ModuleInfo, inspect};
 
 /// Remarks are short notes ("fix timezone bug"), like GLUE remarks.
@@ -46,7 +48,7 @@ impl ModuleInfoCache {
 }
 
 /// One version of a job's module.
-#[derive(Clone, Serialize)]
+#[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct VersionView {
     id: i64,
@@ -57,6 +59,12 @@ pub(crate) struct VersionView {
     created_at: i64,
     /// A candidate: replayable, not run by triggers (docs/replay.md).
     candidate: bool,
+    /// What the module may reach under the job's grant (docs/replay.md, "Capabilities and
+    /// approval").
+    capabilities: Capabilities,
+    /// Set when this upload or activation waits for an administrator's approval (202).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval: Option<ApprovalView>,
 }
 
 #[derive(Serialize)]
@@ -76,7 +84,7 @@ async fn wasm_job(state: &MgmtState, principal: &Principal, id: i32) -> Result<J
     Ok(job)
 }
 
-async fn module_info(state: &MgmtState, digest: &str) -> Result<Arc<ModuleInfo>, ApiError> {
+pub(super) async fn module_info(state: &MgmtState, digest: &str) -> Result<Arc<ModuleInfo>, ApiError> {
     if let Some(info) = state.module_info.get(digest) {
         return Ok(info);
     }
@@ -91,15 +99,21 @@ async fn module_info(state: &MgmtState, digest: &str) -> Result<Arc<ModuleInfo>,
     Ok(state.module_info.put(info))
 }
 
-async fn version_view(state: &MgmtState, row: WasmVersionRow) -> Result<VersionView, ApiError> {
+async fn version_view(
+    state: &MgmtState,
+    row: WasmVersionRow,
+    grant: &JobGrantRow,
+) -> Result<VersionView, ApiError> {
     let module = (*module_info(state, &row.digest).await?).clone();
     Ok(VersionView {
         id: row.id,
+        capabilities: Capabilities::new(import_kinds(&module), grant),
         module,
         remark: row.remark,
         uploader: row.uploader,
         created_at: row.created_at_ms,
         candidate: row.candidate != 0,
+        approval: None,
     })
 }
 
@@ -111,11 +125,16 @@ pub(crate) async fn versions(
     Path(id): Path<i32>,
 ) -> Result<Json<VersionsView>, ApiError> {
     let job = wasm_job(&state, &principal, id).await?;
+    let grant = state.store.load_job_grant(job.id).await?.unwrap_or_default();
+    let rows = state.store.list_wasm_versions(job.id).await?;
+    let current = match rows.iter().find(|v| v.candidate == 0) {
+        Some(row) => Some(version_view(&state, row.clone(), &grant).await?),
+        None => None,
+    };
     let mut versions = Vec::new();
-    for row in state.store.list_wasm_versions(job.id).await? {
-        versions.push(version_view(&state, row).await?);
+    for row in rows {
+        versions.push(version_view(&state, row, &grant).await?);
     }
-    let current = versions.iter().find(|v| !v.candidate).cloned();
     Ok(Json(VersionsView { current, versions }))
 }
 
@@ -178,6 +197,13 @@ pub(crate) async fn upload(
     let remark = check_remark(query.remark)?;
     let bytes = read_module(body).await?;
     let info = inspected(bytes.clone()).await?;
+    // A version that would run and reach further than the current one waits for approval
+    // unless the caller may widen it; it is kept as a candidate meanwhile.
+    let widening = if query.candidate || principal.may_widen() {
+        Vec::new()
+    } else {
+        approvals::module_widening(&state, job.id, &info).await?
+    };
     let now_ms = state.clock.now_ms();
     state.store.put_wasm_module(&bytes, now_ms).await?;
     let version = NewWasmVersion {
@@ -186,23 +212,33 @@ pub(crate) async fn upload(
         uploader: Some(principal.user.user.username.clone()),
         remark,
         created_at_ms: now_ms,
-        candidate: query.candidate,
+        candidate: query.candidate || !widening.is_empty(),
     };
     let version_id = state.store.add_wasm_version(&version).await?;
     // Executors compile the new version now rather than at its first trigger.
-    if !query.candidate {
+    if !version.candidate {
         state.core.wasm_version_changed(JobId(id)).await;
     }
+    let approval = match widening.is_empty() {
+        true => None,
+        false => Some(
+            approvals::hold_module(&state, &principal, job.id, version_id, &info.digest, &widening).await?,
+        ),
+    };
+    let grant = state.store.load_job_grant(job.id).await?.unwrap_or_default();
     state.module_info.put(info.clone());
+    let status = if approval.is_some() { StatusCode::ACCEPTED } else { StatusCode::CREATED };
     Ok((
-        StatusCode::CREATED,
+        status,
         Json(VersionView {
             id: version_id,
+            capabilities: Capabilities::new(import_kinds(&info), &grant),
             module: info,
             remark: version.remark,
             uploader: version.uploader,
             created_at: now_ms,
             candidate: version.candidate,
+            approval,
         }),
     ))
 }
@@ -215,7 +251,8 @@ pub(crate) struct RollbackBody {
     remark: Option<String>,
 }
 
-/// `POST /api/v1/jobs/{id}/wasm/rollback`: a new newest version with an older module.
+/// `POST /api/v1/jobs/{id}/wasm/rollback`: a new newest version with an older module (or a
+/// candidate: activating it). Held for approval like an upload when it reaches further.
 pub(crate) async fn rollback(
     State(state): State<Arc<MgmtState>>,
     principal: Principal,
@@ -234,6 +271,19 @@ pub(crate) async fn rollback(
         .ok_or_else(|| {
             ApiError::NotFound(format!("versionId: job {id} has no version {}", body.version_id))
         })?;
+    let grant = state.store.load_job_grant(job.id).await?.unwrap_or_default();
+    if !principal.may_widen() {
+        let info = module_info(&state, &target.digest).await?;
+        let widening = approvals::module_widening(&state, job.id, &info).await?;
+        if !widening.is_empty() {
+            let held =
+                approvals::hold_module(&state, &principal, job.id, target.id, &target.digest, &widening)
+                    .await?;
+            let mut view = version_view(&state, target, &grant).await?;
+            view.approval = Some(held);
+            return Ok((StatusCode::ACCEPTED, Json(view)));
+        }
+    }
     let now_ms = state.clock.now_ms();
     let version = NewWasmVersion {
         job_id: job.id,
@@ -251,11 +301,13 @@ pub(crate) async fn rollback(
         StatusCode::CREATED,
         Json(VersionView {
             id: version_id,
+            capabilities: Capabilities::new(import_kinds(&module), &grant),
             module,
             remark: version.remark,
             uploader: version.uploader,
             created_at: now_ms,
             candidate: version.candidate,
+            approval: None,
         }),
     ))
 }

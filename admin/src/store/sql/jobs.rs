@@ -127,13 +127,14 @@ static JOB_EPOCH: Sql = Sql::new("SELECT epoch FROM jobwheel_job_epoch WHERE id 
 /// Upstream deletes a job's logs and GLUE history with it; our tables follow — its grant, its
 /// sealed secrets and variables and their history too, so a later job that gets the same id
 /// (MySQL re-derives AUTO_INCREMENT after a restart) inherits nothing (review L1).
-static DELETE_JOB: [Sql; 17] = [
+static DELETE_JOB: [Sql; 18] = [
     // Records have no job column: found through the logs, so they go first.
     Sql::new("DELETE FROM jobwheel_log_flight WHERE log_id IN (SELECT id FROM xxl_job_log WHERE job_id = ?)"),
     Sql::new("DELETE FROM xxl_job_log WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_log_piece WHERE job_id = ?"),
     Sql::new("DELETE FROM xxl_job_logglue WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_wasm_version WHERE job_id = ?"),
+    Sql::new("DELETE FROM jobwheel_approval WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_ring_claim WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_zone WHERE job_id = ?"),
     Sql::new("DELETE FROM jobwheel_job_retry WHERE job_id = ?"),

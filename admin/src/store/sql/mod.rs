@@ -36,6 +36,7 @@ macro_rules! log_columns {
 }
 
 mod alarms;
+mod approvals;
 mod audit;
 mod backfills;
 mod batch;

@@ -66,6 +66,7 @@ pub(crate) async fn check(admins: &Admins) -> anyhow::Result<()> {
     log_groups(admins, g).await?;
     crate::store::log_pieces::check(admins, g).await?;
     crate::store::flights::check(admins, g).await?;
+    crate::store::approvals::check(admins, g).await?;
     running_ahead(admins).await?;
     list_filters(admins, g, job_id).await?;
     alarms(admins, g, job_id).await?;

@@ -13,6 +13,7 @@ use jobwheel_admin::store::{self, Store};
 use jobwheel_tests::databases::{FreshDatabase, Server};
 
 mod adopt;
+mod approvals;
 mod audit;
 mod batches;
 mod calendars;

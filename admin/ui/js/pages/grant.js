@@ -54,7 +54,13 @@ function render(id, grant, reload) {
       if (limits[name].value !== '') body[name] = Number(limits[name].value);
     }
     try {
-      await put(`/jobs/${id}/grant`, body);
+      const answer = await put(`/jobs/${id}/grant`, body);
+      // 202: the change widens what the job may reach and waits for an administrator.
+      if (answer && answer.widening) {
+        notify(t('approvals.held', { what: answer.widening.join('; ') }), 'warning');
+        await reload();
+        return;
+      }
     } catch (e) {
       showError(e.message);
       return;

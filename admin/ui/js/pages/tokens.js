@@ -9,7 +9,9 @@ export async function render({ main, app }) {
   const list = await get('/tokens');
   const items = Array.isArray(list) ? list : list.items || [];
   const name = h('input', { id: 'token-name', maxlength: 100, placeholder: t('tokens.namePlaceholder') });
-  const scope = select('scope', ['read', 'run', 'write'].map((s) => ({ value: s, label: t(`tokens.scope.${s}`) })), 'write', { id: 'token-scope' });
+  // `approve` skips the approval of new capabilities: an administrator's deploy token only.
+  const scopes = app.isAdmin() ? ['read', 'run', 'write', 'approve'] : ['read', 'run', 'write'];
+  const scope = select('scope', scopes.map((s) => ({ value: s, label: t(`tokens.scope.${s}`) })), 'write', { id: 'token-scope' });
   // Optional expiry (review N4): a token that stops working by itself.
   const expiry = select('expiry', [['', t('tokens.expiry.never')], ['30', t('tokens.expiry.days', { days: 30 })],
     ['90', t('tokens.expiry.days', { days: 90 })], ['365', t('tokens.expiry.days', { days: 365 })]]

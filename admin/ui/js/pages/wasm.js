@@ -12,10 +12,11 @@ import { badge, confirmDialog, field, guarded, notify, pageHeader, table } from 
 import { grantCard } from './grant.js';
 import { triggerModal } from './jobs.js';
 import { whatIfDialog } from './wasm_what_if.js';
+import { approvalsCard } from './approvals.js';
 
 const MAX_BYTES = 32 * 1024 * 1024;
 
-export async function render({ main, params }) {
+export async function render({ main, params, app }) {
   const id = Number(params[0]);
   const job = await get(`/jobs/${id}`);
   if (job.glueType !== 'GLUE_WASM') {
@@ -72,22 +73,29 @@ export async function render({ main, params }) {
   });
 
   const versionsBox = h('div', { id: 'wasm-versions' });
+  const approvalsBox = h('div', {});
   const loadVersions = async () => {
     const answer = await get(`/jobs/${id}/wasm`);
     replace(versionsBox, versionsTable(answer, id, loadVersions));
+    replace(approvalsBox, await approvalsCard(id, app.isAdmin(), loadVersions));
   };
   upload.addEventListener('click', () => guarded(async () => {
     if (!bytes) return;
     upload.disabled = true;
     try {
       const query = { remark: remark.value.trim(), candidate: asCandidate.checked ? 'true' : 'false' };
-      await api('POST', `/jobs/${id}/wasm`, { raw: bytes, contentType: 'application/wasm', query });
+      const answer = await api('POST', `/jobs/${id}/wasm`, { raw: bytes, contentType: 'application/wasm', query });
+      // 202: the version reaches further than the current one and waits for an administrator.
+      if (answer && answer.approval) {
+        notify(t('approvals.held', { what: answer.approval.widening.join('; ') }), 'warning');
+      } else {
+        notify(t('wasm.uploaded'));
+      }
     } catch (e) {
       upload.disabled = false;
       showError(e.message);
       return;
     }
-    notify(t('wasm.uploaded'));
     bytes = null;
     fileInput.value = '';
     remark.value = '';
@@ -107,7 +115,8 @@ export async function render({ main, params }) {
       field(t('wasm.remark'), remark),
       h('label', { class: 'check' }, asCandidate, ' ', t('wasm.asCandidate')),
       h('div', { class: 'form-actions' }, upload)),
-    h('div', { class: 'card' }, h('h3', {}, t('wasm.versions')), versionsBox));
+    h('div', { class: 'card' }, h('h3', {}, t('wasm.versions')), versionsBox),
+    approvalsBox);
   await loadVersions();
   main.append(await grantCard(id));
 }
@@ -129,6 +138,7 @@ function versionsTable(answer, jobId, reload) {
     h('span', { class: 'mono', title: v.digest }, `${v.digest.slice(0, 12)}…`),
     formatSize(v.size),
     h('span', { class: 'mono' }, (v.exports || []).join(', ')),
+    h('span', { class: 'capabilities', dataset: { capabilities: v.id } }, capabilitiesText(v.capabilities)),
     v.remark || '',
     v.uploader || '',
     formatTime(v.createdAt),
@@ -150,6 +160,16 @@ function versionsTable(answer, jobId, reload) {
           }),
         }, v.candidate ? t('wasm.activate') : t('wasm.rollback'))),
   ]);
-  return table([t('wasm.version'), t('wasm.digest'), t('wasm.size'), t('wasm.exports'), t('wasm.remark'), t('wasm.uploader'), t('wasm.createdAt'), ''],
+  return table([t('wasm.version'), t('wasm.digest'), t('wasm.size'), t('wasm.exports'), t('wasm.capabilities'), t('wasm.remark'), t('wasm.uploader'), t('wasm.createdAt'), ''],
     rows, { id: 'wasm-version-table', empty: t('wasm.noVersions') });
+}
+
+/** A version's reach in one line: the kinds of host call it imports, and the hosts and group
+ * secrets its grant gives it. */
+function capabilitiesText(c) {
+  if (!c) return '';
+  const parts = [(c.imports || []).map((k) => t(`capability.${k}`)).join(', ') || t('capability.none')];
+  if ((c.hosts || []).length) parts.push(`${t('capability.hosts')}: ${c.hosts.join(', ')}`);
+  if ((c.secrets || []).length) parts.push(`${t('capability.secrets')}: ${c.secrets.join(', ')}`);
+  return parts.join(' · ');
 }

@@ -4,7 +4,7 @@
 // what differs and the first line where it parts from the original.
 
 import { post } from '../api.js';
-import { h } from '../dom.js';
+import { formatSize, h } from '../dom.js';
 import { t } from '../i18n.js';
 import { badge, modal, table } from '../ui.js';
 
@@ -26,17 +26,21 @@ function resultNodes(answer) {
     t('whatIf.summary', { identical: answer.identical, different: answer.different, notReplayed: answer.notReplayed }));
   const rows = answer.runs.map((run) => {
     const link = h('a', { href: `#/logs/${run.logId}` }, `#${run.logId}`);
-    if (!run.replay) return [link, badge(t('whatIf.notReplayed'), 'grey'), run.error || '', '', ''];
-    const { comparison, original, replay } = run.replay;
+    if (!run.replay) return [link, badge(t('whatIf.notReplayed'), 'grey'), run.error || '', '', '', '', ''];
+    const { comparison, original, replay, unanswered } = run.replay;
     const verdict = comparison.identical
       ? badge(t('whatIf.same'), 'green')
       : badge(t('whatIf.different', { what: comparison.differs.join(', ') }), 'red');
     const first = comparison.firstLine
       ? `${comparison.firstLine.line}: ${comparison.firstLine.original ?? '—'} → ${comparison.firstLine.replay ?? '—'}`
       : '';
-    return [link, verdict, `${original.outcome} → ${replay.outcome}`, `${original.fuel} → ${replay.fuel}`, first];
+    const memory = `${formatSize(original.peakMemoryBytes)} → ${formatSize(replay.peakMemoryBytes)}`;
+    // Host calls the journal could not answer: what the version asks for that the original did not.
+    const asked = h('span', { class: 'mono', dataset: { unanswered: run.logId } }, (unanswered || []).join(', '));
+    return [link, verdict, `${original.outcome} → ${replay.outcome}`, `${original.fuel} → ${replay.fuel}`, memory, asked, first];
   });
   return [summary,
-    table([t('whatIf.run'), t('whatIf.result'), t('whatIf.outcome'), t('whatIf.fuel'), t('whatIf.firstLine')], rows,
+    table([t('whatIf.run'), t('whatIf.result'), t('whatIf.outcome'), t('whatIf.fuel'), t('whatIf.memory'),
+      t('whatIf.unanswered'), t('whatIf.firstLine')], rows,
       { id: 'what-if-table', empty: t('whatIf.noRuns') })];
 }

@@ -130,7 +130,7 @@ async fn only_an_administrator_gives_a_job_the_groups_secrets() -> anyhow::Resul
 
     let (status, view) = root.put(&grant, json!({"uses": ["DB_PASSWORD"]})).await;
     assert_eq!(status, 200, "{view}");
-    let (status, view) = member.put(&grant, json!({"uses": ["DB_PASSWORD"], "fuel": 5000000})).await;
+    let (status, view) = member.put(&grant, json!({"uses": ["DB_PASSWORD"], "httpTimeoutMs": null})).await;
     assert_eq!(status, 200, "keeping what an administrator granted: {view}");
     let (status, view) = member.put(&grant, json!({"uses": []})).await;
     assert_eq!(status, 200, "dropping it: {view}");

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use chrono::Utc;
 use jobwheel_admin::store::{
-    ChannelSwitch, Group, GroupId, JobId, LogId, LogTriggerUpdate, NewApiToken, NewCalendar, NewChannel,
-    NewLog, NewWasmVersion, UserId, VariableOwner,
+    ApprovalKind, ChannelSwitch, Group, GroupId, JobId, LogId, LogTriggerUpdate, NewApiToken, NewApproval,
+    NewCalendar, NewChannel, NewLog, NewWasmVersion, UserId, VariableOwner,
 };
 use jobwheel_executor::{ExecutorConfig, Handlers, JobContext};
 use serde_json::{Value, json};
@@ -377,6 +377,22 @@ impl World {
             }
             p if p.starts_with("/api/v1/jobs/{id}/") => {
                 (self.job(group, "BEAN").await.0.into(), Body::Json(json!({})))
+            }
+            // A held grant change of a job of the group (one that asks for nothing new, so an
+            // administrator's approval applies).
+            p if p.starts_with("/api/v1/approvals/{id}") => {
+                let new = NewApproval {
+                    job_id: self.job(group, "BEAN").await,
+                    kind: ApprovalKind::Grant,
+                    version_id: None,
+                    digest: None,
+                    grant_body: Some("{}".to_owned()),
+                    widening: "[]".to_owned(),
+                    requested_by: "alice".to_owned(),
+                    requested_ms: Utc::now().timestamp_millis(),
+                };
+                let id = self.env.store().add_approval(&new).await.expect("approval");
+                (id, json_if(method == "POST", json!({"note": "matrix"})))
             }
             p if p.starts_with("/api/v1/logs/{id}") => (self.log(group).await.0, Body::None),
             "/api/v1/groups/{id}" => {

@@ -139,6 +139,7 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
         "cancel_backfill",
         "replay_run",
         "what_if_version",
+        "list_approvals",
         "lateness_report",
         "dashboard",
     ] {
@@ -161,6 +162,10 @@ async fn the_python_mcp_client_reads_runs_and_is_held_to_its_token_scope() -> an
     refused("replayBean", "has no flight record");
     refused("readWhatIf", "scope is read");
     refused("whatIfBean", "has no module version 1");
+    assert_eq!(
+        (seen["approvals"]["isError"].clone(), seen["approvals"]["text"].clone()),
+        (json!(false), json!("[]"))
+    );
     assert_eq!(seen["backfill"]["isError"], false, "{}", seen["backfill"]);
     let done: Value = serde_json::from_str(seen["backfillDone"]["text"].as_str().unwrap_or("{}"))?;
     assert_eq!(

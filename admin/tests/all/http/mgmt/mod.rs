@@ -16,6 +16,7 @@ use crate::http::{Admin, sqlite_url, test_config};
 
 mod adoption;
 mod alarm_channels;
+mod approvals;
 mod audit;
 mod authz;
 mod backfills;
