@@ -190,16 +190,18 @@ pub async fn run(
         }
     };
     tracing::info!(resealed = count, "secrets re-sealed under the new key");
+    // Before the rename: interrupted here, the command run again finds both keys and finishes.
+    let flights = flights_resealed(&*store, &old, &new).await?;
     if configured_key.is_some() {
         return Ok(format!(
-            "re-sealed {count} secret value(s) under the key given as --new-key. Start every admin that \
-             shares this database with --secret-key set to that key."
+            "re-sealed {count} secret value(s){flights} under the key given as --new-key. Start every \
+             admin that shares this database with --secret-key set to that key."
         ));
     }
     replace_key_file(&pending, &key_path)?;
     Ok(format!(
-        "re-sealed {count} secret value(s) under a new key, now in {}. Start every admin that shares \
-         this database with that key file (or its content as --secret-key).",
+        "re-sealed {count} secret value(s){flights} under a new key, now in {}. Start every admin that \
+         shares this database with that key file (or its content as --secret-key).",
         key_path.display()
     ))
 }
@@ -242,8 +244,32 @@ async fn finish_unfinished(
             key_path.display()
         ));
     }
+    let flights = flights_resealed(store, old, &staged).await?;
     replace_key_file(pending, key_path)?;
-    Ok(format!("finished the last rotation: the database's key is now in {}.", key_path.display()))
+    Ok(format!("finished the last rotation{flights}: the database's key is now in {}.", key_path.display()))
+}
+
+/// Re-seals the flight records (`replay/reseal.rs`); what it did, for the command's answer.
+async fn flights_resealed(
+    store: &dyn store::Store,
+    old: &SecretBox,
+    new: &SecretBox,
+) -> Result<String, KeyError> {
+    let done = crate::replay::reseal_flights(store, old, new).await?;
+    tracing::info!(
+        resealed = done.resealed,
+        already = done.already,
+        unopened = done.unopened,
+        "flight records re-sealed"
+    );
+    let mut said = format!(" and {} flight record(s)", done.resealed + done.already);
+    if done.unopened > 0 {
+        said.push_str(&format!(
+            " ({} record(s) opened by neither key were left as they were)",
+            done.unopened
+        ));
+    }
+    Ok(said)
 }
 
 /// The key in `path`; `None` if the file does not exist.

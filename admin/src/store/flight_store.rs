@@ -46,6 +46,14 @@ pub(crate) struct RawFlight {
     pub(crate) body: Vec<u8>,
 }
 
+/// A row with its log's job, for [`FlightStore::flight_page`].
+#[derive(sqlx::FromRow)]
+pub(crate) struct RawFlightOfJob {
+    #[sqlx(flatten)]
+    pub(crate) flight: RawFlight,
+    pub(crate) job_id: JobId,
+}
+
 impl From<RawFlight> for FlightRow {
     fn from(raw: RawFlight) -> Self {
         FlightRow {
@@ -70,4 +78,9 @@ pub trait FlightStore: Send + Sync {
     /// The newest runs of `job` that have a record, up to `limit`, newest first: each log and
     /// its trigger time (epoch ms). Read through `xxl_job_log`'s job index.
     async fn job_flights(&self, job: JobId, limit: u32) -> Result<Vec<(LogId, i64)>, StoreError>;
+    /// Up to `limit` records of logs after `after`, in log order, each with its log's job (a key
+    /// rotation re-seals them page by page).
+    async fn flight_page(&self, after: LogId, limit: u32) -> Result<Vec<(FlightRow, JobId)>, StoreError>;
+    /// Replaces the sealed bodies of records, in one transaction.
+    async fn replace_flight_bodies(&self, bodies: &[(LogId, Vec<u8>)]) -> Result<(), StoreError>;
 }

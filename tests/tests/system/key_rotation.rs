@@ -1,7 +1,9 @@
 //! `jobwheel-admin secrets rotate-key` and the key file's checks, from the operator's side
 //! (security review L8), against real `jobwheel-admin` processes on SQLite: a secret, a group
 //! token and an alarm channel's URL set through the API are re-sealed under a new key that the
-//! old one no longer opens, and the restarted admin works with it; a key file others can read,
+//! old one no longer opens, and the restarted admin works with it — flight records too, whose
+//! secret digests are carried over to the new key, so a run recorded before the rotation still
+//! replays; a key file others can read,
 //! and a rotation that stopped between the database and the file, keep the admin from starting
 //! with a message that says what to do; a wrong current key changes nothing.
 
@@ -12,7 +14,8 @@ use std::time::Duration;
 use anyhow::{Context as _, ensure};
 use jobwheel_admin::credentials::SEAL_NAME;
 use jobwheel_admin::sealing::SecretBox;
-use jobwheel_admin::store::{GroupId, JobId, Store, StoredToken, VariableOwner};
+use jobwheel_admin::store::{GroupId, JobId, NewLog, Store, StoredToken, VariableOwner};
+use jobwheel_protocol::flight::secret_digest;
 use jobwheel_tests::api::Api;
 use jobwheel_tests::cluster::{Daemon, binary};
 use serde_json::json;
@@ -91,9 +94,10 @@ async fn rotate_key_reseals_everything_and_bad_key_files_are_refused() -> anyhow
     let channel = channel["id"].as_i64().context("channel id")?;
     let code = register_with_group_token(&admin.base).await?;
     ensure!(code == 200, "the group token works before: {code}\n{}", admin.log_tail(10));
+    let old = key_in(&data)?;
+    let (kept, changed) = recorded_runs(&*store, &admin.base, &old, job).await?;
     admin.stop().await?;
 
-    let old = key_in(&data)?;
     ensure!(opened(&*store, &old, group, job).await? == (Some(SECRET.into()), Some(GROUP_TOKEN.into())));
     let db_args = ["--database-url", url.as_str(), "--data-dir", data.to_str().context("path")?];
 
@@ -108,7 +112,7 @@ async fn rotate_key_reseals_everything_and_bad_key_files_are_refused() -> anyhow
 
     // The rotation: every sealed value under a new key, which replaces the file (still 0600).
     let (ok, text) = admin_command(&[&db_args[..], &["secrets", "rotate-key"]].concat()).await?;
-    ensure!(ok && text.contains("re-sealed 3 secret value(s)"), "{text}");
+    ensure!(ok && text.contains("re-sealed 3 secret value(s) and 2 flight record(s)"), "{text}");
     let new = key_in(&data)?;
     ensure!(new != old && !text.contains(&new), "a new key, not printed: {text}");
     ensure!(std::fs::metadata(data.join("secret-key"))?.permissions().mode() & 0o777 == 0o600);
@@ -121,6 +125,19 @@ async fn rotate_key_reseals_everything_and_bad_key_files_are_refused() -> anyhow
     );
     let shown = Api::new(&admin.base, API_TOKEN).get(&format!("/alarm-channels/{channel}")).await?;
     ensure!(shown["urlHost"] == "hooks.slack.invalid", "the channel's URL opens under the new key: {shown}");
+    // A run recorded before the rotation opens under the new key, and the secret it used still
+    // matches its digest: its replay gets as far as looking for an executor (there is none
+    // here). One whose secret digest did not match before still does not.
+    let api = Api::new(&admin.base, API_TOKEN);
+    let refused = api.post(&format!("/logs/{kept}/replay"), json!({})).await.expect_err("no executor");
+    let text = refused.to_string();
+    ensure!(
+        text.contains("executor") && !text.contains("another key") && !text.contains("changed since"),
+        "the record made before the rotation replays up to the executor: {text}"
+    );
+    let refused =
+        api.post(&format!("/logs/{changed}/replay"), json!({})).await.expect_err("a changed secret");
+    ensure!(refused.to_string().contains("the secret API_KEY changed since the run"), "{refused}");
     admin.stop().await?;
 
     // A key file other users may read: the admin does not start, and says how to fix it.
@@ -144,4 +161,53 @@ async fn rotate_key_reseals_everything_and_bad_key_files_are_refused() -> anyhow
     admin.restart().await?;
     ensure!(register_with_group_token(&admin.base).await? == 200, "the admin runs on the finished rotation");
     admin.stop().await
+}
+
+/// Two recorded runs of `job`, sent by an executor with their results (the admin seals them
+/// under `key`): one that used the job's `API_KEY` as it is, one whose recorded digest is of
+/// another value (a secret changed since). Their log ids.
+async fn recorded_runs(store: &dyn Store, base: &str, key: &str, job: JobId) -> anyhow::Result<(i64, i64)> {
+    let module = wat::parse_str(r#"(module (memory (export "memory") 1) (func (export "_start")))"#)?;
+    let module = store.put_wasm_module(&module, 0).await?.digest;
+    let digest_key = SecretBox::from_hex(key)?.journal_digest_key(job);
+    let row = store.load_job(job).await?.context("the job")?;
+    let mut logs = Vec::new();
+    let mut results = Vec::new();
+    for value in [SECRET, "a value the secret no longer has"] {
+        let new = NewLog { job_group: row.job.job_group, job_id: job, trigger_time: chrono::Utc::now() };
+        let log = store.insert_log(&new).await?.0;
+        let record = json!({
+            "module": module,
+            "summary": {"outcome": "succeeded", "fuel": 10, "peakMemoryBytes": 65536, "lines": 0, "linesSha256": "00"},
+            "journal": {
+                "version": 1,
+                "inputs": {"jobId": job.0, "logId": log, "shard": [0, 1], "fireKey": "k", "scheduledTime": 0, "param": "",
+                           "env": [{"secret": {"name": "API_KEY", "digest": secret_digest(&digest_key, value)}}]},
+                "insecureSeed": "0"
+            }
+        });
+        results
+            .push(json!({"logId": log, "handleCode": 200, "handleMsg": "ok", "flight": record.to_string()}));
+        logs.push(log);
+    }
+    let reply: serde_json::Value = reqwest::Client::new()
+        .post(format!("{base}/api/callback"))
+        // The group has a token of its own: its executors deliver its results with it.
+        .header("XXL-JOB-ACCESS-TOKEN", GROUP_TOKEN)
+        .header("XXL-JOB-APPNAME", APP)
+        .json(&results)
+        .send()
+        .await?
+        .json()
+        .await?;
+    ensure!(reply["code"] == 200, "{reply}");
+    // Results are stored by the admin's completion batches, after the answer.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    for log in &logs {
+        while store.flight(jobwheel_admin::store::LogId(*log)).await?.is_none() {
+            ensure!(tokio::time::Instant::now() < deadline, "log {log}'s record was not stored");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok((logs[0], logs[1]))
 }

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::SqlStore;
 use crate::store::db::args;
 use crate::store::dialect::Sql;
-use crate::store::flight_store::RawFlight;
+use crate::store::flight_store::{RawFlight, RawFlightOfJob};
 use crate::store::{FlightRow, FlightStore, JobId, LogId, StoreError};
 
 static PUT_FLIGHT: Sql = Sql::new(
@@ -22,6 +22,13 @@ static FLIGHTS_OF_JOB: Sql = Sql::new(
     "SELECT l.id, I64(COALESCE(EPOCH(l.trigger_time), 0) * 1000) FROM xxl_job_log l \
     JOIN jobwheel_log_flight f ON f.log_id = l.id WHERE l.job_id = ? ORDER BY l.id DESC LIMIT ?",
 );
+
+static FLIGHT_PAGE: Sql = Sql::new(
+    "SELECT f.log_id, f.module, f.replayable, f.reason, f.record_bytes, f.body, l.job_id \
+    FROM jobwheel_log_flight f JOIN xxl_job_log l ON l.id = f.log_id WHERE f.log_id > ? \
+    ORDER BY f.log_id LIMIT ?",
+);
+static REPLACE_BODY: Sql = Sql::new("UPDATE jobwheel_log_flight SET body = ? WHERE log_id = ?");
 
 #[async_trait]
 impl FlightStore for SqlStore {
@@ -54,5 +61,23 @@ impl FlightStore for SqlStore {
 
     async fn job_flights(&self, job: JobId, limit: u32) -> Result<Vec<(LogId, i64)>, StoreError> {
         Ok(self.ex().fetch_all(&FLIGHTS_OF_JOB, &args![job, i64::from(limit)]).await?)
+    }
+
+    async fn flight_page(&self, after: LogId, limit: u32) -> Result<Vec<(FlightRow, JobId)>, StoreError> {
+        let raw: Vec<RawFlightOfJob> =
+            self.ex().fetch_all(&FLIGHT_PAGE, &args![after, i64::from(limit)]).await?;
+        Ok(raw.into_iter().map(|r| (FlightRow::from(r.flight), r.job_id)).collect())
+    }
+
+    async fn replace_flight_bodies(&self, bodies: &[(LogId, Vec<u8>)]) -> Result<(), StoreError> {
+        if bodies.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.db.begin().await?;
+        for (log_id, body) in bodies {
+            tx.ex().execute(&REPLACE_BODY, &args![body.as_slice(), *log_id]).await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 }
