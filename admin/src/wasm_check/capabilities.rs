@@ -3,6 +3,9 @@
 //! environment (where variables and secrets arrive) — read from the module itself, and what its
 //! job's grant lets those calls reach: hosts, the executor group's variables and secrets, limits.
 //!
+//! Kept free of the admin's other modules (the fuzz workspace compiles `wasm_check` on its own):
+//! the grant's part is filled in where the grant is read (`http/mgmt/approvals.rs`, `reach`).
+//!
 //! [`widening`] compares two summaries and names each thing the second may do that the first
 //! could not. It is deliberately conservative: a host entry that was not there before is new even
 //! if an old entry covers it, and a limit set where the executor's default applied counts as
@@ -14,7 +17,6 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::ModuleInfo;
-use crate::store::JobGrantRow;
 
 /// The kinds of host call that reach outside the sandbox, in the order they are shown.
 pub const KINDS: [&str; 4] = ["http", "clocks", "random", "environment"];
@@ -42,30 +44,6 @@ pub struct Limits {
     pub http_max_requests: Option<i64>,
     pub http_max_response_bytes: Option<i64>,
     pub http_timeout_ms: Option<i64>,
-}
-
-impl Capabilities {
-    /// The reach of a module whose imports use `imports` under `grant`.
-    pub fn new(imports: Vec<&'static str>, grant: &JobGrantRow) -> Self {
-        Capabilities {
-            imports,
-            hosts: grant
-                .http_allow
-                .lines()
-                .map(str::trim)
-                .filter(|e| !e.is_empty())
-                .map(str::to_owned)
-                .collect(),
-            secrets: grant.used_names().into_iter().map(str::to_owned).collect(),
-            limits: Limits {
-                fuel: grant.fuel,
-                memory_bytes: grant.memory_bytes,
-                http_max_requests: grant.http_max_requests.map(i64::from),
-                http_max_response_bytes: grant.http_max_response_bytes,
-                http_timeout_ms: grant.http_timeout_ms,
-            },
-        }
-    }
 }
 
 impl Limits {

@@ -26,7 +26,7 @@ use crate::store::{
     NewWasmVersion,
 };
 use crate::wasm_check::ModuleInfo;
-use crate::wasm_check::capabilities::{Capabilities, import_kinds, widening};
+use crate::wasm_check::capabilities::{Capabilities, Limits, import_kinds, widening};
 
 /// Approvals listed at most.
 const LIST_MAX: u32 = 200;
@@ -74,13 +74,29 @@ impl From<ApprovalRow> for ApprovalView {
     }
 }
 
+/// The reach of a module whose imports use `imports` under the job's `grant`.
+pub(crate) fn reach(imports: Vec<&'static str>, grant: &JobGrantRow) -> Capabilities {
+    Capabilities {
+        imports,
+        hosts: grant.http_allow.lines().map(str::trim).filter(|e| !e.is_empty()).map(str::to_owned).collect(),
+        secrets: grant.used_names().into_iter().map(str::to_owned).collect(),
+        limits: Limits {
+            fuel: grant.fuel,
+            memory_bytes: grant.memory_bytes,
+            http_max_requests: grant.http_max_requests.map(i64::from),
+            http_max_response_bytes: grant.http_max_response_bytes,
+            http_timeout_ms: grant.http_timeout_ms,
+        },
+    }
+}
+
 /// What the job's current module may reach under `grant`.
 async fn current_reach(state: &MgmtState, job: JobId, grant: &JobGrantRow) -> Result<Capabilities, ApiError> {
     let imports = match state.store.current_wasm_module(job).await? {
         Some(current) => import_kinds(&*super::wasm_versions::module_info(state, &current.digest).await?),
         None => Vec::new(),
     };
-    Ok(Capabilities::new(imports, grant))
+    Ok(reach(imports, grant))
 }
 
 /// What `module` would let the job do that its current module cannot, under the job's grant.
@@ -91,7 +107,7 @@ pub(crate) async fn module_widening(
 ) -> Result<Vec<String>, ApiError> {
     let grant = state.store.load_job_grant(job).await?.unwrap_or_default();
     let before = current_reach(state, job, &grant).await?;
-    Ok(widening(&before, &Capabilities::new(import_kinds(module), &grant)))
+    Ok(widening(&before, &reach(import_kinds(module), &grant)))
 }
 
 /// What the grant `after` would let the job's current module do that `before` does not.
@@ -102,7 +118,7 @@ pub(crate) async fn grant_widening(
     after: &JobGrantRow,
 ) -> Result<Vec<String>, ApiError> {
     let now = current_reach(state, job, before).await?;
-    Ok(widening(&now, &Capabilities::new(now.imports.clone(), after)))
+    Ok(widening(&now, &reach(now.imports.clone(), after)))
 }
 
 /// Holds `new` for approval.

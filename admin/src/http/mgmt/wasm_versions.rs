@@ -107,7 +107,7 @@ async fn version_view(
     let module = (*module_info(state, &row.digest).await?).clone();
     Ok(VersionView {
         id: row.id,
-        capabilities: Capabilities::new(import_kinds(&module), grant),
+        capabilities: approvals::reach(import_kinds(&module), grant),
         module,
         remark: row.remark,
         uploader: row.uploader,
@@ -232,7 +232,7 @@ pub(crate) async fn upload(
         status,
         Json(VersionView {
             id: version_id,
-            capabilities: Capabilities::new(import_kinds(&info), &grant),
+            capabilities: approvals::reach(import_kinds(&info), &grant),
             module: info,
             remark: version.remark,
             uploader: version.uploader,
@@ -301,7 +301,7 @@ pub(crate) async fn rollback(
         StatusCode::CREATED,
         Json(VersionView {
             id: version_id,
-            capabilities: Capabilities::new(import_kinds(&module), &grant),
+            capabilities: approvals::reach(import_kinds(&module), &grant),
             module,
             remark: version.remark,
             uploader: version.uploader,
