@@ -121,6 +121,40 @@ pub(crate) async fn grant_widening(
     Ok(widening(&now, &reach(now.imports.clone(), after)))
 }
 
+/// A replay against module `version` of `job` (a what-if) runs it with the recorded run's
+/// variables and secrets and answers its output lines to the caller. A version that reads the
+/// environment, where they arrive, when the job's current module does not, would so hand a
+/// member or an agent the group's secrets before anyone approved it reading them: until it is
+/// approved only an administrator who may widen tries it. Other new kinds are harmless here
+/// (the network is off and clocks and random numbers come from the journal).
+pub(crate) async fn refuse_unapproved_reader(
+    state: &MgmtState,
+    principal: &Principal,
+    job: JobId,
+    version: i64,
+) -> Result<(), ApiError> {
+    if principal.may_widen() {
+        return Ok(());
+    }
+    // An unknown version is the replay's to refuse, with its own message.
+    let Some(row) = state.store.list_wasm_versions(job).await?.into_iter().find(|v| v.id == version) else {
+        return Ok(());
+    };
+    let info = super::wasm_versions::module_info(state, &row.digest).await?;
+    if !import_kinds(&info).contains(&"environment") {
+        return Ok(());
+    }
+    let grant = state.store.load_job_grant(job).await?.unwrap_or_default();
+    if current_reach(state, job, &grant).await?.imports.contains(&"environment") {
+        return Ok(());
+    }
+    Err(ApiError::Forbidden(format!(
+        "version {version} reads the environment, where a run's variables and secrets arrive, and the job's \
+         current module does not: until an administrator approves it, only an administrator may replay runs \
+         against it"
+    )))
+}
+
 /// Holds `new` for approval.
 async fn hold(state: &MgmtState, new: NewApproval) -> Result<ApprovalView, ApiError> {
     let id = state.store.add_approval(&new).await?;

@@ -64,5 +64,8 @@ pub(crate) async fn replay(
         }
     };
     let log = permitted_log(&state, &principal, id).await?;
+    if let Some(version) = body.version {
+        super::approvals::refuse_unapproved_reader(&state, &principal, log.job_id, version).await?;
+    }
     Ok(Json(state.core.replay(log.id, body.version).await?))
 }

@@ -51,6 +51,7 @@ pub(crate) async fn what_if(
     if !(1..=MAX_WHAT_IF_RUNS).contains(&runs) {
         return Err(ApiError::BadRequest(format!("runs: 1 to {MAX_WHAT_IF_RUNS}")));
     }
+    super::approvals::refuse_unapproved_reader(&state, &principal, job.id, body.version).await?;
     let rows = state.core.what_if(job.id, body.version, runs).await?;
     let same = |row: &&WhatIfRow| row.replay.as_ref().is_some_and(|r| r.comparison.identical);
     let identical = rows.iter().filter(same).count();

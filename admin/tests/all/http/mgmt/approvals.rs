@@ -112,6 +112,29 @@ async fn a_version_that_reaches_further_waits_for_an_administrator() -> anyhow::
     assert_eq!(status, 202, "{by_agent}");
     assert_eq!(by_agent["approval"]["widening"], json!(["imports clocks", "imports environment"]));
     let agent_approval = by_agent["approval"]["id"].as_i64().expect("approval id");
+
+    // Trying a held version on recorded runs hands it their variables and secrets: one that
+    // newly reads the environment is tried only by an administrator until approved; one that
+    // only reads the clock may be tried by whoever proposed it.
+    let what_if = format!("/api/v1/jobs/{job}/wasm/what-if");
+    let (status, table) = member.post(&what_if, json!({"version": held["id"]})).await;
+    assert_eq!(status, 200, "{table}");
+    let (status, refused) = agent.post(&what_if, json!({"version": by_agent["id"]})).await;
+    assert_eq!(status, 403, "{refused}");
+    assert!(refused.to_string().contains("reads the environment"), "{refused}");
+    let group_id =
+        env.store().load_job(jobwheel_admin::store::JobId(i32::try_from(job)?)).await?.expect("job");
+    let new_log = jobwheel_admin::store::NewLog {
+        job_group: group_id.job.job_group,
+        job_id: group_id.id,
+        trigger_time: chrono::Utc::now(),
+    };
+    let log = env.store().insert_log(&new_log).await?;
+    let (status, refused) =
+        member.post(&format!("/api/v1/logs/{}/replay", log.0), json!({"version": by_agent["id"]})).await;
+    assert_eq!(status, 403, "{refused}");
+    let (status, table) = root.post(&what_if, json!({"version": by_agent["id"]})).await;
+    assert_eq!(status, 200, "an administrator tries it: {table}");
     let (status, refused) =
         agent.post(&format!("/api/v1/approvals/{agent_approval}/approve"), json!({})).await;
     assert_eq!(status, 403, "{refused}");

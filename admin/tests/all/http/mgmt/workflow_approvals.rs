@@ -26,6 +26,20 @@ async fn node_in(client: &super::Client, instance: i64, node: &str, state: &str)
     }
 }
 
+/// Waits until `instance` has ended (whichever way).
+async fn instance_over(client: &super::Client, instance: i64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, view) = client.get(&format!("/api/v1/workflow-instances/{instance}")).await;
+        assert_eq!(status, 200, "{view}");
+        if view["endTime"].as_i64().unwrap_or(0) > 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "instance {instance} never ended: {view}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_is_decided_only_by_who_may_use_every_job_of_the_instance() -> anyhow::Result<()> {
     let env = Env::start().await?;
@@ -70,6 +84,9 @@ async fn an_approval_is_decided_only_by_who_may_use_every_job_of_the_instance() 
     let (status, again) = carol.post(&approve, json!({})).await;
     assert_eq!(status, 409, "decided once: {again}");
 
+    // The first instance runs `load` now (no executor: it fails) and then ends; a second start
+    // before it ends would be skipped by the workflow's one-instance limit.
+    instance_over(&root, instance).await;
     let second = start().await;
     node_in(&root, second, "signoff", "WAITING").await;
     let reject = format!("/api/v1/workflow-instances/{second}/nodes/signoff/reject");
