@@ -10,12 +10,10 @@
 //! the new key is left alone, so a rotation interrupted here is finished by running it again.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read as _, Write as _};
 
-use flate2::Compression;
-use flate2::read::DeflateDecoder;
-use flate2::write::DeflateEncoder;
-use jobwheel_protocol::flight::{MAX_JOURNAL_BYTES, RecordView, secret_digest};
+use jobwheel_protocol::flight::{RecordView, secret_digest};
+
+use super::stored::{deflate, inflate};
 
 use crate::sealing::SecretBox;
 use crate::store::{FlightRow, JobId, LogId, Store, StoreError, VariableOwner};
@@ -63,7 +61,7 @@ pub async fn reseal_flights(
                 secrets.insert(*job, opened);
             }
             let known = secrets.get(job).cloned().unwrap_or_default();
-            let json = redigested(&inflate(row, &deflated), old, new, *job, &known);
+            let json = redigested(&inflated(row, &deflated), old, new, *job, &known);
             bodies.push((row.log_id, new.seal_flight(row.log_id.0, &deflate(&json))));
             done.resealed += 1;
         }
@@ -73,19 +71,11 @@ pub async fn reseal_flights(
 }
 
 /// The record's JSON (empty for a record past the limit, which keeps only its reason).
-fn inflate(row: &FlightRow, deflated: &[u8]) -> String {
-    let limit = u64::try_from(row.record_bytes).unwrap_or(0).min(MAX_JOURNAL_BYTES);
+fn inflated(row: &FlightRow, deflated: &[u8]) -> String {
     let mut json = String::new();
     // A body that does not inflate is kept as what inflated of it: it did not replay before.
-    let _ = DeflateDecoder::new(deflated).take(limit).read_to_string(&mut json);
+    let _ = inflate(row, deflated, &mut json);
     json
-}
-
-fn deflate(json: &str) -> Vec<u8> {
-    let mut encoder = DeflateEncoder::new(Vec::with_capacity(json.len() / 3), Compression::default());
-    // Writing into a Vec cannot fail.
-    let _ = encoder.write_all(json.as_bytes());
-    encoder.finish().unwrap_or_default()
 }
 
 /// `json` with each secret digest that matches the secret's current value under `old`'s key for

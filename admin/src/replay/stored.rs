@@ -51,10 +51,7 @@ fn row(owner: &LogOwner, record: &str, seal: &SecretBox) -> FlightRow {
     };
     // Past the limit only the reason is kept: an executor must not fill the database.
     let kept = if record.len() as u64 > MAX_JOURNAL_BYTES { "" } else { record };
-    let mut encoder = DeflateEncoder::new(Vec::with_capacity(kept.len() / 3), Compression::default());
-    // Writing into a Vec cannot fail.
-    let _ = encoder.write_all(kept.as_bytes());
-    let deflated = encoder.finish().unwrap_or_default();
+    let deflated = deflate(kept);
     FlightRow {
         log_id: owner.log_id,
         module,
@@ -71,12 +68,23 @@ pub(crate) fn open_record(row: &FlightRow, seal: &SecretBox) -> Result<(RecordVi
         "the run's record does not open with this admin's secret key (it was sealed under another key)"
             .to_owned()
     })?;
-    let limit = u64::try_from(row.record_bytes).unwrap_or(0).min(MAX_JOURNAL_BYTES);
     let mut json = String::new();
-    DeflateDecoder::new(deflated.as_slice())
-        .take(limit)
-        .read_to_string(&mut json)
-        .map_err(|e| format!("the run's record cannot be inflated: {e}"))?;
+    inflate(row, &deflated, &mut json).map_err(|e| format!("the run's record cannot be inflated: {e}"))?;
     let view = serde_json::from_str(&json).map_err(|e| format!("the run's record cannot be read: {e}"))?;
     Ok((view, json))
+}
+
+/// A record's JSON as it is stored before sealing: deflated.
+pub(super) fn deflate(json: &str) -> Vec<u8> {
+    let mut encoder = DeflateEncoder::new(Vec::with_capacity(json.len() / 3), Compression::default());
+    // Writing into a Vec cannot fail.
+    let _ = encoder.write_all(json.as_bytes());
+    encoder.finish().unwrap_or_default()
+}
+
+/// Inflates `row`'s opened body into `json`, reading no more than the record's size (and the
+/// 2 MiB limit): what inflated stays in `json` when it stops with an error.
+pub(super) fn inflate(row: &FlightRow, deflated: &[u8], json: &mut String) -> std::io::Result<usize> {
+    let limit = u64::try_from(row.record_bytes).unwrap_or(0).min(MAX_JOURNAL_BYTES);
+    DeflateDecoder::new(deflated).take(limit).read_to_string(json)
 }

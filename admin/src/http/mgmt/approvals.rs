@@ -34,7 +34,7 @@ const LIST_MAX: u32 = 200;
 const NOTE_MAX: usize = 500;
 
 /// An approval as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ApprovalView {
     id: i64,
@@ -306,11 +306,7 @@ pub(crate) async fn refuse(
 
 /// The body of a decision: optional, `{"note"?}`.
 fn decision_body(body: &[u8]) -> Result<DecisionBody, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(DecisionBody::default());
-    }
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::BadRequest(format!("the body must be {{\"note\"?}}: {e}")))
+    super::optional_json(body, |e| format!("the body must be {{\"note\"?}}: {e}"))
 }
 
 async fn decide(

@@ -57,12 +57,7 @@ pub(crate) async fn replay(
     body: axum::body::Bytes,
 ) -> Result<Json<ReplayOutcome>, ApiError> {
     // No body (or an empty one) replays the run's own module.
-    let body: ReplayBody = match body.iter().all(u8::is_ascii_whitespace) {
-        true => ReplayBody::default(),
-        false => {
-            serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))?
-        }
-    };
+    let body: ReplayBody = super::optional_json(&body, |e| format!("invalid body: {e}"))?;
     let log = permitted_log(&state, &principal, id).await?;
     if let Some(version) = body.version {
         super::approvals::refuse_unapproved_reader(&state, &principal, log.job_id, version).await?;

@@ -240,6 +240,18 @@ pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
     (status, axum::Json(serde_json::json!({"code": status.as_u16(), "msg": msg}))).into_response()
 }
 
+/// A JSON body that may be left out: no body (or only whitespace) is `T::default()`; one that
+/// does not parse is a 400 worded by `why`.
+pub(crate) fn optional_json<T: DeserializeOwned + Default>(
+    body: &[u8],
+    why: impl FnOnce(serde_json::Error) -> String,
+) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(why(e)))
+}
+
 /// `axum::Json` with the rejection as an [`ApiError`] (JSON body, clear message).
 pub(crate) struct ApiJson<T>(pub(crate) T);
 

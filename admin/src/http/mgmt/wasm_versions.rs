@@ -48,7 +48,7 @@ impl ModuleInfoCache {
 }
 
 /// One version of a job's module.
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct VersionView {
     id: i64,
@@ -126,15 +126,11 @@ pub(crate) async fn versions(
 ) -> Result<Json<VersionsView>, ApiError> {
     let job = wasm_job(&state, &principal, id).await?;
     let grant = state.store.load_job_grant(job.id).await?.unwrap_or_default();
-    let rows = state.store.list_wasm_versions(job.id).await?;
-    let current = match rows.iter().find(|v| v.candidate == 0) {
-        Some(row) => Some(version_view(&state, row.clone(), &grant).await?),
-        None => None,
-    };
     let mut versions = Vec::new();
-    for row in rows {
+    for row in state.store.list_wasm_versions(job.id).await? {
         versions.push(version_view(&state, row, &grant).await?);
     }
+    let current = versions.iter().find(|v| !v.candidate).cloned();
     Ok(Json(VersionsView { current, versions }))
 }
 
