@@ -1,5 +1,5 @@
 //! The sample Wasm jobs (`sample-jobs/`), built once per test process: preview1 modules for
-//! `wasm32-wasip1`, components (`http-check`, `sandbox-probe`) for `wasm32-wasip2`.
+//! `wasm32-wasip1`, components (`http-check`, `http-stream`, `sandbox-probe`) for `wasm32-wasip2`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,11 +42,16 @@ pub fn sample_job(name: &str) -> Vec<u8> {
     read(BUILT.get_or_init(|| build("wasm32-wasip1", &[])), name)
 }
 
-/// The bytes of component sample job `name` (`http-check`, `sandbox-probe`), built for
+/// The bytes of component sample job `name` (`http-check`, `http-stream`, `sandbox-probe`), built for
 /// `wasm32-wasip2`.
 pub fn sample_component(name: &str) -> Vec<u8> {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    read(BUILT.get_or_init(|| build("wasm32-wasip2", &["-p", "http-check", "-p", "sandbox-probe"])), name)
+    read(
+        BUILT.get_or_init(|| {
+            build("wasm32-wasip2", &["-p", "http-check", "-p", "http-stream", "-p", "sandbox-probe"])
+        }),
+        name,
+    )
 }
 
 /// How long a test waits for a Python or JavaScript component's first run or preparation: the

@@ -12,6 +12,7 @@ use wasmtime_wasi::p2::bindings::CommandPre;
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use crate::journal::{self, Journaled, Recorder};
 use crate::limiter::RunLimiter;
 use crate::net::hooks::PolicyHooks;
 
@@ -44,6 +45,12 @@ impl WasiView for ComponentState {
     }
 }
 
+impl Journaled for ComponentState {
+    fn recorder(&self) -> &Recorder {
+        self.hooks.recorder()
+    }
+}
+
 impl WasiHttpView for ComponentState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.hooks }
@@ -51,11 +58,12 @@ impl WasiHttpView for ComponentState {
 }
 
 /// The component linker: WASI 0.2 plus `wasi:http`'s client half only (not the proxy world's
-/// WASI interfaces a second time).
+/// WASI interfaces a second time), with polls and response body reads journaled.
 pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<ComponentState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    journal::add_to_linker(&mut linker)?;
     Ok(linker)
 }
 

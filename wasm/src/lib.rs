@@ -36,7 +36,7 @@ pub use error::WasmError;
 pub use jobwheel_protocol::flight::{RunSummary, is_host_note};
 pub use journal::{
     EnvEntry, Flight, FlightRecord, FlightReport, GuestLines, HttpAnswer, HttpExchange, JOURNAL_VERSION,
-    Journal, JournalInputs, WireError, secret_digest, summarize,
+    Journal, JournalInputs, OLDEST_JOURNAL_VERSION, WireError, secret_digest, summarize,
 };
 pub use loader::{LoadSource, LoadedModule, ModuleLoad};
 pub use net::{NetGrant, NetLimits, NetPolicy, PolicyError};

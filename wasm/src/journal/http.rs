@@ -53,6 +53,9 @@ pub enum HttpAnswer {
         error: Option<WireError>,
         /// Whether the guest read the body to its end (else the rest was never fetched).
         complete: bool,
+        /// The trailers that ended the body, when it had some (values in base64).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trailers: Option<Vec<(String, String)>>,
     },
     /// Sent, and the run ended before it was answered.
     Pending,
@@ -193,6 +196,8 @@ impl Body for RecordingBody {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     this.tape.http_frame(this.exchange, data);
+                } else if let Some(trailers) = frame.trailers_ref() {
+                    this.tape.http_trailers(this.exchange, trailers);
                 }
             }
             Poll::Ready(Some(Err(error))) => {
@@ -213,15 +218,20 @@ impl Body for RecordingBody {
     }
 }
 
-/// A recorded body played back: its frames, then its error or its end.
+/// A recorded body played back: its frames, then its error, its trailers or its end.
 pub(crate) struct ReplayBody {
     frames: std::vec::IntoIter<Bytes>,
     error: Option<WireError>,
+    trailers: Option<http::HeaderMap>,
 }
 
 impl ReplayBody {
-    pub(crate) fn body(frames: Vec<Bytes>, error: Option<WireError>) -> WasiBody {
-        ReplayBody { frames: frames.into_iter(), error }.boxed_unsync()
+    pub(crate) fn body(
+        frames: Vec<Bytes>,
+        error: Option<WireError>,
+        trailers: Option<http::HeaderMap>,
+    ) -> WasiBody {
+        ReplayBody { frames: frames.into_iter(), error, trailers }.boxed_unsync()
     }
 }
 
@@ -236,11 +246,14 @@ impl Body for ReplayBody {
         let this = &mut *self;
         Poll::Ready(match this.frames.next() {
             Some(data) => Some(Ok(Frame::data(data))),
-            None => this.error.take().map(|error| Err(error.to_error())),
+            None => match this.error.take() {
+                Some(error) => Some(Err(error.to_error())),
+                None => this.trailers.take().map(|trailers| Ok(Frame::trailers(trailers))),
+            },
         })
     }
 
     fn is_end_stream(&self) -> bool {
-        self.frames.len() == 0 && self.error.is_none()
+        self.frames.len() == 0 && self.error.is_none() && self.trailers.is_none()
     }
 }

@@ -10,6 +10,7 @@
 //! the journal could not answer. Secrets are recorded by name and a keyed digest, never by value.
 
 mod http;
+mod readiness;
 mod summary;
 mod tape;
 
@@ -21,11 +22,16 @@ use serde::{Deserialize, Serialize};
 use crate::run::RunInput;
 pub use http::{HttpAnswer, HttpExchange, WireError};
 pub(crate) use http::{RecordingBody, ReplayBody};
+pub(crate) use readiness::{Journaled, add_to_linker};
 pub use summary::{FlightRecord, GuestLines, summarize};
 use tape::{Player, Tape, fresh_seed};
 
-/// The journal format this runtime writes and reads.
-pub const JOURNAL_VERSION: u32 = 1;
+/// The journal format this runtime writes. Format 2 added readiness (`polls`), response body
+/// reads (`reads`) and trailers; a format-1 journal still replays, its polls and reads made
+/// as a fresh run's would be.
+pub const JOURNAL_VERSION: u32 = 2;
+/// The oldest journal format this runtime replays.
+pub const OLDEST_JOURNAL_VERSION: u32 = 1;
 
 /// One run's recorded inputs and host-call answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +59,14 @@ pub struct Journal {
     /// Every outbound HTTP request, in order, with its answer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub http: Vec<HttpExchange>,
+    /// Which pollables each `wasi:io/poll.poll` call (and each `pollable.ready`, as a poll of
+    /// one) found ready, in order: the indices it answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub polls: Vec<Vec<u32>>,
+    /// What each read of a response body's stream gave, in order: its byte count (0 when
+    /// nothing had arrived yet), or -1 for the stream's end (closed or failed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reads: Vec<i64>,
     /// Why the run cannot be replayed exactly, when it cannot (a host call that is not
     /// recorded yet, a journal past its cap); `None` when it can.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,6 +233,8 @@ impl Journal {
             insecure: Vec::new(),
             insecure_seed: "0".to_owned(),
             http: Vec::new(),
+            polls: Vec::new(),
+            reads: Vec::new(),
             not_replayable: None,
         }
     }
@@ -244,8 +260,11 @@ impl Journal {
         key: &[u8],
         secrets: &[(String, String)],
     ) -> Result<RunInput, String> {
-        if self.version != JOURNAL_VERSION {
-            return Err(format!("journal format {} is not this runtime's ({JOURNAL_VERSION})", self.version));
+        if !(OLDEST_JOURNAL_VERSION..=JOURNAL_VERSION).contains(&self.version) {
+            return Err(format!(
+                "journal format {} is not one this runtime replays ({OLDEST_JOURNAL_VERSION} to {JOURNAL_VERSION})",
+                self.version
+            ));
         }
         if let Some(why) = &self.not_replayable {
             return Err(format!("the run is not replayable: {why}"));

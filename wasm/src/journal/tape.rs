@@ -60,6 +60,8 @@ impl Tape {
             insecure: Vec::new(),
             insecure_seed: format!("{insecure_seed:032x}"),
             http: Vec::new(),
+            polls: Vec::new(),
+            reads: Vec::new(),
             not_replayable: None,
         };
         let recording = Recording { journal, body_bytes_left: max_body_bytes, max_body_bytes };
@@ -92,12 +94,14 @@ impl Tape {
 
     /// Request `index` got a response with `status` and `headers`.
     pub(crate) fn http_response(&self, index: usize, status: u16, headers: &http::HeaderMap) {
-        let headers = headers
-            .iter()
-            .map(|(name, value)| (name.as_str().to_owned(), STANDARD.encode(value.as_bytes())))
-            .collect();
-        let answer =
-            HttpAnswer::Response { status, headers, frames: Vec::new(), error: None, complete: false };
+        let answer = HttpAnswer::Response {
+            status,
+            headers: encode_fields(headers),
+            frames: Vec::new(),
+            error: None,
+            complete: false,
+            trailers: None,
+        };
         self.http_answer(index, answer);
     }
 
@@ -133,6 +137,27 @@ impl Tape {
         }
     }
 
+    /// Request `index`'s body ended with `trailers` (names and base64 values): the last frame
+    /// a body has, so it was read to its end.
+    pub(crate) fn http_trailers(&self, index: usize, trailers: &http::HeaderMap) {
+        if let Some(HttpAnswer::Response { trailers: kept, complete, .. }) =
+            self.lock().http.get_mut(index).map(|e| &mut e.answer)
+        {
+            *kept = Some(encode_fields(trailers));
+            *complete = true;
+        }
+    }
+
+    /// A `wasi:io/poll` call (or a `pollable.ready`) found the pollables at `ready` ready.
+    pub(crate) fn poll(&self, ready: &[u32]) {
+        self.lock().polls.push(ready.to_vec());
+    }
+
+    /// A read of a response body's stream gave `bytes` bytes, or ended it (`None`).
+    pub(crate) fn read(&self, bytes: Option<usize>) {
+        self.lock().reads.push(bytes.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX)));
+    }
+
     /// The journal as recorded so far.
     pub(crate) fn journal(&self) -> Journal {
         self.lock().clone()
@@ -155,6 +180,12 @@ impl Tape {
             })
             .insecure_random_seed(self.1);
     }
+}
+
+/// Header or trailer fields as a journal keeps them: names, and values in base64 (they need
+/// not be text).
+fn encode_fields(fields: &http::HeaderMap) -> Vec<(String, String)> {
+    fields.iter().map(|(name, value)| (name.as_str().to_owned(), STANDARD.encode(value.as_bytes()))).collect()
 }
 
 struct RecordWall(Tape);
@@ -229,20 +260,28 @@ struct Playing {
     random: usize,
     insecure: usize,
     http: usize,
+    polls: usize,
+    reads: usize,
+    /// Whether the journal recorded readiness and body reads (format 2 on): a format-1
+    /// journal's replay polls and reads as a fresh run would.
+    scripted: bool,
     /// Calls past the journal, by kind.
-    past: [u64; 5],
+    past: [u64; 7],
 }
 
-const KINDS: [&str; 5] = [
+const KINDS: [&str; 7] = [
     "wall clock reads",
     "monotonic clock reads",
     "secure random bytes",
     "insecure random bytes",
     "http requests",
+    "readiness checks",
+    "response body reads",
 ];
 
 impl Player {
     pub(crate) fn new(journal: Arc<Journal>) -> Player {
+        let scripted = journal.version >= 2;
         Player(Arc::new(Mutex::new(Playing {
             journal,
             wall: 0,
@@ -250,7 +289,10 @@ impl Player {
             random: 0,
             insecure: 0,
             http: 0,
-            past: [0; 5],
+            polls: 0,
+            reads: 0,
+            scripted,
+            past: [0; 7],
         })))
     }
 
@@ -262,7 +304,15 @@ impl Player {
     pub(crate) fn unanswered(&self) -> Vec<String> {
         let playing = self.lock();
         let j = &playing.journal;
-        let recorded = [j.wall.len(), j.monotonic.len(), j.random.len(), j.insecure.len(), j.http.len()];
+        let recorded = [
+            j.wall.len(),
+            j.monotonic.len(),
+            j.random.len(),
+            j.insecure.len(),
+            j.http.len(),
+            j.polls.len(),
+            j.reads.len(),
+        ];
         KINDS
             .iter()
             .zip(playing.past)
@@ -313,6 +363,48 @@ impl Player {
             }
             _ => {
                 past[4] += 1;
+                None
+            }
+        }
+    }
+
+    /// Which of `count` pollables the next recorded poll found ready; `None` when the journal
+    /// has no answer — past its polls (counted), one that names a pollable past `count` (a
+    /// changed module; counted), or a format-1 journal (not counted).
+    pub(crate) fn next_poll(&self, count: usize) -> Option<Vec<u32>> {
+        let mut playing = self.lock();
+        let Playing { journal, polls, past, scripted, .. } = &mut *playing;
+        if !*scripted {
+            return None;
+        }
+        match journal.polls.get(*polls) {
+            Some(ready) if ready.iter().all(|&i| (i as usize) < count) => {
+                *polls += 1;
+                Some(ready.clone())
+            }
+            _ => {
+                past[5] += 1;
+                None
+            }
+        }
+    }
+
+    /// What the next recorded read of a response body gave: `Some(Some(n))` n bytes,
+    /// `Some(None)` the stream's end; `None` when the journal has no answer (counted when
+    /// past its reads, not for a format-1 journal).
+    pub(crate) fn next_read(&self) -> Option<Option<usize>> {
+        let mut playing = self.lock();
+        let Playing { journal, reads, past, scripted, .. } = &mut *playing;
+        if !*scripted {
+            return None;
+        }
+        match journal.reads.get(*reads) {
+            Some(&n) => {
+                *reads += 1;
+                Some(usize::try_from(n).ok())
+            }
+            None => {
+                past[6] += 1;
                 None
             }
         }

@@ -52,6 +52,11 @@ impl PolicyHooks {
         }
     }
 
+    /// The run's flight recorder (the journaled polls and body reads share it).
+    pub(crate) fn recorder(&self) -> &Recorder {
+        &self.flight
+    }
+
     /// Why this request may not leave, or `None` when it may.
     fn refusal(&self, target: &Target, userinfo: bool) -> Option<String> {
         if userinfo {
@@ -132,14 +137,26 @@ async fn replay(
             log.failed(&format!("{error:?} (from the journal)"));
             Err(error.to_error())
         }
-        Some(HttpAnswer::Response { status, headers, frames, error, .. }) => {
+        Some(HttpAnswer::Response { status, headers, frames, error, trailers, .. }) => {
             let mut response = http::Response::builder().status(status);
             for (name, value) in &headers {
                 response = response.header(name.as_str(), decode(value));
             }
             let frames = frames.iter().map(|frame| bytes::Bytes::from(decode(frame))).collect();
+            let trailers = trailers.map(|fields| {
+                let mut map = http::HeaderMap::new();
+                for (name, value) in &fields {
+                    if let (Ok(name), Ok(value)) = (
+                        http::HeaderName::from_bytes(name.as_bytes()),
+                        http::HeaderValue::from_bytes(&decode(value)),
+                    ) {
+                        map.append(name, value);
+                    }
+                }
+                map
+            });
             let response = response
-                .body(ReplayBody::body(frames, error))
+                .body(ReplayBody::body(frames, error, trailers))
                 .map_err(|e| Error::InternalError(Some(format!("replay: the journal's response: {e}"))))?;
             log.replayed(status);
             let io: IoFuture = Box::new(async { Ok(()) });

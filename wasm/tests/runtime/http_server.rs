@@ -25,7 +25,8 @@ impl TestServer {
     /// Serves `/ok` (200 `fine`), `/hooks/…` (200 `sent`), `/big` (200, 64 KiB),
     /// `/redirect?to=URL` (302 to URL), and slow answers: `/silent` (nothing for 20 s),
     /// `/stall` (a head and 10 of 100 body bytes, then nothing for 20 s), `/drip` (1 000 body
-    /// bytes, one every 300 ms); anything else is 404.
+    /// bytes, one every 300 ms), `/chunks` (four chunks of a chunked body 40 ms apart, then the
+    /// trailer `x-digest: sha256=5e1f`); anything else is 404.
     pub(crate) async fn start() -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind test server");
         let port = listener.local_addr().expect("address").port();
@@ -85,6 +86,21 @@ async fn slow(path: &str, stream: &mut tokio::net::TcpStream) -> bool {
                     break;
                 }
             }
+        }
+        "/chunks" => {
+            let head = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ntrailer: x-digest\r\nconnection: close\r\n\r\n";
+            if stream.write_all(head.as_bytes()).await.is_err() {
+                return true;
+            }
+            for chunk in ["alpha ", "bravo charlie ", "delta ", "echo foxtrot golf"] {
+                tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+                let framed = format!("{:x}\r\n{chunk}\r\n", chunk.len());
+                if stream.write_all(framed.as_bytes()).await.is_err() {
+                    return true;
+                }
+            }
+            let _ = stream.write_all(b"0\r\nx-digest: sha256=5e1f\r\n\r\n").await;
+            let _ = stream.shutdown().await;
         }
         _ => return false,
     }

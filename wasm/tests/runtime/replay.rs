@@ -220,6 +220,55 @@ async fn every_languages_http_exchange_replays_without_the_network() {
     }
 }
 
+/// A component that races a timer against a body arriving in chunks prints what the timing
+/// gave it ("waiting" while the server paused); its replay answers every poll, every
+/// non-blocking read and the trailers from the journal and prints the same — and the same
+/// journal without its readiness (a format-1 journal) does not, so the test can fail.
+#[tokio::test]
+async fn a_streamed_body_replays_its_polls_reads_and_trailers() {
+    let server = TestServer::start().await;
+    let origin = format!("http://127.0.0.1:{}", server.port);
+    let runtime = runtime_allowing(&[&origin]);
+    let module = load(&runtime, &sample_component("http-stream")).await;
+    let given = RunInput {
+        network: Some(grant(&[&origin])),
+        timeout: Some(Duration::from_secs(60)),
+        ..input(&server.url("/chunks"))
+    };
+    let (recorded, recorded_log) = run(&runtime, &module, recording(given)).await;
+    let lines = recorded_log.guest_lines();
+    assert!(matches!(recorded.outcome, Outcome::Succeeded { .. }), "{:?}", recorded_log.lines());
+    assert!(lines.iter().any(|l| l == "waiting"), "the server's pauses outlast the 5 ms tick: {lines:?}");
+    assert!(lines.iter().any(|l| l == "trailer x-digest: sha256=5e1f"), "{lines:?}");
+    let bytes: usize = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("chunk: ")?.strip_suffix(" bytes")?.parse::<usize>().ok())
+        .sum();
+    assert_eq!(bytes, 43, "{lines:?}");
+    let journal = journal_of(&recorded);
+    assert_eq!(journal.not_replayable, None);
+    assert!(!journal.polls.is_empty() && !journal.reads.is_empty());
+    assert!(
+        matches!(&journal.http[0].answer, HttpAnswer::Response { trailers: Some(t), complete: true, .. } if t.len() == 1),
+        "{:?}",
+        journal.http
+    );
+    let heard = server.seen().len();
+
+    let (replayed, replayed_log) = run(&runtime, &module, journal.replay_input(KEY, &[]).unwrap()).await;
+    assert_eq!(server.seen().len(), heard, "the replay sent a request");
+    assert_eq!(replayed.outcome, recorded.outcome);
+    assert_eq!(replayed_log.guest_lines(), lines);
+    assert_eq!(replayed.stats.fuel_used, recorded.stats.fuel_used);
+    assert_eq!(unanswered(&replayed), Vec::<String>::new());
+
+    // Without the readiness the journal holds, the body is all there at once: no "waiting".
+    let unscripted = Journal { version: 1, polls: Vec::new(), reads: Vec::new(), ..(*journal).clone() };
+    let (_, plain_log) = run(&runtime, &module, Arc::new(unscripted).replay_input(KEY, &[]).unwrap()).await;
+    assert!(!plain_log.guest_lines().iter().any(|l| l == "waiting"), "{:?}", plain_log.lines());
+    assert_ne!(plain_log.guest_lines(), lines);
+}
+
 #[tokio::test]
 async fn a_refused_request_and_a_failed_one_replay_as_they_happened() {
     let server = TestServer::start().await;

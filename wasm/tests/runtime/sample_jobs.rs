@@ -2,7 +2,7 @@
 //!
 //! The jobs are built once per test process with
 //! `cargo build --release --target wasm32-wasip1 --manifest-path sample-jobs/Cargo.toml`
-//! (components: `--target wasm32-wasip2 -p http-check -p sandbox-probe`); set `JOBWHEEL_SAMPLE_JOBS_TARGET_DIR`
+//! (components: `--target wasm32-wasip2 -p http-check -p http-stream -p sandbox-probe`); set `JOBWHEEL_SAMPLE_JOBS_TARGET_DIR`
 //! to build elsewhere than `sample-jobs/target`.
 
 use std::path::{Path, PathBuf};
@@ -56,10 +56,15 @@ pub(crate) fn sample(name: &str) -> Fixture {
     read(BUILT.get_or_init(|| build("wasm32-wasip1", &[])), name)
 }
 
-/// Component sample job `name` (`http-check`, `sandbox-probe`), built once per test process.
+/// Component sample job `name` (`http-check`, `http-stream`, `sandbox-probe`), built once per test process.
 pub(crate) fn sample_component(name: &str) -> Fixture {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    read(BUILT.get_or_init(|| build("wasm32-wasip2", &["-p", "http-check", "-p", "sandbox-probe"])), name)
+    read(
+        BUILT.get_or_init(|| {
+            build("wasm32-wasip2", &["-p", "http-check", "-p", "http-stream", "-p", "sandbox-probe"])
+        }),
+        name,
+    )
 }
 
 async fn run_sample(runtime: &Runtime, name: &str, input: RunInput) -> (RunReport, Log) {
