@@ -38,6 +38,15 @@ pub(crate) async fn run(browser: &Browser, base: &str, job: i64) -> anyhow::Resu
     browser.click("#menu-approvals").await?;
     let listed = browser.wait_contains("#approvals-table", "imports clocks").await?;
     ensure!(listed.contains("Waiting") && listed.contains("Module version"), "{listed}");
+    let described: serde_json::Value = reqwest::Client::new()
+        .get(format!("{base}/api/v1/jobs/{job}"))
+        .bearer_auth(token)
+        .send()
+        .await?
+        .json()
+        .await?;
+    let name = described["jobDesc"].as_str().context("the job's name")?;
+    ensure!(listed.contains(&format!("{name} (#{job})")), "the list names the job {name:?}: {listed}");
     browser.screenshot("approvals").await?;
 
     browser.route(&format!("#/jobs/{job}/wasm")).await?;

@@ -39,6 +39,9 @@ const NOTE_MAX: usize = 500;
 pub(crate) struct ApprovalView {
     id: i64,
     job_id: i32,
+    /// The job's name (its description), in lists: what a reader recognizes it by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job_name: Option<String>,
     /// `module` or `grant`.
     kind: String,
     /// The candidate version holding the module (module approvals): what a what-if replays.
@@ -60,6 +63,7 @@ impl From<ApprovalRow> for ApprovalView {
         ApprovalView {
             id: row.id,
             job_id: row.job_id.0,
+            job_name: None,
             kind: row.kind,
             version_id: row.version_id,
             digest: row.digest,
@@ -223,17 +227,19 @@ pub(crate) struct ListQuery {
 }
 
 /// The group of `job`, if it still exists; remembered across one listing.
-async fn group_of(
+async fn group_of<'a>(
     state: &MgmtState,
-    groups: &mut HashMap<i32, Option<GroupId>>,
+    jobs: &'a mut HashMap<i32, Option<(GroupId, String)>>,
     job: JobId,
-) -> Result<Option<GroupId>, ApiError> {
-    if let Some(group) = groups.get(&job.0) {
-        return Ok(*group);
-    }
-    let group = state.store.load_job(job).await?.map(|row| row.job.job_group);
-    groups.insert(job.0, group);
-    Ok(group)
+) -> Result<Option<&'a (GroupId, String)>, ApiError> {
+    let known = match jobs.entry(job.0) {
+        std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+        std::collections::hash_map::Entry::Vacant(slot) => {
+            let found = state.store.load_job(job).await?.map(|row| (row.job.job_group, row.job.job_desc));
+            slot.insert(found)
+        }
+    };
+    Ok(known.as_ref())
 }
 
 /// `GET /api/v1/approvals`: newest first, at most 200 — an administrator's of every job, a
@@ -244,12 +250,13 @@ pub(crate) async fn list(
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<Vec<ApprovalView>>, ApiError> {
     let rows = state.store.approvals(query.job_id.map(JobId), query.pending, LIST_MAX).await?;
-    let mut groups = HashMap::new();
+    let mut jobs = HashMap::new();
     let mut shown = Vec::new();
     for row in rows {
-        let group = group_of(&state, &mut groups, row.job_id).await?;
-        if principal.is_admin() || group.is_some_and(|g| principal.require_group(g).is_ok()) {
-            shown.push(row.into());
+        let job = group_of(&state, &mut jobs, row.job_id).await?;
+        if principal.is_admin() || job.is_some_and(|(g, _)| principal.require_group(*g).is_ok()) {
+            let name = job.map(|(_, name)| name.clone());
+            shown.push(ApprovalView { job_name: name, ..row.into() });
         }
     }
     Ok(Json(shown))

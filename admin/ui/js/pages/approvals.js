@@ -65,7 +65,7 @@ function approvalsTable(approvals, reload, withJob, isAdmin) {
       a.decidedBy ? `${a.decidedBy} · ${formatTime(a.decidedAt)}${a.note ? ` — ${a.note}` : ''}` : '',
       actions,
     ];
-    if (withJob) row.splice(1, 0, h('a', { href: `#/jobs/${a.jobId}/wasm` }, `#${a.jobId}`));
+    if (withJob) row.splice(1, 0, h('a', { href: `#/jobs/${a.jobId}/wasm` }, a.jobName ? `${a.jobName} (#${a.jobId})` : `#${a.jobId}`));
     return row;
   });
   const headers = [t('approvals.id'), t('approvals.kindLabel'), t('approvals.widening'), t('approvals.requested'),

@@ -150,6 +150,8 @@ async fn a_version_that_reaches_further_waits_for_an_administrator() -> anyhow::
     let (status, listed) = member.get(&format!("/api/v1/approvals?jobId={job}&pending=true")).await;
     assert_eq!(status, 200, "{listed}");
     assert_eq!(listed.as_array().map(Vec::len), Some(3), "{listed}");
+    let name = root.get(&format!("/api/v1/jobs/{job}")).await.1["jobDesc"].clone();
+    assert!(name.is_string() && listed[0]["jobName"] == name, "the list names the job: {listed}");
     let (_, listed) = stranger.get("/api/v1/approvals").await;
     assert_eq!(listed, json!([]));
     let (status, _) = stranger.get(&format!("/api/v1/approvals/{member_approval}")).await;
