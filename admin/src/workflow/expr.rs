@@ -12,7 +12,10 @@
 //! - **When it is evaluated** ([`Expr::holds`]): over the instance's context as it is then, read
 //!   in place (`expr_data.rs`: only what the expression reaches becomes a CEL value); an
 //!   answer that is not a boolean, or an error (a missing key, a type mismatch), is an error the
-//!   caller turns into the node's failure, with the expression's text in the message.
+//!   caller turns into the node's failure, with the expression's text in the message. An
+//!   expression in the common subset (fields, comparisons, logic, `size`, string tests, the
+//!   `exists`/`all`/`filter`/`map` macros) is first evaluated directly over the JSON
+//!   (`expr_fast.rs`), which answers only when its answer is cel's and leaves the rest to cel.
 
 use std::sync::{Arc, LazyLock};
 
@@ -21,6 +24,7 @@ use cel::common::types::CelBool;
 use serde_json::{Map, Value};
 
 use super::expr_data::{JsonMap, val};
+use super::expr_fast::{self, Fast};
 
 /// The longest expression, in bytes.
 pub const MAX_EXPR_BYTES: usize = 1024;
@@ -64,6 +68,8 @@ pub struct ExprError {
 /// A checked expression, ready to evaluate.
 pub struct Expr {
     program: cel::Program,
+    /// The expression in the directly evaluated subset, when it is in it.
+    fast: Option<Fast>,
     text: String,
 }
 
@@ -113,7 +119,8 @@ pub fn check(text: &str) -> Result<Expr, ExprError> {
     })?;
     let mut walk = Walk { program: &program, text, bound: Vec::new(), comprehensions: 0 };
     walk.expr(program.expression())?;
-    Ok(Expr { program, text: text.to_owned() })
+    let fast = expr_fast::compile(program.expression());
+    Ok(Expr { program, fast, text: text.to_owned() })
 }
 
 /// The error at byte `offset` of `text`.
@@ -244,13 +251,29 @@ impl Expr {
         &self.text
     }
 
+    /// Whether it is in the subset evaluated directly over the JSON (`expr_fast.rs`); cel
+    /// still answers where the direct evaluator gives up.
+    pub fn is_direct(&self) -> bool {
+        self.fast.is_some()
+    }
+
     /// Evaluates it over `inputs`: `Ok(true)` or `Ok(false)`, or why it has no boolean answer.
     pub fn holds(&self, inputs: &Inputs<'_>, output: &Value) -> Result<bool, String> {
         let parent = serde_json::json!({"name": inputs.parent, "state": inputs.state});
+        if let (Some(fast), Value::Object(fields)) = (&self.fast, &parent)
+            && let Some(answer) = fast.holds(inputs.context, output, fields)
+        {
+            return Ok(answer);
+        }
+        self.interpret(inputs, output, &parent)
+    }
+
+    /// Evaluates it with cel's interpreter.
+    fn interpret(&self, inputs: &Inputs<'_>, output: &Value, parent: &Value) -> Result<bool, String> {
         let mut scope = cel::Context::with_env(Arc::clone(&ENV));
         scope.add_variable_as_val("context", Box::new(JsonMap::new(inputs.context)));
         scope.add_variable_as_val("output", val(output));
-        scope.add_variable_as_val("parent", val(&parent));
+        scope.add_variable_as_val("parent", val(parent));
         let answer = cel::Value::resolve_val(self.program.expression(), &scope).map_err(|e| e.to_string())?;
         match answer.as_ref().downcast_ref::<CelBool>() {
             Some(answer) => Ok(*answer.inner()),
@@ -365,6 +388,72 @@ mod tests {
         assert!(eval_data("output.kinds[2] == 'z'").unwrap_err().contains("ndex"), "out of bounds");
         assert!(eval_data("output.missing == 1").unwrap_err().contains("missing"));
         assert!(eval_data("output.kinds['x'] == 1").is_err(), "a list indexed with a string");
+    }
+
+    /// The direct evaluator answers the subset it covers as cel does, and gives up on the
+    /// rest — errors included — so cel answers them.
+    #[test]
+    fn the_direct_evaluator_gives_cels_answers_or_none() {
+        let context = json!({
+            "a": {"rows": 3, "kinds": ["x", "y"], "ratio": 0.5, "big": 18446744073709551615u64, "none": null,
+                  "recs": [{"id": 1, "r": "eu", "n": "n-12"}, {"id": 2, "r": "us", "n": "m-1"},
+                           {"id": 3, "r": "eu", "n": "n-3"}], "ü": "äöü"},
+            "b": {"recs": [{"id": 1.5}, {"id": 2}]},
+        });
+        let Value::Object(map) = context else { unreachable!() };
+        let inputs = Inputs { context: &map, parent: "a", state: "SUCCEEDED" };
+        let parent = json!({"name": "a", "state": "SUCCEEDED"});
+        let Value::Object(fields) = &parent else { unreachable!() };
+        let covered = [
+            "output.rows > 2 && output.ratio < 1.0 && parent.state == 'SUCCEEDED'",
+            "output.recs.exists(r, r.id > 2)",
+            "output.recs.exists(r, r.id > 3)",
+            "output.recs.all(r, r.id >= 1 && r.r.size() == 2)",
+            "output.recs.all(r, r.r == 'eu')",
+            "output.recs.filter(r, r.r == 'eu' && r.n.startsWith('n-1')).size() == 1",
+            "size(output.recs.filter(r, r.r == 'eu')) == 2 && output.recs.filter(r, r.r == 'eu')[1].id == 3",
+            "output.recs.map(r, r.id).exists(i, i == 2) && output.recs.map(r, r.n)[0].endsWith('12')",
+            "output.kinds.exists(k, k == 'y') && !output.kinds.exists(k, k.contains('z'))",
+            "size(output) == 7 && size(output.kinds) == 2 && output.kinds.size() == 2",
+            "has(output.rows) && !has(output.missing) && output.none == null",
+            "output.big == output.big && output['ü'].size() == 3 && output.kinds[1] == 'y'",
+            "(output.rows > 5 ? 'many' : 'few') == 'few' && !(output.rows != 3)",
+            "false && output.missing > 1",
+            "true || output.missing > 1",
+            "context.a.recs.exists(r, r.id == 2) && context.b.recs[1].id == 2",
+            "output.recs.exists(output, output.id == 1)",
+        ];
+        let given_up = [
+            "output.missing > 1",
+            "output.kinds[2] == 'z'",
+            "output.rows == 3.0",
+            "output.rows < 3.5",
+            "output.big > 1",
+            "output.rows",
+            "output.recs.exists(r, r.missing == 1)",
+            "context.b.recs.all(r, r.id > 1)",
+            "output.recs.exists(r, r.id == 2.0)",
+            "output.all(k, k.size() > 0)",
+            "output.recs.exists_one(r, r.id == 2)",
+            "output.kinds == ['x', 'y']",
+            "'x' in output.kinds",
+            "output.rows + 1 == 4",
+            "type(output.rows) == int",
+            "output.missing > 1 && false",
+        ];
+        for (text, must_answer) in
+            covered.iter().map(|t| (t, true)).chain(given_up.iter().map(|t| (t, false)))
+        {
+            let expr = check(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let cel = expr.interpret(&inputs, &map["a"], &parent);
+            let direct = expr.fast.as_ref().and_then(|fast| fast.holds(&map, &map["a"], fields));
+            match direct {
+                Some(answer) => assert_eq!(cel, Ok(answer), "{text}: the direct answer is cel's"),
+                None => assert!(!must_answer, "{text}: in the subset, answered by cel: {cel:?}"),
+            }
+            assert!(must_answer || direct.is_none(), "{text}: left to cel, which says {cel:?}");
+            assert_eq!(expr.holds(&inputs, &map["a"]), cel, "{text}");
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@
 mod days;
 pub mod expr;
 mod expr_data;
+mod expr_fast;
 mod graph;
 pub mod map;
 mod node;

@@ -58,8 +58,9 @@ pub(crate) fn run() -> anyhow::Result<()> {
         times.sort_by(f64::total_cmp);
         let at = |p: f64| times[((p / 100.0) * times.len() as f64).ceil() as usize - 1];
         println!(
-            "  {text:?} = {}: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            "  {text:?} = {} ({}): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
             answer.context("evaluated")?,
+            if checked.is_direct() { "direct" } else { "cel" },
             at(50.0),
             at(99.0),
             at(100.0)
