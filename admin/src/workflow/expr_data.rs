@@ -26,15 +26,32 @@ use cel::common::types::{
 use cel::common::value::{CowVal, Val};
 use serde_json::{Map, Value};
 
+/// A JSON number as CEL sees it: whole numbers `int` (past `i64`, `uint`), others `double`.
+pub(super) enum Number {
+    Int(i64),
+    UInt(u64),
+    Double(f64),
+}
+
+impl Number {
+    pub(super) fn of(n: &serde_json::Number) -> Number {
+        match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Number::Int(i),
+            (None, Some(u)) => Number::UInt(u),
+            (None, None) => Number::Double(n.as_f64().unwrap_or(f64::NAN)),
+        }
+    }
+}
+
 /// `json` as a CEL value borrowing it.
 pub(super) fn val(json: &Value) -> Box<dyn Val + '_> {
     match json {
         Value::Null => Box::new(CelNull),
         Value::Bool(b) => Box::new(CelBool::from(*b)),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => Box::new(CelInt::from(i)),
-            (None, Some(u)) => Box::new(CelUInt::from(u)),
-            (None, None) => Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN))),
+        Value::Number(n) => match Number::of(n) {
+            Number::Int(i) => Box::new(CelInt::from(i)),
+            Number::UInt(u) => Box::new(CelUInt::from(u)),
+            Number::Double(d) => Box::new(CelDouble::from(d)),
         },
         Value::String(s) => Box::new(CelString::from(s.as_str())),
         Value::Array(items) => Box::new(JsonList::new(items)),

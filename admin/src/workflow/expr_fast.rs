@@ -17,6 +17,8 @@
 use cel::common::ast::{ComprehensionExpr, Expr as Ast, IdedExpr, LiteralValue, operators};
 use serde_json::{Map, Value};
 
+use super::expr_data::Number;
+
 /// An expression in the subset, compiled from cel's parsed tree.
 #[derive(Debug)]
 pub(super) enum Fast {
@@ -89,15 +91,15 @@ enum V<'a> {
     Map(&'a Map<String, Value>),
 }
 
-/// `json` as a value, with CEL's kinds: whole numbers `int` (past `i64`, `uint`), others `double`.
+/// `json` as a value, with CEL's kinds (as `expr_data` gives them).
 fn of(json: &Value) -> V<'_> {
     match json {
         Value::Null => V::Null,
         Value::Bool(b) => V::Bool(*b),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => V::Int(i),
-            (None, Some(u)) => V::UInt(u),
-            (None, None) => V::Double(n.as_f64().unwrap_or(f64::NAN)),
+        Value::Number(n) => match Number::of(n) {
+            Number::Int(i) => V::Int(i),
+            Number::UInt(u) => V::UInt(u),
+            Number::Double(d) => V::Double(d),
         },
         Value::String(s) => V::Str(s),
         Value::Array(items) => V::List(items),

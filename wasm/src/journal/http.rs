@@ -7,6 +7,8 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use http_body::{Body, Frame};
 use http_body_util::BodyExt as _;
@@ -59,6 +61,26 @@ pub enum HttpAnswer {
     },
     /// Sent, and the run ended before it was answered.
     Pending,
+}
+
+/// Header or trailer fields as a journal keeps them: names, and values in base64 (they need
+/// not be text).
+pub(crate) fn encode_fields(fields: &http::HeaderMap) -> Vec<(String, String)> {
+    fields.iter().map(|(name, value)| (name.as_str().to_owned(), STANDARD.encode(value.as_bytes()))).collect()
+}
+
+/// What [`encode_fields`] kept, as fields again (an entry that is not a valid field is left out).
+pub(crate) fn decode_fields(fields: &[(String, String)]) -> http::HeaderMap {
+    let mut map = http::HeaderMap::new();
+    for (name, value) in fields {
+        let value = STANDARD.decode(value).unwrap_or_default();
+        if let (Ok(name), Ok(value)) =
+            (http::HeaderName::from_bytes(name.as_bytes()), http::HeaderValue::from_bytes(&value))
+        {
+            map.append(name, value);
+        }
+    }
+    map
 }
 
 /// A `wasi:http` error as the guest sees it, in a form a journal can hold: the variants the

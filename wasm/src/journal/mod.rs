@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::run::RunInput;
 pub use http::{HttpAnswer, HttpExchange, WireError};
-pub(crate) use http::{RecordingBody, ReplayBody};
+pub(crate) use http::{RecordingBody, ReplayBody, decode_fields};
 pub(crate) use readiness::{Journaled, add_to_linker};
 pub use summary::{FlightRecord, GuestLines, summarize};
 use tape::{Player, Tape, fresh_seed};
@@ -237,6 +237,12 @@ impl Journal {
             reads: Vec::new(),
             not_replayable: None,
         }
+    }
+
+    /// Whether it recorded readiness and body reads (format 2 on); a format-1 journal's replay
+    /// polls and reads as a fresh run would.
+    pub(crate) fn scripts_readiness(&self) -> bool {
+        self.version >= 2
     }
 
     /// The names of the secrets the run used (a replay must be given each again).

@@ -11,6 +11,7 @@ use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtxBuilder};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
+use super::http::encode_fields;
 use super::{HttpAnswer, HttpExchange, JOURNAL_VERSION, Journal, JournalInputs, WireError};
 
 /// A fresh seed for `wasi:random/insecure-seed`.
@@ -182,12 +183,6 @@ impl Tape {
     }
 }
 
-/// Header or trailer fields as a journal keeps them: names, and values in base64 (they need
-/// not be text).
-fn encode_fields(fields: &http::HeaderMap) -> Vec<(String, String)> {
-    fields.iter().map(|(name, value)| (name.as_str().to_owned(), STANDARD.encode(value.as_bytes()))).collect()
-}
-
 struct RecordWall(Tape);
 
 impl HostWallClock for RecordWall {
@@ -262,9 +257,6 @@ struct Playing {
     http: usize,
     polls: usize,
     reads: usize,
-    /// Whether the journal recorded readiness and body reads (format 2 on): a format-1
-    /// journal's replay polls and reads as a fresh run would.
-    scripted: bool,
     /// Calls past the journal, by kind.
     past: [u64; 7],
 }
@@ -281,7 +273,6 @@ const KINDS: [&str; 7] = [
 
 impl Player {
     pub(crate) fn new(journal: Arc<Journal>) -> Player {
-        let scripted = journal.version >= 2;
         Player(Arc::new(Mutex::new(Playing {
             journal,
             wall: 0,
@@ -291,7 +282,6 @@ impl Player {
             http: 0,
             polls: 0,
             reads: 0,
-            scripted,
             past: [0; 7],
         })))
     }
@@ -373,8 +363,8 @@ impl Player {
     /// changed module; counted), or a format-1 journal (not counted).
     pub(crate) fn next_poll(&self, count: usize) -> Option<Vec<u32>> {
         let mut playing = self.lock();
-        let Playing { journal, polls, past, scripted, .. } = &mut *playing;
-        if !*scripted {
+        let Playing { journal, polls, past, .. } = &mut *playing;
+        if !journal.scripts_readiness() {
             return None;
         }
         match journal.polls.get(*polls) {
@@ -394,8 +384,8 @@ impl Player {
     /// past its reads, not for a format-1 journal).
     pub(crate) fn next_read(&self) -> Option<Option<usize>> {
         let mut playing = self.lock();
-        let Playing { journal, reads, past, scripted, .. } = &mut *playing;
-        if !*scripted {
+        let Playing { journal, reads, past, .. } = &mut *playing;
+        if !journal.scripts_readiness() {
             return None;
         }
         match journal.reads.get(*reads) {

@@ -14,7 +14,7 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 use super::body::RequestLog;
 use super::send::{self, Target};
 use super::{NetLimits, NetPolicy};
-use crate::journal::{HttpAnswer, Recorder, RecordingBody, ReplayBody, WireError};
+use crate::journal::{HttpAnswer, Recorder, RecordingBody, ReplayBody, WireError, decode_fields};
 use crate::output::OutputCapture;
 
 type IoFuture = Box<dyn Future<Output = Result<(), Error>> + Send>;
@@ -143,18 +143,7 @@ async fn replay(
                 response = response.header(name.as_str(), decode(value));
             }
             let frames = frames.iter().map(|frame| bytes::Bytes::from(decode(frame))).collect();
-            let trailers = trailers.map(|fields| {
-                let mut map = http::HeaderMap::new();
-                for (name, value) in &fields {
-                    if let (Ok(name), Ok(value)) = (
-                        http::HeaderName::from_bytes(name.as_bytes()),
-                        http::HeaderValue::from_bytes(&decode(value)),
-                    ) {
-                        map.append(name, value);
-                    }
-                }
-                map
-            });
+            let trailers = trailers.as_deref().map(decode_fields);
             let response = response
                 .body(ReplayBody::body(frames, error, trailers))
                 .map_err(|e| Error::InternalError(Some(format!("replay: the journal's response: {e}"))))?;

@@ -226,8 +226,8 @@ pub(crate) struct ListQuery {
     pending: bool,
 }
 
-/// The group of `job`, if it still exists; remembered across one listing.
-async fn group_of<'a>(
+/// The group and name of `job`, if it still exists; remembered across one listing.
+async fn group_and_name<'a>(
     state: &MgmtState,
     jobs: &'a mut HashMap<i32, Option<(GroupId, String)>>,
     job: JobId,
@@ -253,7 +253,7 @@ pub(crate) async fn list(
     let mut jobs = HashMap::new();
     let mut shown = Vec::new();
     for row in rows {
-        let job = group_of(&state, &mut jobs, row.job_id).await?;
+        let job = group_and_name(&state, &mut jobs, row.job_id).await?;
         if principal.is_admin() || job.is_some_and(|(g, _)| principal.require_group(*g).is_ok()) {
             let name = job.map(|(_, name)| name.clone());
             shown.push(ApprovalView { job_name: name, ..row.into() });
